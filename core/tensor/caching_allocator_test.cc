@@ -1,0 +1,173 @@
+#include "core/tensor/caching_allocator.h"
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+
+#include "gtest/gtest.h"
+
+namespace weft {
+namespace {
+
+// Host memory standing in for a device; events complete when the test says.
+class FakeSource : public DeviceMemorySource {
+ public:
+  struct State {
+    int mallocs = 0;
+    int frees = 0;
+    size_t limit = SIZE_MAX;  // bytes the "device" can hold
+    size_t in_use = 0;
+    std::map<intptr_t, bool> events;  // id -> done
+    std::map<void*, size_t> sizes;
+  };
+  explicit FakeSource(State* state) : s_(state) {}
+
+  absl::StatusOr<void*> Malloc(size_t bytes) override {
+    if (s_->in_use + bytes > s_->limit) return absl::ResourceExhaustedError("fake OOM");
+    ++s_->mallocs;
+    s_->in_use += bytes;
+    void* p = std::malloc(bytes);
+    s_->sizes[p] = bytes;
+    return p;
+  }
+  void Free(void* ptr) override {
+    ++s_->frees;
+    s_->in_use -= s_->sizes[ptr];
+    s_->sizes.erase(ptr);
+    std::free(ptr);
+  }
+  absl::StatusOr<NativeEvent> RecordEvent(NativeStream) override {
+    intptr_t id = static_cast<intptr_t>(s_->events.size()) + 1;
+    s_->events[id] = false;
+    return reinterpret_cast<NativeEvent>(id);
+  }
+  absl::StatusOr<bool> EventDone(NativeEvent e) override {
+    return s_->events[reinterpret_cast<intptr_t>(e)];
+  }
+  void DestroyEvent(NativeEvent) override {}
+  Device device() const override { return Device::Cuda(0); }
+
+ private:
+  State* s_;
+};
+
+NativeStream S(intptr_t id) { return reinterpret_cast<NativeStream>(id); }
+
+class CachingAllocatorTest : public ::testing::Test {
+ protected:
+  FakeSource::State state_;
+  CachingAllocator alloc_{"fake", std::make_unique<FakeSource>(&state_)};
+};
+
+TEST_F(CachingAllocatorTest, SizeClasses) {
+  EXPECT_EQ(CachingAllocator::RoundSize(1), 512u);
+  EXPECT_EQ(CachingAllocator::RoundSize(512), 512u);
+  EXPECT_EQ(CachingAllocator::RoundSize(513), 1024u);
+  EXPECT_EQ(CachingAllocator::SegmentSize(512), 2u << 20);
+  EXPECT_EQ(CachingAllocator::SegmentSize(1 << 20), 2u << 20);
+  EXPECT_EQ(CachingAllocator::SegmentSize((1 << 20) + 512), 20u << 20);
+  EXPECT_EQ(CachingAllocator::SegmentSize(11u << 20), 12u << 20);
+}
+
+TEST_F(CachingAllocatorTest, ReusesFreedBlockOnSameStream) {
+  void* a = *alloc_.Allocate(1000, S(1));
+  alloc_.Free(a);
+  void* b = *alloc_.Allocate(900, S(1));
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(state_.mallocs, 1);
+  alloc_.Free(b);
+}
+
+TEST_F(CachingAllocatorTest, SmallBlocksShareASegment) {
+  void* a = *alloc_.Allocate(1000, S(1));
+  void* b = *alloc_.Allocate(1000, S(1));
+  EXPECT_EQ(static_cast<char*>(b) - static_cast<char*>(a), 1024);
+  EXPECT_EQ(state_.mallocs, 1);
+  alloc_.Free(a);
+  alloc_.Free(b);
+}
+
+TEST_F(CachingAllocatorTest, DoesNotReuseAcrossStreams) {
+  void* a = *alloc_.Allocate(1000, S(1));
+  alloc_.Free(a);
+  void* b = *alloc_.Allocate(1000, S(2));
+  EXPECT_NE(a, b);
+  EXPECT_EQ(state_.mallocs, 2);
+  alloc_.Free(b);
+}
+
+TEST_F(CachingAllocatorTest, RecordedStreamDelaysReuseUntilEventCompletes) {
+  void* a = *alloc_.Allocate(4096, S(1));
+  ASSERT_TRUE(alloc_.RecordStream(a, S(2)).ok());
+  alloc_.Free(a);
+  // The event recorded on stream 2 has not completed: `a` must not come back.
+  void* b = *alloc_.Allocate(4096, S(1));
+  EXPECT_NE(a, b);
+  state_.events[1] = true;
+  void* c = *alloc_.Allocate(4096, S(1));
+  EXPECT_EQ(a, c);
+  alloc_.Free(b);
+  alloc_.Free(c);
+}
+
+TEST_F(CachingAllocatorTest, StatsAreExact) {
+  void* a = *alloc_.Allocate(1000, S(1));
+  void* b = *alloc_.Allocate(3 << 20, S(1));
+  AllocatorStats s = alloc_.Stats();
+  EXPECT_EQ(s.allocated_bytes, 1000 + (3 << 20));
+  EXPECT_EQ(s.reserved_bytes, (2 << 20) + (20 << 20));
+  EXPECT_EQ(s.num_allocs, 2);
+  alloc_.Free(b);
+  s = alloc_.Stats();
+  EXPECT_EQ(s.allocated_bytes, 1000);
+  EXPECT_EQ(s.peak_allocated_bytes, 1000 + (3 << 20));
+  EXPECT_EQ(s.reserved_bytes, (2 << 20) + (20 << 20));  // cached, not returned
+  alloc_.Free(a);
+  alloc_.EmptyCache();
+  s = alloc_.Stats();
+  EXPECT_EQ(s.reserved_bytes, 0);
+  EXPECT_EQ(s.num_frees, 2);
+  EXPECT_EQ(state_.frees, 2);
+  EXPECT_EQ(alloc_.NumSegments(), 0);
+}
+
+TEST_F(CachingAllocatorTest, FreedNeighboursMergeBackIntoOneSegment) {
+  void* a = *alloc_.Allocate(512, S(1));
+  void* b = *alloc_.Allocate(512, S(1));
+  void* c = *alloc_.Allocate(512, S(1));
+  alloc_.Free(a);
+  alloc_.Free(c);
+  alloc_.Free(b);
+  // Fully merged: a request for the whole segment fits without a new malloc.
+  void* whole = *alloc_.Allocate(1 << 20, S(1));
+  EXPECT_EQ(whole, a);
+  EXPECT_EQ(state_.mallocs, 1);
+  alloc_.Free(whole);
+  alloc_.EmptyCache();
+  EXPECT_EQ(alloc_.NumSegments(), 0);
+}
+
+TEST_F(CachingAllocatorTest, OutOfMemoryReleasesCacheThenRetries) {
+  state_.limit = 24u << 20;
+  void* a = *alloc_.Allocate(15u << 20, S(1));  // 16 MiB segment
+  alloc_.Free(a);                               // cached
+  void* b = *alloc_.Allocate(15u << 20, S(2));  // other stream: cache freed, retried
+  EXPECT_NE(b, nullptr);
+  EXPECT_EQ(state_.frees, 1);
+  auto c = alloc_.Allocate(15u << 20, S(2));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(c.status().message().find("out of device memory"), std::string::npos);
+  alloc_.Free(b);
+}
+
+TEST_F(CachingAllocatorTest, LargeRequestsDoNotCarveHugeCachedBlocks) {
+  void* big = *alloc_.Allocate(64u << 20, S(1));
+  alloc_.Free(big);
+  void* mid = *alloc_.Allocate(2u << 20, S(1));
+  EXPECT_NE(mid, big);  // took a fresh 20 MiB segment instead of pinning 64 MiB
+  alloc_.Free(mid);
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,54 @@
+#include "core/tensor/device_backend.h"
+
+#include <array>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/check.h"
+#include "core/base/errors.h"
+
+namespace weft {
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::array<std::unique_ptr<DeviceBackend>, 2> backends;  // indexed by DeviceType
+};
+
+Registry& GetRegistry() {
+  static auto* registry = new Registry;
+  return *registry;
+}
+
+}  // namespace
+
+void RegisterDeviceBackend(std::unique_ptr<DeviceBackend> backend) {
+  Registry& r = GetRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  auto& slot = r.backends[static_cast<int>(backend->type())];
+  WEFT_CHECK(slot == nullptr) << "two device backends registered for one device type";
+  slot = std::move(backend);
+}
+
+bool RegisterDeviceBackendAtStartup(std::unique_ptr<DeviceBackend> backend) {
+  RegisterDeviceBackend(std::move(backend));
+  return true;
+}
+
+absl::StatusOr<DeviceBackend*> GetDeviceBackend(DeviceType type) {
+  Registry& r = GetRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  DeviceBackend* backend = r.backends[static_cast<int>(type)].get();
+  if (backend != nullptr) return backend;
+  if (type == DeviceType::kCUDA) {
+    return FailedPrecondition(
+        "the CUDA backend is not linked into this binary",
+        "a binary built with the CUDA toolkit that depends on //core/tensor/cuda:backend",
+        "install the CUDA toolkit at /usr/local/cuda (or set CUDA_PATH) and rebuild, or run "
+        "with --device=cpu");
+  }
+  return Internal("the CPU device backend is not registered",
+                  "//core/tensor:cpu_backend linked (it is alwayslink)");
+}
+
+}  // namespace weft

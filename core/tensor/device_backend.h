@@ -1,0 +1,72 @@
+// DeviceBackend: what core/tensor needs from a device kind (memory, streams,
+// events, copies), registered by name so CPU-only builds link no CUDA code.
+// The CUDA backend lives in //core/tensor/cuda:backend (an alwayslink target)
+// and registers itself at load time; the CPU backend is always present.
+//
+// Stream and event handles are opaque (cudaStream_t / cudaEvent_t on CUDA).
+// A null stream means the device's default stream.
+#ifndef WEFT_CORE_TENSOR_DEVICE_BACKEND_H_
+#define WEFT_CORE_TENSOR_DEVICE_BACKEND_H_
+
+#include <cstddef>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/tensor/allocator.h"
+#include "core/tensor/device.h"
+#include "core/tensor/strided_view.h"
+
+namespace weft {
+
+using NativeEvent = void*;
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+  virtual DeviceType type() const = 0;
+
+  virtual absl::StatusOr<int> DeviceCount() = 0;
+  virtual absl::StatusOr<Allocator*> GetAllocator(int index) = 0;
+  // Page-locked host memory, or nullptr when the backend cannot provide it.
+  virtual Allocator* PinnedHostAllocator() = 0;
+
+  virtual absl::StatusOr<NativeStream> CreateStream(int index, int priority) = 0;
+  virtual void DestroyStream(int index, NativeStream stream) = 0;
+  virtual absl::Status SynchronizeStream(int index, NativeStream stream) = 0;
+
+  virtual absl::StatusOr<NativeEvent> CreateEvent(int index, bool enable_timing) = 0;
+  virtual void DestroyEvent(int index, NativeEvent event) = 0;
+  virtual absl::Status RecordEvent(int index, NativeEvent event, NativeStream stream) = 0;
+  // Makes `stream` wait for `event` without blocking the host.
+  virtual absl::Status StreamWaitEvent(int index, NativeStream stream, NativeEvent event) = 0;
+  virtual absl::StatusOr<bool> QueryEvent(int index, NativeEvent event) = 0;
+  virtual absl::Status SynchronizeEvent(int index, NativeEvent event) = 0;
+  virtual absl::StatusOr<float> ElapsedMs(int index, NativeEvent start, NativeEvent end) = 0;
+
+  // Copies `bytes` between host and device or within the device. With
+  // async=true the copy is ordered on `stream` and the host does not wait;
+  // the host side should then be pinned memory.
+  virtual absl::Status Copy(void* dst, Device dst_device, const void* src, Device src_device,
+                            size_t bytes, NativeStream stream, bool async) = 0;
+  // Element-wise copy between strided views on this backend's device, with
+  // dtype conversion (round to nearest even) when the dtypes differ.
+  virtual absl::Status CopyStrided(int index, const StridedView& dst, const StridedView& src,
+                                   NativeStream stream) = 0;
+  virtual absl::Status Memset(int index, void* dst, int value, size_t bytes,
+                              NativeStream stream) = 0;
+};
+
+// Registers a backend for its device type. A second backend for the same type
+// is a programmer error (aborts), like a duplicate strategy name.
+void RegisterDeviceBackend(std::unique_ptr<DeviceBackend> backend);
+
+// The backend for `type`, or FailedPrecondition saying it is not linked in.
+absl::StatusOr<DeviceBackend*> GetDeviceBackend(DeviceType type);
+
+// Used by backends' registration files: `static const bool kRegistered = ...`.
+bool RegisterDeviceBackendAtStartup(std::unique_ptr<DeviceBackend> backend);
+
+}  // namespace weft
+
+#endif  // WEFT_CORE_TENSOR_DEVICE_BACKEND_H_
