@@ -1,0 +1,207 @@
+// The CUDA device backend: caching device allocator per GPU, pinned host
+// memory, streams, events and copies. Registered at load time; binaries get
+// it by depending on //core/tensor/cuda:backend.
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "core/tensor/caching_allocator.h"
+#include "core/tensor/cuda/copy_kernels.h"
+#include "core/tensor/cuda/cuda_check.h"
+#include "core/tensor/cuda/device_guard.h"
+#include "core/tensor/cuda/pinned_allocator.h"
+#include "core/tensor/device_backend.h"
+
+namespace weft::cuda {
+namespace {
+
+constexpr int kMaxGpus = 64;
+
+cudaStream_t AsStream(NativeStream s) { return static_cast<cudaStream_t>(s); }
+cudaEvent_t AsEvent(NativeEvent e) { return static_cast<cudaEvent_t>(e); }
+
+// cudaMalloc for one GPU, with events for the allocator's cross-stream safety.
+class CudaMemorySource : public DeviceMemorySource {
+ public:
+  explicit CudaMemorySource(int index) : index_(index) {}
+
+  absl::StatusOr<void*> Malloc(size_t bytes) override {
+    DeviceGuard guard(index_);
+    void* ptr = nullptr;
+    const cudaError_t err = cudaMalloc(&ptr, bytes);
+    if (err != cudaSuccess) {
+      (void)cudaGetLastError();  // clear the sticky-free OOM error
+      return CudaError(err, "cudaMalloc", __FILE__, __LINE__);
+    }
+    return ptr;
+  }
+  void Free(void* ptr) override {
+    DeviceGuard guard(index_);
+    (void)cudaFree(ptr);
+  }
+  absl::StatusOr<NativeEvent> RecordEvent(NativeStream stream) override {
+    DeviceGuard guard(index_);
+    cudaEvent_t e;
+    WEFT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    WEFT_CUDA_RETURN_IF_ERROR(cudaEventRecord(e, AsStream(stream)));
+    return static_cast<NativeEvent>(e);
+  }
+  absl::StatusOr<bool> EventDone(NativeEvent event) override {
+    const cudaError_t err = cudaEventQuery(AsEvent(event));
+    if (err == cudaErrorNotReady) return false;
+    WEFT_CUDA_RETURN_IF_ERROR(err);
+    return true;
+  }
+  void DestroyEvent(NativeEvent event) override { (void)cudaEventDestroy(AsEvent(event)); }
+  Device device() const override { return Device::Cuda(index_); }
+
+ private:
+  const int index_;
+};
+
+class CudaBackend : public DeviceBackend {
+ public:
+  DeviceType type() const override { return DeviceType::kCUDA; }
+
+  absl::StatusOr<int> DeviceCount() override {
+    int n = 0;
+    const cudaError_t err = cudaGetDeviceCount(&n);
+    if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    WEFT_CUDA_RETURN_IF_ERROR(err);
+    return n;
+  }
+
+  absl::StatusOr<Allocator*> GetAllocator(int index) override {
+    WEFT_RETURN_IF_ERROR(CheckIndex(index));
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& slot = allocators_[index];
+    if (slot == nullptr) {
+      slot = std::make_unique<CachingAllocator>(absl::StrCat("cuda:", index, " caching"),
+                                                std::make_unique<CudaMemorySource>(index));
+    }
+    return slot.get();
+  }
+
+  Allocator* PinnedHostAllocator() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pinned_ == nullptr) pinned_ = std::make_unique<CudaPinnedAllocator>();
+    return pinned_.get();
+  }
+
+  absl::StatusOr<NativeStream> CreateStream(int index, int priority) override {
+    WEFT_RETURN_IF_ERROR(CheckIndex(index));
+    DeviceGuard guard(index);
+    cudaStream_t s;
+    // Non-blocking: weft streams never serialize with the legacy default stream.
+    WEFT_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, priority));
+    return static_cast<NativeStream>(s);
+  }
+  void DestroyStream(int index, NativeStream stream) override {
+    DeviceGuard guard(index);
+    (void)cudaStreamDestroy(AsStream(stream));
+  }
+  absl::Status SynchronizeStream(int index, NativeStream stream) override {
+    DeviceGuard guard(index);
+    WEFT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(AsStream(stream)));
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<NativeEvent> CreateEvent(int index, bool enable_timing) override {
+    WEFT_RETURN_IF_ERROR(CheckIndex(index));
+    DeviceGuard guard(index);
+    cudaEvent_t e;
+    WEFT_CUDA_RETURN_IF_ERROR(
+        cudaEventCreateWithFlags(&e, enable_timing ? cudaEventDefault : cudaEventDisableTiming));
+    return static_cast<NativeEvent>(e);
+  }
+  void DestroyEvent(int index, NativeEvent event) override {
+    DeviceGuard guard(index);
+    (void)cudaEventDestroy(AsEvent(event));
+  }
+  absl::Status RecordEvent(int index, NativeEvent event, NativeStream stream) override {
+    DeviceGuard guard(index);
+    WEFT_CUDA_RETURN_IF_ERROR(cudaEventRecord(AsEvent(event), AsStream(stream)));
+    return absl::OkStatus();
+  }
+  absl::Status StreamWaitEvent(int index, NativeStream stream, NativeEvent event) override {
+    DeviceGuard guard(index);
+    WEFT_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(AsStream(stream), AsEvent(event), 0));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<bool> QueryEvent(int, NativeEvent event) override {
+    const cudaError_t err = cudaEventQuery(AsEvent(event));
+    if (err == cudaErrorNotReady) return false;
+    WEFT_CUDA_RETURN_IF_ERROR(err);
+    return true;
+  }
+  absl::Status SynchronizeEvent(int, NativeEvent event) override {
+    WEFT_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(AsEvent(event)));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<float> ElapsedMs(int, NativeEvent start, NativeEvent end) override {
+    float ms = 0;
+    WEFT_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, AsEvent(start), AsEvent(end)));
+    return ms;
+  }
+
+  absl::Status Copy(void* dst, Device dst_device, const void* src, Device src_device,
+                    size_t bytes, NativeStream stream, bool async) override {
+    if (bytes == 0) return absl::OkStatus();
+    if (dst_device.is_cpu() && src_device.is_cpu()) {
+      std::memmove(dst, src, bytes);
+      return absl::OkStatus();
+    }
+    const int index = dst_device.is_cuda() ? dst_device.index : src_device.index;
+    DeviceGuard guard(index);
+    if (!async) {
+      // A synchronous copy sees the results of all work queued on any stream.
+      WEFT_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+    }
+    WEFT_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, AsStream(stream)));
+    if (!async) WEFT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(AsStream(stream)));
+    return absl::OkStatus();
+  }
+
+  absl::Status CopyStrided(int index, const StridedView& dst, const StridedView& src,
+                           NativeStream stream) override {
+    DeviceGuard guard(index);
+    return LaunchCopyStrided(dst, src, AsStream(stream));
+  }
+
+  absl::Status Memset(int index, void* dst, int value, size_t bytes,
+                      NativeStream stream) override {
+    DeviceGuard guard(index);
+    WEFT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dst, value, bytes, AsStream(stream)));
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status CheckIndex(int index) {
+    WEFT_ASSIGN_OR_RETURN(int count, DeviceCount());
+    if (index < 0 || index >= count || index >= kMaxGpus) {
+      return InvalidArgument(absl::StrCat("cuda:", index, " does not exist"),
+                             absl::StrCat("an index below the ", count, " visible GPU(s)"),
+                             "check CUDA_VISIBLE_DEVICES and LOCAL_RANK");
+    }
+    return absl::OkStatus();
+  }
+
+  std::mutex mu_;
+  std::array<std::unique_ptr<CachingAllocator>, kMaxGpus> allocators_;
+  std::unique_ptr<CudaPinnedAllocator> pinned_;
+};
+
+const bool kRegistered = RegisterDeviceBackendAtStartup(std::make_unique<CudaBackend>());
+
+}  // namespace
+}  // namespace weft::cuda
