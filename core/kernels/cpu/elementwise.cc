@@ -1,0 +1,80 @@
+// GELU, residual add, scale and dropout: single passes over contiguous data.
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "core/kernels/cpu/check_args.h"
+#include "core/kernels/cpu/cpu_ops.h"
+#include "core/kernels/cpu/gelu_math.h"
+#include "core/kernels/philox.h"
+
+namespace weft::cpu {
+
+absl::Status CpuKernelOps::GeluForward(const KernelContext&, Tensor& out, const Tensor& x) {
+  WEFT_RETURN_IF_ERROR(CheckCpu(x, "gelu x"));
+  WEFT_RETURN_IF_ERROR(CheckNumel(out, "gelu out", x.numel()));
+  const float* px = x.data<float>();
+  float* po = out.data<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) po[i] = Gelu(px[i]);
+  return absl::OkStatus();
+}
+
+absl::Status CpuKernelOps::GeluBackward(const KernelContext&, Tensor& dx, const Tensor& dy,
+                                        const Tensor& x) {
+  WEFT_RETURN_IF_ERROR(CheckCpu(x, "gelu x"));
+  WEFT_RETURN_IF_ERROR(CheckNumel(dy, "gelu dy", x.numel()));
+  WEFT_RETURN_IF_ERROR(CheckNumel(dx, "gelu dx", x.numel()));
+  const float* px = x.data<float>();
+  const float* pdy = dy.data<float>();
+  float* pdx = dx.data<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) pdx[i] = pdy[i] * GeluGrad(px[i]);
+  return absl::OkStatus();
+}
+
+absl::Status CpuKernelOps::Add(const KernelContext&, Tensor& out, const Tensor& a,
+                               const Tensor& b) {
+  WEFT_RETURN_IF_ERROR(CheckCpu(a, "add a"));
+  WEFT_RETURN_IF_ERROR(CheckNumel(b, "add b", a.numel()));
+  WEFT_RETURN_IF_ERROR(CheckNumel(out, "add out", a.numel()));
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  float* po = out.data<float>();
+  for (int64_t i = 0; i < a.numel(); ++i) po[i] = pa[i] + pb[i];
+  return absl::OkStatus();
+}
+
+absl::Status CpuKernelOps::Scale(const KernelContext&, Tensor& x, float scale) {
+  WEFT_RETURN_IF_ERROR(CheckFloat(x, "scale x"));
+  for (int64_t i = 0; i < x.numel(); ++i) StoreF(x, i, LoadF(x, i) * scale);
+  return absl::OkStatus();
+}
+
+namespace {
+
+absl::Status Dropout(Tensor& out, const Tensor& in, float p, uint64_t seed, uint64_t offset) {
+  if (!(p >= 0.f && p < 1.f)) {
+    return InvalidArgument("dropout probability out of range", "0 <= p < 1");
+  }
+  WEFT_RETURN_IF_ERROR(CheckCpu(in, "dropout input"));
+  WEFT_RETURN_IF_ERROR(CheckNumel(out, "dropout output", in.numel()));
+  const float keep_scale = 1.0f / (1.0f - p);
+  const float* pi = in.data<float>();
+  float* po = out.data<float>();
+  for (int64_t i = 0; i < in.numel(); ++i) {
+    po[i] = DropoutKeep(seed, offset + static_cast<uint64_t>(i), p) ? pi[i] * keep_scale : 0.f;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CpuKernelOps::DropoutForward(const KernelContext&, Tensor& out, const Tensor& x,
+                                          float p, uint64_t seed, uint64_t offset) {
+  return Dropout(out, x, p, seed, offset);
+}
+
+absl::Status CpuKernelOps::DropoutBackward(const KernelContext&, Tensor& dx, const Tensor& dy,
+                                           float p, uint64_t seed, uint64_t offset) {
+  // The same mask and scale apply to the gradient.
+  return Dropout(dx, dy, p, seed, offset);
+}
+
+}  // namespace weft::cpu

@@ -1,0 +1,191 @@
+// KernelOps: the compute kernels every device implements, behind one
+// interface so layers dispatch on Device and never on #ifdef.
+//
+// Conventions (shared by the CPU reference and the CUDA kernels):
+// - Tensors are row-major and contiguous; shapes are asserted by the caller
+//   (layers) and checked again by implementations, which return
+//   InvalidArgument naming the operand on mismatch.
+// - "Compute" tensors (activations, weights used by forward) are f32 or bf16;
+//   on CPU they are f32. Parameter gradients are f32 or bf16 ("grad dtype");
+//   statistics saved for backward (layernorm mean/rstd, attention logsumexp)
+//   and losses are always f32.
+// - Ops named ...Backward ACCUMULATE into parameter gradients (+=), so
+//   gradient accumulation over micro-batches needs no extra pass. Input
+//   gradients (dx) are overwritten unless the op says otherwise.
+// - Every op is enqueued on ctx.stream and never synchronizes the host.
+// - Random numbers (dropout) come from Philox4x32-10 keyed by `seed` with
+//   counter `offset + element index`, so masks do not depend on the launch
+//   shape or the device.
+#ifndef WEFT_CORE_KERNELS_KERNEL_OPS_H_
+#define WEFT_CORE_KERNELS_KERNEL_OPS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/tensor/device.h"
+#include "core/tensor/tensor.h"
+
+namespace weft {
+
+struct KernelContext {
+  Device device;
+  NativeStream stream = nullptr;
+};
+
+enum class Epilogue {
+  kNone,
+  kBias,      // out = mm + bias (bias broadcast over rows)
+  kBiasGelu,  // aux = mm + bias; out = gelu(aux)
+  kDGelu,     // out = mm * gelu'(aux)  (aux: the pre-activation from forward)
+};
+
+// out (M, N) [+]= op(a) · op(b), then the epilogue.
+//   op(a) = a (M, K) or, with trans_a, a^T where a is (K, M)
+//   op(b) = b (K, N) or, with trans_b, b^T where b is (N, K)
+// Linear forward: out = x · w^T           (a=x, b=w, trans_b)
+// Linear dx:      dx = dy · w             (a=dy, b=w)
+// Linear dw:      dw += dy^T · x          (a=dy, trans_a, b=x, accumulate)
+struct GemmArgs {
+  Tensor out;
+  Tensor a;
+  Tensor b;
+  bool trans_a = false;
+  bool trans_b = false;
+  bool accumulate = false;  // out += result (kNone epilogue only)
+  Epilogue epilogue = Epilogue::kNone;
+  Tensor bias;       // (N): kBias, kBiasGelu
+  Tensor aux;        // (M, N): written by kBiasGelu, read by kDGelu
+  Tensor bias_grad;  // (N), optional with kDGelu: += column sums of `out`
+};
+
+// One parameter (or shard of one) that an optimizer updates in place.
+struct OptimSegment {
+  Tensor master;    // f32 weights the update applies to (always defined)
+  Tensor param;     // compute-dtype copy refreshed after the update; may be
+                    // undefined when the master tensor is the parameter
+  Tensor grad;      // same numel as master, f32 or bf16
+  Tensor exp_avg;   // f32 first moment (AdamW) or momentum buffer (SGD)
+  Tensor exp_avg_sq;  // f32 second moment (AdamW only)
+  bool weight_decay = true;
+};
+
+struct AdamWHyper {
+  float lr = 3e-4f;
+  float beta1 = 0.9f;
+  float beta2 = 0.95f;
+  float eps = 1e-8f;
+  float weight_decay = 0.1f;
+  int64_t step = 1;          // 1-based, for bias correction
+  float grad_scale = 1.0f;   // multiplies every gradient (e.g. 1/accum)
+  // Clipping without a host sync: when max_grad_norm > 0, gradients are
+  // scaled by min(1, max_grad_norm / (sqrt(*grad_norm_sq) + 1e-6)) where
+  // grad_norm_sq is a one-element f32 tensor on the device.
+  float max_grad_norm = 0.0f;
+  Tensor grad_norm_sq;
+};
+
+struct SgdHyper {
+  float lr = 0.1f;
+  float momentum = 0.9f;
+  float weight_decay = 0.0f;
+  bool nesterov = false;
+  float grad_scale = 1.0f;
+  float max_grad_norm = 0.0f;
+  Tensor grad_norm_sq;
+};
+
+class KernelOps {
+ public:
+  virtual ~KernelOps() = default;
+
+  virtual absl::Status Gemm(const KernelContext& ctx, const GemmArgs& args) = 0;
+  // dbias (N) += sum over rows of dy (M, N).
+  virtual absl::Status BiasGrad(const KernelContext& ctx, Tensor& dbias, const Tensor& dy) = 0;
+
+  // out, mean, rstd from x (N, C); weight, bias (C). mean/rstd are f32 (N).
+  virtual absl::Status LayerNormForward(const KernelContext& ctx, Tensor& out, Tensor& mean,
+                                        Tensor& rstd, const Tensor& x, const Tensor& weight,
+                                        const Tensor& bias, float eps) = 0;
+  // dx (overwritten, or += with accumulate_dx), dweight += , dbias += .
+  virtual absl::Status LayerNormBackward(const KernelContext& ctx, Tensor& dx, Tensor& dweight,
+                                         Tensor& dbias, const Tensor& dy, const Tensor& x,
+                                         const Tensor& weight, const Tensor& mean,
+                                         const Tensor& rstd, bool accumulate_dx) = 0;
+  // Fused: residual_out = a + b; out = layernorm(residual_out).
+  virtual absl::Status ResidualLayerNormForward(const KernelContext& ctx, Tensor& residual_out,
+                                                Tensor& out, Tensor& mean, Tensor& rstd,
+                                                const Tensor& a, const Tensor& b,
+                                                const Tensor& weight, const Tensor& bias,
+                                                float eps) = 0;
+
+  // GELU, tanh approximation (GPT-2's).
+  virtual absl::Status GeluForward(const KernelContext& ctx, Tensor& out, const Tensor& x) = 0;
+  virtual absl::Status GeluBackward(const KernelContext& ctx, Tensor& dx, const Tensor& dy,
+                                    const Tensor& x) = 0;
+
+  // out = a + b (elementwise; out may alias a or b).
+  virtual absl::Status Add(const KernelContext& ctx, Tensor& out, const Tensor& a,
+                           const Tensor& b) = 0;
+  // x *= scale.
+  virtual absl::Status Scale(const KernelContext& ctx, Tensor& x, float scale) = 0;
+
+  // Causal self-attention. qkv (B, T, 3C) packs q, k, v; heads split C.
+  // out (B, T, C); lse (B, NH, T) f32 logsumexp of the scaled scores, kept
+  // for backward so the T x T matrix is never stored.
+  virtual absl::Status AttentionForward(const KernelContext& ctx, Tensor& out, Tensor& lse,
+                                        const Tensor& qkv, int num_heads) = 0;
+  // dqkv (B, T, 3C) overwritten.
+  virtual absl::Status AttentionBackward(const KernelContext& ctx, Tensor& dqkv,
+                                         const Tensor& dout, const Tensor& qkv, const Tensor& out,
+                                         const Tensor& lse, int num_heads) = 0;
+
+  // out (B, T, C) = wte[tokens] + wpe[0..T). tokens i32 (B, T).
+  virtual absl::Status EmbeddingForward(const KernelContext& ctx, Tensor& out,
+                                        const Tensor& tokens, const Tensor& wte,
+                                        const Tensor& wpe) = 0;
+  // dwte += scatter of dout by token, dwpe += sum over batch. Deterministic.
+  // wpe/dwpe may be undefined (no positional table).
+  virtual absl::Status EmbeddingBackward(const KernelContext& ctx, Tensor& dwte, Tensor& dwpe,
+                                         const Tensor& dout, const Tensor& tokens) = 0;
+
+  // Fused softmax + cross-entropy over the first `vocab` columns of logits
+  // (rows, padded_vocab). losses (rows) f32 get -log p[target]. When
+  // compute_grad, logits are overwritten in place with
+  // dloss_scale * (softmax - onehot) (padded columns get 0). Targets < 0 are
+  // ignored: loss 0 and zero gradient.
+  virtual absl::Status CrossEntropyForwardBackward(const KernelContext& ctx, Tensor& losses,
+                                                   Tensor& logits, const Tensor& targets,
+                                                   int64_t vocab, float dloss_scale,
+                                                   bool compute_grad) = 0;
+
+  // Inverted dropout: out = x * mask / (1 - p), mask from Philox(seed, offset).
+  virtual absl::Status DropoutForward(const KernelContext& ctx, Tensor& out, const Tensor& x,
+                                      float p, uint64_t seed, uint64_t offset) = 0;
+  virtual absl::Status DropoutBackward(const KernelContext& ctx, Tensor& dx, const Tensor& dy,
+                                       float p, uint64_t seed, uint64_t offset) = 0;
+
+  // out (one f32 element) = sum of x (any float dtype). With accumulate, +=.
+  virtual absl::Status Sum(const KernelContext& ctx, Tensor& out, const Tensor& x,
+                           bool accumulate) = 0;
+  // out (one f32 element) = sum over tensors of sum(x^2), accumulated in f32.
+  virtual absl::Status SumSquares(const KernelContext& ctx, Tensor& out,
+                                  absl::Span<const Tensor> tensors) = 0;
+
+  // Multi-tensor optimizers: one launch (on CUDA) for all segments.
+  virtual absl::Status AdamW(const KernelContext& ctx, absl::Span<OptimSegment> segments,
+                             const AdamWHyper& hyper) = 0;
+  virtual absl::Status Sgd(const KernelContext& ctx, absl::Span<OptimSegment> segments,
+                           const SgdHyper& hyper) = 0;
+};
+
+// Kernel implementations register per device type, like DeviceBackends.
+void RegisterKernelOps(DeviceType type, KernelOps* ops);
+absl::StatusOr<KernelOps*> GetKernelOps(DeviceType type);
+bool RegisterKernelOpsAtStartup(DeviceType type, KernelOps* ops);
+
+}  // namespace weft
+
+#endif  // WEFT_CORE_KERNELS_KERNEL_OPS_H_
