@@ -1,0 +1,39 @@
+// CausalSelfAttention: qkv projection, fused causal attention (no T x T
+// matrix is stored: the kernel keeps a logsumexp per query), output
+// projection and residual dropout. GPT-2 layout and naming.
+#ifndef WEFT_CORE_NN_ATTENTION_H_
+#define WEFT_CORE_NN_ATTENTION_H_
+
+#include "core/nn/dropout.h"
+#include "core/nn/linear.h"
+#include "core/nn/module.h"
+
+namespace weft {
+
+class CausalSelfAttention : public Module {
+ public:
+  // proj_init_std: GPT-2 scales the residual projection by 1/sqrt(2 * layers).
+  CausalSelfAttention(int64_t channels, int num_heads, float init_std, float proj_init_std,
+                      float dropout);
+
+  // x: (B, T, C) -> (B, T, C).
+  absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) override;
+  absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
+  void ReleaseActivations() override;
+
+  Linear* qkv() const { return qkv_; }
+  Linear* proj() const { return proj_; }
+  int num_heads() const { return num_heads_; }
+
+ private:
+  const int64_t c_;
+  const int num_heads_;
+  Linear* qkv_;
+  Linear* proj_;
+  Dropout* dropout_;
+  Tensor qkv_out_, att_, lse_;  // (B, T, 3C), (B, T, C), (B, NH, T)
+};
+
+}  // namespace weft
+
+#endif  // WEFT_CORE_NN_ATTENTION_H_

@@ -1,0 +1,76 @@
+#include "core/nn/layer_norm.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+
+namespace weft {
+
+LayerNorm::LayerNorm(int64_t features, float eps) : Module("LayerNorm"), c_(features), eps_(eps) {
+  weight_ = RegisterParameter("weight", {c_}, InitSpec::Ones(), false);
+  bias_ = RegisterParameter("bias", {c_}, InitSpec::Zeros(), false);
+}
+
+void LayerNorm::ReleaseActivations() {
+  x_ = Tensor();
+  mean_ = Tensor();
+  rstd_ = Tensor();
+}
+
+absl::Status LayerNorm::Normalize(RunContext& ctx, const Tensor& x, Tensor& out) {
+  if (x.dim(-1) != c_) {
+    return InvalidArgument(absl::StrCat("input ", ShapeString(x.shape())),
+                           absl::StrCat("last dimension ", c_));
+  }
+  const int64_t rows = x.numel() / c_;
+  WEFT_ASSIGN_OR_RETURN(mean_, ctx.Empty({rows}, DType::kF32));
+  WEFT_ASSIGN_OR_RETURN(rstd_, ctx.Empty({rows}, DType::kF32));
+  WEFT_ASSIGN_OR_RETURN(out, ctx.Empty(x.shape(), ctx.compute_dtype));
+  x_ = x;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> LayerNorm::Forward(RunContext& ctx, const Tensor& x) {
+  Tensor out;
+  WEFT_RETURN_IF_ERROR(Normalize(ctx, x, out));
+  WEFT_RETURN_IF_ERROR(ctx.ops->LayerNormForward(ctx.kernel(), out, mean_, rstd_, x,
+                                                 weight_->value, bias_->value, eps_));
+  return out;
+}
+
+absl::StatusOr<std::pair<Tensor, Tensor>> LayerNorm::ForwardResidual(RunContext& ctx,
+                                                                     const Tensor& a,
+                                                                     const Tensor& b) {
+  std::pair<Tensor, Tensor> result;
+  WEFT_RETURN_IF_ERROR(RunHooked(ctx, /*backward=*/false, [&]() -> absl::Status {
+    WEFT_ASSIGN_OR_RETURN(result.first, ctx.Empty(a.shape(), ctx.compute_dtype));
+    WEFT_RETURN_IF_ERROR(Normalize(ctx, result.first, result.second));
+    return ctx.ops->ResidualLayerNormForward(ctx.kernel(), result.first, result.second, mean_,
+                                             rstd_, a, b, weight_->value, bias_->value, eps_);
+  }));
+  return result;
+}
+
+absl::Status LayerNorm::Gradient(RunContext& ctx, const Tensor& dy, Tensor& dx, bool accumulate) {
+  if (!x_.defined()) {
+    return FailedPrecondition("LayerNorm backward without saved input",
+                              "Forward in training mode before Backward");
+  }
+  WEFT_RETURN_IF_ERROR(ctx.ops->LayerNormBackward(ctx.kernel(), dx, weight_->grad, bias_->grad,
+                                                  dy, x_, weight_->value, mean_, rstd_,
+                                                  accumulate));
+  ReleaseActivations();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> LayerNorm::Backward(RunContext& ctx, const Tensor& dy) {
+  WEFT_ASSIGN_OR_RETURN(Tensor dx, ctx.Empty(dy.shape(), ctx.compute_dtype));
+  WEFT_RETURN_IF_ERROR(Gradient(ctx, dy, dx, false));
+  return dx;
+}
+
+absl::Status LayerNorm::BackwardAccumulate(RunContext& ctx, const Tensor& dy, Tensor& dx_accum) {
+  return RunHooked(ctx, /*backward=*/true, [&] { return Gradient(ctx, dy, dx_accum, true); });
+}
+
+}  // namespace weft

@@ -1,0 +1,86 @@
+#include "core/nn/linear.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+
+namespace weft {
+
+Linear::Linear(int64_t in_features, int64_t out_features, Options options)
+    : Module("Linear"), in_(in_features), out_(out_features), options_(options) {
+  weight_ = RegisterParameter("weight", {out_, in_}, InitSpec::Normal(options.init_std), true);
+  if (options.bias) bias_ = RegisterParameter("bias", {out_}, InitSpec::Zeros(), false);
+}
+
+void Linear::FuseGeluBackwardInto(Linear* producer) { fuse_into_ = producer; }
+
+void Linear::ReleaseActivations() {
+  x_ = Tensor();
+  pre_ = Tensor();
+}
+
+absl::StatusOr<Tensor> Linear::Forward(RunContext& ctx, const Tensor& x) {
+  if (x.dim(-1) != in_) {
+    return InvalidArgument(absl::StrCat("input ", ShapeString(x.shape())),
+                           absl::StrCat("last dimension ", in_));
+  }
+  const int64_t m = x.numel() / in_;
+  x_ = x.View({m, in_});
+  out_shape_ = x.shape();
+  out_shape_.back() = out_;
+  WEFT_ASSIGN_OR_RETURN(Tensor y, ctx.Empty({m, out_}, ctx.compute_dtype));
+  GemmArgs g{.out = y, .a = x_, .b = weight_->value, .trans_b = true};
+  if (options_.gelu) {
+    WEFT_ASSIGN_OR_RETURN(pre_, ctx.Empty({m, out_}, ctx.compute_dtype));
+    if (bias_ == nullptr) {
+      return InvalidArgument("Linear with gelu but no bias", "bias=true with gelu=true");
+    }
+    g.epilogue = Epilogue::kBiasGelu;
+    g.bias = bias_->value;
+    g.aux = pre_;
+  } else if (bias_ != nullptr) {
+    g.epilogue = Epilogue::kBias;
+    g.bias = bias_->value;
+  }
+  WEFT_RETURN_IF_ERROR(ctx.ops->Gemm(ctx.kernel(), g));
+  return y.View(out_shape_);
+}
+
+absl::StatusOr<Tensor> Linear::Backward(RunContext& ctx, const Tensor& dy) {
+  if (!x_.defined()) {
+    return FailedPrecondition("Linear backward without saved input",
+                              "Forward in training mode before Backward");
+  }
+  const int64_t m = x_.dim(0);
+  Tensor dpre = dy.View({m, out_});
+  if (options_.gelu && !dy_is_preactivation_) {
+    WEFT_ASSIGN_OR_RETURN(dpre, ctx.Empty({m, out_}, ctx.compute_dtype));
+    WEFT_RETURN_IF_ERROR(ctx.ops->GeluBackward(ctx.kernel(), dpre, dy.View({m, out_}), pre_));
+  }
+  // dW += dpre^T . x
+  WEFT_RETURN_IF_ERROR(ctx.ops->Gemm(
+      ctx.kernel(),
+      {.out = weight_->grad, .a = dpre, .b = x_, .trans_a = true, .accumulate = true}));
+  const bool bias_done = options_.gelu && dy_is_preactivation_;
+  if (bias_ != nullptr && !bias_done) {
+    WEFT_RETURN_IF_ERROR(ctx.ops->BiasGrad(ctx.kernel(), bias_->grad, dpre));
+  }
+  dy_is_preactivation_ = false;
+  // dx = dpre . W, or, fused, d(producer pre-activation) = (dpre . W) * gelu'(pre).
+  WEFT_ASSIGN_OR_RETURN(Tensor dx, ctx.Empty({m, in_}, ctx.compute_dtype));
+  GemmArgs g{.out = dx, .a = dpre, .b = weight_->value};
+  if (fuse_into_ != nullptr) {
+    g.epilogue = Epilogue::kDGelu;
+    g.aux = fuse_into_->pre_;
+    g.bias_grad = fuse_into_->bias_->grad;
+    fuse_into_->dy_is_preactivation_ = true;
+    fuse_into_ = nullptr;
+  }
+  WEFT_RETURN_IF_ERROR(ctx.ops->Gemm(ctx.kernel(), g));
+  Shape in_shape = out_shape_;
+  in_shape.back() = in_;
+  x_ = Tensor();
+  return dx.View(in_shape);
+}
+
+}  // namespace weft

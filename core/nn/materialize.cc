@@ -1,0 +1,37 @@
+#include "core/nn/materialize.h"
+
+#include "core/base/status_macros.h"
+
+namespace weft {
+
+absl::StatusOr<Tensor> InitialValue(const Parameter& param, uint64_t seed) {
+  WEFT_ASSIGN_OR_RETURN(Tensor host, Tensor::Empty(param.shape(), DType::kF32));
+  WEFT_RETURN_IF_ERROR(InitParameterSlice(param, seed, 0, host));
+  return host;
+}
+
+absl::Status MaterializeParameters(Module& root, const MaterializeOptions& o) {
+  for (Parameter* p : root.Parameters()) {
+    WEFT_ASSIGN_OR_RETURN(Tensor host, InitialValue(*p, o.seed));
+    if (o.param_dtype != DType::kF32) {
+      WEFT_ASSIGN_OR_RETURN(host, host.ToDType(o.param_dtype));
+    }
+    WEFT_ASSIGN_OR_RETURN(p->value, Tensor::Empty(p->shape(), o.param_dtype, o.device,
+                                                  o.allocator, o.stream));
+    WEFT_RETURN_IF_ERROR(p->value.CopyFrom(host, o.stream));
+    if (o.allocate_grads) {
+      WEFT_ASSIGN_OR_RETURN(p->grad, Tensor::Zeros(p->shape(), o.grad_dtype, o.device,
+                                                   o.allocator, o.stream));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ZeroGrads(Module& root, NativeStream stream) {
+  for (Parameter* p : root.Parameters()) {
+    if (p->grad.defined()) WEFT_RETURN_IF_ERROR(p->grad.Zero(stream));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace weft

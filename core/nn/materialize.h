@@ -1,0 +1,35 @@
+// Allocates and initializes a module tree's parameters on a device.
+// Models are built with shapes only; the runtime materializes them once the
+// device, dtypes and any sharding decisions are known.
+#ifndef WEFT_CORE_NN_MATERIALIZE_H_
+#define WEFT_CORE_NN_MATERIALIZE_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "core/nn/module.h"
+
+namespace weft {
+
+struct MaterializeOptions {
+  Device device = Device::Cpu();
+  DType param_dtype = DType::kF32;  // Parameter::value
+  DType grad_dtype = DType::kF32;   // Parameter::grad
+  uint64_t seed = 0;
+  Allocator* allocator = nullptr;   // nullptr: the device default
+  NativeStream stream = nullptr;
+  bool allocate_grads = true;
+};
+
+// value = init(seed, name) converted to param_dtype; grad = zeros.
+absl::Status MaterializeParameters(Module& root, const MaterializeOptions& options);
+
+// A parameter's full initial value as an f32 CPU tensor.
+absl::StatusOr<Tensor> InitialValue(const Parameter& param, uint64_t seed);
+
+// Zeroes every defined gradient in the tree.
+absl::Status ZeroGrads(Module& root, NativeStream stream = nullptr);
+
+}  // namespace weft
+
+#endif  // WEFT_CORE_NN_MATERIALIZE_H_

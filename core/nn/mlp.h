@@ -1,0 +1,31 @@
+// MLP: fc (C -> hidden, GELU fused in the GEMM epilogue), proj (hidden -> C),
+// residual dropout. Its backward fuses GELU's derivative and fc's bias
+// gradient into proj's dx GEMM (see Linear::FuseGeluBackwardInto).
+#ifndef WEFT_CORE_NN_MLP_H_
+#define WEFT_CORE_NN_MLP_H_
+
+#include "core/nn/dropout.h"
+#include "core/nn/linear.h"
+#include "core/nn/module.h"
+
+namespace weft {
+
+class Mlp : public Module {
+ public:
+  Mlp(int64_t channels, int64_t hidden, float init_std, float proj_init_std, float dropout);
+
+  absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) override;
+  absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
+
+  Linear* fc() const { return fc_; }
+  Linear* proj() const { return proj_; }
+
+ private:
+  Linear* fc_;
+  Linear* proj_;
+  Dropout* dropout_;
+};
+
+}  // namespace weft
+
+#endif  // WEFT_CORE_NN_MLP_H_

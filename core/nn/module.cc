@@ -1,0 +1,162 @@
+#include "core/nn/module.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/base/check.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+
+namespace weft {
+
+std::string Module::name() const {
+  std::vector<std::string> parts;
+  for (const Module* m = this; m != nullptr; m = m->parent_) {
+    if (!m->local_name_.empty()) parts.push_back(m->local_name_);
+  }
+  std::reverse(parts.begin(), parts.end());
+  return absl::StrJoin(parts, ".");
+}
+
+std::vector<Module*> Module::children() const {
+  std::vector<Module*> out;
+  for (const auto& [n, c] : children_) out.push_back(c.get());
+  return out;
+}
+
+void Module::AdoptChild(std::string local_name, std::unique_ptr<Module> child) {
+  for (const auto& [n, c] : children_) {
+    WEFT_CHECK(n != local_name || local_name.empty()) << "duplicate child name " << local_name;
+  }
+  child->local_name_ = local_name;
+  child->parent_ = this;
+  children_.emplace_back(std::move(local_name), std::move(child));
+  children_.back().second->RefreshNames();
+}
+
+Parameter* Module::RegisterParameter(std::string local_name, Shape shape, InitSpec init,
+                                     bool weight_decay) {
+  for (const auto& p : params_) {
+    WEFT_CHECK(p->local_name() != local_name) << "duplicate parameter " << local_name;
+  }
+  params_.push_back(
+      std::make_unique<Parameter>(std::move(local_name), std::move(shape), init, weight_decay));
+  Parameter* p = params_.back().get();
+  const std::string prefix = name();
+  p->set_name(prefix.empty() ? p->local_name() : absl::StrCat(prefix, ".", p->local_name()));
+  return p;
+}
+
+void Module::RefreshNames() {
+  const std::string prefix = name();
+  for (auto& p : params_) {
+    p->set_name(prefix.empty() ? p->local_name() : absl::StrCat(prefix, ".", p->local_name()));
+  }
+  for (auto& [n, c] : children_) c->RefreshNames();
+}
+
+std::vector<Parameter*> Module::Parameters() {
+  std::vector<Parameter*> out;
+  for (auto& p : params_) out.push_back(p.get());
+  for (auto& [n, c] : children_) {
+    std::vector<Parameter*> sub = c->Parameters();
+    out.insert(out.end(), sub.begin(), sub.end());
+  }
+  return out;
+}
+
+std::vector<Module*> Module::Modules() {
+  std::vector<Module*> out = {this};
+  for (auto& [n, c] : children_) {
+    std::vector<Module*> sub = c->Modules();
+    out.insert(out.end(), sub.begin(), sub.end());
+  }
+  return out;
+}
+
+Module* Module::FindModule(const std::string& dotted_name) {
+  for (Module* m : Modules()) {
+    if (m->name() == dotted_name) return m;
+  }
+  return nullptr;
+}
+
+Parameter* Module::FindParameter(const std::string& dotted_name) {
+  for (Parameter* p : Parameters()) {
+    if (p->name() == dotted_name) return p;
+  }
+  return nullptr;
+}
+
+void Module::ReleaseActivationsRecursive() {
+  ReleaseActivations();
+  for (auto& [n, c] : children_) c->ReleaseActivationsRecursive();
+}
+
+absl::StatusOr<std::unique_ptr<Module>> Module::ReplaceChild(
+    const std::string& local_name, std::unique_ptr<Module> replacement) {
+  for (auto& [n, c] : children_) {
+    if (n != local_name) continue;
+    std::unique_ptr<Module> old = std::move(c);
+    old->parent_ = nullptr;
+    replacement->local_name_ = n;
+    replacement->parent_ = this;
+    c = std::move(replacement);
+    c->RefreshNames();
+    return old;
+  }
+  std::vector<std::string> names;
+  for (auto& [n, c] : children_) names.push_back(n);
+  return NotFound(absl::StrCat("module '", name(), "' has no child '", local_name, "'"),
+                  absl::StrCat("one of [", absl::StrJoin(names, ", "), "]"));
+}
+
+int Module::AddHook(HookPoint point, Hook hook) {
+  hooks_.push_back({next_hook_id_, point, std::move(hook)});
+  return next_hook_id_++;
+}
+
+void Module::RemoveHook(int id) {
+  hooks_.erase(std::remove_if(hooks_.begin(), hooks_.end(),
+                              [id](const HookEntry& h) { return h.id == id; }),
+               hooks_.end());
+}
+
+absl::Status Module::RunHooks(HookPoint point, RunContext& ctx) {
+  for (HookEntry& h : hooks_) {
+    if (h.point != point) continue;
+    absl::Status s = h.hook(*this, ctx);
+    if (!s.ok()) return Annotate(s, absl::StrCat("hook on '", name(), "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> Module::CallForward(RunContext& ctx, const Tensor& x) {
+  WEFT_RETURN_IF_ERROR(RunHooks(HookPoint::kPreForward, ctx));
+  absl::StatusOr<Tensor> y = Forward(ctx, x);
+  if (!y.ok()) return Annotate(y.status(), absl::StrCat(type_name_, " '", name(), "' forward"));
+  WEFT_RETURN_IF_ERROR(RunHooks(HookPoint::kPostForward, ctx));
+  return y;
+}
+
+absl::StatusOr<Tensor> Module::CallBackward(RunContext& ctx, const Tensor& dy) {
+  WEFT_RETURN_IF_ERROR(RunHooks(HookPoint::kPreBackward, ctx));
+  absl::StatusOr<Tensor> dx = Backward(ctx, dy);
+  if (!dx.ok()) return Annotate(dx.status(), absl::StrCat(type_name_, " '", name(), "' backward"));
+  WEFT_RETURN_IF_ERROR(RunHooks(HookPoint::kPostBackward, ctx));
+  return dx;
+}
+
+absl::Status Module::RunHooked(RunContext& ctx, bool backward,
+                               const std::function<absl::Status()>& body) {
+  WEFT_RETURN_IF_ERROR(
+      RunHooks(backward ? HookPoint::kPreBackward : HookPoint::kPreForward, ctx));
+  absl::Status s = body();
+  if (!s.ok()) {
+    return Annotate(s, absl::StrCat(type_name_, " '", name(), backward ? "' backward" : "' forward"));
+  }
+  return RunHooks(backward ? HookPoint::kPostBackward : HookPoint::kPostForward, ctx);
+}
+
+}  // namespace weft

@@ -1,0 +1,115 @@
+// Module: a named tree of layers with explicit Forward and Backward.
+//
+// Each module declares its Parameters, keeps only the activations its
+// Backward needs, and is called through CallForward / CallBackward so the
+// hooks strategies rely on fire in a fixed order:
+//   pre-forward hooks, Forward, post-forward hooks
+//   pre-backward hooks, Backward, post-backward hooks
+// After a module's Backward (and so in its post-backward hooks) the
+// gradients of its own parameters are final for this micro-batch, except
+// for parameters shared with a module that runs backward later (tied
+// embeddings), which belong to the root.
+//
+// A strategy can do three things to a module: hook it, swap it for a
+// parallel version (ReplaceChild), or re-place its parameters.
+#ifndef WEFT_CORE_NN_MODULE_H_
+#define WEFT_CORE_NN_MODULE_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/nn/parameter.h"
+#include "core/nn/run_context.h"
+
+namespace weft {
+
+class Module {
+ public:
+  using Hook = std::function<absl::Status(Module&, RunContext&)>;
+  enum class HookPoint { kPreForward, kPostForward, kPreBackward, kPostBackward };
+
+  explicit Module(std::string type_name) : type_name_(std::move(type_name)) {}
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // x -> y; saves what Backward needs.
+  virtual absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) = 0;
+  // dL/dy -> dL/dx; accumulates parameter gradients. Modules whose input is
+  // not differentiable (token ids) return an undefined tensor.
+  virtual absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) = 0;
+  // Drops saved activations (recompute, evaluation). Children are handled
+  // by the caller through ReleaseActivationsRecursive.
+  virtual void ReleaseActivations() {}
+
+  absl::StatusOr<Tensor> CallForward(RunContext& ctx, const Tensor& x);
+  absl::StatusOr<Tensor> CallBackward(RunContext& ctx, const Tensor& dy);
+  // Runs `body` between the hooks of the given phase: for layers with an
+  // extra entry point (e.g. a residual-fused LayerNorm).
+  absl::Status RunHooked(RunContext& ctx, bool backward, const std::function<absl::Status()>& body);
+
+  // Hooks run in the order added. Returns an id for RemoveHook.
+  int AddHook(HookPoint point, Hook hook);
+  void RemoveHook(int id);
+
+  const std::string& type_name() const { return type_name_; }
+  const std::string& local_name() const { return local_name_; }
+  // Dotted path from the root, e.g. "blocks.3.attn"; "" for the root.
+  std::string name() const;
+  Module* parent() const { return parent_; }
+
+  // Direct children and parameters in registration order.
+  std::vector<Module*> children() const;
+  const std::vector<std::unique_ptr<Parameter>>& own_parameters() const { return params_; }
+  // Every parameter in the subtree, depth-first in registration order, plus
+  // parameters this module uses but does not own (tied weights) are NOT
+  // included: each parameter appears exactly once, under its owner.
+  std::vector<Parameter*> Parameters();
+  // Every module in the subtree, this one first (pre-order).
+  std::vector<Module*> Modules();
+  Module* FindModule(const std::string& dotted_name);
+  Parameter* FindParameter(const std::string& dotted_name);
+  void ReleaseActivationsRecursive();
+
+  // Swaps the child registered as `local_name` for `replacement`, which takes
+  // its name; returns the old child. Parameters' names are refreshed.
+  absl::StatusOr<std::unique_ptr<Module>> ReplaceChild(const std::string& local_name,
+                                                       std::unique_ptr<Module> replacement);
+
+ protected:
+  template <typename M>
+  M* RegisterModule(std::string local_name, std::unique_ptr<M> child) {
+    M* raw = child.get();
+    AdoptChild(std::move(local_name), std::move(child));
+    return raw;
+  }
+  Parameter* RegisterParameter(std::string local_name, Shape shape, InitSpec init,
+                               bool weight_decay);
+
+ private:
+  struct HookEntry {
+    int id;
+    HookPoint point;
+    Hook hook;
+  };
+  void AdoptChild(std::string local_name, std::unique_ptr<Module> child);
+  void RefreshNames();
+  absl::Status RunHooks(HookPoint point, RunContext& ctx);
+
+  std::string type_name_;
+  std::string local_name_;
+  Module* parent_ = nullptr;
+  std::vector<std::pair<std::string, std::unique_ptr<Module>>> children_;
+  std::vector<std::unique_ptr<Parameter>> params_;
+  std::vector<HookEntry> hooks_;
+  int next_hook_id_ = 0;
+};
+
+}  // namespace weft
+
+#endif  // WEFT_CORE_NN_MODULE_H_

@@ -1,0 +1,38 @@
+#include "core/nn/recompute.h"
+
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+
+namespace weft {
+
+absl::StatusOr<Tensor> Recompute::Forward(RunContext& ctx, const Tensor& x) {
+  WEFT_ASSIGN_OR_RETURN(Tensor y, inner_->CallForward(ctx, x));
+  if (ctx.training) {
+    input_ = x;
+    inner_->ReleaseActivationsRecursive();
+  }
+  return y;
+}
+
+absl::StatusOr<Tensor> Recompute::Backward(RunContext& ctx, const Tensor& dy) {
+  if (!input_.defined()) {
+    return FailedPrecondition("recompute backward without a saved input",
+                              "Forward in training mode before Backward");
+  }
+  // Same ctx (same dropout seed) as the first forward: identical activations.
+  WEFT_RETURN_IF_ERROR(inner_->CallForward(ctx, input_).status());
+  input_ = Tensor();
+  return inner_->CallBackward(ctx, dy);
+}
+
+absl::Status EnableRecompute(Module& parent, const std::string& child) {
+  auto wrapper = std::make_unique<Recompute>();
+  Recompute* raw = wrapper.get();
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Module> inner, parent.ReplaceChild(child, std::move(wrapper)));
+  // The inner module keeps the names it had: it sits under the wrapper with
+  // an empty local name.
+  raw->inner_ = raw->RegisterModule("", std::move(inner));
+  return absl::OkStatus();
+}
+
+}  // namespace weft

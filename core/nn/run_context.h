@@ -1,0 +1,38 @@
+// RunContext: everything a Forward or Backward call needs that is not a
+// tensor: where to run (device, stream, kernels), in which precision, and
+// whether this is training (dropout on) or evaluation.
+#ifndef WEFT_CORE_NN_RUN_CONTEXT_H_
+#define WEFT_CORE_NN_RUN_CONTEXT_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "core/kernels/kernel_ops.h"
+#include "core/tensor/tensor.h"
+
+namespace weft {
+
+struct RunContext {
+  Device device = Device::Cpu();
+  NativeStream stream = nullptr;
+  KernelOps* ops = nullptr;
+  DType compute_dtype = DType::kF32;  // activations and forward weights
+  bool training = true;
+  // Dropout masks are Philox(dropout_seed, module offset + index); the
+  // runtime changes the seed every micro-step.
+  uint64_t dropout_seed = 0;
+  Allocator* allocator = nullptr;  // activations; nullptr = device default
+
+  // A context for `device` with its registered kernels.
+  static absl::StatusOr<RunContext> Create(Device device, DType compute_dtype,
+                                           NativeStream stream = nullptr);
+
+  KernelContext kernel() const { return KernelContext{device, stream}; }
+  // Activation tensors on this device, ordered on this stream.
+  absl::StatusOr<Tensor> Empty(Shape shape, DType dtype) const;
+  absl::StatusOr<Tensor> Zeros(Shape shape, DType dtype) const;
+};
+
+}  // namespace weft
+
+#endif  // WEFT_CORE_NN_RUN_CONTEXT_H_
