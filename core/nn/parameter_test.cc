@@ -44,8 +44,8 @@ TEST(ParameterTest, SliceInitEqualsSliceOfFullInit) {
 }
 
 TEST(ParameterTest, MaterializeUsesTheGivenAllocatorAndZeroesGrads) {
+  CpuAlignedAllocator alloc("state");  // outlives the tensors it backs
   Linear l(8, 4, {});
-  CpuAlignedAllocator alloc("state");
   ASSERT_TRUE(MaterializeParameters(l, {.seed = 1, .allocator = &alloc}).ok());
   // weight 32 + bias 4 floats, value and grad.
   EXPECT_EQ(alloc.Stats().allocated_bytes, 2 * 36 * 4);
