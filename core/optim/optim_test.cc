@@ -1,0 +1,67 @@
+#include <cmath>
+
+#include "core/optim/lr_schedule.h"
+#include "core/optim/optimizer.h"
+#include "core/testing/grad_check.h"
+#include "gtest/gtest.h"
+
+namespace weft {
+namespace {
+
+using ::weft::testing::FilledTensor;
+
+TEST(LrScheduleTest, WarmupThenCosineToMin) {
+  LrSchedule s = *LrSchedule::Create(1.0f, 0.1f, 10, 110, "cosine");
+  EXPECT_FLOAT_EQ(s.At(1), 0.1f);
+  EXPECT_FLOAT_EQ(s.At(10), 1.0f);
+  EXPECT_NEAR(s.At(60), 0.55f, 1e-5);
+  EXPECT_NEAR(s.At(110), 0.1f, 1e-6);
+  EXPECT_NEAR(s.At(500), 0.1f, 1e-6);  // clamped past the end
+}
+
+TEST(LrScheduleTest, LinearAndConstant) {
+  EXPECT_NEAR(LrSchedule::Create(1.0f, 0.0f, 0, 100, "linear")->At(50), 0.5f, 1e-6);
+  EXPECT_FLOAT_EQ(LrSchedule::Create(1.0f, 0.0f, 0, 100, "constant")->At(77), 1.0f);
+}
+
+TEST(LrScheduleTest, BadConfigsAreErrors) {
+  EXPECT_FALSE(LrSchedule::Create(0.f, 0.f, 0, 10, "cosine").ok());
+  EXPECT_FALSE(LrSchedule::Create(1.f, 2.f, 0, 10, "cosine").ok());
+  EXPECT_FALSE(LrSchedule::Create(1.f, 0.f, 0, 0, "cosine").ok());
+  EXPECT_NE(LrSchedule::Create(1.f, 0.f, 0, 10, "step").status().message().find("cosine"),
+            std::string::npos);
+}
+
+TEST(OptimizerTest, F32ParamsAreTheirOwnMaster) {
+  Tensor w = FilledTensor({4}, 1.f), g = FilledTensor({4}, 0.5f);
+  auto opt = *Optimizer::Create({.name = "adamw", .weight_decay = 0.f},
+                                {{"w", w, g, true}}, Device::Cpu(), nullptr, nullptr);
+  EXPECT_EQ(opt->StateBytes(), 2 * 16);  // exp_avg + exp_avg_sq, no master copy
+  ASSERT_TRUE(opt->Step({Device::Cpu()}, {.lr = 0.1f, .step = 1}).ok());
+  // First Adam step moves every weight by lr (sign of the gradient).
+  const std::vector<float> values = *w.ToFloats();
+  for (float v : values) EXPECT_NEAR(v, 0.9f, 1e-6);
+}
+
+TEST(OptimizerTest, Bf16ParamsGetAnF32MasterAndAreRefreshed) {
+  Tensor w = *FilledTensor({3}, 1.f).ToDType(DType::kBF16);
+  Tensor g = FilledTensor({3}, 1.f);
+  auto opt = *Optimizer::Create({.name = "sgd", .weight_decay = 0.f, .momentum = 0.f},
+                                {{"w", w, g, false}}, Device::Cpu(), nullptr, nullptr);
+  EXPECT_EQ(opt->StateBytes(), 3 * 4 * 2);  // master + momentum
+  // Ten tiny steps: a bf16-only update would round each one away.
+  for (int i = 1; i <= 10; ++i) {
+    ASSERT_TRUE(opt->Step({Device::Cpu()}, {.lr = 1e-3f, .step = i}).ok());
+  }
+  EXPECT_NEAR(opt->StateTensors()[0].second.ToFloats()->at(0), 0.99f, 1e-6);
+  EXPECT_EQ(w.data<BFloat16>()[0].bits, FloatToBf16Bits(0.99f));
+}
+
+TEST(OptimizerTest, UnknownOptimizerAndSizeMismatchAreErrors) {
+  Tensor w = FilledTensor({4}, 1.f), g = FilledTensor({3}, 0.5f);
+  EXPECT_FALSE(Optimizer::Create({.name = "lamb"}, {}, Device::Cpu(), nullptr, nullptr).ok());
+  EXPECT_FALSE(Optimizer::Create({}, {{"w", w, g, true}}, Device::Cpu(), nullptr, nullptr).ok());
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,74 @@
+// Optimizer: owns per-tensor state (fp32 master weights when the parameter
+// is lower precision, moments) for a list of update targets, and applies one
+// fused multi-tensor update per step through KernelOps.
+//
+// Targets are whatever a strategy says this rank updates: whole parameters
+// for ddp, flat shards for zero/fsdp. The optimizer never communicates.
+#ifndef WEFT_CORE_OPTIM_OPTIMIZER_H_
+#define WEFT_CORE_OPTIM_OPTIMIZER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/kernels/kernel_ops.h"
+#include "core/tensor/tensor.h"
+
+namespace weft {
+
+struct OptimTarget {
+  std::string name;   // for checkpoints ("blocks.0.attn.qkv.weight" or "flat.3")
+  Tensor value;       // updated in place; f32 or bf16
+  Tensor grad;        // same numel
+  bool weight_decay = true;
+};
+
+struct OptimizerConfig {
+  std::string name = "adamw";  // adamw | sgd
+  float beta1 = 0.9f;
+  float beta2 = 0.95f;
+  float eps = 1e-8f;
+  float weight_decay = 0.1f;
+  float momentum = 0.9f;  // sgd
+  bool nesterov = false;  // sgd
+};
+
+struct StepArgs {
+  float lr = 0.f;
+  int64_t step = 1;          // 1-based
+  float grad_scale = 1.f;    // multiplies every gradient
+  float max_grad_norm = 0.f; // 0: no clipping
+  Tensor grad_norm_sq;       // one f32 on the device, needed when clipping
+};
+
+class Optimizer {
+ public:
+  static absl::StatusOr<std::unique_ptr<Optimizer>> Create(const OptimizerConfig& config,
+                                                           std::vector<OptimTarget> targets,
+                                                           Device device,
+                                                           Allocator* state_allocator,
+                                                           NativeStream stream);
+
+  absl::Status Step(const KernelContext& ctx, const StepArgs& args);
+
+  // Named state tensors for checkpoints: "<target>.master|exp_avg|exp_avg_sq".
+  std::vector<std::pair<std::string, Tensor>> StateTensors() const;
+  // Bytes of optimizer state (masters that are copies, moments).
+  int64_t StateBytes() const;
+  const std::vector<OptimTarget>& targets() const { return targets_; }
+  const OptimizerConfig& config() const { return config_; }
+
+ private:
+  Optimizer(OptimizerConfig config, std::vector<OptimTarget> targets, KernelOps* ops)
+      : config_(std::move(config)), targets_(std::move(targets)), ops_(ops) {}
+
+  OptimizerConfig config_;
+  std::vector<OptimTarget> targets_;
+  std::vector<OptimSegment> segments_;
+  KernelOps* ops_;
+};
+
+}  // namespace weft
+
+#endif  // WEFT_CORE_OPTIM_OPTIMIZER_H_
