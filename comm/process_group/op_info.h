@@ -1,0 +1,49 @@
+// OpInfo: what one issued collective is (group, sequence number, op, dtype,
+// sizes, peer), and the rich errors built from it. Every failure a rank
+// reports names the same group and sequence number as its peers, so logs of
+// different ranks line up.
+#ifndef WEFT_COMM_PROCESS_GROUP_OP_INFO_H_
+#define WEFT_COMM_PROCESS_GROUP_OP_INFO_H_
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace weft::comm {
+
+struct OpInfo {
+  std::string group;  // "group 'world' (gloo, rank 1 of 4)"
+  int64_t seq = 0;    // 1-based count of ops issued on the group
+  std::string op;      // "all_reduce", ..., "batch_send_recv"
+  std::string detail;  // "sum, f32[1000] = 4000 B"
+  absl::Duration timeout = absl::ZeroDuration();
+  int peer = -1;  // group rank of the other side for send/recv, else -1
+
+  // "all_reduce #3 (sum, f32[1000] = 4000 B) on group 'world' (gloo, rank 1 of 4)"
+  std::string Describe() const;
+
+  // "<Describe> failed: <cause>; expected ... Hint: ...". `peer` (group rank,
+  // -1 unknown) is the rank the failure was observed on, when known.
+  absl::Status Error(absl::StatusCode code, absl::string_view cause, int peer = -1) const;
+};
+
+// The "broken" flag of a group: the first error wins and every later op
+// fails fast with it. Shared by the group and its Work handles.
+class GroupHealth {
+ public:
+  void MarkBroken(const absl::Status& error);
+  absl::Status status() const;  // OK, or the first error
+  bool broken() const { return !status().ok(); }
+
+ private:
+  mutable std::mutex mu_;
+  absl::Status first_error_;
+};
+
+}  // namespace weft::comm
+
+#endif  // WEFT_COMM_PROCESS_GROUP_OP_INFO_H_
