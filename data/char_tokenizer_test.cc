@@ -1,0 +1,80 @@
+#include "data/char_tokenizer.h"
+
+#include <string>
+#include <vector>
+
+#include "data/file_util.h"
+#include "data/test_util.h"
+#include "data/tokenizer_factory.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace weft::data {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(CharTokenizerTest, VocabularyIsTheSortedCharactersOfTheCorpus) {
+  auto tok = CharTokenizer::Build("hello world");
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  EXPECT_EQ((*tok)->vocab_size(), 8);  // ' ', d, e, h, l, o, r, w
+  EXPECT_EQ(*(*tok)->Encode("hello"), (std::vector<int32_t>{3, 2, 4, 4, 5}));
+  EXPECT_EQ((*tok)->eot_id(), -1);
+}
+
+TEST(CharTokenizerTest, RoundTripsUtf8AndInvalidBytesExactly) {
+  const std::string corpus = *ReadFileToString(testing::TestdataPath("sample.txt")) +
+                             std::string("\xFF\xC3(\x00\xE2\x82", 7);
+  auto tok = CharTokenizer::Build(corpus);
+  ASSERT_TRUE(tok.ok());
+  auto ids = (*tok)->Encode(corpus);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_EQ(*(*tok)->Decode(*ids), corpus);
+  // "東" is one character (one id), not three bytes.
+  EXPECT_EQ((*tok)->Encode("東")->size(), 1u);
+}
+
+TEST(CharTokenizerTest, UnknownCharacterFailsWithItsPosition) {
+  auto tok = CharTokenizer::Build("abc");
+  auto ids = (*tok)->Encode("abz");
+  ASSERT_FALSE(ids.ok());
+  EXPECT_THAT(ids.status().message(), HasSubstr("'z'"));
+  EXPECT_THAT(ids.status().message(), HasSubstr("byte offset 2"));
+  EXPECT_THAT(ids.status().message(), HasSubstr("bpe"));
+}
+
+TEST(CharTokenizerTest, EmptyCorpusIsAnError) {
+  auto tok = CharTokenizer::Build("");
+  ASSERT_FALSE(tok.ok());
+  EXPECT_THAT(tok.status().message(), HasSubstr("empty corpus"));
+}
+
+TEST(CharTokenizerTest, DecodeRejectsIdsOutsideTheVocabulary) {
+  auto tok = CharTokenizer::Build("ab");
+  EXPECT_FALSE((*tok)->Decode(std::vector<int32_t>{0, 2}).ok());
+  EXPECT_FALSE((*tok)->Decode(std::vector<int32_t>{-1}).ok());
+}
+
+TEST(CharTokenizerTest, SaveAndLoadThroughTheFactory) {
+  const std::string corpus = "To be, or not to be: café!";
+  auto tok = CharTokenizer::Build(corpus);
+  const std::string path = JoinPath(testing::MakeTempDir("char"), "tokenizer.txt");
+  ASSERT_TRUE((*tok)->Save(path).ok());
+  auto loaded = LoadTokenizer(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ((*loaded)->kind(), "char");
+  EXPECT_EQ((*loaded)->vocab_size(), (*tok)->vocab_size());
+  EXPECT_EQ(*(*loaded)->Encode(corpus), *(*tok)->Encode(corpus));
+}
+
+TEST(CharTokenizerTest, CorruptFilesAreRejected) {
+  EXPECT_FALSE(ParseTokenizer("weft-tokenizer char v1\n3\n97\n98\n", "f").ok());   // count
+  EXPECT_FALSE(ParseTokenizer("weft-tokenizer char v1\n2\n98\n97\n", "f").ok());   // order
+  EXPECT_FALSE(ParseTokenizer("weft-tokenizer char v1\n1\n55296\n", "f").ok());    // surrogate
+  auto bad = ParseTokenizer("hello\n", "x.txt");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("not a weft tokenizer file"));
+}
+
+}  // namespace
+}  // namespace weft::data

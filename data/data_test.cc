@@ -1,0 +1,152 @@
+#include "data/data.h"
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "data/file_util.h"
+#include "data/idx_file.h"
+#include "data/test_util.h"
+#include "data/token_shard.h"
+#include "data/tokenizer_factory.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace weft::data {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Decode(const TextData& data, const Tensor& ids) {
+  std::vector<int32_t> v(ids.data<int32_t>(), ids.data<int32_t>() + ids.numel());
+  return *data.tokenizer->Decode(v);
+}
+
+TEST(OpenTextDataTest, CharLevelFromATextFile) {
+  TextDataOptions opt;
+  opt.path = testing::TestdataPath("sample.txt");
+  opt.seq_len = 16;
+  opt.loader.batch_size = 2;
+  opt.loader.num_workers = 1;
+  auto data = OpenTextData(opt);
+  ASSERT_TRUE(data.ok()) << data.status();
+  ASSERT_NE(data->tokenizer, nullptr);
+  EXPECT_EQ(data->tokenizer->kind(), "char");
+  EXPECT_EQ(data->vocab_size, data->tokenizer->vocab_size());
+  ASSERT_NE(data->val, nullptr);
+  const std::string text = *ReadFileToString(opt.path);
+  Batch b = *data->train->Next();
+  EXPECT_EQ(b.Get("inputs").shape(), (Shape{2, 16}));
+  // Every sample is a real 16-character stretch of the file.
+  const std::string window = Decode(*data, b.Get("inputs").Slice(0, 0, 1));
+  EXPECT_NE(text.find(window), std::string::npos) << window;
+  Batch v = *data->val->Next();
+  EXPECT_NE(text.find(Decode(*data, v.Get("targets").Slice(0, 1, 2))), std::string::npos);
+}
+
+TEST(OpenTextDataTest, BpeSpecTrainsOnTheTrainingSplit) {
+  TextDataOptions opt;
+  opt.path = testing::TestdataPath("sample.txt");
+  opt.tokenizer = "bpe:300";
+  opt.seq_len = 8;
+  opt.val_fraction = 0.2;
+  opt.loader.batch_size = 2;
+  auto data = OpenTextData(opt);
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_EQ(data->vocab_size, 300);
+  EXPECT_TRUE(data->train->Next().ok());
+}
+
+// What //tools:prepare_data writes: train/val shards and tokenizer.txt.
+TEST(OpenTextDataTest, ShardDirectoryWithTokenizer) {
+  const std::string dir = testing::MakeTempDir("shards");
+  const std::string text = *ReadFileToString(testing::TestdataPath("sample.txt"));
+  auto tok = BuildTokenizer("char", {text});
+  ASSERT_TRUE((*tok)->Save(JoinPath(dir, "tokenizer.txt")).ok());
+  const std::vector<int32_t> ids = *(*tok)->Encode(text);
+  const int64_t vocab = (*tok)->vocab_size();
+  const std::vector<int32_t> train(ids.begin(), ids.begin() + 400);
+  const std::vector<int32_t> val(ids.begin() + 400, ids.end());
+  ASSERT_TRUE(WriteTokenShard(JoinPath(dir, "train_000000.bin"), train, {.vocab_size = vocab}).ok());
+  ASSERT_TRUE(WriteTokenShard(JoinPath(dir, "val_000000.bin"), val, {.vocab_size = vocab}).ok());
+
+  TextDataOptions opt;
+  opt.path = dir;
+  opt.seq_len = 32;
+  opt.loader.batch_size = 4;
+  opt.loader.shuffle = false;
+  auto data = OpenTextData(opt);
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_EQ(data->vocab_size, vocab);
+  ASSERT_NE(data->val, nullptr);
+  Batch b = *data->train->Next();
+  EXPECT_EQ(Decode(*data, b.Get("inputs").Slice(0, 0, 1)), text.substr(0, 32));
+}
+
+TEST(OpenTextDataTest, LlmcShardsNeedAVocabularySize) {
+  const std::string dir = testing::MakeTempDir("llmc");
+  std::vector<int32_t> ids(300);
+  std::iota(ids.begin(), ids.end(), 50000);
+  ASSERT_TRUE(WriteTokenShard(JoinPath(dir, "fineweb_train_000001.bin"), ids).ok());
+  TextDataOptions opt;
+  opt.path = dir;
+  opt.seq_len = 64;
+  opt.loader.batch_size = 2;
+  auto missing = OpenTextData(opt);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(), HasSubstr("set vocab_size"));
+  opt.vocab_size = 50257;
+  auto data = OpenTextData(opt);
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_EQ(data->tokenizer, nullptr);
+  EXPECT_EQ(data->val, nullptr);
+  EXPECT_TRUE(data->train->Next().ok());
+}
+
+TEST(OpenTextDataTest, BadPathsAreClearErrors) {
+  TextDataOptions opt;
+  EXPECT_FALSE(OpenTextData(opt).ok());
+  opt.path = testing::MakeTempDir("no_shards");
+  auto empty_dir = OpenTextData(opt);
+  ASSERT_FALSE(empty_dir.ok());
+  EXPECT_THAT(empty_dir.status().message(), HasSubstr("*train*.bin"));
+  opt.path = "/nonexistent/corpus.txt";
+  auto missing = OpenTextData(opt);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(OpenFashionMnistDataTest, TrainAndTestLoaders) {
+  const std::string dir = testing::MakeTempDir("fmnist");
+  for (const char* split : {"train", "t10k"}) {
+    const int n = std::string(split) == "train" ? 20 : 7;
+    std::vector<uint8_t> pixels(n * 4 * 4), labels(n);
+    for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i);
+    for (int i = 0; i < n; ++i) labels[i] = static_cast<uint8_t>(i % 10);
+    ASSERT_TRUE(WriteIdxFile(JoinPath(dir, std::string(split) + "-images-idx3-ubyte.gz"),
+                             {n, 4, 4}, pixels).ok());
+    ASSERT_TRUE(WriteIdxFile(JoinPath(dir, std::string(split) + "-labels-idx1-ubyte.gz"), {n},
+                             labels).ok());
+  }
+  ImageDataOptions opt;
+  opt.dir = dir;
+  opt.loader.batch_size = 5;
+  auto data = OpenFashionMnistData(opt);
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_EQ(data->num_features, 16);
+  EXPECT_EQ(data->num_classes, 10);
+  EXPECT_EQ(data->train->batches_per_epoch(), 4);
+  EXPECT_EQ(data->test->batches_per_epoch(), 2);  // 7 test images: 5 + 2
+  Batch b = *data->train->Next();
+  EXPECT_EQ(b.Get("image").shape(), (Shape{5, 16}));
+  EXPECT_EQ(b.Get("label").shape(), (Shape{5}));
+  const int32_t label = b.Get("label").data<int32_t>()[0];
+  EXPECT_GE(label, 0);
+  EXPECT_LT(label, 10);
+  b = *data->test->Next();
+  b = *data->test->Next();
+  EXPECT_EQ(b.rows(), 2);
+}
+
+}  // namespace
+}  // namespace weft::data

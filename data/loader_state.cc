@@ -1,0 +1,48 @@
+#include "data/loader_state.h"
+
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/base/errors.h"
+
+namespace weft::data {
+namespace {
+constexpr char kHeader[] = "weft-loader-state v1";
+}  // namespace
+
+std::string LoaderState::Serialize() const {
+  return absl::StrCat(kHeader, " epoch=", epoch, " batch=", batch, " seed=", seed,
+                      " samples=", num_samples, " batch_size=", batch_size, " world=", world_size);
+}
+
+absl::StatusOr<LoaderState> LoaderState::Parse(absl::string_view text) {
+  const auto bad = [&](absl::string_view why) {
+    return InvalidArgument(absl::StrCat("loader state '", text, "': ", why),
+                           absl::StrCat("'", kHeader, " epoch=.. batch=.. seed=.. samples=.. "
+                                        "batch_size=.. world=..'"));
+  };
+  if (!absl::ConsumePrefix(&text, kHeader)) return bad("missing header");
+  LoaderState s;
+  int found = 0;
+  for (absl::string_view kv : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+    std::vector<absl::string_view> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
+    if (p.size() != 2) return bad(absl::StrCat("bad item '", kv, "'"));
+    bool ok = false;
+    if (p[0] == "epoch") ok = absl::SimpleAtoi(p[1], &s.epoch);
+    else if (p[0] == "batch") ok = absl::SimpleAtoi(p[1], &s.batch);
+    else if (p[0] == "seed") ok = absl::SimpleAtoi(p[1], &s.seed);
+    else if (p[0] == "samples") ok = absl::SimpleAtoi(p[1], &s.num_samples);
+    else if (p[0] == "batch_size") ok = absl::SimpleAtoi(p[1], &s.batch_size);
+    else if (p[0] == "world") ok = absl::SimpleAtoi(p[1], &s.world_size);
+    else return bad(absl::StrCat("unknown key '", p[0], "'"));
+    if (!ok) return bad(absl::StrCat("bad value in '", kv, "'"));
+    ++found;
+  }
+  if (found != 6) return bad("missing keys");
+  if (s.epoch < 0 || s.batch < 0) return bad("negative position");
+  return s;
+}
+
+}  // namespace weft::data

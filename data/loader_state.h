@@ -1,0 +1,41 @@
+// LoaderState: where a DataLoader's batch stream stands, for checkpoints.
+// It describes the next batch Next() will return (not what workers have
+// prefetched), so DataLoader::Restore(state) continues with exactly the
+// batches an uninterrupted run would have seen. The remaining fields pin the
+// configuration the position is meaningful for; Restore rejects a state
+// from a differently sized dataset, batch or world.
+//
+// Text form (one line, for checkpoint metadata):
+//   weft-loader-state v1 epoch=2 batch=17 seed=1234 samples=5000 batch_size=8 world=4
+#ifndef WEFT_DATA_LOADER_STATE_H_
+#define WEFT_DATA_LOADER_STATE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace weft::data {
+
+struct LoaderState {
+  int64_t epoch = 0;
+  int64_t batch = 0;  // index within the epoch of the next batch
+  uint64_t seed = 0;
+  int64_t num_samples = 0;
+  int64_t batch_size = 0;
+  int world_size = 0;
+
+  std::string Serialize() const;
+  static absl::StatusOr<LoaderState> Parse(absl::string_view text);
+
+  friend bool operator==(const LoaderState& a, const LoaderState& b) {
+    return a.epoch == b.epoch && a.batch == b.batch && a.seed == b.seed &&
+           a.num_samples == b.num_samples && a.batch_size == b.batch_size &&
+           a.world_size == b.world_size;
+  }
+};
+
+}  // namespace weft::data
+
+#endif  // WEFT_DATA_LOADER_STATE_H_

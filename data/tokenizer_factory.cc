@@ -1,0 +1,65 @@
+#include "data/tokenizer_factory.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "data/bpe_tokenizer.h"
+#include "data/bpe_trainer.h"
+#include "data/char_tokenizer.h"
+#include "data/file_util.h"
+
+namespace weft::data {
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> ParseTokenizer(absl::string_view contents,
+                                                          absl::string_view name) {
+  const absl::string_view first_line = contents.substr(0, contents.find('\n'));
+  if (first_line == absl::StrCat(kTokenizerFileMagic, " ", CharTokenizer::kKind, " v1")) {
+    WEFT_ASSIGN_OR_RETURN(auto tok, CharTokenizer::Parse(contents, name));
+    return std::unique_ptr<Tokenizer>(std::move(tok));
+  }
+  if (first_line == absl::StrCat(kTokenizerFileMagic, " ", BpeTokenizer::kKind, " v1")) {
+    WEFT_ASSIGN_OR_RETURN(auto tok, BpeTokenizer::Parse(contents, name));
+    return std::unique_ptr<Tokenizer>(std::move(tok));
+  }
+  return InvalidArgument(
+      absl::StrCat("'", name, "' is not a weft tokenizer file (first line '",
+                   first_line.substr(0, 60), "')"),
+      "'weft-tokenizer char v1' or 'weft-tokenizer bpe v1'",
+      "tokenizer files are written by //tools:prepare_data (tokenizer.txt in its output)");
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path) {
+  WEFT_ASSIGN_OR_RETURN(std::string contents, ReadFileToString(path));
+  return ParseTokenizer(contents, path);
+}
+
+bool IsTokenizerSpec(absl::string_view spec) {
+  return spec == CharTokenizer::kKind || spec == BpeTokenizer::kKind ||
+         absl::StartsWith(spec, "bpe:");
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> BuildTokenizer(
+    absl::string_view spec, absl::Span<const absl::string_view> documents,
+    const std::function<void(int64_t, int64_t)>& progress) {
+  if (spec == CharTokenizer::kKind) {
+    WEFT_ASSIGN_OR_RETURN(auto tok, CharTokenizer::Build(documents));
+    return std::unique_ptr<Tokenizer>(std::move(tok));
+  }
+  if (spec == BpeTokenizer::kKind || absl::StartsWith(spec, "bpe:")) {
+    BpeTrainOptions options;
+    options.vocab_size = kDefaultBpeVocab;
+    options.progress = progress;
+    if (spec != BpeTokenizer::kKind && !absl::SimpleAtoi(spec.substr(4), &options.vocab_size)) {
+      return InvalidArgument(absl::StrCat("tokenizer spec '", spec, "'"),
+                             "bpe:<vocab size>, e.g. bpe:4096");
+    }
+    WEFT_ASSIGN_OR_RETURN(auto tok, TrainBpe(documents, options));
+    return std::unique_ptr<Tokenizer>(std::move(tok));
+  }
+  return InvalidArgument(absl::StrCat("tokenizer spec '", spec, "'"),
+                         "'char', 'bpe' or 'bpe:<vocab size>'");
+}
+
+}  // namespace weft::data
