@@ -1,0 +1,44 @@
+// Causal self-attention launchers. qkv (B, T, 3C) packs q | k | v and head h
+// uses columns [h*HS, (h+1)*HS) of each; out (B, T, C); lse (B, NH, T) f32 is
+// the natural-log logsumexp of each row's scaled scores (scale 1/sqrt(HS)).
+//
+// bf16 with HS in {32, 64, 128} and 16-byte aligned operands runs the
+// flash kernels (tensor cores, no T x T matrix in memory). Everything else
+// (f32, other head sizes up to 256) runs simple warp-per-row kernels that
+// are exact in f32 and also never store the T x T matrix. Both backward
+// paths are deterministic (no atomics).
+#ifndef WEFT_CORE_KERNELS_CUDA_ATTENTION_H_
+#define WEFT_CORE_KERNELS_CUDA_ATTENTION_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <initializer_list>
+
+#include "absl/status/status.h"
+#include "core/tensor/dtype.h"
+
+namespace weft::cuda {
+
+constexpr int64_t kMaxAttentionHeadSize = 256;
+
+// True when the tensor-core kernels handle this call.
+bool FlashAttentionApplies(DType dtype, int64_t head_size,
+                           std::initializer_list<const void*> ptrs);
+
+absl::Status LaunchAttentionForward(void* out, float* lse, const void* qkv, DType dtype,
+                                    int64_t batch, int64_t seq, int64_t num_heads,
+                                    int64_t head_size, cudaStream_t stream);
+
+// Floats of device scratch LaunchAttentionBackward needs (B * NH * T).
+int64_t AttentionBackwardScratchFloats(int64_t batch, int64_t seq, int64_t num_heads);
+
+// dqkv (B, T, 3C) is overwritten.
+absl::Status LaunchAttentionBackward(void* dqkv, const void* dout, const void* qkv,
+                                     const void* out, const float* lse, DType dtype,
+                                     int64_t batch, int64_t seq, int64_t num_heads,
+                                     int64_t head_size, float* scratch, cudaStream_t stream);
+
+}  // namespace weft::cuda
+
+#endif  // WEFT_CORE_KERNELS_CUDA_ATTENTION_H_

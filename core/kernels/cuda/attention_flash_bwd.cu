@@ -1,0 +1,321 @@
+// Flash-attention backward for bf16 on tensor cores, deterministic.
+//
+// FlashAttention-2 accumulates dQ across key tiles with atomics, whose order
+// varies run to run. Here two kernels each own their outputs instead:
+//   FlashBackwardKVKernel: a block owns 64 keys and loops over the query
+//     tiles at or below the diagonal, accumulating dK and dV in registers;
+//   FlashBackwardQKernel: a block owns 64 queries and loops over the key
+//     tiles up to the diagonal, accumulating dQ in registers.
+// Both recompute P = exp(S - lse) and dP = dO V^T (7 GEMM-equivalents instead
+// of 5), and every output element is written once: bitwise-reproducible.
+//
+// With S = scale * Q K^T, P = softmax(S), D_i = rowsum(dO_i * O_i):
+//   dV = P^T dO,  dS = P * (dP - D),  dQ = scale * dS K,  dK = scale * dS^T Q.
+// Operands of each product live in shared memory (row-major and, where a
+// product needs the other orientation, transposed), padded by 8 bf16 per row.
+#include "core/kernels/cuda/attention_internal.h"
+#include "core/kernels/cuda/attention_mma.cuh"
+#include "core/kernels/cuda/common.cuh"
+
+namespace weft::cuda {
+namespace {
+
+constexpr int kTile = 64;  // keys per KV block, queries per Q block, keys per KV step
+constexpr int kWarps = 4;  // each owns 16 rows of the block's tile
+constexpr int kThreads = kWarps * kWarpSize;
+constexpr float kLog2e = 1.4426950408889634f;
+
+// Query rows per step of the KV kernel: 32 at HS = 128 keeps the dK and dV
+// accumulators plus two S-sized tiles within the register file.
+template <int HS>
+constexpr int KvStepRows() {
+  return HS >= 128 ? 32 : 64;
+}
+
+template <int HS>
+struct KvSmem {
+  static constexpr int kBr = KvStepRows<HS>();
+  static constexpr int kLd = HS + 8;
+  static constexpr int kLdT = kBr + 8;
+  static constexpr int kK = kTile * kLd;  // K and V of the block, row-major
+  static constexpr int kQ = kBr * kLd;    // Q and dO of the step, row-major
+  static constexpr int kQt = HS * kLdT;   // Q and dO of the step, transposed
+  static constexpr int kBytes = (2 * kK + 2 * kQ + 2 * kQt) * 2 + 2 * kBr * 4;
+};
+
+template <int HS>
+struct QSmem {
+  static constexpr int kLd = HS + 8;
+  static constexpr int kLdT = kTile + 8;
+  static constexpr int kRows = kTile * kLd;  // Q, dO, K, V row-major
+  static constexpr int kKt = HS * kLdT;      // K transposed
+  static constexpr int kBytes = (4 * kRows + kKt) * 2;
+};
+
+// grid (B * NH, ceil(T / 64)); block y owns keys [64y, 64y + 64).
+template <int HS>
+__global__ void __launch_bounds__(kThreads)
+    FlashBackwardKVKernel(bf16* __restrict__ dqkv, const bf16* __restrict__ dout,
+                          const bf16* __restrict__ qkv, const float* __restrict__ lse,
+                          const float* __restrict__ dsum, int T, int NH, float scale,
+                          float scale_log2) {
+  using S = KvSmem<HS>;
+  constexpr int kBr = S::kBr;
+  extern __shared__ __align__(16) unsigned char smem[];
+  bf16* k_s = reinterpret_cast<bf16*>(smem);
+  bf16* v_s = k_s + S::kK;
+  bf16* q_s = v_s + S::kK;
+  bf16* do_s = q_s + S::kQ;
+  bf16* qt_s = do_s + S::kQ;
+  bf16* dot_s = qt_s + S::kQt;
+  float* lse_s = reinterpret_cast<float*>(dot_s + S::kQt);  // log2 units
+  float* d_s = lse_s + kBr;
+
+  const int C = NH * HS;
+  const int64_t ld = 3 * int64_t(C);
+  const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
+  const int k0 = blockIdx.y * kTile;
+  const bf16* q_g = qkv + int64_t(b) * T * ld + h * HS;
+  const bf16* do_g = dout + int64_t(b) * T * C + h * HS;
+  const float* lse_g = lse + int64_t(bh) * T;
+  const float* dsum_g = dsum + int64_t(bh) * T;
+
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int g = lane >> 2, t = lane & 3;
+  const int key0 = k0 + warp * 16 + g;  // this thread's keys: key0 and key0 + 8
+
+  LoadTile<HS>(k_s, S::kLd, nullptr, 0, q_g + C, ld, k0, kTile, T);
+  LoadTile<HS>(v_s, S::kLd, nullptr, 0, q_g + 2 * C, ld, k0, kTile, T);
+
+  float dk[HS / 8][4], dv[HS / 8][4];
+#pragma unroll
+  for (int n = 0; n < HS / 8; ++n) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dk[n][e] = dv[n][e] = 0.0f;
+  }
+
+  // Query tiles below k0 are entirely masked (query < key).
+  for (int q0 = k0; q0 < T; q0 += kBr) {
+    __syncthreads();  // previous step's Q/dO reads are done
+    LoadTile<HS>(q_s, S::kLd, qt_s, S::kLdT, q_g, ld, q0, kBr, T);
+    LoadTile<HS>(do_s, S::kLd, dot_s, S::kLdT, do_g, C, q0, kBr, T);
+    for (int r = threadIdx.x; r < kBr; r += kThreads) {
+      const bool live = q0 + r < T;
+      lse_s[r] = live ? lse_g[q0 + r] * kLog2e : 0.0f;
+      d_s[r] = live ? dsum_g[q0 + r] : 0.0f;
+    }
+    __syncthreads();
+
+    // S^T (16 keys x kBr queries) = K Q^T and dP^T = V dO^T.
+    float p[kBr / 8][4], ds[kBr / 8][4];
+#pragma unroll
+    for (int j = 0; j < kBr / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) p[j][e] = ds[j][e] = 0.0f;
+    }
+#pragma unroll
+    for (int kk = 0; kk < HS / 16; ++kk) {
+      uint32_t kf[4], vf[4];
+      LoadFragA(kf, k_s, S::kLd, warp * 16, kk * 16);
+      LoadFragA(vf, v_s, S::kLd, warp * 16, kk * 16);
+#pragma unroll
+      for (int j = 0; j < kBr / 8; ++j) {
+        uint32_t bf[2];
+        LoadFragB(bf, q_s, S::kLd, j * 8, kk * 16);
+        MmaBf16(p[j], kf, bf);
+        LoadFragB(bf, do_s, S::kLd, j * 8, kk * 16);
+        MmaBf16(ds[j], vf, bf);
+      }
+    }
+    // P^T = exp2(S^T * scale * log2e - lse * log2e); dS^T = P^T * (dP^T - D).
+#pragma unroll
+    for (int j = 0; j < kBr / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int qi = j * 8 + 2 * t + (e & 1);  // query within the step
+        const int key = key0 + (e >= 2 ? 8 : 0);
+        const int query = q0 + qi;
+        const bool live = query >= key && query < T;
+        const float pv = live ? exp2f(p[j][e] * scale_log2 - lse_s[qi]) : 0.0f;
+        p[j][e] = pv;
+        ds[j][e] = pv * (ds[j][e] - d_s[qi]);
+      }
+    }
+    // dV += P^T dO and dK += dS^T Q (k dimension: the step's queries).
+#pragma unroll
+    for (int kk = 0; kk < kBr / 16; ++kk) {
+      uint32_t pf[4], dsf[4];
+      AccToFragA(pf, p, kk);
+      AccToFragA(dsf, ds, kk);
+#pragma unroll
+      for (int n = 0; n < HS / 8; ++n) {
+        uint32_t bf[2];
+        LoadFragB(bf, dot_s, S::kLdT, n * 8, kk * 16);
+        MmaBf16(dv[n], pf, bf);
+        LoadFragB(bf, qt_s, S::kLdT, n * 8, kk * 16);
+        MmaBf16(dk[n], dsf, bf);
+      }
+    }
+  }
+
+  bf16* dk0 = dqkv + (int64_t(b) * T + key0) * ld + C + h * HS + 2 * t;
+  bf16* dv0 = dk0 + C;
+#pragma unroll
+  for (int n = 0; n < HS / 8; ++n) {
+    if (key0 < T) {
+      *reinterpret_cast<uint32_t*>(dk0 + n * 8) = PackBf16(dk[n][0] * scale, dk[n][1] * scale);
+      *reinterpret_cast<uint32_t*>(dv0 + n * 8) = PackBf16(dv[n][0], dv[n][1]);
+    }
+    if (key0 + 8 < T) {
+      *reinterpret_cast<uint32_t*>(dk0 + 8 * ld + n * 8) =
+          PackBf16(dk[n][2] * scale, dk[n][3] * scale);
+      *reinterpret_cast<uint32_t*>(dv0 + 8 * ld + n * 8) = PackBf16(dv[n][2], dv[n][3]);
+    }
+  }
+}
+
+// grid (B * NH, ceil(T / 64)); block y owns queries of tile (gridDim.y-1-y),
+// so the longest rows (near the end of the sequence) start first.
+template <int HS>
+__global__ void __launch_bounds__(kThreads)
+    FlashBackwardQKernel(bf16* __restrict__ dqkv, const bf16* __restrict__ dout,
+                         const bf16* __restrict__ qkv, const float* __restrict__ lse,
+                         const float* __restrict__ dsum, int T, int NH, float scale,
+                         float scale_log2) {
+  using S = QSmem<HS>;
+  extern __shared__ __align__(16) unsigned char smem[];
+  bf16* q_s = reinterpret_cast<bf16*>(smem);
+  bf16* do_s = q_s + S::kRows;
+  bf16* k_s = do_s + S::kRows;
+  bf16* v_s = k_s + S::kRows;
+  bf16* kt_s = v_s + S::kRows;
+
+  const int C = NH * HS;
+  const int64_t ld = 3 * int64_t(C);
+  const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
+  const int qt = gridDim.y - 1 - blockIdx.y;
+  const int q0 = qt * kTile;
+  const bf16* q_g = qkv + int64_t(b) * T * ld + h * HS;
+
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int g = lane >> 2, t = lane & 3;
+  const int row0 = q0 + warp * 16 + g;  // this thread's queries: row0 and row0 + 8
+
+  LoadTile<HS>(q_s, S::kLd, nullptr, 0, q_g, ld, q0, kTile, T);
+  LoadTile<HS>(do_s, S::kLd, nullptr, 0, dout + int64_t(b) * T * C + h * HS, C, q0, kTile, T);
+  const float* lse_g = lse + int64_t(bh) * T;
+  const float* dsum_g = dsum + int64_t(bh) * T;
+  const float lse0 = row0 < T ? lse_g[row0] * kLog2e : 0.0f;
+  const float lse1 = row0 + 8 < T ? lse_g[row0 + 8] * kLog2e : 0.0f;
+  const float d0 = row0 < T ? dsum_g[row0] : 0.0f;
+  const float d1 = row0 + 8 < T ? dsum_g[row0 + 8] : 0.0f;
+
+  float dq[HS / 8][4];
+#pragma unroll
+  for (int n = 0; n < HS / 8; ++n) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
+
+  for (int kt = 0; kt <= qt; ++kt) {
+    const int k0 = kt * kTile;
+    __syncthreads();  // previous K/V reads are done (and Q/dO stores visible)
+    LoadTile<HS>(k_s, S::kLd, kt_s, S::kLdT, q_g + C, ld, k0, kTile, T);
+    LoadTile<HS>(v_s, S::kLd, nullptr, 0, q_g + 2 * C, ld, k0, kTile, T);
+    __syncthreads();
+
+    // S = Q K^T and dP = dO V^T (16 queries x 64 keys per warp).
+    float p[kTile / 8][4], ds[kTile / 8][4];
+#pragma unroll
+    for (int j = 0; j < kTile / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) p[j][e] = ds[j][e] = 0.0f;
+    }
+#pragma unroll
+    for (int kk = 0; kk < HS / 16; ++kk) {
+      uint32_t qf[4], dof[4];
+      LoadFragA(qf, q_s, S::kLd, warp * 16, kk * 16);
+      LoadFragA(dof, do_s, S::kLd, warp * 16, kk * 16);
+#pragma unroll
+      for (int j = 0; j < kTile / 8; ++j) {
+        uint32_t bf[2];
+        LoadFragB(bf, k_s, S::kLd, j * 8, kk * 16);
+        MmaBf16(p[j], qf, bf);
+        LoadFragB(bf, v_s, S::kLd, j * 8, kk * 16);
+        MmaBf16(ds[j], dof, bf);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kTile / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = k0 + j * 8 + 2 * t + (e & 1);
+        const bool upper = e >= 2;
+        const int row = row0 + (upper ? 8 : 0);
+        const bool live = key <= row && row < T;
+        const float pv = live ? exp2f(p[j][e] * scale_log2 - (upper ? lse1 : lse0)) : 0.0f;
+        ds[j][e] = pv * (ds[j][e] - (upper ? d1 : d0));
+      }
+    }
+    // dQ += dS K (k dimension: this tile's keys; B from K transposed).
+#pragma unroll
+    for (int kk = 0; kk < kTile / 16; ++kk) {
+      uint32_t dsf[4];
+      AccToFragA(dsf, ds, kk);
+#pragma unroll
+      for (int n = 0; n < HS / 8; ++n) {
+        uint32_t bf[2];
+        LoadFragB(bf, kt_s, S::kLdT, n * 8, kk * 16);
+        MmaBf16(dq[n], dsf, bf);
+      }
+    }
+  }
+
+  bf16* dq0 = dqkv + (int64_t(b) * T + row0) * ld + h * HS + 2 * t;
+#pragma unroll
+  for (int n = 0; n < HS / 8; ++n) {
+    if (row0 < T) {
+      *reinterpret_cast<uint32_t*>(dq0 + n * 8) = PackBf16(dq[n][0] * scale, dq[n][1] * scale);
+    }
+    if (row0 + 8 < T) {
+      *reinterpret_cast<uint32_t*>(dq0 + 8 * ld + n * 8) =
+          PackBf16(dq[n][2] * scale, dq[n][3] * scale);
+    }
+  }
+}
+
+template <int HS>
+absl::Status Launch(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
+                    const float* dsum, const AttentionDims& d, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(d.b * d.nh), static_cast<unsigned>(CeilDiv(d.t, kTile)));
+  const float scale = 1.0f / sqrtf(static_cast<float>(HS));
+  const float scale_log2 = scale * kLog2e;
+  const int T = static_cast<int>(d.t), NH = static_cast<int>(d.nh);
+  // Over 48 KiB of dynamic shared memory needs an explicit opt-in.
+  WEFT_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(FlashBackwardKVKernel<HS>,
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 KvSmem<HS>::kBytes));
+  FlashBackwardKVKernel<HS><<<grid, kThreads, KvSmem<HS>::kBytes, stream>>>(
+      dqkv, dout, qkv, lse, dsum, T, NH, scale, scale_log2);
+  WEFT_RETURN_IF_ERROR(CheckLaunch("FlashBackwardKVKernel"));
+  WEFT_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
+      FlashBackwardQKernel<HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, QSmem<HS>::kBytes));
+  FlashBackwardQKernel<HS><<<grid, kThreads, QSmem<HS>::kBytes, stream>>>(
+      dqkv, dout, qkv, lse, dsum, T, NH, scale, scale_log2);
+  return CheckLaunch("FlashBackwardQKernel");
+}
+
+}  // namespace
+
+absl::Status LaunchFlashBackward(void* dqkv, const void* dout, const void* qkv, const float* lse,
+                                 const float* dsum, const AttentionDims& d, cudaStream_t stream) {
+  if (d.b * d.t * d.nh == 0) return absl::OkStatus();
+  bf16* dx = static_cast<bf16*>(dqkv);
+  const bf16* dy = static_cast<const bf16*>(dout);
+  const bf16* x = static_cast<const bf16*>(qkv);
+  switch (d.hs) {
+    case 32: return Launch<32>(dx, dy, x, lse, dsum, d, stream);
+    case 64: return Launch<64>(dx, dy, x, lse, dsum, d, stream);
+    case 128: return Launch<128>(dx, dy, x, lse, dsum, d, stream);
+  }
+  return absl::InvalidArgumentError("flash attention needs head size 32, 64 or 128");
+}
+
+}  // namespace weft::cuda

@@ -1,0 +1,105 @@
+// Warp-level bf16 tensor-core helpers for the flash-attention kernels:
+// mma.sync.m16n8k16 (f32 accumulate) and its fragment loads from shared
+// memory, written with plain 32-bit shared loads rather than ldmatrix so the
+// fragment layout is spelled out in one place.
+//
+// Fragment layout (PTX ISA, "Matrix Fragments for mma.m16n8k16", bf16), with
+// g = lane / 4 (group) and t = lane % 4 (thread in group):
+//   A (16x16, row-major)  a[0] = A[g   ][2t..2t+1]   a[1] = A[g+8][2t..2t+1]
+//                         a[2] = A[g   ][2t+8..+9]   a[3] = A[g+8][2t+8..+9]
+//   B (16x8, k x n)       b[0] = B[2t..2t+1][g]      b[1] = B[2t+8..+9][g]
+//   C/D (16x8, f32)       c[0..1] = C[g][2t..2t+1]   c[2..3] = C[g+8][2t..2t+1]
+// Each 32-bit register holds two bf16 with the lower column (or k) in the low
+// half. Consequence used throughout: the C fragments of two adjacent n-tiles
+// (columns 0-7 and 8-15) repack, without shuffles, into the A fragment of a
+// 16x16 tile: a = {pack(c0[0],c0[1]), pack(c0[2],c0[3]), pack(c1[0],c1[1]),
+// pack(c1[2],c1[3])}. That is how P (and dS) feed the next product.
+#ifndef WEFT_CORE_KERNELS_CUDA_ATTENTION_MMA_CUH_
+#define WEFT_CORE_KERNELS_CUDA_ATTENTION_MMA_CUH_
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+namespace weft::cuda {
+
+// d += a · b for one 16x8x16 tile.
+__device__ __forceinline__ void MmaBf16(float (&d)[4], const uint32_t (&a)[4],
+                                        const uint32_t (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+__device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+
+__device__ __forceinline__ uint32_t LoadPair(const __nv_bfloat16* p) {
+  return *reinterpret_cast<const uint32_t*>(p);
+}
+
+// A fragment of the 16x16 tile at (row0, col0) of a row-major shared matrix
+// with leading dimension ld (elements; even, so pairs are 4-byte aligned).
+__device__ __forceinline__ void LoadFragA(uint32_t (&a)[4], const __nv_bfloat16* s, int ld,
+                                          int row0, int col0) {
+  const int lane = threadIdx.x % 32;
+  const int g = lane >> 2, t = lane & 3;
+  const __nv_bfloat16* p = s + (row0 + g) * ld + col0 + 2 * t;
+  a[0] = LoadPair(p);
+  a[1] = LoadPair(p + 8 * ld);
+  a[2] = LoadPair(p + 8);
+  a[3] = LoadPair(p + 8 * ld + 8);
+}
+
+// B fragment of the 16x8 (k x n) tile with k in [k0, k0+16), n in [n0, n0+8),
+// read from shared memory holding B transposed: s[n * ld + k] = B[k][n]. For
+// S = Q K^T that is K itself (row per key); for O = P V it is V^T.
+__device__ __forceinline__ void LoadFragB(uint32_t (&b)[2], const __nv_bfloat16* s, int ld,
+                                          int n0, int k0) {
+  const int lane = threadIdx.x % 32;
+  const int g = lane >> 2, t = lane & 3;
+  const __nv_bfloat16* p = s + (n0 + g) * ld + k0 + 2 * t;
+  b[0] = LoadPair(p);
+  b[1] = LoadPair(p + 8);
+}
+
+// The A fragment for k-step kk (columns [16kk, 16kk+16)) of a 16-row matrix
+// held as C fragments c[n-tile][4] (f32), rounded to bf16.
+template <int N>
+__device__ __forceinline__ void AccToFragA(uint32_t (&a)[4], const float (&c)[N][4], int kk) {
+  a[0] = PackBf16(c[2 * kk][0], c[2 * kk][1]);
+  a[1] = PackBf16(c[2 * kk][2], c[2 * kk][3]);
+  a[2] = PackBf16(c[2 * kk + 1][0], c[2 * kk + 1][1]);
+  a[3] = PackBf16(c[2 * kk + 1][2], c[2 * kk + 1][3]);
+}
+
+// Copies rows [row0, row0 + rows) of a (T, ld_global)-strided bf16 head slice
+// (cols [0, HS)) into shared memory: row-major (s[r * ld + d]) when s is
+// non-null, transposed (st[d * ldt + r]) when st is non-null. Rows at or past
+// T are zero. 16-byte global loads: the caller guarantees alignment.
+template <int HS>
+__device__ __forceinline__ void LoadTile(__nv_bfloat16* s, int ld, __nv_bfloat16* st, int ldt,
+                                         const __nv_bfloat16* g, int64_t ld_global, int row0,
+                                         int rows, int T) {
+  constexpr int kChunks = HS / 8;  // 16-byte chunks per row
+  for (int idx = threadIdx.x; idx < rows * kChunks; idx += blockDim.x) {
+    const int r = idx / kChunks;
+    const int c = (idx % kChunks) * 8;
+    int4 v = make_int4(0, 0, 0, 0);
+    if (row0 + r < T) v = *reinterpret_cast<const int4*>(g + int64_t(row0 + r) * ld_global + c);
+    if (s != nullptr) *reinterpret_cast<int4*>(s + r * ld + c) = v;
+    if (st != nullptr) {
+      const __nv_bfloat16* e = reinterpret_cast<const __nv_bfloat16*>(&v);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) st[(c + k) * ldt + r] = e[k];
+    }
+  }
+}
+
+}  // namespace weft::cuda
+
+#endif  // WEFT_CORE_KERNELS_CUDA_ATTENTION_MMA_CUH_

@@ -1,0 +1,212 @@
+// Elementwise kernels: GELU forward/backward, Add, Scale. Memory-bound, so
+// each thread moves 16 bytes per access when every operand is 16-byte
+// aligned and the length is a multiple of the vector width; otherwise a
+// scalar variant runs. Both variants compute each element identically.
+#include <initializer_list>
+
+#include "core/kernels/cuda/common.cuh"
+#include "core/kernels/cuda/elementwise.h"
+#include "core/kernels/cuda/gelu.cuh"
+
+namespace weft::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+// V elements per step: V = Packed128<T>::kSize (vector path) or 1.
+template <typename T, int V>
+__global__ void GeluForwardKernel(T* out, const T* x, int64_t n) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x * V;
+  for (int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * V; i < n; i += stride) {
+    if constexpr (V == 1) {
+      out[i] = FromF<T>(Gelu(ToF(x[i])));
+    } else {
+      const Packed128<T> in = Load128Stream(x + i);
+      Packed128<T> r;
+#pragma unroll
+      for (int k = 0; k < V; ++k) r.v[k] = FromF<T>(Gelu(ToF(in.v[k])));
+      Store128(out + i, r);
+    }
+  }
+}
+
+template <typename T, int V>
+__global__ void GeluBackwardKernel(T* dx, const T* dy, const T* x, int64_t n) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x * V;
+  for (int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * V; i < n; i += stride) {
+    if constexpr (V == 1) {
+      dx[i] = FromF<T>(ToF(dy[i]) * GeluGrad(ToF(x[i])));
+    } else {
+      const Packed128<T> g = Load128Stream(dy + i);
+      const Packed128<T> in = Load128Stream(x + i);
+      Packed128<T> r;
+#pragma unroll
+      for (int k = 0; k < V; ++k) r.v[k] = FromF<T>(ToF(g.v[k]) * GeluGrad(ToF(in.v[k])));
+      Store128(dx + i, r);
+    }
+  }
+}
+
+template <typename T, int V>
+__global__ void AddSameKernel(T* out, const T* a, const T* b, int64_t n) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x * V;
+  for (int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * V; i < n; i += stride) {
+    if constexpr (V == 1) {
+      out[i] = FromF<T>(ToF(a[i]) + ToF(b[i]));
+    } else {
+      const Packed128<T> pa = Load128Stream(a + i);
+      const Packed128<T> pb = Load128Stream(b + i);
+      Packed128<T> r;
+#pragma unroll
+      for (int k = 0; k < V; ++k) r.v[k] = FromF<T>(ToF(pa.v[k]) + ToF(pb.v[k]));
+      Store128(out + i, r);
+    }
+  }
+}
+
+// Mixed dtypes (e.g. a bf16 activation into an f32 accumulator): rare, scalar.
+template <typename O, typename A, typename B>
+__global__ void AddMixedKernel(O* out, const A* a, const B* b, int64_t n) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    out[i] = FromF<O>(ToF(a[i]) + ToF(b[i]));
+  }
+}
+
+template <typename T, int V>
+__global__ void ScaleKernel(T* x, float scale, int64_t n) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x * V;
+  for (int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * V; i < n; i += stride) {
+    if constexpr (V == 1) {
+      x[i] = FromF<T>(ToF(x[i]) * scale);
+    } else {
+      Packed128<T> p = Load128(x + i);
+#pragma unroll
+      for (int k = 0; k < V; ++k) p.v[k] = FromF<T>(ToF(p.v[k]) * scale);
+      Store128(x + i, p);
+    }
+  }
+}
+
+// True when the vector path applies to n elements of T at these pointers.
+template <typename T>
+bool CanVectorize(int64_t n, std::initializer_list<const void*> ptrs) {
+  if (n % Packed128<T>::kSize != 0) return false;
+  for (const void* p : ptrs) {
+    if (!Aligned16(p)) return false;
+  }
+  return true;
+}
+
+template <typename T>
+absl::Status GeluForwardT(T* out, const T* x, int64_t n, cudaStream_t stream) {
+  constexpr int V = Packed128<T>::kSize;
+  if (CanVectorize<T>(n, {out, x})) {
+    GeluForwardKernel<T, V><<<GridFor(n / V, kThreads), kThreads, 0, stream>>>(out, x, n);
+  } else {
+    GeluForwardKernel<T, 1><<<GridFor(n, kThreads), kThreads, 0, stream>>>(out, x, n);
+  }
+  return CheckLaunch("GeluForwardKernel");
+}
+
+template <typename T>
+absl::Status GeluBackwardT(T* dx, const T* dy, const T* x, int64_t n, cudaStream_t stream) {
+  constexpr int V = Packed128<T>::kSize;
+  if (CanVectorize<T>(n, {dx, dy, x})) {
+    GeluBackwardKernel<T, V><<<GridFor(n / V, kThreads), kThreads, 0, stream>>>(dx, dy, x, n);
+  } else {
+    GeluBackwardKernel<T, 1><<<GridFor(n, kThreads), kThreads, 0, stream>>>(dx, dy, x, n);
+  }
+  return CheckLaunch("GeluBackwardKernel");
+}
+
+template <typename T>
+absl::Status AddSameT(T* out, const T* a, const T* b, int64_t n, cudaStream_t stream) {
+  constexpr int V = Packed128<T>::kSize;
+  if (CanVectorize<T>(n, {out, a, b})) {
+    AddSameKernel<T, V><<<GridFor(n / V, kThreads), kThreads, 0, stream>>>(out, a, b, n);
+  } else {
+    AddSameKernel<T, 1><<<GridFor(n, kThreads), kThreads, 0, stream>>>(out, a, b, n);
+  }
+  return CheckLaunch("AddSameKernel");
+}
+
+template <typename O, typename A>
+absl::Status AddMixedB(O* out, const A* a, const void* b, DType b_dtype, int64_t n,
+                       cudaStream_t stream) {
+  if (b_dtype == DType::kF32) {
+    AddMixedKernel<<<GridFor(n, kThreads), kThreads, 0, stream>>>(
+        out, a, static_cast<const float*>(b), n);
+  } else {
+    AddMixedKernel<<<GridFor(n, kThreads), kThreads, 0, stream>>>(
+        out, a, static_cast<const bf16*>(b), n);
+  }
+  return CheckLaunch("AddMixedKernel");
+}
+
+template <typename O>
+absl::Status AddMixedA(O* out, const void* a, DType a_dtype, const void* b, DType b_dtype,
+                       int64_t n, cudaStream_t stream) {
+  if (a_dtype == DType::kF32) {
+    return AddMixedB(out, static_cast<const float*>(a), b, b_dtype, n, stream);
+  }
+  return AddMixedB(out, static_cast<const bf16*>(a), b, b_dtype, n, stream);
+}
+
+template <typename T>
+absl::Status ScaleT(T* x, float scale, int64_t n, cudaStream_t stream) {
+  constexpr int V = Packed128<T>::kSize;
+  if (CanVectorize<T>(n, {x})) {
+    ScaleKernel<T, V><<<GridFor(n / V, kThreads), kThreads, 0, stream>>>(x, scale, n);
+  } else {
+    ScaleKernel<T, 1><<<GridFor(n, kThreads), kThreads, 0, stream>>>(x, scale, n);
+  }
+  return CheckLaunch("ScaleKernel");
+}
+
+}  // namespace
+
+absl::Status LaunchGeluForward(void* out, const void* x, DType dtype, int64_t n,
+                               cudaStream_t stream) {
+  if (n == 0) return absl::OkStatus();
+  if (dtype == DType::kF32) {
+    return GeluForwardT(static_cast<float*>(out), static_cast<const float*>(x), n, stream);
+  }
+  return GeluForwardT(static_cast<bf16*>(out), static_cast<const bf16*>(x), n, stream);
+}
+
+absl::Status LaunchGeluBackward(void* dx, const void* dy, const void* x, DType dtype, int64_t n,
+                                cudaStream_t stream) {
+  if (n == 0) return absl::OkStatus();
+  if (dtype == DType::kF32) {
+    return GeluBackwardT(static_cast<float*>(dx), static_cast<const float*>(dy),
+                         static_cast<const float*>(x), n, stream);
+  }
+  return GeluBackwardT(static_cast<bf16*>(dx), static_cast<const bf16*>(dy),
+                       static_cast<const bf16*>(x), n, stream);
+}
+
+absl::Status LaunchAdd(void* out, DType out_dtype, const void* a, DType a_dtype, const void* b,
+                       DType b_dtype, int64_t n, cudaStream_t stream) {
+  if (n == 0) return absl::OkStatus();
+  if (out_dtype == a_dtype && a_dtype == b_dtype) {
+    if (out_dtype == DType::kF32) {
+      return AddSameT(static_cast<float*>(out), static_cast<const float*>(a),
+                      static_cast<const float*>(b), n, stream);
+    }
+    return AddSameT(static_cast<bf16*>(out), static_cast<const bf16*>(a),
+                    static_cast<const bf16*>(b), n, stream);
+  }
+  if (out_dtype == DType::kF32) {
+    return AddMixedA(static_cast<float*>(out), a, a_dtype, b, b_dtype, n, stream);
+  }
+  return AddMixedA(static_cast<bf16*>(out), a, a_dtype, b, b_dtype, n, stream);
+}
+
+absl::Status LaunchScale(void* x, DType dtype, float scale, int64_t n, cudaStream_t stream) {
+  if (n == 0) return absl::OkStatus();
+  if (dtype == DType::kF32) return ScaleT(static_cast<float*>(x), scale, n, stream);
+  return ScaleT(static_cast<bf16*>(x), scale, n, stream);
+}
+
+}  // namespace weft::cuda

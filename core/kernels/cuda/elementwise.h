@@ -1,0 +1,31 @@
+// Launchers for the elementwise kernels: GELU (tanh approximation) forward
+// and backward, Add and Scale. Pointers are device memory on the current
+// device; dtypes are kF32 or kBF16. Shapes are flat element counts: callers
+// (CudaKernelOps) have already checked that operands agree.
+#ifndef WEFT_CORE_KERNELS_CUDA_ELEMENTWISE_H_
+#define WEFT_CORE_KERNELS_CUDA_ELEMENTWISE_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "core/tensor/dtype.h"
+
+namespace weft::cuda {
+
+// out = gelu(x). out may alias x.
+absl::Status LaunchGeluForward(void* out, const void* x, DType dtype, int64_t n,
+                               cudaStream_t stream);
+// dx = dy * gelu'(x). dx may alias dy.
+absl::Status LaunchGeluBackward(void* dx, const void* dy, const void* x, DType dtype, int64_t n,
+                                cudaStream_t stream);
+// out = a + b, each operand f32 or bf16 independently; out may alias a or b.
+absl::Status LaunchAdd(void* out, DType out_dtype, const void* a, DType a_dtype, const void* b,
+                       DType b_dtype, int64_t n, cudaStream_t stream);
+// x *= scale.
+absl::Status LaunchScale(void* x, DType dtype, float scale, int64_t n, cudaStream_t stream);
+
+}  // namespace weft::cuda
+
+#endif  // WEFT_CORE_KERNELS_CUDA_ELEMENTWISE_H_

@@ -1,0 +1,46 @@
+// Launchers for layernorm forward (plain and fused with the residual add) and
+// backward over rows of C channels. Activations, weight and bias share the
+// compute dtype (kF32 or kBF16); statistics are f32; parameter gradients are
+// kF32 or kBF16 and accumulate (+=). Pointers are device memory on the
+// current device. bias/dbias may be null (no bias).
+#ifndef WEFT_CORE_KERNELS_CUDA_LAYERNORM_H_
+#define WEFT_CORE_KERNELS_CUDA_LAYERNORM_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "core/tensor/dtype.h"
+
+namespace weft::cuda {
+
+// out (rows, C) = (x - mean) * rstd * weight + bias; mean, rstd (rows) f32.
+absl::Status LaunchLayerNormForward(void* out, float* mean, float* rstd, const void* x,
+                                    const void* weight, const void* bias, DType dtype,
+                                    int64_t rows, int64_t channels, float eps,
+                                    cudaStream_t stream);
+
+// residual_out = a + b (rounded to dtype), then layernorm of residual_out as
+// stored, so backward sees exactly the input forward normalized.
+absl::Status LaunchResidualLayerNormForward(void* residual_out, void* out, float* mean,
+                                            float* rstd, const void* a, const void* b,
+                                            const void* weight, const void* bias, DType dtype,
+                                            int64_t rows, int64_t channels, float eps,
+                                            cudaStream_t stream);
+
+// Floats of device scratch LaunchLayerNormBackward needs.
+int64_t LayerNormBackwardScratchFloats(int64_t rows, int64_t channels);
+
+// dx = (or +=, with accumulate_dx) the input gradient; dweight += sum over
+// rows of dy * xhat; dbias += sum over rows of dy. Deterministic: per-chunk
+// partial sums in a fixed order, then a fixed-order reduce (no atomics).
+absl::Status LaunchLayerNormBackward(void* dx, void* dweight, void* dbias, DType grad_dtype,
+                                     const void* dy, const void* x, const void* weight,
+                                     const float* mean, const float* rstd, DType dtype,
+                                     int64_t rows, int64_t channels, bool accumulate_dx,
+                                     float* scratch, cudaStream_t stream);
+
+}  // namespace weft::cuda
+
+#endif  // WEFT_CORE_KERNELS_CUDA_LAYERNORM_H_
