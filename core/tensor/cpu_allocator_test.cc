@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/tensor/allocator.h"
+#include "core/tensor/tracking_allocator.h"
 #include "gtest/gtest.h"
 
 namespace weft {
@@ -70,6 +71,27 @@ TEST(DefaultAllocatorTest, CudaWithoutBackendSaysWhy) {
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(a.status().message().find("CUDA backend is not linked"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace weft
+
+namespace weft {
+namespace {
+
+TEST(TrackingAllocatorTest, CountsOnlyItsOwnBlocks) {
+  CpuAlignedAllocator base("base");
+  TrackingAllocator params("params", &base), grads("grads", &base);
+  void* a = *params.Allocate(100, nullptr);
+  void* b = *grads.Allocate(30, nullptr);
+  EXPECT_EQ(params.Stats().allocated_bytes, 100);
+  EXPECT_EQ(grads.Stats().allocated_bytes, 30);
+  EXPECT_EQ(base.Stats().allocated_bytes, 130);
+  params.Free(a);
+  EXPECT_EQ(params.Stats().allocated_bytes, 0);
+  EXPECT_EQ(params.Stats().peak_allocated_bytes, 100);
+  grads.Free(b);
+  EXPECT_EQ(base.Stats().allocated_bytes, 0);
 }
 
 }  // namespace

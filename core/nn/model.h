@@ -1,0 +1,36 @@
+// Model: the root module of a trainable network. The runtime drives it
+// through a loss-centric interface so it never needs to know the model's
+// architecture, and the model never needs to know about ranks or strategies.
+#ifndef WEFT_CORE_NN_MODEL_H_
+#define WEFT_CORE_NN_MODEL_H_
+
+#include <cstdint>
+
+#include "core/nn/module.h"
+
+namespace weft {
+
+class Model : public Module {
+ public:
+  using Module::Module;
+
+  // Forward pass to one f32 loss per target (on the device). In training
+  // mode it also prepares dL/dlogits scaled by dloss_scale, for
+  // BackwardFromLoss (the loss being sum(losses) * dloss_scale).
+  virtual absl::StatusOr<Tensor> ForwardLoss(RunContext& ctx, const Tensor& inputs,
+                                             const Tensor& targets, float dloss_scale) = 0;
+  // Backward from the loss prepared by the last ForwardLoss; accumulates
+  // parameter gradients.
+  virtual absl::Status BackwardFromLoss(RunContext& ctx) = 0;
+
+  // Training FLOPs (forward + backward) per target, for MFU.
+  virtual double TrainingFlopsPerTarget() const = 0;
+  // Targets per sample (T for a language model, 1 for a classifier).
+  virtual int64_t TargetsPerSample(const Tensor& targets) const {
+    return targets.numel() / targets.dim(0);
+  }
+};
+
+}  // namespace weft
+
+#endif  // WEFT_CORE_NN_MODEL_H_

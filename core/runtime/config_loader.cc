@@ -1,0 +1,185 @@
+#include "core/runtime/config_loader.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+
+namespace weft {
+namespace {
+
+using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using google::protobuf::Reflection;
+
+struct LeafPath {
+  std::string dotted;                         // "optim.lr"
+  std::vector<const FieldDescriptor*> chain;  // message fields, then the leaf
+};
+
+void CollectLeaves(const Descriptor* d, const std::string& prefix,
+                   std::vector<const FieldDescriptor*> chain, std::vector<LeafPath>* out) {
+  for (int i = 0; i < d->field_count(); ++i) {
+    const FieldDescriptor* f = d->field(i);
+    if (f->is_repeated()) continue;
+    auto c = chain;
+    c.push_back(f);
+    const std::string path = prefix.empty() ? f->name() : absl::StrCat(prefix, ".", f->name());
+    if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      CollectLeaves(f->message_type(), path, c, out);
+    } else {
+      out->push_back({path, c});
+    }
+  }
+}
+
+absl::StatusOr<LeafPath> Resolve(const Message& m, absl::string_view key) {
+  std::vector<LeafPath> leaves;
+  CollectLeaves(m.GetDescriptor(), "", {}, &leaves);
+  std::vector<LeafPath> hits;
+  for (const LeafPath& l : leaves) {
+    if (l.dotted == key) return l;
+    if (!absl::StrContains(key, '.') && l.chain.back()->name() == key) hits.push_back(l);
+  }
+  if (hits.size() == 1) return hits[0];
+  if (hits.size() > 1) {
+    std::vector<std::string> names;
+    for (const LeafPath& l : hits) names.push_back("--" + l.dotted);
+    return InvalidArgument(absl::StrCat("flag --", key, " is ambiguous"),
+                           absl::StrCat("one of ", absl::StrJoin(names, ", ")));
+  }
+  // Suggest fields that share a word with the unknown key.
+  std::vector<std::string> near;
+  for (const LeafPath& l : leaves) {
+    for (absl::string_view part : absl::StrSplit(key, absl::ByAnyChar("._"))) {
+      if (part.size() >= 3 && absl::StrContains(l.dotted, part)) {
+        near.push_back("--" + l.dotted);
+        break;
+      }
+    }
+  }
+  return InvalidArgument(absl::StrCat("unknown flag --", key),
+                         near.empty() ? "a field of " + m.GetDescriptor()->full_name()
+                                      : absl::StrCat("one of ", absl::StrJoin(near, ", ")),
+                         "run with --help to list every flag");
+}
+
+}  // namespace
+
+absl::Status LoadTextProto(const std::string& path, Message* message) {
+  std::ifstream in(path);
+  if (!in) {
+    return NotFound(absl::StrCat("cannot open config file '", path, "'"),
+                    "a readable protobuf text file", "check the path (relative to the "
+                    "workspace root under bazel run)");
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  google::protobuf::TextFormat::Parser parser;
+  struct Collector : google::protobuf::io::ErrorCollector {
+    std::string errors;
+    void AddError(int line, int column, const std::string& msg) override {
+      absl::StrAppend(&errors, "line ", line + 1, ":", column + 1, ": ", msg, "; ");
+    }
+  } collector;
+  parser.RecordErrorsTo(&collector);
+  if (!parser.MergeFromString(text.str(), message)) {
+    return InvalidArgument(absl::StrCat("cannot parse config '", path, "': ", collector.errors),
+                           absl::StrCat("text format for ", message->GetDescriptor()->full_name()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SetConfigField(Message* message, absl::string_view key, absl::string_view value) {
+  WEFT_ASSIGN_OR_RETURN(LeafPath path, Resolve(*message, key));
+  Message* m = message;
+  for (size_t i = 0; i + 1 < path.chain.size(); ++i) {
+    m = m->GetReflection()->MutableMessage(m, path.chain[i]);
+  }
+  const FieldDescriptor* f = path.chain.back();
+  if (f->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
+    m->GetReflection()->SetString(m, f, std::string(value));
+    return absl::OkStatus();
+  }
+  if (!google::protobuf::TextFormat::ParseFieldValueFromString(std::string(value), f, m)) {
+    return InvalidArgument(absl::StrCat("--", path.dotted, "=", value, " is not a valid ",
+                                        f->cpp_type_name()),
+                           absl::StrCat("a ", f->cpp_type_name(), " value"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LoadConfigFromArgs(const std::vector<std::string>& args, Message* message,
+                                const std::vector<std::string>& passthrough,
+                                std::vector<std::string>* skipped) {
+  for (const std::string& a : args) {
+    if (absl::StartsWith(a, "--config=")) {
+      WEFT_RETURN_IF_ERROR(LoadTextProto(a.substr(9), message));
+    }
+  }
+  for (const std::string& a : args) {
+    if (absl::StartsWith(a, "--config=")) continue;
+    if (!absl::StartsWith(a, "--")) {
+      return InvalidArgument(absl::StrCat("unexpected argument '", a, "'"), "--name=value flags");
+    }
+    std::string key = a.substr(2), value;
+    const size_t eq = key.find('=');
+    bool has_value = eq != std::string::npos;
+    if (has_value) {
+      value = key.substr(eq + 1);
+      key = key.substr(0, eq);
+    }
+    if (std::find(passthrough.begin(), passthrough.end(), key) != passthrough.end()) {
+      if (skipped != nullptr) skipped->push_back(a);
+      continue;
+    }
+    if (!has_value) {
+      // Bare boolean: --recompute or --norecompute.
+      auto resolved = Resolve(*message, key);
+      if (resolved.ok() && resolved->chain.back()->cpp_type() == FieldDescriptor::CPPTYPE_BOOL) {
+        WEFT_RETURN_IF_ERROR(SetConfigField(message, key, "true"));
+        continue;
+      }
+      if (absl::StartsWith(key, "no")) {
+        auto negated = Resolve(*message, key.substr(2));
+        if (negated.ok() &&
+            negated->chain.back()->cpp_type() == FieldDescriptor::CPPTYPE_BOOL) {
+          WEFT_RETURN_IF_ERROR(SetConfigField(message, key.substr(2), "false"));
+          continue;
+        }
+      }
+      if (!resolved.ok()) return resolved.status();
+      return InvalidArgument(absl::StrCat("flag --", key, " has no value"),
+                             absl::StrCat("--", key, "=<value>"));
+    }
+    WEFT_RETURN_IF_ERROR(SetConfigField(message, key, value));
+  }
+  return absl::OkStatus();
+}
+
+std::string DescribeConfig(const Message& message) {
+  std::vector<LeafPath> leaves;
+  CollectLeaves(message.GetDescriptor(), "", {}, &leaves);
+  std::string out;
+  for (const LeafPath& l : leaves) {
+    const Message* m = &message;
+    for (size_t i = 0; i + 1 < l.chain.size(); ++i) {
+      m = &m->GetReflection()->GetMessage(*m, l.chain[i]);
+    }
+    std::string value;
+    google::protobuf::TextFormat::PrintFieldValueToString(*m, l.chain.back(), -1, &value);
+    absl::StrAppend(&out, "  --", l.dotted, " = ", value, "\n");
+  }
+  return out;
+}
+
+}  // namespace weft

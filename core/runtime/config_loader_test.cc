@@ -1,0 +1,78 @@
+#include "core/runtime/config_loader.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include "core/runtime/train_config.pb.h"
+#include "gtest/gtest.h"
+
+namespace weft {
+namespace {
+
+std::string WriteTemp(const std::string& text) {
+  std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/cfg.textproto";
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(ConfigLoaderTest, FileThenFlagsOverride) {
+  const std::string path = WriteTemp("steps: 10\noptim { lr: 0.5 }\n");
+  TrainConfig c;
+  ASSERT_TRUE(LoadConfigFromArgs({"--steps=20", "--config=" + path, "--optim.warmup_steps=3"}, &c)
+                  .ok());
+  EXPECT_EQ(c.steps(), 20);  // flags win regardless of order
+  EXPECT_FLOAT_EQ(c.optim().lr(), 0.5f);
+  EXPECT_EQ(c.optim().warmup_steps(), 3);
+  EXPECT_EQ(c.global_batch(), 8);  // default kept
+}
+
+TEST(ConfigLoaderTest, LeafNamesAndBooleans) {
+  TrainConfig c;
+  ASSERT_TRUE(LoadConfigFromArgs({"--lr=0.01", "--zero_stage=2", "--recompute", "--noshuffle",
+                                  "--device=cuda:1", "--strategy=ddp,fsdp"},
+                                 &c)
+                  .ok());
+  EXPECT_FLOAT_EQ(c.optim().lr(), 0.01f);
+  EXPECT_EQ(c.parallel().zero_stage(), 2);
+  EXPECT_TRUE(c.recompute());
+  EXPECT_FALSE(c.data().shuffle());
+  EXPECT_EQ(c.device(), "cuda:1");
+  EXPECT_EQ(c.parallel().strategy(), "ddp,fsdp");
+}
+
+TEST(ConfigLoaderTest, UnknownFlagSuggestsCandidates) {
+  TrainConfig c;
+  absl::Status s = LoadConfigFromArgs({"--warmup=5"}, &c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("unknown flag --warmup"), std::string::npos);
+  EXPECT_NE(s.message().find("--optim.warmup_steps"), std::string::npos);
+}
+
+TEST(ConfigLoaderTest, BadValuesAndFilesAreErrors) {
+  TrainConfig c;
+  EXPECT_FALSE(LoadConfigFromArgs({"--steps=many"}, &c).ok());
+  EXPECT_FALSE(LoadConfigFromArgs({"--steps"}, &c).ok());
+  EXPECT_EQ(LoadConfigFromArgs({"--config=/nonexistent.textproto"}, &c).code(),
+            absl::StatusCode::kNotFound);
+  const std::string path = WriteTemp("steps: ten\n");
+  absl::Status s = LoadConfigFromArgs({"--config=" + path}, &c);
+  EXPECT_NE(s.message().find("line 1"), std::string::npos);
+  EXPECT_FALSE(LoadConfigFromArgs({"positional"}, &c).ok());
+}
+
+TEST(ConfigLoaderTest, PassthroughFlagsAreReturned) {
+  TrainConfig c;
+  std::vector<std::string> skipped;
+  ASSERT_TRUE(LoadConfigFromArgs({"--help", "--steps=3"}, &c, {"help"}, &skipped).ok());
+  EXPECT_EQ(skipped, std::vector<std::string>{"--help"});
+}
+
+TEST(ConfigLoaderTest, DescribeListsEveryLeaf) {
+  TrainConfig c;
+  const std::string d = DescribeConfig(c);
+  EXPECT_NE(d.find("--optim.lr = 0.0006"), std::string::npos);
+  EXPECT_NE(d.find("--parallel.zero_stage = 1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace weft

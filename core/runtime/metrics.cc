@@ -1,0 +1,81 @@
+#include "core/runtime/metrics.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/base/errors.h"
+
+namespace weft {
+
+absl::StatusOr<MetricsLogger> MetricsLogger::Open(const std::string& path, bool console,
+                                                  bool enabled) {
+  FILE* f = nullptr;
+  if (enabled && !path.empty()) {
+    f = std::fopen(path.c_str(), "w");
+    if (f == nullptr) {
+      return FailedPrecondition(absl::StrCat("cannot create metrics file '", path,
+                                             "': ", std::strerror(errno)),
+                                "a writable path for --metrics_out");
+    }
+  }
+  return MetricsLogger(f, console, enabled);
+}
+
+MetricsLogger::MetricsLogger(MetricsLogger&& o) noexcept
+    : file_(o.file_), console_(o.console_), enabled_(o.enabled_) {
+  o.file_ = nullptr;
+}
+
+MetricsLogger::~MetricsLogger() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+std::string MetricsLogger::ToJson(const Record& r) {
+  std::string out = "{";
+  bool first = true;
+  for (const auto& [k, v] : r.numbers) {
+    absl::StrAppend(&out, first ? "" : ",", "\"", k, "\":");
+    if (!std::isfinite(v)) {
+      absl::StrAppend(&out, "null");
+    } else if (v == std::floor(v) && std::fabs(v) < 1e15) {
+      absl::StrAppend(&out, absl::StrFormat("%.0f", v));
+    } else {
+      absl::StrAppend(&out, absl::StrFormat("%.9g", v));
+    }
+    first = false;
+  }
+  for (const auto& [k, v] : r.strings) {
+    absl::StrAppend(&out, first ? "" : ",", "\"", k, "\":\"", v, "\"");
+    first = false;
+  }
+  return out + "}";
+}
+
+void MetricsLogger::Log(const Record& r) {
+  if (!enabled_) return;
+  if (file_ != nullptr) {
+    std::fprintf(file_, "%s\n", ToJson(r).c_str());
+    std::fflush(file_);
+  }
+  if (console_) {
+    std::string line;
+    for (const auto& [k, v] : r.numbers) {
+      absl::StrAppend(&line, line.empty() ? "" : " | ", k, " ",
+                      std::fabs(v) >= 1e5 || v == std::floor(v) ? absl::StrFormat("%.0f", v)
+                                                                 : absl::StrFormat("%.6g", v));
+    }
+    for (const auto& [k, v] : r.strings) absl::StrAppend(&line, " | ", k, " ", v);
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  }
+}
+
+void MetricsLogger::Print(const std::string& line) {
+  if (!enabled_ || !console_) return;
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace weft

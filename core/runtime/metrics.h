@@ -1,0 +1,59 @@
+// MetricsLogger: one line per step on the console and one JSON object per
+// line in --metrics_out, e.g.
+//   {"step":12,"loss":2.3104,"lr":0.0006,"step_ms":41.2,"tokens_per_s":99420,...}
+// Only rank 0 of a job writes (the caller decides by passing enabled).
+#ifndef WEFT_CORE_RUNTIME_METRICS_H_
+#define WEFT_CORE_RUNTIME_METRICS_H_
+
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace weft {
+
+class MetricsLogger {
+ public:
+  // `path` may be empty (console only). Fails if the file cannot be created.
+  static absl::StatusOr<MetricsLogger> Open(const std::string& path, bool console, bool enabled);
+
+  MetricsLogger(MetricsLogger&& other) noexcept;
+  MetricsLogger& operator=(MetricsLogger&&) = delete;
+  MetricsLogger(const MetricsLogger&) = delete;
+  ~MetricsLogger();
+
+  // A record: ordered key/value pairs. Numbers are printed with enough
+  // digits to compare runs bit for bit.
+  struct Record {
+    std::vector<std::pair<std::string, double>> numbers;
+    std::vector<std::pair<std::string, std::string>> strings;
+    Record& Add(std::string key, double value) {
+      numbers.emplace_back(std::move(key), value);
+      return *this;
+    }
+    Record& AddString(std::string key, std::string value) {
+      strings.emplace_back(std::move(key), std::move(value));
+      return *this;
+    }
+  };
+
+  void Log(const Record& record);
+  // Console-only line (rank 0).
+  void Print(const std::string& line);
+
+  static std::string ToJson(const Record& record);
+
+ private:
+  MetricsLogger(FILE* file, bool console, bool enabled)
+      : file_(file), console_(console), enabled_(enabled) {}
+
+  FILE* file_ = nullptr;
+  bool console_ = true;
+  bool enabled_ = true;
+};
+
+}  // namespace weft
+
+#endif  // WEFT_CORE_RUNTIME_METRICS_H_

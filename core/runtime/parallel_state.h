@@ -1,0 +1,35 @@
+// ParallelState: how this process takes part in a job, as the trainer needs
+// it: its data-parallel coordinates, the step participants of the applied
+// strategies, and a way to sum a scalar over the data-parallel ranks.
+// A single process is dp_rank 0 of dp_size 1 with no participants.
+#ifndef WEFT_CORE_RUNTIME_PARALLEL_STATE_H_
+#define WEFT_CORE_RUNTIME_PARALLEL_STATE_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/runtime/step_participant.h"
+
+namespace weft {
+
+struct ParallelState {
+  int world_rank = 0;
+  int world_size = 1;
+  int dp_rank = 0;   // which slice of every global batch this rank loads
+  int dp_size = 1;   // ranks that split each global batch
+  std::vector<std::unique_ptr<StepParticipant>> participants;
+  // Sums a one-element f32 device tensor over the data-parallel ranks, in
+  // place (losses for logging). Null when dp_size == 1.
+  std::function<absl::Status(Tensor&)> dp_sum;
+  // Strategies applied, in order, for the log ("ddp", "fsdp", ...).
+  std::vector<std::string> strategy_names;
+  // Keeps communication objects alive for the job (process groups, mesh).
+  std::vector<std::shared_ptr<void>> keep_alive;
+};
+
+}  // namespace weft
+
+#endif  // WEFT_CORE_RUNTIME_PARALLEL_STATE_H_

@@ -1,0 +1,315 @@
+#include "core/runtime/trainer.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "core/nn/materialize.h"
+#include "core/nn/recompute.h"
+#include "core/runtime/parallel_setup.h"
+
+namespace weft {
+namespace {
+
+uint64_t MixSeed(uint64_t a, uint64_t b) {
+  uint64_t x = a ^ (b + 0x9E3779B97F4A7C15ull + (a << 6) + (a >> 2));
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return x;
+}
+
+// Wraps every TransformerBlock in the tree in a Recompute.
+absl::Status WrapBlocksForRecompute(Module& root) {
+  for (Module* m : root.Modules()) {
+    for (Module* child : m->children()) {
+      if (child->type_name() == "TransformerBlock") {
+        WEFT_RETURN_IF_ERROR(EnableRecompute(*m, child->local_name()));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+double HostMs(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+}  // namespace
+
+Trainer::~Trainer() = default;
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(Options options) {
+  if (options.model == nullptr || !options.open_data) {
+    return InvalidArgument("Trainer options without a model or data", "both set");
+  }
+  std::unique_ptr<Trainer> t(new Trainer(std::move(options)));
+  WEFT_RETURN_IF_ERROR(t->Init());
+  return t;
+}
+
+absl::Status Trainer::ResolveDevice() {
+  WEFT_ASSIGN_OR_RETURN(Device device, ParseDevice(cfg().device()));
+  DType compute;
+  if (cfg().dtype() == "auto") {
+    compute = device.is_cuda() ? DType::kBF16 : DType::kF32;
+  } else {
+    WEFT_ASSIGN_OR_RETURN(compute, ParseDType(cfg().dtype()));
+  }
+  if (compute != DType::kF32 && compute != DType::kBF16) {
+    return InvalidArgument(absl::StrCat("--dtype=", cfg().dtype()), "auto, bf16 or f32");
+  }
+  if (device.is_cpu() && compute != DType::kF32) {
+    return InvalidArgument("--dtype=bf16 on CPU", "--dtype=f32 (or auto) on CPU",
+                           "the CPU kernels compute in f32; bf16 mixed precision is for CUDA");
+  }
+  if (device.is_cuda()) {
+    WEFT_ASSIGN_OR_RETURN(Stream s, Stream::Create(device));
+    stream_.emplace(std::move(s));
+  }
+  WEFT_ASSIGN_OR_RETURN(ctx_, RunContext::Create(device, compute,
+                                                 stream_ ? stream_->native() : nullptr));
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Init() {
+  const TrainConfig& c = cfg();
+  model_ = options_.model;
+  if (c.steps() < 1) return InvalidArgument(absl::StrCat("steps=", c.steps()), "steps >= 1");
+  if (c.global_batch() < 1 || c.micro_batch() < 1) {
+    return InvalidArgument(
+        absl::StrCat("global_batch=", c.global_batch(), " micro_batch=", c.micro_batch()),
+        "both >= 1");
+  }
+  if (!c.checkpoint_dir().empty()) {
+    return absl::UnimplementedError(
+        "--checkpoint_dir is set but checkpointing is not available in this build yet; "
+        "remove the flag to train without checkpoints");
+  }
+  WEFT_RETURN_IF_ERROR(ResolveDevice());
+  WEFT_ASSIGN_OR_RETURN(Allocator * device_alloc, DefaultAllocator(ctx_.device));
+  state_alloc_ = std::make_unique<TrackingAllocator>("model-state", device_alloc);
+  DType grad_dtype;
+  WEFT_ASSIGN_OR_RETURN(grad_dtype, ParseDType(c.grad_dtype()));
+  if (grad_dtype != DType::kF32 && grad_dtype != DType::kBF16) {
+    return InvalidArgument(absl::StrCat("--grad_dtype=", c.grad_dtype()), "f32 or bf16");
+  }
+  if (ctx_.device.is_cpu() && grad_dtype != DType::kF32) {
+    return InvalidArgument("--grad_dtype=bf16 on CPU", "f32 on CPU");
+  }
+  if (c.recompute()) WEFT_RETURN_IF_ERROR(WrapBlocksForRecompute(*model_));
+  WEFT_RETURN_IF_ERROR(MaterializeParameters(
+      *model_, {.device = ctx_.device,
+                .param_dtype = ctx_.compute_dtype,
+                .grad_dtype = grad_dtype,
+                .seed = static_cast<uint64_t>(c.seed()),
+                .allocator = state_alloc_.get(),
+                .stream = ctx_.stream}));
+
+  WEFT_ASSIGN_OR_RETURN(parallel_, SetUpParallel(c, *model_, ctx_, state_alloc_.get()));
+  const int64_t per_step = c.micro_batch() * parallel_->dp_size;
+  if (c.global_batch() % per_step != 0) {
+    return InvalidArgument(
+        absl::StrCat("global_batch=", c.global_batch(), " is not divisible by micro_batch=",
+                     c.micro_batch(), " x data-parallel ranks=", parallel_->dp_size),
+        "global_batch a multiple of micro_batch * dp ranks",
+        absl::StrCat("try --global_batch=", per_step * std::max<int64_t>(1, c.global_batch() / per_step)));
+  }
+  accum_steps_ = c.global_batch() / per_step;
+
+  data::DataLoader::Options base;
+  base.batch_size = c.micro_batch();
+  base.rank = parallel_->dp_rank;
+  base.world_size = parallel_->dp_size;
+  base.seed = static_cast<uint64_t>(c.seed());
+  base.device = ctx_.device;
+  base.num_workers = c.data().num_workers();
+  base.prefetch_depth = c.data().prefetch_depth();
+  base.shuffle = c.data().shuffle();
+  WEFT_ASSIGN_OR_RETURN(loaders_, options_.open_data(base));
+  if (loaders_.train == nullptr) return Internal("open_data returned no training loader");
+
+  std::vector<OptimTarget> targets;
+  bool replaced = false;
+  for (auto& p : parallel_->participants) {
+    if (auto t = p->OptimizerTargets()) {
+      if (replaced) {
+        return FailedPrecondition("two strategies both re-place the optimizer's parameters",
+                                  "at most one of zero/fsdp in --strategy");
+      }
+      targets = std::move(*t);
+      replaced = true;
+    }
+  }
+  if (!replaced) {
+    for (Parameter* p : model_->Parameters()) {
+      targets.push_back({p->name(), p->value, p->grad, p->weight_decay()});
+    }
+  }
+  const OptimConfig& o = c.optim();
+  WEFT_ASSIGN_OR_RETURN(optimizer_, Optimizer::Create({.name = o.name(),
+                                                       .beta1 = o.beta1(),
+                                                       .beta2 = o.beta2(),
+                                                       .eps = o.eps(),
+                                                       .weight_decay = o.weight_decay(),
+                                                       .momentum = o.momentum(),
+                                                       .nesterov = o.nesterov()},
+                                                      std::move(targets), ctx_.device,
+                                                      state_alloc_.get(), ctx_.stream));
+  WEFT_ASSIGN_OR_RETURN(LrSchedule sched, LrSchedule::Create(o.lr(), o.min_lr(), o.warmup_steps(),
+                                                             c.steps(), o.lr_schedule()));
+  schedule_.emplace(sched);
+  WEFT_ASSIGN_OR_RETURN(loss_sum_, ctx_.Zeros({1}, DType::kF32));
+  WEFT_ASSIGN_OR_RETURN(grad_norm_sq_, ctx_.Zeros({1}, DType::kF32));
+  WEFT_ASSIGN_OR_RETURN(MetricsLogger logger,
+                        MetricsLogger::Open(c.metrics_out(), !c.quiet(),
+                                            parallel_->world_rank == 0));
+  logger_.emplace(std::move(logger));
+
+  flops_per_target_ = model_->TrainingFlopsPerTarget();
+  peak_flops_ = c.peak_tflops() > 0 ? c.peak_tflops() * 1e12
+                                    : (ctx_.device.is_cuda() ? 989e12 : 0.0);
+  int64_t n_params = 0;
+  for (Parameter* p : model_->Parameters()) n_params += p->numel();
+  logger_->Print(absl::StrFormat(
+      "weft: %s | %d parameters | device %s | dtype %s | world %d (dp %d) | strategy %s | "
+      "global_batch %d = micro_batch %d x dp %d x accum %d",
+      options_.model_summary, n_params, ctx_.device.ToString(), DTypeName(ctx_.compute_dtype),
+      parallel_->world_size, parallel_->dp_size,
+      parallel_->strategy_names.empty() ? "none" : absl::StrJoin(parallel_->strategy_names, ","),
+      c.global_batch(), c.micro_batch(), parallel_->dp_size, accum_steps_));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StepStats> Trainer::TrainStep() {
+  const auto t0 = std::chrono::steady_clock::now();
+  ++step_;
+  const TrainConfig& c = cfg();
+  WEFT_RETURN_IF_ERROR(ZeroGrads(*model_, ctx_.stream));
+  for (auto& p : parallel_->participants) WEFT_RETURN_IF_ERROR(p->ZeroGrad());
+  WEFT_RETURN_IF_ERROR(loss_sum_.Zero(ctx_.stream));
+  const Stream compute = stream_ ? Stream::Default(ctx_.device) : Stream::Default(ctx_.device);
+  ctx_.training = true;
+  int64_t targets_per_sample = 0;
+  for (int64_t micro = 0; micro < accum_steps_; ++micro) {
+    for (auto& p : parallel_->participants) {
+      WEFT_RETURN_IF_ERROR(p->BeforeMicroStep(static_cast<int>(micro),
+                                              static_cast<int>(accum_steps_)));
+    }
+    WEFT_ASSIGN_OR_RETURN(data::Batch batch, loaders_.train->Next());
+    WEFT_RETURN_IF_ERROR(batch.WaitOn(stream_ ? *stream_ : compute));
+    const Tensor& x = batch.Get(options_.input_field);
+    const Tensor& y = batch.Get(options_.target_field);
+    targets_per_sample = model_->TargetsPerSample(y);
+    const float dloss_scale =
+        1.0f / static_cast<float>(c.global_batch() * targets_per_sample);
+    ctx_.dropout_seed =
+        MixSeed(MixSeed(static_cast<uint64_t>(c.seed()), step_ * 1000003 + micro),
+                parallel_->dp_rank);
+    WEFT_ASSIGN_OR_RETURN(Tensor losses, model_->ForwardLoss(ctx_, x, y, dloss_scale));
+    WEFT_RETURN_IF_ERROR(ctx_.ops->Sum(ctx_.kernel(), loss_sum_, losses, /*accumulate=*/true));
+    WEFT_RETURN_IF_ERROR(model_->BackwardFromLoss(ctx_));
+  }
+  for (auto& p : parallel_->participants) WEFT_RETURN_IF_ERROR(p->FinishGradients());
+
+  const float clip = c.optim().grad_clip();
+  if (clip > 0) {
+    std::vector<Tensor> grads;
+    for (const OptimTarget& t : optimizer_->targets()) grads.push_back(t.grad);
+    WEFT_RETURN_IF_ERROR(ctx_.ops->SumSquares(ctx_.kernel(), grad_norm_sq_, grads));
+    for (auto& p : parallel_->participants) WEFT_RETURN_IF_ERROR(p->ReduceGradNormSq(grad_norm_sq_));
+  }
+  const float lr = schedule_->At(step_);
+  WEFT_RETURN_IF_ERROR(optimizer_->Step(ctx_.kernel(), {.lr = lr,
+                                                        .step = step_,
+                                                        .max_grad_norm = clip,
+                                                        .grad_norm_sq = grad_norm_sq_}));
+  for (auto& p : parallel_->participants) WEFT_RETURN_IF_ERROR(p->AfterOptimizerStep());
+  if (parallel_->dp_sum) WEFT_RETURN_IF_ERROR(parallel_->dp_sum(loss_sum_));
+
+  // The one host synchronization of the step.
+  WEFT_ASSIGN_OR_RETURN(std::vector<float> loss_host, loss_sum_.ToFloats());
+  double grad_norm = 0;
+  if (clip > 0) {
+    WEFT_ASSIGN_OR_RETURN(std::vector<float> norm_host, grad_norm_sq_.ToFloats());
+    grad_norm = std::sqrt(static_cast<double>(norm_host[0]));
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+
+  StepStats s;
+  s.step = step_;
+  const double global_targets = static_cast<double>(c.global_batch() * targets_per_sample);
+  s.loss = loss_host[0] / global_targets;
+  s.lr = lr;
+  s.grad_norm = grad_norm;
+  s.step_ms = HostMs(t0, t1);
+  s.tokens_per_s = global_targets / (s.step_ms / 1000.0);
+  if (peak_flops_ > 0) {
+    s.mfu = flops_per_target_ * s.tokens_per_s / (peak_flops_ * parallel_->world_size);
+  }
+  WEFT_ASSIGN_OR_RETURN(Allocator * device_alloc, DefaultAllocator(ctx_.device));
+  s.peak_mem_mb = static_cast<double>(device_alloc->Stats().peak_allocated_bytes) / (1 << 20);
+  if (!std::isfinite(s.loss)) {
+    return absl::InternalError(absl::StrCat(
+        "loss became ", s.loss, " at step ", step_,
+        "; expected a finite loss. Hint: lower --lr, enable --grad_clip, or check the data"));
+  }
+  history_.push_back(s);
+  return s;
+}
+
+absl::StatusOr<double> Trainer::Evaluate(int max_batches) {
+  if (loaders_.val == nullptr) {
+    return FailedPrecondition("no validation data", "a validation split",
+                              "set --val_fraction > 0 or provide val shards");
+  }
+  ctx_.training = false;
+  WEFT_ASSIGN_OR_RETURN(Tensor sum, ctx_.Zeros({1}, DType::kF32));
+  double targets = 0;
+  const int n = static_cast<int>(std::min<int64_t>(max_batches, loaders_.val->batches_per_epoch()));
+  const Stream compute = Stream::Default(ctx_.device);
+  for (int i = 0; i < n; ++i) {
+    WEFT_ASSIGN_OR_RETURN(data::Batch batch, loaders_.val->Next());
+    WEFT_RETURN_IF_ERROR(batch.WaitOn(stream_ ? *stream_ : compute));
+    const Tensor& y = batch.Get(options_.target_field);
+    WEFT_ASSIGN_OR_RETURN(Tensor losses,
+                          model_->ForwardLoss(ctx_, batch.Get(options_.input_field), y, 1.0f));
+    WEFT_RETURN_IF_ERROR(ctx_.ops->Sum(ctx_.kernel(), sum, losses, true));
+    targets += static_cast<double>(y.numel());
+  }
+  model_->ReleaseActivationsRecursive();
+  ctx_.training = true;
+  if (parallel_->dp_sum) WEFT_RETURN_IF_ERROR(parallel_->dp_sum(sum));
+  WEFT_ASSIGN_OR_RETURN(std::vector<float> host, sum.ToFloats());
+  return host[0] / (targets * parallel_->dp_size);
+}
+
+absl::Status Trainer::Run() {
+  const TrainConfig& c = cfg();
+  for (int64_t i = 0; i < c.steps(); ++i) {
+    WEFT_ASSIGN_OR_RETURN(StepStats s, TrainStep());
+    if (c.log_every() > 0 && (s.step % c.log_every() == 0 || s.step == 1 || s.step == c.steps())) {
+      MetricsLogger::Record r;
+      r.Add("step", s.step).Add("loss", s.loss).Add("lr", s.lr).Add("step_ms", s.step_ms);
+      r.Add("tokens_per_s", s.tokens_per_s).Add("mfu", s.mfu).Add("peak_mem_mb", s.peak_mem_mb);
+      if (c.optim().grad_clip() > 0) r.Add("grad_norm", s.grad_norm);
+      logger_->Log(r);
+    }
+    if (loaders_.val != nullptr && c.eval_every() > 0 && s.step % c.eval_every() == 0 &&
+        s.step != c.steps()) {
+      WEFT_ASSIGN_OR_RETURN(double v, Evaluate(c.eval_batches()));
+      logger_->Log(MetricsLogger::Record().Add("step", s.step).Add("val_loss", v));
+    }
+  }
+  if (loaders_.val != nullptr) {
+    WEFT_ASSIGN_OR_RETURN(double v, Evaluate(c.eval_batches()));
+    logger_->Log(MetricsLogger::Record().Add("step", step_).Add("val_loss", v));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace weft

@@ -1,0 +1,111 @@
+// Trainer: the training loop shared by every training target.
+//
+// One optimizer step = global_batch sequences = micro_batch sequences per
+// rank per forward x data-parallel ranks x accumulation steps, so
+//   accum_steps = global_batch / (micro_batch * dp_size)
+// and changing dp_size never changes the math: the loss is the mean over the
+// global batch (every backward is scaled by 1 / global targets) and the data
+// sampler gives each step the same global set of samples for any dp_size.
+//
+// Each step logs step, loss, lr, step_ms, tokens_per_s, MFU and peak memory
+// (console and JSON lines). The host synchronizes once per step, to read the
+// loss after the optimizer update; the step itself is stream-ordered.
+#ifndef WEFT_CORE_RUNTIME_TRAINER_H_
+#define WEFT_CORE_RUNTIME_TRAINER_H_
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/nn/model.h"
+#include "core/optim/lr_schedule.h"
+#include "core/optim/optimizer.h"
+#include "core/runtime/metrics.h"
+#include "core/runtime/parallel_state.h"
+#include "core/runtime/train_config.pb.h"
+#include "core/tensor/stream.h"
+#include "core/tensor/tracking_allocator.h"
+#include "data/data_loader.h"
+
+namespace weft {
+
+struct DataLoaders {
+  std::unique_ptr<data::DataLoader> train;
+  std::unique_ptr<data::DataLoader> val;  // may be null
+};
+
+struct StepStats {
+  int64_t step = 0;
+  double loss = 0;
+  double lr = 0;
+  double grad_norm = 0;  // before clipping; 0 when clipping is off
+  double step_ms = 0;
+  double tokens_per_s = 0;
+  double mfu = 0;        // fraction of peak; 0 when unknown
+  double peak_mem_mb = 0;
+};
+
+class Trainer {
+ public:
+  struct Options {
+    TrainConfig config;
+    Model* model = nullptr;  // not owned; built by the caller, not yet materialized
+    // Opens this rank's loaders; the trainer fills batch size, rank, world,
+    // seed and device into `base`.
+    std::function<absl::StatusOr<DataLoaders>(const data::DataLoader::Options& base)> open_data;
+    std::string input_field = "inputs";
+    std::string target_field = "targets";
+    std::string model_summary;  // printed once at start
+  };
+
+  static absl::StatusOr<std::unique_ptr<Trainer>> Create(Options options);
+  ~Trainer();
+
+  // The whole job: config.steps optimizer steps with logging and evaluation.
+  absl::Status Run();
+  // One optimizer step.
+  absl::StatusOr<StepStats> TrainStep();
+  // Mean loss over up to `max_batches` validation micro-batches (all ranks).
+  absl::StatusOr<double> Evaluate(int max_batches);
+
+  const std::vector<StepStats>& history() const { return history_; }
+  RunContext& context() { return ctx_; }
+  ParallelState& parallel() { return *parallel_; }
+  data::DataLoader* val_loader() { return loaders_.val.get(); }
+  int64_t accum_steps() const { return accum_steps_; }
+  // Bytes of parameters, gradients and optimizer state on this rank.
+  AllocatorStats ModelStateStats() const { return state_alloc_->Stats(); }
+  MetricsLogger& logger() { return *logger_; }
+
+ private:
+  explicit Trainer(Options options) : options_(std::move(options)) {}
+  absl::Status Init();
+  absl::Status ResolveDevice();
+  absl::StatusOr<Tensor> LossScalar();
+
+  Options options_;
+  const TrainConfig& cfg() const { return options_.config; }
+  Model* model_ = nullptr;
+  RunContext ctx_;
+  std::optional<Stream> stream_;
+  std::unique_ptr<TrackingAllocator> state_alloc_;
+  std::unique_ptr<ParallelState> parallel_;
+  DataLoaders loaders_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::optional<LrSchedule> schedule_;
+  std::optional<MetricsLogger> logger_;
+  Tensor loss_sum_;      // f32 scalar on the device
+  Tensor grad_norm_sq_;  // f32 scalar on the device
+  int64_t accum_steps_ = 1;
+  int64_t step_ = 0;
+  double flops_per_target_ = 0;
+  double peak_flops_ = 0;
+  std::vector<StepStats> history_;
+};
+
+}  // namespace weft
+
+#endif  // WEFT_CORE_RUNTIME_TRAINER_H_
