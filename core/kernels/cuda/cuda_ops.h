@@ -1,0 +1,72 @@
+// CudaKernelOps: KernelOps on NVIDIA GPUs (bf16 and f32). Each method checks
+// its operands on the host, makes ctx.device current and enqueues kernels on
+// ctx.stream; none synchronizes the host. Temporary buffers come from the
+// stream-ordered caching allocator. Launchers live in one file per kernel
+// family (matmul.h, layernorm.h, attention.h, ...); methods are defined in
+// ops_layers.cc (dense layers) and ops_model.cc (embedding, loss, dropout,
+// reductions, optimizers). Registered for DeviceType::kCUDA by register.cc.
+#ifndef WEFT_CORE_KERNELS_CUDA_CUDA_OPS_H_
+#define WEFT_CORE_KERNELS_CUDA_CUDA_OPS_H_
+
+#include "core/kernels/kernel_ops.h"
+
+namespace weft::cuda {
+
+class CudaKernelOps : public KernelOps {
+ public:
+  absl::Status Gemm(const KernelContext& ctx, const GemmArgs& args) override;
+  absl::Status BiasGrad(const KernelContext& ctx, Tensor& dbias, const Tensor& dy) override;
+
+  absl::Status LayerNormForward(const KernelContext& ctx, Tensor& out, Tensor& mean,
+                                Tensor& rstd, const Tensor& x, const Tensor& weight,
+                                const Tensor& bias, float eps) override;
+  absl::Status LayerNormBackward(const KernelContext& ctx, Tensor& dx, Tensor& dweight,
+                                 Tensor& dbias, const Tensor& dy, const Tensor& x,
+                                 const Tensor& weight, const Tensor& mean, const Tensor& rstd,
+                                 bool accumulate_dx) override;
+  absl::Status ResidualLayerNormForward(const KernelContext& ctx, Tensor& residual_out,
+                                        Tensor& out, Tensor& mean, Tensor& rstd,
+                                        const Tensor& a, const Tensor& b, const Tensor& weight,
+                                        const Tensor& bias, float eps) override;
+
+  absl::Status GeluForward(const KernelContext& ctx, Tensor& out, const Tensor& x) override;
+  absl::Status GeluBackward(const KernelContext& ctx, Tensor& dx, const Tensor& dy,
+                            const Tensor& x) override;
+  absl::Status Add(const KernelContext& ctx, Tensor& out, const Tensor& a,
+                   const Tensor& b) override;
+  absl::Status Scale(const KernelContext& ctx, Tensor& x, float scale) override;
+
+  absl::Status AttentionForward(const KernelContext& ctx, Tensor& out, Tensor& lse,
+                                const Tensor& qkv, int num_heads) override;
+  absl::Status AttentionBackward(const KernelContext& ctx, Tensor& dqkv, const Tensor& dout,
+                                 const Tensor& qkv, const Tensor& out, const Tensor& lse,
+                                 int num_heads) override;
+
+  absl::Status EmbeddingForward(const KernelContext& ctx, Tensor& out, const Tensor& tokens,
+                                const Tensor& wte, const Tensor& wpe) override;
+  absl::Status EmbeddingBackward(const KernelContext& ctx, Tensor& dwte, Tensor& dwpe,
+                                 const Tensor& dout, const Tensor& tokens) override;
+
+  absl::Status CrossEntropyForwardBackward(const KernelContext& ctx, Tensor& losses,
+                                           Tensor& logits, const Tensor& targets, int64_t vocab,
+                                           float dloss_scale, bool compute_grad) override;
+
+  absl::Status DropoutForward(const KernelContext& ctx, Tensor& out, const Tensor& x, float p,
+                              uint64_t seed, uint64_t offset) override;
+  absl::Status DropoutBackward(const KernelContext& ctx, Tensor& dx, const Tensor& dy, float p,
+                               uint64_t seed, uint64_t offset) override;
+
+  absl::Status Sum(const KernelContext& ctx, Tensor& out, const Tensor& x,
+                   bool accumulate) override;
+  absl::Status SumSquares(const KernelContext& ctx, Tensor& out,
+                          absl::Span<const Tensor> tensors) override;
+
+  absl::Status AdamW(const KernelContext& ctx, absl::Span<OptimSegment> segments,
+                     const AdamWHyper& hyper) override;
+  absl::Status Sgd(const KernelContext& ctx, absl::Span<OptimSegment> segments,
+                   const SgdHyper& hyper) override;
+};
+
+}  // namespace weft::cuda
+
+#endif  // WEFT_CORE_KERNELS_CUDA_CUDA_OPS_H_

@@ -1,0 +1,301 @@
+// CudaKernelOps: GEMM, layernorm, elementwise and attention ops. Each checks
+// operands, makes the device current, and enqueues on ctx.stream.
+#include "absl/strings/str_cat.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "core/kernels/cuda/attention.h"
+#include "core/kernels/cuda/cuda_ops.h"
+#include "core/kernels/cuda/elementwise.h"
+#include "core/kernels/cuda/layernorm.h"
+#include "core/kernels/cuda/matmul.h"
+#include "core/kernels/cuda/matmul_kernels.h"
+#include "core/kernels/cuda/ops_util.h"
+#include "core/tensor/cuda/device_guard.h"
+
+namespace weft::cuda {
+namespace {
+
+MatmulEpilogue ToMatmulEpilogue(Epilogue e) {
+  switch (e) {
+    case Epilogue::kNone: return MatmulEpilogue::kNone;
+    case Epilogue::kBias: return MatmulEpilogue::kBias;
+    case Epilogue::kBiasGelu: return MatmulEpilogue::kBiasGelu;
+    case Epilogue::kDGelu: return MatmulEpilogue::kDGelu;
+  }
+  return MatmulEpilogue::kNone;
+}
+
+// dst (cols) += column sums of src (rows, cols); the device is current.
+absl::Status ColumnSum(const KernelContext& ctx, const Tensor& dst, const Tensor& src,
+                       int64_t rows, int64_t cols) {
+  WEFT_ASSIGN_OR_RETURN(Tensor scratch,
+                        Scratch(ctx, 4 * ColumnSumScratchFloats(rows, cols)));
+  return LaunchColumnSum(dst.raw_data(), dst.dtype(), src.raw_data(), src.dtype(), rows, cols,
+                         scratch.data<float>(), StreamOf(ctx));
+}
+
+struct RowsCols {
+  int64_t rows, cols;
+};
+
+// x (..., C); out like x; mean, rstd f32 (rows); weight, bias (C) in x's dtype.
+absl::StatusOr<RowsCols> CheckLayerNorm(const KernelContext& ctx, const Tensor& out,
+                                        const Tensor& mean, const Tensor& rstd, const Tensor& x,
+                                        const Tensor& weight, const Tensor& bias) {
+  WEFT_RETURN_IF_ERROR(CheckContext(ctx));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, x, "layernorm x"));
+  if (x.ndim() < 1) return InvalidArgument("layernorm x is a scalar", "(..., C)");
+  const int64_t c = x.dim(-1);
+  const int64_t rows = c == 0 ? 0 : x.numel() / c;
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, out, "layernorm out"));
+  WEFT_RETURN_IF_ERROR(CheckNumel(out, "layernorm out", x.numel()));
+  WEFT_RETURN_IF_ERROR(CheckSameDType(out, "layernorm out", x, "layernorm x"));
+  WEFT_RETURN_IF_ERROR(CheckDType(ctx, mean, "layernorm mean", DType::kF32));
+  WEFT_RETURN_IF_ERROR(CheckNumel(mean, "layernorm mean", rows));
+  WEFT_RETURN_IF_ERROR(CheckDType(ctx, rstd, "layernorm rstd", DType::kF32));
+  WEFT_RETURN_IF_ERROR(CheckNumel(rstd, "layernorm rstd", rows));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, weight, "layernorm weight"));
+  WEFT_RETURN_IF_ERROR(CheckShape(weight, "layernorm weight", {c}));
+  WEFT_RETURN_IF_ERROR(CheckSameDType(weight, "layernorm weight", x, "layernorm x"));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, bias, "layernorm bias"));
+  WEFT_RETURN_IF_ERROR(CheckShape(bias, "layernorm bias", {c}));
+  WEFT_RETURN_IF_ERROR(CheckSameDType(bias, "layernorm bias", x, "layernorm x"));
+  return RowsCols{rows, c};
+}
+
+struct QkvDims {
+  int64_t b, t, c, nh, hs;
+};
+
+absl::StatusOr<QkvDims> CheckQkv(const KernelContext& ctx, const Tensor& qkv, int num_heads) {
+  WEFT_RETURN_IF_ERROR(CheckContext(ctx));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, qkv, "attention qkv"));
+  if (qkv.ndim() != 3 || qkv.dim(2) % 3 != 0) {
+    return InvalidArgument("attention qkv has shape " + ShapeString(qkv.shape()), "(B, T, 3*C)");
+  }
+  QkvDims d{qkv.dim(0), qkv.dim(1), qkv.dim(2) / 3, num_heads, 0};
+  if (num_heads <= 0 || d.c % num_heads != 0) {
+    return InvalidArgument(absl::StrCat("num_heads=", num_heads, " with C=", d.c),
+                           "a positive divisor of C");
+  }
+  d.hs = d.c / num_heads;
+  if (d.hs > kMaxAttentionHeadSize || d.t >= (int64_t{1} << 31)) {
+    return InvalidArgument(absl::StrCat("attention head size ", d.hs, " with T=", d.t),
+                           absl::StrCat("head size <= ", kMaxAttentionHeadSize, " and T < 2^31"),
+                           "use more heads");
+  }
+  return d;
+}
+
+}  // namespace
+
+absl::Status CudaKernelOps::Gemm(const KernelContext& ctx, const GemmArgs& g) {
+  WEFT_RETURN_IF_ERROR(CheckContext(ctx));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, g.a, "gemm a"));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, g.b, "gemm b"));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, g.out, "gemm out"));
+  WEFT_RETURN_IF_ERROR(CheckSameDType(g.b, "gemm b", g.a, "gemm a"));
+  if (g.a.ndim() != 2 || g.b.ndim() != 2 || g.out.ndim() != 2) {
+    return InvalidArgument("gemm operands must be 2-D", "a, b and out of rank 2",
+                           "flatten batch dimensions into rows first");
+  }
+  const int64_t m = g.trans_a ? g.a.dim(1) : g.a.dim(0);
+  const int64_t k = g.trans_a ? g.a.dim(0) : g.a.dim(1);
+  const int64_t kb = g.trans_b ? g.b.dim(1) : g.b.dim(0);
+  const int64_t n = g.trans_b ? g.b.dim(0) : g.b.dim(1);
+  if (k != kb || g.out.dim(0) != m || g.out.dim(1) != n) {
+    return InvalidArgument(
+        absl::StrCat("gemm shapes: op(a) ", m, "x", k, ", op(b) ", kb, "x", n, ", out ",
+                     ShapeString(g.out.shape())),
+        "op(a) MxK, op(b) KxN, out MxN");
+  }
+  if (g.accumulate && g.epilogue != Epilogue::kNone) {
+    return InvalidArgument("gemm accumulate with an epilogue", "accumulate only with kNone");
+  }
+  MatmulArgs args;
+  args.out = g.out.raw_data();
+  args.out_dtype = g.out.dtype();
+  args.a = g.a.raw_data();
+  args.b = g.b.raw_data();
+  args.ab_dtype = g.a.dtype();
+  args.m = m;
+  args.n = n;
+  args.k = k;
+  args.trans_a = g.trans_a;
+  args.trans_b = g.trans_b;
+  args.accumulate = g.accumulate;
+  args.epilogue = ToMatmulEpilogue(g.epilogue);
+  if (g.epilogue == Epilogue::kBias || g.epilogue == Epilogue::kBiasGelu) {
+    WEFT_RETURN_IF_ERROR(CheckFloat(ctx, g.bias, "gemm bias"));
+    WEFT_RETURN_IF_ERROR(CheckNumel(g.bias, "gemm bias", n));
+    args.bias = g.bias.raw_data();
+    args.bias_dtype = g.bias.dtype();
+  }
+  if (g.epilogue == Epilogue::kBiasGelu || g.epilogue == Epilogue::kDGelu) {
+    WEFT_RETURN_IF_ERROR(CheckFloat(ctx, g.aux, "gemm aux (pre-gelu)"));
+    WEFT_RETURN_IF_ERROR(CheckShape(g.aux, "gemm aux (pre-gelu)", {m, n}));
+    WEFT_RETURN_IF_ERROR(CheckSameDType(g.aux, "gemm aux (pre-gelu)", g.out, "gemm out"));
+    args.aux = g.aux.raw_data();
+  }
+  if (g.bias_grad.defined()) {
+    if (g.epilogue != Epilogue::kDGelu) {
+      return InvalidArgument("gemm bias_grad without the kDGelu epilogue",
+                             "bias_grad only with kDGelu", "call BiasGrad on the output instead");
+    }
+    WEFT_RETURN_IF_ERROR(CheckFloat(ctx, g.bias_grad, "gemm bias_grad"));
+    WEFT_RETURN_IF_ERROR(CheckNumel(g.bias_grad, "gemm bias_grad", n));
+  }
+  DeviceGuard guard(ctx.device.index);
+  WEFT_RETURN_IF_ERROR(Matmul(ctx.device.index, args, StreamOf(ctx)));
+  // cuBLASLt's DGELU_BGRAD would overwrite the bias gradient; ours accumulates.
+  if (g.bias_grad.defined()) return ColumnSum(ctx, g.bias_grad, g.out, m, n);
+  return absl::OkStatus();
+}
+
+absl::Status CudaKernelOps::BiasGrad(const KernelContext& ctx, Tensor& dbias, const Tensor& dy) {
+  WEFT_RETURN_IF_ERROR(CheckContext(ctx));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, dy, "bias_grad dy"));
+  if (dy.ndim() != 2) return InvalidArgument("bias_grad dy must be 2-D", "(M, N)");
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, dbias, "dbias"));
+  WEFT_RETURN_IF_ERROR(CheckShape(dbias, "dbias", {dy.dim(1)}));
+  DeviceGuard guard(ctx.device.index);
+  return ColumnSum(ctx, dbias, dy, dy.dim(0), dy.dim(1));
+}
+
+absl::Status CudaKernelOps::LayerNormForward(const KernelContext& ctx, Tensor& out, Tensor& mean,
+                                             Tensor& rstd, const Tensor& x,
+                                             const Tensor& weight, const Tensor& bias,
+                                             float eps) {
+  WEFT_ASSIGN_OR_RETURN(RowsCols d, CheckLayerNorm(ctx, out, mean, rstd, x, weight, bias));
+  DeviceGuard guard(ctx.device.index);
+  return LaunchLayerNormForward(out.raw_data(), mean.data<float>(), rstd.data<float>(),
+                                x.raw_data(), weight.raw_data(), bias.raw_data(), x.dtype(),
+                                d.rows, d.cols, eps, StreamOf(ctx));
+}
+
+absl::Status CudaKernelOps::ResidualLayerNormForward(const KernelContext& ctx,
+                                                     Tensor& residual_out, Tensor& out,
+                                                     Tensor& mean, Tensor& rstd, const Tensor& a,
+                                                     const Tensor& b, const Tensor& weight,
+                                                     const Tensor& bias, float eps) {
+  WEFT_ASSIGN_OR_RETURN(RowsCols d, CheckLayerNorm(ctx, out, mean, rstd, a, weight, bias));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, b, "residual b"));
+  WEFT_RETURN_IF_ERROR(CheckNumel(b, "residual b", a.numel()));
+  WEFT_RETURN_IF_ERROR(CheckSameDType(b, "residual b", a, "residual a"));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, residual_out, "residual out"));
+  WEFT_RETURN_IF_ERROR(CheckNumel(residual_out, "residual out", a.numel()));
+  WEFT_RETURN_IF_ERROR(CheckSameDType(residual_out, "residual out", a, "residual a"));
+  DeviceGuard guard(ctx.device.index);
+  return LaunchResidualLayerNormForward(residual_out.raw_data(), out.raw_data(),
+                                        mean.data<float>(), rstd.data<float>(), a.raw_data(),
+                                        b.raw_data(), weight.raw_data(), bias.raw_data(),
+                                        a.dtype(), d.rows, d.cols, eps, StreamOf(ctx));
+}
+
+absl::Status CudaKernelOps::LayerNormBackward(const KernelContext& ctx, Tensor& dx,
+                                              Tensor& dweight, Tensor& dbias, const Tensor& dy,
+                                              const Tensor& x, const Tensor& weight,
+                                              const Tensor& mean, const Tensor& rstd,
+                                              bool accumulate_dx) {
+  // dy plays out's role (same shape and dtype as x); weight is the bias slot.
+  WEFT_ASSIGN_OR_RETURN(RowsCols d, CheckLayerNorm(ctx, dy, mean, rstd, x, weight, weight));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, dx, "layernorm dx"));
+  WEFT_RETURN_IF_ERROR(CheckNumel(dx, "layernorm dx", x.numel()));
+  WEFT_RETURN_IF_ERROR(CheckSameDType(dx, "layernorm dx", x, "layernorm x"));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, dweight, "layernorm dweight"));
+  WEFT_RETURN_IF_ERROR(CheckShape(dweight, "layernorm dweight", {d.cols}));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, dbias, "layernorm dbias"));
+  WEFT_RETURN_IF_ERROR(CheckShape(dbias, "layernorm dbias", {d.cols}));
+  WEFT_RETURN_IF_ERROR(CheckSameDType(dbias, "layernorm dbias", dweight, "layernorm dweight"));
+  DeviceGuard guard(ctx.device.index);
+  WEFT_ASSIGN_OR_RETURN(Tensor scratch,
+                        Scratch(ctx, 4 * LayerNormBackwardScratchFloats(d.rows, d.cols)));
+  return LaunchLayerNormBackward(dx.raw_data(), dweight.raw_data(), dbias.raw_data(),
+                                 dweight.dtype(), dy.raw_data(), x.raw_data(), weight.raw_data(),
+                                 mean.data<float>(), rstd.data<float>(), x.dtype(), d.rows,
+                                 d.cols, accumulate_dx, scratch.data<float>(), StreamOf(ctx));
+}
+
+absl::Status CudaKernelOps::GeluForward(const KernelContext& ctx, Tensor& out, const Tensor& x) {
+  WEFT_RETURN_IF_ERROR(CheckContext(ctx));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, x, "gelu x"));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, out, "gelu out"));
+  WEFT_RETURN_IF_ERROR(CheckNumel(out, "gelu out", x.numel()));
+  WEFT_RETURN_IF_ERROR(CheckSameDType(out, "gelu out", x, "gelu x"));
+  DeviceGuard guard(ctx.device.index);
+  return LaunchGeluForward(out.raw_data(), x.raw_data(), x.dtype(), x.numel(), StreamOf(ctx));
+}
+
+absl::Status CudaKernelOps::GeluBackward(const KernelContext& ctx, Tensor& dx, const Tensor& dy,
+                                         const Tensor& x) {
+  WEFT_RETURN_IF_ERROR(CheckContext(ctx));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, x, "gelu x"));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, dy, "gelu dy"));
+  WEFT_RETURN_IF_ERROR(CheckNumel(dy, "gelu dy", x.numel()));
+  WEFT_RETURN_IF_ERROR(CheckSameDType(dy, "gelu dy", x, "gelu x"));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, dx, "gelu dx"));
+  WEFT_RETURN_IF_ERROR(CheckNumel(dx, "gelu dx", x.numel()));
+  WEFT_RETURN_IF_ERROR(CheckSameDType(dx, "gelu dx", x, "gelu x"));
+  DeviceGuard guard(ctx.device.index);
+  return LaunchGeluBackward(dx.raw_data(), dy.raw_data(), x.raw_data(), x.dtype(), x.numel(),
+                            StreamOf(ctx));
+}
+
+absl::Status CudaKernelOps::Add(const KernelContext& ctx, Tensor& out, const Tensor& a,
+                                const Tensor& b) {
+  WEFT_RETURN_IF_ERROR(CheckContext(ctx));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, a, "add a"));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, b, "add b"));
+  WEFT_RETURN_IF_ERROR(CheckNumel(b, "add b", a.numel()));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, out, "add out"));
+  WEFT_RETURN_IF_ERROR(CheckNumel(out, "add out", a.numel()));
+  DeviceGuard guard(ctx.device.index);
+  return LaunchAdd(out.raw_data(), out.dtype(), a.raw_data(), a.dtype(), b.raw_data(), b.dtype(),
+                   a.numel(), StreamOf(ctx));
+}
+
+absl::Status CudaKernelOps::Scale(const KernelContext& ctx, Tensor& x, float scale) {
+  WEFT_RETURN_IF_ERROR(CheckContext(ctx));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, x, "scale x"));
+  DeviceGuard guard(ctx.device.index);
+  return LaunchScale(x.raw_data(), x.dtype(), scale, x.numel(), StreamOf(ctx));
+}
+
+absl::Status CudaKernelOps::AttentionForward(const KernelContext& ctx, Tensor& out, Tensor& lse,
+                                             const Tensor& qkv, int num_heads) {
+  WEFT_ASSIGN_OR_RETURN(QkvDims d, CheckQkv(ctx, qkv, num_heads));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, out, "attention out"));
+  WEFT_RETURN_IF_ERROR(CheckShape(out, "attention out", {d.b, d.t, d.c}));
+  WEFT_RETURN_IF_ERROR(CheckSameDType(out, "attention out", qkv, "attention qkv"));
+  WEFT_RETURN_IF_ERROR(CheckDType(ctx, lse, "attention lse", DType::kF32));
+  WEFT_RETURN_IF_ERROR(CheckShape(lse, "attention lse", {d.b, d.nh, d.t}));
+  DeviceGuard guard(ctx.device.index);
+  return LaunchAttentionForward(out.raw_data(), lse.data<float>(), qkv.raw_data(), qkv.dtype(),
+                                d.b, d.t, d.nh, d.hs, StreamOf(ctx));
+}
+
+absl::Status CudaKernelOps::AttentionBackward(const KernelContext& ctx, Tensor& dqkv,
+                                              const Tensor& dout, const Tensor& qkv,
+                                              const Tensor& out, const Tensor& lse,
+                                              int num_heads) {
+  WEFT_ASSIGN_OR_RETURN(QkvDims d, CheckQkv(ctx, qkv, num_heads));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, dqkv, "attention dqkv"));
+  WEFT_RETURN_IF_ERROR(CheckShape(dqkv, "attention dqkv", {d.b, d.t, 3 * d.c}));
+  WEFT_RETURN_IF_ERROR(CheckSameDType(dqkv, "attention dqkv", qkv, "attention qkv"));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, dout, "attention dout"));
+  WEFT_RETURN_IF_ERROR(CheckShape(dout, "attention dout", {d.b, d.t, d.c}));
+  WEFT_RETURN_IF_ERROR(CheckSameDType(dout, "attention dout", qkv, "attention qkv"));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, out, "attention out"));
+  WEFT_RETURN_IF_ERROR(CheckShape(out, "attention out", {d.b, d.t, d.c}));
+  WEFT_RETURN_IF_ERROR(CheckSameDType(out, "attention out", qkv, "attention qkv"));
+  WEFT_RETURN_IF_ERROR(CheckDType(ctx, lse, "attention lse", DType::kF32));
+  WEFT_RETURN_IF_ERROR(CheckShape(lse, "attention lse", {d.b, d.nh, d.t}));
+  DeviceGuard guard(ctx.device.index);
+  WEFT_ASSIGN_OR_RETURN(Tensor scratch,
+                        Scratch(ctx, 4 * AttentionBackwardScratchFloats(d.b, d.t, d.nh)));
+  return LaunchAttentionBackward(dqkv.raw_data(), dout.raw_data(), qkv.raw_data(),
+                                 out.raw_data(), lse.data<float>(), qkv.dtype(), d.b, d.t, d.nh,
+                                 d.hs, scratch.data<float>(), StreamOf(ctx));
+}
+
+}  // namespace weft::cuda
