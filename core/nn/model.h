@@ -25,6 +25,8 @@ class Model : public Module {
 
   // Training FLOPs (forward + backward) per target, for MFU.
   virtual double TrainingFlopsPerTarget() const = 0;
+  // One line for logs, e.g. "GPT 12L 12H 768d vocab 50257".
+  virtual std::string Summary() const { return type_name(); }
   // Targets per sample (T for a language model, 1 for a classifier).
   virtual int64_t TargetsPerSample(const Tensor& targets) const {
     return targets.numel() / targets.dim(0);

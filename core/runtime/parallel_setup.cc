@@ -8,12 +8,9 @@
 
 namespace weft {
 
-absl::StatusOr<std::unique_ptr<ParallelState>> SetUpParallel(const TrainConfig& config,
-                                                             Model& model, RunContext& ctx,
-                                                             Allocator* state_allocator) {
-  (void)model;
-  (void)ctx;
-  (void)state_allocator;
+absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(const TrainConfig& config,
+                                                            Device device) {
+  (void)device;
   int world = 1;
   if (const char* w = std::getenv("WORLD_SIZE")) {
     if (!absl::SimpleAtoi(w, &world)) world = 1;
@@ -26,6 +23,16 @@ absl::StatusOr<std::unique_ptr<ParallelState>> SetUpParallel(const TrainConfig& 
         "the strategy runtime is not linked into this binary yet");
   }
   return std::make_unique<ParallelState>();
+}
+
+absl::Status ApplyStrategies(const TrainConfig& config, Model& model, RunContext& ctx,
+                             Allocator* state_allocator, ParallelState& state) {
+  (void)config;
+  (void)model;
+  (void)ctx;
+  (void)state_allocator;
+  (void)state;
+  return absl::OkStatus();
 }
 
 }  // namespace weft

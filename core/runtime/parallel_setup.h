@@ -1,6 +1,9 @@
-// SetUpParallel: turns the parallel config into a ParallelState for this
-// process: reads the launcher's environment, builds the device mesh and
-// process groups, and applies the requested strategies to the model.
+// Parallel setup in two phases, because the data (and so the model's vocab)
+// depends on the data-parallel rank, and strategies need the model:
+//   InitParallel    reads the launcher's environment, creates the process
+//                   groups and the device mesh: ranks and sizes are known.
+//   ApplyStrategies applies the requested strategies to the materialized
+//                   model and records their step participants.
 #ifndef WEFT_CORE_RUNTIME_PARALLEL_SETUP_H_
 #define WEFT_CORE_RUNTIME_PARALLEL_SETUP_H_
 
@@ -13,9 +16,11 @@
 
 namespace weft {
 
-absl::StatusOr<std::unique_ptr<ParallelState>> SetUpParallel(const TrainConfig& config,
-                                                             Model& model, RunContext& ctx,
-                                                             Allocator* state_allocator);
+absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(const TrainConfig& config,
+                                                            Device device);
+
+absl::Status ApplyStrategies(const TrainConfig& config, Model& model, RunContext& ctx,
+                             Allocator* state_allocator, ParallelState& state);
 
 }  // namespace weft
 

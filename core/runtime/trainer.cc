@@ -44,8 +44,8 @@ double HostMs(std::chrono::steady_clock::time_point a, std::chrono::steady_clock
 Trainer::~Trainer() = default;
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(Options options) {
-  if (options.model == nullptr || !options.open_data) {
-    return InvalidArgument("Trainer options without a model or data", "both set");
+  if (!options.make_model || !options.open_data) {
+    return InvalidArgument("Trainer options without make_model or open_data", "both set");
   }
   std::unique_ptr<Trainer> t(new Trainer(std::move(options)));
   WEFT_RETURN_IF_ERROR(t->Init());
@@ -78,7 +78,6 @@ absl::Status Trainer::ResolveDevice() {
 
 absl::Status Trainer::Init() {
   const TrainConfig& c = cfg();
-  model_ = options_.model;
   if (c.steps() < 1) return InvalidArgument(absl::StrCat("steps=", c.steps()), "steps >= 1");
   if (c.global_batch() < 1 || c.micro_batch() < 1) {
     return InvalidArgument(
@@ -101,23 +100,15 @@ absl::Status Trainer::Init() {
   if (ctx_.device.is_cpu() && grad_dtype != DType::kF32) {
     return InvalidArgument("--grad_dtype=bf16 on CPU", "f32 on CPU");
   }
-  if (c.recompute()) WEFT_RETURN_IF_ERROR(WrapBlocksForRecompute(*model_));
-  WEFT_RETURN_IF_ERROR(MaterializeParameters(
-      *model_, {.device = ctx_.device,
-                .param_dtype = ctx_.compute_dtype,
-                .grad_dtype = grad_dtype,
-                .seed = static_cast<uint64_t>(c.seed()),
-                .allocator = state_alloc_.get(),
-                .stream = ctx_.stream}));
-
-  WEFT_ASSIGN_OR_RETURN(parallel_, SetUpParallel(c, *model_, ctx_, state_alloc_.get()));
+  WEFT_ASSIGN_OR_RETURN(parallel_, InitParallel(c, ctx_.device));
   const int64_t per_step = c.micro_batch() * parallel_->dp_size;
   if (c.global_batch() % per_step != 0) {
     return InvalidArgument(
         absl::StrCat("global_batch=", c.global_batch(), " is not divisible by micro_batch=",
                      c.micro_batch(), " x data-parallel ranks=", parallel_->dp_size),
         "global_batch a multiple of micro_batch * dp ranks",
-        absl::StrCat("try --global_batch=", per_step * std::max<int64_t>(1, c.global_batch() / per_step)));
+        absl::StrCat("try --global_batch=",
+                     per_step * std::max<int64_t>(1, c.global_batch() / per_step)));
   }
   accum_steps_ = c.global_batch() / per_step;
 
@@ -132,6 +123,17 @@ absl::Status Trainer::Init() {
   base.shuffle = c.data().shuffle();
   WEFT_ASSIGN_OR_RETURN(loaders_, options_.open_data(base));
   if (loaders_.train == nullptr) return Internal("open_data returned no training loader");
+  WEFT_ASSIGN_OR_RETURN(model_, options_.make_model(loaders_));
+
+  if (c.recompute()) WEFT_RETURN_IF_ERROR(WrapBlocksForRecompute(*model_));
+  WEFT_RETURN_IF_ERROR(MaterializeParameters(
+      *model_, {.device = ctx_.device,
+                .param_dtype = ctx_.compute_dtype,
+                .grad_dtype = grad_dtype,
+                .seed = static_cast<uint64_t>(c.seed()),
+                .allocator = state_alloc_.get(),
+                .stream = ctx_.stream}));
+  WEFT_RETURN_IF_ERROR(ApplyStrategies(c, *model_, ctx_, state_alloc_.get(), *parallel_));
 
   std::vector<OptimTarget> targets;
   bool replaced = false;
@@ -178,7 +180,7 @@ absl::Status Trainer::Init() {
   logger_->Print(absl::StrFormat(
       "weft: %s | %d parameters | device %s | dtype %s | world %d (dp %d) | strategy %s | "
       "global_batch %d = micro_batch %d x dp %d x accum %d",
-      options_.model_summary, n_params, ctx_.device.ToString(), DTypeName(ctx_.compute_dtype),
+      model_->Summary(), n_params, ctx_.device.ToString(), DTypeName(ctx_.compute_dtype),
       parallel_->world_size, parallel_->dp_size,
       parallel_->strategy_names.empty() ? "none" : absl::StrJoin(parallel_->strategy_names, ","),
       c.global_batch(), c.micro_batch(), parallel_->dp_size, accum_steps_));
@@ -295,7 +297,9 @@ absl::Status Trainer::Run() {
     if (c.log_every() > 0 && (s.step % c.log_every() == 0 || s.step == 1 || s.step == c.steps())) {
       MetricsLogger::Record r;
       r.Add("step", s.step).Add("loss", s.loss).Add("lr", s.lr).Add("step_ms", s.step_ms);
-      r.Add("tokens_per_s", s.tokens_per_s).Add("mfu", s.mfu).Add("peak_mem_mb", s.peak_mem_mb);
+      r.Add("tokens_per_s", s.tokens_per_s);
+      if (peak_flops_ > 0) r.Add("mfu", s.mfu);
+      r.Add("peak_mem_mb", s.peak_mem_mb);
       if (c.optim().grad_clip() > 0) r.Add("grad_norm", s.grad_norm);
       logger_->Log(r);
     }

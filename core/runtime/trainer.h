@@ -35,6 +35,7 @@ namespace weft {
 struct DataLoaders {
   std::unique_ptr<data::DataLoader> train;
   std::unique_ptr<data::DataLoader> val;  // may be null
+  int64_t vocab_size = 0;                 // classes for classifiers
 };
 
 struct StepStats {
@@ -52,13 +53,13 @@ class Trainer {
  public:
   struct Options {
     TrainConfig config;
-    Model* model = nullptr;  // not owned; built by the caller, not yet materialized
     // Opens this rank's loaders; the trainer fills batch size, rank, world,
     // seed and device into `base`.
     std::function<absl::StatusOr<DataLoaders>(const data::DataLoader::Options& base)> open_data;
+    // Builds the model (shapes only) once the data is known (vocab size).
+    std::function<absl::StatusOr<std::unique_ptr<Model>>(const DataLoaders& data)> make_model;
     std::string input_field = "inputs";
     std::string target_field = "targets";
-    std::string model_summary;  // printed once at start
   };
 
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(Options options);
@@ -73,6 +74,8 @@ class Trainer {
 
   const std::vector<StepStats>& history() const { return history_; }
   RunContext& context() { return ctx_; }
+  Model& model() { return *model_; }
+  data::DataLoader* train_loader() { return loaders_.train.get(); }
   ParallelState& parallel() { return *parallel_; }
   data::DataLoader* val_loader() { return loaders_.val.get(); }
   int64_t accum_steps() const { return accum_steps_; }
@@ -88,10 +91,12 @@ class Trainer {
 
   Options options_;
   const TrainConfig& cfg() const { return options_.config; }
-  Model* model_ = nullptr;
-  RunContext ctx_;
-  std::optional<Stream> stream_;
+  // Declared first so it is destroyed last: the model, optimizer and
+  // strategies hold tensors allocated through it.
   std::unique_ptr<TrackingAllocator> state_alloc_;
+  std::optional<Stream> stream_;
+  RunContext ctx_;
+  std::unique_ptr<Model> model_;
   std::unique_ptr<ParallelState> parallel_;
   DataLoaders loaders_;
   std::unique_ptr<Optimizer> optimizer_;

@@ -1,0 +1,26 @@
+// The shared main() of training targets: parses --config and flag overrides
+// into the job message, handles --help, runs the job and maps errors to exit
+// codes (0 ok, 1 runtime error, 2 bad command line) with the Status message
+// on stderr. Relative paths are resolved against the directory `bazel run`
+// was invoked from.
+#ifndef WEFT_CORE_RUNTIME_TRAIN_MAIN_H_
+#define WEFT_CORE_RUNTIME_TRAIN_MAIN_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "google/protobuf/message.h"
+
+namespace weft {
+
+int TrainMain(int argc, char** argv, const std::string& usage, google::protobuf::Message* job,
+              const std::function<absl::Status()>& run);
+
+// `path` made absolute against BUILD_WORKING_DIRECTORY (set by bazel run)
+// when it is relative; unchanged otherwise.
+std::string ResolveUserPath(const std::string& path);
+
+}  // namespace weft
+
+#endif  // WEFT_CORE_RUNTIME_TRAIN_MAIN_H_

@@ -1,0 +1,120 @@
+#include "models/gpt/gpt.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "core/nn/transformer_block.h"
+
+namespace weft {
+
+absl::StatusOr<std::unique_ptr<Gpt>> Gpt::Create(const GptConfig& c, int64_t seq_len) {
+  if (c.n_layer() < 1 || c.n_head() < 1 || c.d_model() < 1) {
+    return InvalidArgument(absl::StrCat("n_layer=", c.n_layer(), " n_head=", c.n_head(),
+                                        " d_model=", c.d_model()),
+                           "all >= 1");
+  }
+  if (c.d_model() % c.n_head() != 0) {
+    return InvalidArgument(
+        absl::StrCat("n_head=", c.n_head(), " does not divide d_model=", c.d_model()),
+        "d_model a multiple of n_head", "e.g. d_model=768 with n_head=12 (head size 64)");
+  }
+  if (c.vocab_size() < 1) {
+    return InvalidArgument(absl::StrCat("vocab_size=", c.vocab_size()), "a vocabulary >= 1",
+                           "leave vocab_size at 0 to take the tokenizer's size");
+  }
+  if (c.vocab_pad_multiple() < 1) {
+    return InvalidArgument(absl::StrCat("vocab_pad_multiple=", c.vocab_pad_multiple()), ">= 1");
+  }
+  if (seq_len < 1 || seq_len > c.max_seq_len()) {
+    return InvalidArgument(absl::StrCat("seq_len=", seq_len, " with max_seq_len=", c.max_seq_len()),
+                           "1 <= seq_len <= max_seq_len", "lower --seq_len or raise --max_seq_len");
+  }
+  if (c.dropout() < 0 || c.dropout() >= 1) {
+    return InvalidArgument(absl::StrCat("dropout=", c.dropout()), "0 <= dropout < 1");
+  }
+  const int64_t m = c.vocab_pad_multiple();
+  const int64_t padded = (c.vocab_size() + m - 1) / m * m;
+  return std::unique_ptr<Gpt>(new Gpt(c, seq_len, padded));
+}
+
+Gpt::Gpt(const GptConfig& c, int64_t seq_len, int64_t padded_vocab)
+    : Model("Gpt"), config_(c), seq_len_(seq_len), padded_vocab_(padded_vocab) {
+  const float proj_std = c.init_std() / std::sqrt(2.0f * static_cast<float>(c.n_layer()));
+  embed_ = RegisterModule("embed", std::make_unique<TokenPositionEmbedding>(
+                                       padded_vocab, c.max_seq_len(), c.d_model(), c.init_std()));
+  blocks_ = RegisterModule("blocks", std::make_unique<Sequential>());
+  TransformerBlockConfig bc{.channels = c.d_model(),
+                            .num_heads = c.n_head(),
+                            .mlp_hidden = int64_t{c.mlp_ratio()} * c.d_model(),
+                            .init_std = c.init_std(),
+                            .proj_init_std = proj_std,
+                            .dropout = c.dropout()};
+  for (int i = 0; i < c.n_layer(); ++i) blocks_->Append(std::make_unique<TransformerBlock>(bc));
+  ln_f_ = RegisterModule("ln_f", std::make_unique<LayerNorm>(c.d_model()));
+  lm_head_ = c.tie_weights()
+                 ? RegisterModule("lm_head", std::make_unique<LmHead>(embed_->wte()))
+                 : RegisterModule("lm_head", std::make_unique<LmHead>(padded_vocab, c.d_model(),
+                                                                      c.init_std()));
+}
+
+absl::StatusOr<Tensor> Gpt::Forward(RunContext& ctx, const Tensor& tokens) {
+  batch_shape_ = tokens.shape();
+  WEFT_ASSIGN_OR_RETURN(Tensor x, embed_->CallForward(ctx, tokens));  // (B, T, C)
+  WEFT_ASSIGN_OR_RETURN(Tensor h, blocks_->CallForward(ctx, x));
+  WEFT_ASSIGN_OR_RETURN(Tensor hf, ln_f_->CallForward(ctx, h));
+  return lm_head_->CallForward(ctx, hf);  // (B*T, Vp)
+}
+
+absl::StatusOr<Tensor> Gpt::Backward(RunContext& ctx, const Tensor& dlogits) {
+  WEFT_ASSIGN_OR_RETURN(Tensor dhf, lm_head_->CallBackward(ctx, dlogits));  // (B*T, C)
+  WEFT_ASSIGN_OR_RETURN(Tensor dh, ln_f_->CallBackward(ctx, dhf));
+  WEFT_ASSIGN_OR_RETURN(Tensor dx, blocks_->CallBackward(
+                                       ctx, dh.View({batch_shape_[0], batch_shape_[1],
+                                                     int64_t{config_.d_model()}})));
+  WEFT_RETURN_IF_ERROR(embed_->CallBackward(ctx, dx).status());
+  return Tensor();  // token ids have no gradient
+}
+
+absl::StatusOr<Tensor> Gpt::ForwardLoss(RunContext& ctx, const Tensor& inputs,
+                                        const Tensor& targets, float dloss_scale) {
+  if (inputs.shape() != targets.shape() || inputs.ndim() != 2) {
+    return InvalidArgument("inputs " + ShapeString(inputs.shape()) + " and targets " +
+                               ShapeString(targets.shape()),
+                           "equal shapes (B, T)");
+  }
+  WEFT_ASSIGN_OR_RETURN(Tensor logits, CallForward(ctx, inputs));
+  WEFT_ASSIGN_OR_RETURN(Tensor losses, ctx.Empty({inputs.numel()}, DType::kF32));
+  WEFT_RETURN_IF_ERROR(ctx.ops->CrossEntropyForwardBackward(
+      ctx.kernel(), losses, logits, targets.View({targets.numel()}), config_.vocab_size(),
+      dloss_scale, /*compute_grad=*/ctx.training));
+  dlogits_ = ctx.training ? logits : Tensor();
+  return losses;
+}
+
+absl::Status Gpt::BackwardFromLoss(RunContext& ctx) {
+  if (!dlogits_.defined()) {
+    return FailedPrecondition("BackwardFromLoss without a training ForwardLoss",
+                              "ForwardLoss with ctx.training first");
+  }
+  Tensor dlogits = std::move(dlogits_);
+  return CallBackward(ctx, dlogits).status();
+}
+
+double Gpt::TrainingFlopsPerTarget() const {
+  double n = 0;
+  for (Parameter* p : const_cast<Gpt*>(this)->Parameters()) n += static_cast<double>(p->numel());
+  // 6N for the matmuls with weights (forward + backward), plus attention's
+  // scores and weighted sum: 6 * L * T * d with causal masking.
+  return 6.0 * n + 6.0 * config_.n_layer() * static_cast<double>(seq_len_) * config_.d_model();
+}
+
+std::string Gpt::Summary() const {
+  return absl::StrFormat("GPT %dL %dH %dd vocab %d (padded %d) T %d%s", config_.n_layer(),
+                         config_.n_head(), config_.d_model(), config_.vocab_size(), padded_vocab_,
+                         seq_len_, config_.tie_weights() ? " tied" : "");
+}
+
+}  // namespace weft

@@ -1,0 +1,63 @@
+// GPT-2 family language model: token + position embedding, n_layer
+// pre-norm transformer blocks, final LayerNorm, and an LM head tied to the
+// token embedding (optional). Pure math: no ranks, meshes or strategies.
+//
+// GPT-2 initialisation: weights N(0, init_std), biases 0, LayerNorm 1/0,
+// and the residual projections (attn.proj, mlp.proj) scaled by
+// 1/sqrt(2 * n_layer). Parameter names follow the module tree:
+// embed.wte, embed.wpe, blocks.{i}.{ln1,attn.qkv,attn.proj,ln2,mlp.fc,mlp.proj}, ln_f,
+// lm_head.weight (untied only).
+#ifndef WEFT_MODELS_GPT_GPT_H_
+#define WEFT_MODELS_GPT_GPT_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "core/nn/embedding.h"
+#include "core/nn/layer_norm.h"
+#include "core/nn/lm_head.h"
+#include "core/nn/model.h"
+#include "core/nn/sequential.h"
+#include "models/gpt/gpt_config.pb.h"
+
+namespace weft {
+
+class Gpt : public Model {
+ public:
+  // Validates the config: heads divide d_model, sizes positive, seq_len
+  // within max_seq_len, vocabulary known.
+  static absl::StatusOr<std::unique_ptr<Gpt>> Create(const GptConfig& config, int64_t seq_len);
+
+  // inputs, targets: (B, T) i32. Returns losses (B*T) f32.
+  absl::StatusOr<Tensor> ForwardLoss(RunContext& ctx, const Tensor& inputs, const Tensor& targets,
+                                     float dloss_scale) override;
+  absl::Status BackwardFromLoss(RunContext& ctx) override;
+  // tokens (B, T) -> logits (B*T, padded vocab).
+  absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& tokens) override;
+  absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dlogits) override;
+  void ReleaseActivations() override { dlogits_ = Tensor(); }
+  double TrainingFlopsPerTarget() const override;
+
+  const GptConfig& config() const { return config_; }
+  int64_t padded_vocab() const { return padded_vocab_; }
+  TokenPositionEmbedding* embed() const { return embed_; }
+  Sequential* blocks() const { return blocks_; }
+  std::string Summary() const override;
+
+ private:
+  Gpt(const GptConfig& config, int64_t seq_len, int64_t padded_vocab);
+
+  GptConfig config_;
+  const int64_t seq_len_;
+  const int64_t padded_vocab_;
+  TokenPositionEmbedding* embed_;
+  Sequential* blocks_;
+  LayerNorm* ln_f_;
+  LmHead* lm_head_;
+  Tensor dlogits_;     // written in place of the logits by the fused loss
+  Shape batch_shape_;  // (B, T) of the last forward
+};
+
+}  // namespace weft
+
+#endif  // WEFT_MODELS_GPT_GPT_H_
