@@ -112,6 +112,7 @@ std::string StripGlooLocation(const std::string& what) {
 
 GlooProcessGroup::GlooProcessGroup(int rank, int size, const ProcessGroupOptions& options)
     : ProcessGroup("gloo", options.name, rank, size, Device::Cpu(), options.timeout),
+      check_consistency_(options.check_consistency),
       executor_(std::make_unique<gloo_internal::SerialExecutor>()) {}
 
 GlooProcessGroup::~GlooProcessGroup() {
@@ -187,7 +188,8 @@ std::shared_ptr<Work> GlooProcessGroup::Enqueue(const OpContext& ctx,
     }
     absl::Status s;
     try {
-      s = body(info);
+      if (check_consistency_ && !info.point_to_point && size() > 1) s = CheckConsistency(info);
+      if (s.ok()) s = body(info);
     } catch (const std::exception& e) {
       s = TranslateException(info, e);
     }
@@ -195,6 +197,30 @@ std::shared_ptr<Work> GlooProcessGroup::Enqueue(const OpContext& ctx,
     work->Complete(std::move(s));
   });
   return work;
+}
+
+absl::Status GlooProcessGroup::CheckConsistency(const OpInfo& info) {
+  constexpr size_t kFingerprintBytes = 160;
+  const std::string mine = absl::StrCat("#", info.seq, " ", info.fingerprint);
+  std::vector<char> local(kFingerprintBytes, '\0');
+  std::memcpy(local.data(), mine.data(), std::min(mine.size(), kFingerprintBytes - 1));
+  std::vector<char> all(kFingerprintBytes * size());
+  ::gloo::AllgatherOptions ag(context_);
+  ag.setInput(local.data(), local.size());
+  ag.setOutput(all.data(), all.size());
+  ag.setTag(Tag(info));
+  ag.setTimeout(GlooTimeout(info.timeout));
+  ::gloo::allgather(ag);
+  std::string views;
+  bool agree = true;
+  for (int r = 0; r < size(); ++r) {
+    const std::string theirs(all.data() + r * kFingerprintBytes);
+    agree &= theirs == std::string(local.data());
+    absl::StrAppend(&views, r == 0 ? "" : "; ", "rank ", r, ": ", theirs);
+  }
+  if (agree) return absl::OkStatus();
+  return info.Error(absl::StatusCode::kFailedPrecondition,
+                    absl::StrCat("ranks disagree on this collective: ", views));
 }
 
 void GlooProcessGroup::ReduceScatterInto(const OpInfo& info, const Tensor& input,

@@ -73,6 +73,8 @@ class GlooProcessGroup final : public ProcessGroup {
   std::shared_ptr<Work> Enqueue(const OpContext& ctx,
                                 std::function<absl::Status(const OpInfo&)> body);
   absl::Status TranslateException(const OpInfo& info, const std::exception& e) const;
+  // ProcessGroupOptions::check_consistency: all-gathers the op's fingerprint.
+  absl::Status CheckConsistency(const OpInfo& info);
   // Rank-order reduce-scatter of `input` (counts[r] elements for rank r)
   // into `out` (counts[rank()] elements).
   void ReduceScatterInto(const OpInfo& info, const Tensor& input,
@@ -89,6 +91,7 @@ class GlooProcessGroup final : public ProcessGroup {
   std::shared_ptr<::gloo::Context> context_;  // null for a group of one
   // gloo names peers by socket address in its errors; this maps them back.
   std::map<std::string, int> peer_by_address_;
+  bool check_consistency_ = false;
   std::unique_ptr<gloo_internal::SerialExecutor> executor_;  // last: joins first
 };
 

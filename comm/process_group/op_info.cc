@@ -15,13 +15,20 @@ absl::Status OpInfo::Error(absl::StatusCode code, absl::string_view cause, int f
   if (who >= 0) absl::StrAppend(&what, " (peer rank ", who, ")");
   absl::StrAppend(&what, ": ", cause);
   const std::string expected =
-      absl::StrCat("every rank of the group to issue ", op, " #", seq,
-                   " with matching sizes and finish within ", absl::FormatDuration(timeout));
+      point_to_point
+          ? absl::StrCat("the peer to issue the matching ", op == "send" ? "recv" : "send/recv",
+                         " with the same size and tag within ", absl::FormatDuration(timeout))
+          : absl::StrCat("every rank of the group to issue ", op, " #", seq,
+                         " with matching sizes and finish within ",
+                         absl::FormatDuration(timeout));
   std::string hint;
   if (code == absl::StatusCode::kDeadlineExceeded) {
     hint = "a rank died, hung, or issued a different op or size at this point: the ranks that "
            "reached this op report the same sequence number, so look for the rank whose log "
            "does not";
+  } else if (code == absl::StatusCode::kFailedPrecondition) {
+    hint = "the program issued different collectives (or sizes) on different ranks at this "
+           "point: make every rank take the same code path";
   } else if (who >= 0) {
     hint = absl::StrCat("rank ", who, " of this group failed or closed its connection; "
                         "check its log for the first error");

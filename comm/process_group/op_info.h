@@ -17,9 +17,17 @@ namespace weft::comm {
 
 struct OpInfo {
   std::string group;  // "group 'world' (gloo, rank 1 of 4)"
-  int64_t seq = 0;    // 1-based count of ops issued on the group
+  // 1-based sequence number. Collectives are numbered together, so every
+  // rank of the group agrees on collective #k; point-to-point ops have
+  // their own count on each rank (only the two ends take part in them).
+  int64_t seq = 0;
+  bool point_to_point = false;
   std::string op;      // "all_reduce", ..., "batch_send_recv"
   std::string detail;  // "sum, f32[1000] = 4000 B"
+  // What every rank must agree on for a collective, independent of shapes
+  // that may legitimately differ: "all_reduce sum f32 n=1000". Compared
+  // across ranks when ProcessGroupOptions::check_consistency is set.
+  std::string fingerprint;
   absl::Duration timeout = absl::ZeroDuration();
   int peer = -1;  // group rank of the other side for send/recv, else -1
 

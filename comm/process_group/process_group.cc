@@ -93,7 +93,7 @@ OpInfo ProcessGroup::Unissued(absl::string_view op, std::string detail) const {
 std::shared_ptr<Work> ProcessGroup::Issue(
     OpInfo info, NativeStream stream, std::vector<Traffic> traffic,
     const std::function<std::shared_ptr<Work>(const OpContext&)>& issue) {
-  info.seq = next_seq_.fetch_add(1) + 1;
+  info.seq = (info.point_to_point ? next_p2p_seq_ : next_collective_seq_).fetch_add(1) + 1;
   if (absl::Status h = health_->status(); !h.ok()) {
     return MakeCompletedWork(
         info, Annotate(h, absl::StrCat(info.Describe(), " not started because the group broke "
@@ -119,6 +119,8 @@ std::shared_ptr<Work> ProcessGroup::AllReduce(const Tensor& tensor,
   WEFT_PG_CHECK(info, CheckTensor(tensor, "tensor"));
   info.detail = absl::StrCat(ReduceOpName(options.op), ", ", TensorString(tensor), " = ",
                              Bytes(tensor), " B");
+  info.fingerprint = absl::StrCat("all_reduce ", ReduceOpName(options.op), " ",
+                                  DTypeName(tensor.dtype()), " n=", tensor.numel());
   WEFT_PG_CHECK(info, CheckReducible(tensor.dtype(), options.op));
   auto timeout = ResolveTimeout(options.timeout);
   WEFT_PG_CHECK(info, timeout.status());
@@ -136,6 +138,9 @@ std::shared_ptr<Work> ProcessGroup::ReduceScatter(const Tensor& input, const Ten
   WEFT_PG_CHECK(info, CheckTensor(output, "output"));
   info.detail = absl::StrCat(ReduceOpName(options.op), ", ", TensorString(input), " -> ",
                              TensorString(output), " = ", Bytes(input), " B");
+  info.fingerprint = absl::StrCat("reduce_scatter ", ReduceOpName(options.op), " ",
+                                  DTypeName(input.dtype()), " in=", input.numel(),
+                                  " out=", output.numel());
   WEFT_PG_CHECK(info, SameDType(input, output, "reduce_scatter"));
   WEFT_PG_CHECK(info, CheckReducible(input.dtype(), options.op));
   if (input.numel() != size_ * output.numel()) {
@@ -162,6 +167,8 @@ std::shared_ptr<Work> ProcessGroup::AllGather(const Tensor& input, const Tensor&
   WEFT_PG_CHECK(info, CheckTensor(output, "output"));
   info.detail = absl::StrCat(TensorString(input), " -> ", TensorString(output), " = ",
                              Bytes(output), " B");
+  info.fingerprint = absl::StrCat("all_gather ", DTypeName(input.dtype()), " in=",
+                                  input.numel(), " out=", output.numel());
   WEFT_PG_CHECK(info, SameDType(input, output, "all_gather"));
   if (output.numel() != size_ * input.numel()) {
     WEFT_PG_CHECK(info, InvalidArgument(
@@ -200,6 +207,8 @@ std::shared_ptr<Work> ProcessGroup::AllGather(const Tensor& input,
   }
   info.detail = absl::StrCat(TensorString(input), " -> ", DTypeName(input.dtype()), " parts [",
                              absl::StrJoin(parts, ", "), "] = ", total, " B");
+  info.fingerprint = absl::StrCat("all_gather ", DTypeName(input.dtype()), " parts=[",
+                                  absl::StrJoin(parts, ","), "]");
   if (outputs[rank_].numel() != input.numel()) {
     WEFT_PG_CHECK(info, InvalidArgument(
                             absl::StrCat("outputs[", rank_, "] has ", outputs[rank_].numel(),
@@ -224,6 +233,8 @@ std::shared_ptr<Work> ProcessGroup::Broadcast(const Tensor& tensor,
   WEFT_PG_CHECK(info, CheckTensor(tensor, "tensor"));
   info.detail = absl::StrCat("root ", options.root, ", ", TensorString(tensor), " = ",
                              Bytes(tensor), " B");
+  info.fingerprint = absl::StrCat("broadcast root=", options.root, " ",
+                                  DTypeName(tensor.dtype()), " n=", tensor.numel());
   if (options.root < 0 || options.root >= size_) {
     WEFT_PG_CHECK(info, InvalidArgument(absl::StrCat("broadcast root ", options.root),
                                         absl::StrCat("a group rank in [0, ", size_, ")")));
@@ -245,6 +256,7 @@ std::shared_ptr<Work> ProcessGroup::AllToAll(const Tensor& input, const Tensor& 
   WEFT_PG_CHECK(info, CheckTensor(output, "output"));
   info.detail = absl::StrCat(TensorString(input), " -> ", TensorString(output), " = ",
                              Bytes(input), " B");
+  info.fingerprint = absl::StrCat("all_to_all ", DTypeName(input.dtype()), " n=", input.numel());
   WEFT_PG_CHECK(info, SameDType(input, output, "all_to_all"));
   if (input.numel() != output.numel() || input.numel() % size_ != 0) {
     WEFT_PG_CHECK(info, InvalidArgument(
@@ -281,6 +293,7 @@ std::shared_ptr<Work> ProcessGroup::AllToAllV(const Tensor& input,
   }
   const int64_t in_row = NumElements(absl::MakeConstSpan(input.shape()).subspan(1));
   const int64_t out_row = NumElements(absl::MakeConstSpan(output.shape()).subspan(1));
+  info.fingerprint = absl::StrCat("all_to_all_v ", DTypeName(input.dtype()), " row=", in_row);
   if (in_row != out_row) {
     WEFT_PG_CHECK(info, InvalidArgument(absl::StrCat("rows of ", in_row, " (input) and ",
                                                      out_row, " (output) elements"),
@@ -351,6 +364,7 @@ std::shared_ptr<Work> ProcessGroup::BatchSendRecv(absl::Span<const P2POp> ops,
                         : ops[0].type == P2POp::Type::kSend ? "send"
                                                             : "recv";
   OpInfo info = Unissued(op_name, "");
+  info.point_to_point = true;
   std::vector<std::string> legs;
   std::vector<Traffic> traffic;
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -388,6 +402,7 @@ std::shared_ptr<Work> ProcessGroup::BatchSendRecv(absl::Span<const P2POp> ops,
 
 std::shared_ptr<Work> ProcessGroup::Barrier(const BarrierOptions& options) {
   OpInfo info = Unissued("barrier", "no data");
+  info.fingerprint = "barrier";
   auto timeout = ResolveTimeout(options.timeout);
   WEFT_PG_CHECK(info, timeout.status());
   info.timeout = *timeout;

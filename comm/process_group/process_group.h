@@ -2,7 +2,8 @@
 //
 // A group is created by a backend ("gloo" for CPU tensors, "nccl" for CUDA
 // tensors) through CreateProcessGroup (registry.h). Every op checks its
-// arguments, counts its traffic (stats()), takes the next sequence number and
+// arguments, counts its traffic (stats()), takes the next sequence number
+// (collectives and point-to-point ops are numbered separately, see OpInfo) and
 // returns a Work handle; argument errors come back as a Work that already
 // failed with InvalidArgument. Wait on every Work.
 //
@@ -181,7 +182,8 @@ class ProcessGroup {
   const Device device_;
   const absl::Duration timeout_;
   const std::string description_;
-  std::atomic<int64_t> next_seq_{0};
+  std::atomic<int64_t> next_collective_seq_{0};
+  std::atomic<int64_t> next_p2p_seq_{0};
   CommStatsRecorder stats_;
   std::shared_ptr<GroupHealth> health_ = std::make_shared<GroupHealth>();
 };
