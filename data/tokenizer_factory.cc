@@ -31,6 +31,11 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> ParseTokenizer(absl::string_view cont
 }
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path) {
+  if (!FileExists(path)) {
+    return NotFound(absl::StrCat("tokenizer file '", path, "' does not exist"),
+                    "an existing tokenizer file, or a spec: char, bpe, bpe:<vocab size>",
+                    "prepare_data writes tokenizer.txt next to the shards");
+  }
   WEFT_ASSIGN_OR_RETURN(std::string contents, ReadFileToString(path));
   return ParseTokenizer(contents, path);
 }
