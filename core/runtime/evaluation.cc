@@ -1,0 +1,54 @@
+#include "core/runtime/evaluation.h"
+
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+
+namespace weft {
+
+absl::StatusOr<ClassificationResult> EvaluateClassifier(Trainer& trainer) {
+  data::DataLoader* loader = trainer.val_loader();
+  if (loader == nullptr) {
+    return FailedPrecondition("no test data to evaluate", "a validation/test loader");
+  }
+  data::LoaderState start = loader->State();
+  if (start.batch > 0) ++start.epoch;
+  start.batch = 0;
+  WEFT_RETURN_IF_ERROR(loader->Restore(start));
+  RunContext& ctx = trainer.context();
+  ctx.training = false;
+  Model& model = trainer.model();
+  const Stream compute = Stream::Default(ctx.device);
+  int64_t correct = 0, total = 0;
+  for (int64_t i = 0; i < loader->batches_per_epoch(); ++i) {
+    WEFT_ASSIGN_OR_RETURN(data::Batch batch, loader->Next());
+    WEFT_RETURN_IF_ERROR(batch.WaitOn(compute));
+    const Tensor& x = batch.Get("image");
+    WEFT_ASSIGN_OR_RETURN(Tensor logits, model.CallForward(ctx, x));
+    WEFT_ASSIGN_OR_RETURN(std::vector<float> host, logits.ToFloats());
+    WEFT_ASSIGN_OR_RETURN(std::vector<int32_t> labels, batch.Get("label").ToVector<int32_t>());
+    const int64_t classes = logits.dim(-1);
+    for (size_t r = 0; r < labels.size(); ++r) {
+      int64_t best = 0;
+      for (int64_t k = 1; k < classes; ++k) {
+        if (host[r * classes + k] > host[r * classes + best]) best = k;
+      }
+      correct += best == labels[r];
+      ++total;
+    }
+  }
+  model.ReleaseActivationsRecursive();
+  ctx.training = true;
+  if (trainer.parallel().dp_sum) {
+    for (int64_t* v : {&correct, &total}) {
+      WEFT_ASSIGN_OR_RETURN(Tensor t, ctx.Empty({1}, DType::kF32));
+      WEFT_RETURN_IF_ERROR(t.CopyFrom(*Tensor::FromFloats({static_cast<float>(*v)}, {1})));
+      WEFT_RETURN_IF_ERROR(trainer.parallel().dp_sum(t));
+      WEFT_ASSIGN_OR_RETURN(std::vector<float> back, t.ToFloats());
+      *v = static_cast<int64_t>(back[0]);
+    }
+  }
+  ClassificationResult r{correct, total, total > 0 ? double(correct) / double(total) : 0.0};
+  return r;
+}
+
+}  // namespace weft

@@ -1,0 +1,97 @@
+#include "models/mlp/mlp_classifier.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "core/nn/dropout.h"
+#include "core/nn/linear.h"
+
+namespace weft {
+
+absl::StatusOr<std::unique_ptr<MlpClassifier>> MlpClassifier::Create(const MlpConfig& c) {
+  std::vector<int64_t> widths = {c.input_dim()};
+  for (absl::string_view part : absl::StrSplit(c.hidden(), ',', absl::SkipEmpty())) {
+    int64_t w = 0;
+    if (!absl::SimpleAtoi(part, &w) || w < 1) {
+      return InvalidArgument(absl::StrCat("hidden layer width '", part, "' in '", c.hidden(), "'"),
+                             "positive integers, comma-separated, e.g. 256,128");
+    }
+    widths.push_back(w);
+  }
+  widths.push_back(c.num_classes());
+  if (c.input_dim() < 1 || c.num_classes() < 2) {
+    return InvalidArgument(absl::StrCat("input_dim=", c.input_dim(), " num_classes=",
+                                        c.num_classes()),
+                           "input_dim >= 1 and num_classes >= 2");
+  }
+  if (c.dropout() < 0 || c.dropout() >= 1) {
+    return InvalidArgument(absl::StrCat("dropout=", c.dropout()), "0 <= dropout < 1");
+  }
+  return std::unique_ptr<MlpClassifier>(new MlpClassifier(c, std::move(widths)));
+}
+
+MlpClassifier::MlpClassifier(const MlpConfig& c, std::vector<int64_t> widths)
+    : Model("MlpClassifier"), config_(c), widths_(std::move(widths)) {
+  layers_ = RegisterModule("layers", std::make_unique<Sequential>());
+  for (size_t i = 0; i + 1 < widths_.size(); ++i) {
+    const bool hidden = i + 2 < widths_.size();
+    layers_->Append(std::make_unique<Linear>(
+        widths_[i], widths_[i + 1], Linear::Options{.gelu = hidden, .init_std = c.init_std()}));
+    if (hidden && c.dropout() > 0) layers_->Append(std::make_unique<Dropout>(c.dropout()));
+  }
+}
+
+absl::StatusOr<Tensor> MlpClassifier::Forward(RunContext& ctx, const Tensor& inputs) {
+  if (inputs.ndim() != 2 || inputs.dim(1) != widths_.front()) {
+    return InvalidArgument("inputs " + ShapeString(inputs.shape()),
+                           absl::StrCat("(B, ", widths_.front(), ")"));
+  }
+  Tensor x = inputs;
+  if (x.dtype() != ctx.compute_dtype) {
+    WEFT_ASSIGN_OR_RETURN(x, x.ToDType(ctx.compute_dtype, ctx.stream));
+  }
+  return layers_->CallForward(ctx, x);
+}
+
+absl::StatusOr<Tensor> MlpClassifier::Backward(RunContext& ctx, const Tensor& dlogits) {
+  WEFT_RETURN_IF_ERROR(layers_->CallBackward(ctx, dlogits).status());
+  return Tensor();  // no gradient for the data
+}
+
+absl::StatusOr<Tensor> MlpClassifier::ForwardLoss(RunContext& ctx, const Tensor& inputs,
+                                                  const Tensor& targets, float dloss_scale) {
+  if (targets.ndim() != 1 || targets.dim(0) != inputs.dim(0)) {
+    return InvalidArgument("targets " + ShapeString(targets.shape()),
+                           absl::StrCat("(", inputs.dim(0), ") labels"));
+  }
+  WEFT_ASSIGN_OR_RETURN(Tensor logits, CallForward(ctx, inputs));
+  WEFT_ASSIGN_OR_RETURN(Tensor losses, ctx.Empty({inputs.dim(0)}, DType::kF32));
+  WEFT_RETURN_IF_ERROR(ctx.ops->CrossEntropyForwardBackward(
+      ctx.kernel(), losses, logits, targets, config_.num_classes(), dloss_scale, ctx.training));
+  dlogits_ = ctx.training ? logits : Tensor();
+  return losses;
+}
+
+absl::Status MlpClassifier::BackwardFromLoss(RunContext& ctx) {
+  if (!dlogits_.defined()) {
+    return FailedPrecondition("BackwardFromLoss without a training ForwardLoss",
+                              "ForwardLoss with ctx.training first");
+  }
+  Tensor d = std::move(dlogits_);
+  return CallBackward(ctx, d).status();
+}
+
+double MlpClassifier::TrainingFlopsPerTarget() const {
+  double macs = 0;
+  for (size_t i = 0; i + 1 < widths_.size(); ++i) macs += double(widths_[i]) * widths_[i + 1];
+  return 6.0 * macs;
+}
+
+std::string MlpClassifier::Summary() const {
+  return absl::StrCat("MLP ", absl::StrJoin(widths_, "-"));
+}
+
+}  // namespace weft
