@@ -1,0 +1,436 @@
+#include "comm/nccl/nccl_process_group.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "core/tensor/cuda/cuda_check.h"
+#include "core/tensor/cuda/device_guard.h"
+#include "core/tensor/cuda/nccl_check.h"
+
+namespace weft::comm {
+namespace {
+
+constexpr char kUniqueIdKey[] = "nccl_unique_id";
+constexpr auto kWatchdogPeriod = std::chrono::milliseconds(20);
+
+ncclDataType_t NcclDataType(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return ncclFloat32;
+    case DType::kBF16:
+      return ncclBfloat16;
+    case DType::kF16:
+      return ncclFloat16;
+    case DType::kI32:
+      return ncclInt32;
+    case DType::kI64:
+      return ncclInt64;
+    case DType::kU16:
+      break;  // moves as bytes; never reduced (checked by ProcessGroup)
+  }
+  return ncclUint8;
+}
+
+ncclRedOp_t NcclRedOp(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return ncclSum;
+    case ReduceOp::kAvg:
+      return ncclAvg;
+    case ReduceOp::kMax:
+      return ncclMax;
+    case ReduceOp::kMin:
+      return ncclMin;
+  }
+  return ncclSum;
+}
+
+bool Overlaps(const Tensor& a, const Tensor& b) {
+  const auto* pa = static_cast<const char*>(a.raw_data());
+  const auto* pb = static_cast<const char*>(b.raw_data());
+  if (a.nbytes() == 0 || b.nbytes() == 0) return false;
+  return pa < pb + b.nbytes() && pb < pa + a.nbytes();
+}
+
+}  // namespace
+
+NcclProcessGroup::NcclProcessGroup(int rank, int size, int device,
+                                   const ProcessGroupOptions& options)
+    : ProcessGroup("nccl", options.name, rank, size, Device::Cuda(device), options.timeout),
+      device_(device),
+      exit_on_error_(options.nccl.exit_on_error),
+      high_priority_stream_(options.nccl.high_priority_stream) {}
+
+absl::StatusOr<std::shared_ptr<ProcessGroup>> NcclProcessGroup::Create(
+    std::shared_ptr<Store> store, int rank, int size, const ProcessGroupOptions& options) {
+  int device = options.nccl.device;
+  if (device < 0) WEFT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  int count = 0;
+  WEFT_CUDA_RETURN_IF_ERROR(cudaGetDeviceCount(&count));
+  if (device >= count) {
+    return InvalidArgument(absl::StrCat("NCCL group '", options.name, "' asked for cuda:", device),
+                           absl::StrCat("a device index below ", count, " on this host"),
+                           "set NcclOptions.device to the local rank (LOCAL_RANK)");
+  }
+  std::shared_ptr<NcclProcessGroup> group(new NcclProcessGroup(rank, size, device, options));
+  WEFT_RETURN_IF_ERROR(group->Init(*store, Deadline::After(options.timeout)));
+  group->watchdog_ = std::thread([raw = group.get()] { raw->WatchdogLoop(); });
+  return group;
+}
+
+absl::Status NcclProcessGroup::Init(Store& store, const Deadline& deadline) {
+  cuda::DeviceGuard guard(device_);
+  int least = 0, greatest = 0;
+  WEFT_CUDA_RETURN_IF_ERROR(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  WEFT_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithPriority(
+      &comm_stream_, cudaStreamNonBlocking, high_priority_stream_ ? greatest : least));
+  WEFT_CUDA_RETURN_IF_ERROR(cudaMalloc(&barrier_buffer_, sizeof(int)));
+  WEFT_CUDA_RETURN_IF_ERROR(cudaMemset(barrier_buffer_, 0, sizeof(int)));
+
+  ncclUniqueId id;
+  if (rank() == 0) {
+    WEFT_NCCL_RETURN_IF_ERROR(ncclGetUniqueId(&id));
+    WEFT_RETURN_IF_ERROR(
+        store.Set(kUniqueIdKey, absl::string_view(reinterpret_cast<const char*>(&id), sizeof(id))));
+  } else {
+    absl::StatusOr<std::string> published = store.Get(kUniqueIdKey, deadline.Remaining());
+    if (!published.ok()) {
+      return Annotate(published.status(),
+                      absl::StrCat("rank ", rank(), " waiting for rank 0's ncclUniqueId of group '",
+                                   name(), "'"));
+    }
+    if (published->size() != sizeof(id)) {
+      return Internal(absl::StrCat("the ncclUniqueId in the store has ", published->size(),
+                                   " bytes"),
+                      absl::StrCat(sizeof(id), " bytes written by rank 0 of the same build"));
+    }
+    std::memcpy(&id, published->data(), sizeof(id));
+  }
+
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;  // init and enqueue return at once; we poll with a deadline
+  config.commName = name().c_str();
+  std::lock_guard<std::mutex> lock(mu_);
+  WEFT_NCCL_RETURN_IF_ERROR(ncclCommInitRankConfig(&comm_, size(), id, rank(), &config));
+  absl::Status ready = AwaitComm(deadline);
+  if (!ready.ok()) {
+    AbortLocked();
+    if (ready.code() == absl::StatusCode::kDeadlineExceeded) {
+      return DeadlineExceeded(
+          absl::StrCat("the NCCL communicator of group '", name(), "' (rank ", rank(), " of ",
+                       size(), ", cuda:", device_, ") was not ready within the timeout"),
+          "every rank to create the group within its timeout",
+          "a rank may have crashed or not started; set NCCL_DEBUG=INFO for NCCL's view");
+    }
+    return ready;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NcclProcessGroup::AwaitComm(const Deadline& deadline) {
+  absl::Duration backoff = absl::Microseconds(20);
+  while (true) {
+    ncclResult_t state = ncclInProgress;
+    const ncclResult_t rc = ncclCommGetAsyncError(comm_, &state);
+    if (rc != ncclSuccess) return NcclError(rc, "ncclCommGetAsyncError", __FILE__, __LINE__);
+    if (state == ncclSuccess) return absl::OkStatus();
+    if (state != ncclInProgress) {
+      return NcclError(state, "NCCL operation (async)", __FILE__, __LINE__);
+    }
+    if (deadline.Expired()) return absl::DeadlineExceededError("NCCL operation still in progress");
+    absl::SleepFor(std::min(backoff, deadline.Remaining()));
+    backoff = std::min(backoff * 2, absl::Milliseconds(1));
+  }
+}
+
+void NcclProcessGroup::AbortLocked() {
+  if (comm_ != nullptr && !aborted_) {
+    cuda::DeviceGuard guard(device_);
+    (void)ncclCommAbort(comm_);
+  }
+  aborted_ = true;
+}
+
+void NcclProcessGroup::Fail(const absl::Status& error) {
+  MarkBroken(error);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    AbortLocked();
+  }
+  std::fprintf(stderr, "weft nccl watchdog: %s\n", health().ToString().c_str());
+  if (exit_on_error_) {
+    std::fprintf(stderr,
+                 "weft nccl watchdog: aborted the communicator; exiting (set "
+                 "NcclOptions.exit_on_error=false to keep running)\n");
+    std::fflush(nullptr);
+    std::_Exit(1);
+  }
+}
+
+void NcclProcessGroup::WatchdogLoop() {
+  while (true) {
+    std::list<InFlight> snapshot;
+    {
+      std::unique_lock<std::mutex> lock(watch_mu_);
+      watch_cv_.wait_for(lock, kWatchdogPeriod);
+      if (stopping_ && in_flight_.empty()) return;
+      snapshot = in_flight_;
+    }
+    absl::Status failure;
+    for (const InFlight& f : snapshot) {
+      absl::StatusOr<bool> done = f.work->Query();
+      if (!done.ok()) {
+        failure = f.work->info().Error(absl::StatusCode::kInternal, done.status().message());
+        break;
+      }
+      if (*done) {
+        f.work->Release();
+        std::lock_guard<std::mutex> lock(watch_mu_);
+        in_flight_.remove_if([&](const InFlight& x) { return x.work == f.work; });
+        continue;
+      }
+      ncclResult_t async = ncclSuccess;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!aborted_) (void)ncclCommGetAsyncError(comm_, &async);
+      }
+      if (async != ncclSuccess && async != ncclInProgress) {
+        failure = f.work->info().Error(
+            absl::StatusCode::kInternal,
+            absl::StrCat("NCCL reported an asynchronous error: ", ncclGetErrorString(async)));
+        break;
+      }
+      if (f.deadline.Expired()) {
+        failure = f.work->info().Error(absl::StatusCode::kDeadlineExceeded,
+                                       "the op did not finish on the GPU within its timeout");
+        break;
+      }
+    }
+    // A Synchronize that gave up breaks the group without the watchdog.
+    if (failure.ok() && !health().ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!aborted_) failure = health();
+    }
+    if (!failure.ok()) {
+      Fail(failure);
+      std::lock_guard<std::mutex> lock(watch_mu_);
+      in_flight_.clear();
+    }
+  }
+}
+
+NcclProcessGroup::~NcclProcessGroup() {
+  {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    stopping_ = true;
+  }
+  watch_cv_.notify_all();
+  if (watchdog_.joinable()) watchdog_.join();  // ends once in-flight ops finish or fail
+  std::lock_guard<std::mutex> lock(mu_);
+  cuda::DeviceGuard guard(device_);
+  if (comm_ != nullptr && !aborted_) {
+    // Flush outstanding work, then free; abort if that does not settle.
+    const ncclResult_t rc = ncclCommFinalize(comm_);
+    const bool finalized = (rc == ncclSuccess || rc == ncclInProgress) &&
+                           AwaitComm(Deadline::After(absl::Seconds(10))).ok();
+    if (finalized) {
+      (void)ncclCommDestroy(comm_);
+    } else {
+      (void)ncclCommAbort(comm_);
+    }
+  }
+  if (barrier_buffer_ != nullptr) (void)cudaFree(barrier_buffer_);
+  if (comm_stream_ != nullptr) (void)cudaStreamDestroy(comm_stream_);
+}
+
+std::shared_ptr<Work> NcclProcessGroup::Launch(
+    const OpContext& ctx, std::vector<Tensor> tensors,
+    const std::function<absl::Status(std::vector<Tensor>* keep)>& enqueue) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (absl::Status h = health(); !h.ok()) {
+    return MakeCompletedWork(
+        ctx.info,
+        Annotate(h, absl::StrCat(ctx.info.Describe(), " not started because the group broke earlier")));
+  }
+  cuda::DeviceGuard guard(device_);
+  auto caller = static_cast<cudaStream_t>(ctx.stream);
+  cudaEvent_t ready = nullptr;
+  cudaEvent_t done = nullptr;
+  absl::Status s = [&]() -> absl::Status {
+    WEFT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+    WEFT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    // The comm stream starts after everything already queued on the caller's.
+    WEFT_CUDA_RETURN_IF_ERROR(cudaEventRecord(ready, caller));
+    WEFT_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(comm_stream_, ready, 0));
+    for (const Tensor& t : tensors) {
+      Allocator* allocator = t.storage()->allocator();
+      if (allocator != nullptr) {
+        WEFT_RETURN_IF_ERROR(allocator->RecordStream(t.storage()->data(), comm_stream_));
+      }
+    }
+    WEFT_RETURN_IF_ERROR(enqueue(&tensors));
+    WEFT_RETURN_IF_ERROR(AwaitComm(Deadline::After(ctx.info.timeout)));
+    WEFT_CUDA_RETURN_IF_ERROR(cudaEventRecord(done, comm_stream_));
+    return absl::OkStatus();
+  }();
+  if (ready != nullptr) (void)cudaEventDestroy(ready);  // released once it completes
+  if (!s.ok()) {
+    if (done != nullptr) (void)cudaEventDestroy(done);
+    const absl::Status error = ctx.info.Error(s.code(), s.message());
+    MarkBroken(error);
+    AbortLocked();
+    return MakeCompletedWork(ctx.info, error);
+  }
+  lock.unlock();
+  auto work = std::make_shared<NcclWork>(ctx.info, health_state(), device_, done, caller,
+                                         std::move(tensors));
+  {
+    std::lock_guard<std::mutex> watch_lock(watch_mu_);
+    in_flight_.push_back({work, Deadline::After(ctx.info.timeout)});
+  }
+  watch_cv_.notify_one();
+  return work;
+}
+
+std::shared_ptr<Work> NcclProcessGroup::DoAllReduce(const OpContext& ctx, const Tensor& tensor,
+                                                    ReduceOp op) {
+  if (tensor.numel() == 0) return MakeCompletedWork(ctx.info, absl::OkStatus());
+  return Launch(ctx, {tensor}, [&](std::vector<Tensor>*) -> absl::Status {
+    WEFT_NCCL_RETURN_IF_ERROR(ncclAllReduce(tensor.raw_data(), tensor.raw_data(), tensor.numel(),
+                                            NcclDataType(tensor.dtype()), NcclRedOp(op), comm_,
+                                            comm_stream_));
+    return absl::OkStatus();
+  });
+}
+
+std::shared_ptr<Work> NcclProcessGroup::DoReduceScatter(const OpContext& ctx,
+                                                        const Tensor& input,
+                                                        const Tensor& output, ReduceOp op) {
+  if (output.numel() == 0) return MakeCompletedWork(ctx.info, absl::OkStatus());
+  return Launch(ctx, {input, output}, [&](std::vector<Tensor>*) -> absl::Status {
+    WEFT_NCCL_RETURN_IF_ERROR(ncclReduceScatter(input.raw_data(), output.raw_data(),
+                                                output.numel(), NcclDataType(input.dtype()),
+                                                NcclRedOp(op), comm_, comm_stream_));
+    return absl::OkStatus();
+  });
+}
+
+std::shared_ptr<Work> NcclProcessGroup::DoAllGather(const OpContext& ctx, const Tensor& input,
+                                                    const Tensor& output) {
+  if (input.nbytes() == 0) return MakeCompletedWork(ctx.info, absl::OkStatus());
+  return Launch(ctx, {input, output}, [&](std::vector<Tensor>*) -> absl::Status {
+    WEFT_NCCL_RETURN_IF_ERROR(ncclAllGather(input.raw_data(), output.raw_data(), input.nbytes(),
+                                            ncclUint8, comm_, comm_stream_));
+    return absl::OkStatus();
+  });
+}
+
+std::shared_ptr<Work> NcclProcessGroup::DoAllGatherV(const OpContext& ctx, const Tensor& input,
+                                                     std::vector<Tensor> outputs) {
+  std::vector<Tensor> tensors = outputs;
+  tensors.push_back(input);
+  return Launch(ctx, std::move(tensors), [&](std::vector<Tensor>*) -> absl::Status {
+    // One broadcast per rank handles uneven parts; grouped so they overlap.
+    WEFT_NCCL_RETURN_IF_ERROR(ncclGroupStart());
+    for (int r = 0; r < size(); ++r) {
+      if (outputs[r].nbytes() == 0) continue;
+      const void* send = r == rank() ? input.raw_data() : outputs[r].raw_data();
+      const ncclResult_t rc = ncclBroadcast(send, outputs[r].raw_data(), outputs[r].nbytes(),
+                                            ncclUint8, r, comm_, comm_stream_);
+      if (rc != ncclSuccess && rc != ncclInProgress) {
+        (void)ncclGroupEnd();
+        return NcclError(rc, "ncclBroadcast", __FILE__, __LINE__);
+      }
+    }
+    WEFT_NCCL_RETURN_IF_ERROR(ncclGroupEnd());
+    return absl::OkStatus();
+  });
+}
+
+std::shared_ptr<Work> NcclProcessGroup::DoBroadcast(const OpContext& ctx, const Tensor& tensor,
+                                                    int root) {
+  if (tensor.nbytes() == 0) return MakeCompletedWork(ctx.info, absl::OkStatus());
+  return Launch(ctx, {tensor}, [&](std::vector<Tensor>*) -> absl::Status {
+    WEFT_NCCL_RETURN_IF_ERROR(ncclBroadcast(tensor.raw_data(), tensor.raw_data(), tensor.nbytes(),
+                                            ncclUint8, root, comm_, comm_stream_));
+    return absl::OkStatus();
+  });
+}
+
+std::shared_ptr<Work> NcclProcessGroup::DoAllToAllV(const OpContext& ctx, const Tensor& input,
+                                                    std::vector<int64_t> input_counts,
+                                                    const Tensor& output,
+                                                    std::vector<int64_t> output_counts) {
+  return Launch(ctx, {input, output}, [&](std::vector<Tensor>* keep) -> absl::Status {
+    const char* send_base = static_cast<const char*>(input.raw_data());
+    if (Overlaps(input, output)) {
+      // In-place use: read from a copy made on the comm stream.
+      WEFT_ASSIGN_OR_RETURN(Tensor staged, input.Clone(comm_stream_));
+      keep->push_back(staged);
+      send_base = static_cast<const char*>(staged.raw_data());
+    }
+    const size_t esize = DTypeSize(input.dtype());
+    WEFT_NCCL_RETURN_IF_ERROR(ncclGroupStart());
+    size_t send_off = 0, recv_off = 0;
+    ncclResult_t rc = ncclSuccess;
+    for (int r = 0; r < size(); ++r) {
+      const size_t send_bytes = static_cast<size_t>(input_counts[r]) * esize;
+      const size_t recv_bytes = static_cast<size_t>(output_counts[r]) * esize;
+      if (send_bytes > 0 && (rc == ncclSuccess || rc == ncclInProgress)) {
+        rc = ncclSend(send_base + send_off, send_bytes, ncclUint8, r, comm_, comm_stream_);
+      }
+      if (recv_bytes > 0 && (rc == ncclSuccess || rc == ncclInProgress)) {
+        rc = ncclRecv(static_cast<char*>(output.raw_data()) + recv_off, recv_bytes, ncclUint8, r,
+                      comm_, comm_stream_);
+      }
+      send_off += send_bytes;
+      recv_off += recv_bytes;
+    }
+    const ncclResult_t end = ncclGroupEnd();
+    if (rc != ncclSuccess && rc != ncclInProgress) {
+      return NcclError(rc, "ncclSend/ncclRecv", __FILE__, __LINE__);
+    }
+    WEFT_NCCL_RETURN_IF_ERROR(end);
+    return absl::OkStatus();
+  });
+}
+
+std::shared_ptr<Work> NcclProcessGroup::DoBatchSendRecv(const OpContext& ctx,
+                                                        std::vector<P2POp> ops) {
+  std::vector<Tensor> tensors;
+  for (const P2POp& op : ops) tensors.push_back(op.tensor);
+  return Launch(ctx, std::move(tensors), [&](std::vector<Tensor>*) -> absl::Status {
+    WEFT_NCCL_RETURN_IF_ERROR(ncclGroupStart());
+    ncclResult_t rc = ncclSuccess;
+    for (const P2POp& op : ops) {
+      if (op.tensor.nbytes() == 0) continue;
+      rc = op.type == P2POp::Type::kSend
+               ? ncclSend(op.tensor.raw_data(), op.tensor.nbytes(), ncclUint8, op.peer, comm_,
+                          comm_stream_)
+               : ncclRecv(op.tensor.raw_data(), op.tensor.nbytes(), ncclUint8, op.peer, comm_,
+                          comm_stream_);
+      if (rc != ncclSuccess && rc != ncclInProgress) break;
+    }
+    const ncclResult_t end = ncclGroupEnd();
+    if (rc != ncclSuccess && rc != ncclInProgress) {
+      return NcclError(rc, "ncclSend/ncclRecv", __FILE__, __LINE__);
+    }
+    WEFT_NCCL_RETURN_IF_ERROR(end);
+    return absl::OkStatus();
+  });
+}
+
+std::shared_ptr<Work> NcclProcessGroup::DoBarrier(const OpContext& ctx) {
+  return Launch(ctx, {}, [&](std::vector<Tensor>*) -> absl::Status {
+    WEFT_NCCL_RETURN_IF_ERROR(ncclAllReduce(barrier_buffer_, barrier_buffer_, 1, ncclInt32,
+                                            ncclSum, comm_, comm_stream_));
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace weft::comm
