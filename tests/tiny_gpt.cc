@@ -1,0 +1,100 @@
+#include "tests/tiny_gpt.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/status_macros.h"
+#include "data/data.h"
+#include "models/gpt/gpt.h"
+
+namespace weft::testing {
+
+std::string WriteCorpus(const std::string& dir) {
+  const std::string path = dir + "/corpus.txt";
+  std::ofstream out(path);
+  const char* lines[] = {
+      "the quick brown fox jumps over the lazy dog",
+      "a stitch in time saves nine, and every cloud has a silver lining",
+      "all that glitters is not gold; fortune favours the bold",
+      "to be or not to be, that is the question",
+      "brevity is the soul of wit, and patience is a virtue"};
+  for (int i = 0; i < 240; ++i) out << lines[(i * 7) % 5] << " " << (i % 13) << ".\n";
+  return path;
+}
+
+GptJob TinyGptJob(const std::string& corpus) {
+  GptJob job;
+  TrainConfig* t = job.mutable_train();
+  t->set_device("cpu");
+  t->set_steps(20);
+  t->set_seed(42);
+  t->set_global_batch(8);
+  t->set_micro_batch(8);
+  t->set_seq_len(16);
+  t->set_log_every(0);
+  t->set_quiet(true);
+  t->mutable_optim()->set_lr(3e-3f);
+  t->mutable_optim()->set_warmup_steps(2);
+  t->mutable_data()->set_data(corpus);
+  t->mutable_data()->set_num_workers(1);
+  t->mutable_data()->set_val_fraction(0.1);
+  GptConfig* m = job.mutable_model();
+  m->set_n_layer(2);
+  m->set_n_head(2);
+  m->set_d_model(32);
+  m->set_max_seq_len(16);
+  m->set_vocab_pad_multiple(8);
+  return job;
+}
+
+absl::StatusOr<std::unique_ptr<Trainer>> MakeGptTrainer(const GptJob& job) {
+  Trainer::Options o;
+  o.config = job.train();
+  o.open_data = [job](const data::DataLoader::Options& base) -> absl::StatusOr<DataLoaders> {
+    data::TextDataOptions t;
+    t.path = job.train().data().data();
+    t.tokenizer = "char";
+    t.val_fraction = job.train().data().val_fraction();
+    t.seq_len = job.train().seq_len();
+    t.loader = base;
+    WEFT_ASSIGN_OR_RETURN(data::TextData d, data::OpenTextData(t));
+    return DataLoaders{std::move(d.train), std::move(d.val), d.vocab_size};
+  };
+  o.make_model = [job](const DataLoaders& d) -> absl::StatusOr<std::unique_ptr<Model>> {
+    GptConfig c = job.model();
+    if (c.vocab_size() == 0) c.set_vocab_size(static_cast<int32_t>(d.vocab_size));
+    WEFT_ASSIGN_OR_RETURN(auto gpt, Gpt::Create(c, job.train().seq_len()));
+    return std::unique_ptr<Model>(std::move(gpt));
+  };
+  return Trainer::Create(std::move(o));
+}
+
+absl::StatusOr<std::map<std::string, std::vector<float>>> ParameterSnapshot(Trainer& trainer) {
+  std::map<std::string, std::vector<float>> out;
+  for (Parameter* p : trainer.model().Parameters()) {
+    if (!p->value.defined() || p->value.numel() != p->numel()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("parameter ", p->name(), " is not materialized in full on this rank"));
+    }
+    WEFT_ASSIGN_OR_RETURN(out[p->name()], p->value.ToFloats());
+  }
+  return out;
+}
+
+double MaxRelativeDifference(const std::map<std::string, std::vector<float>>& a,
+                             const std::map<std::string, std::vector<float>>& b) {
+  double worst = 0;
+  for (const auto& [name, va] : a) {
+    auto it = b.find(name);
+    if (it == b.end() || it->second.size() != va.size()) return INFINITY;
+    for (size_t i = 0; i < va.size(); ++i) {
+      worst = std::max(worst, std::fabs(double(va[i]) - it->second[i]) /
+                                  std::max(1.0, std::fabs(double(it->second[i]))));
+    }
+  }
+  return worst;
+}
+
+}  // namespace weft::testing

@@ -1,0 +1,36 @@
+// Test fixtures: a tiny GPT trainer on a small generated corpus, and
+// snapshots of its parameters, for integration and parity tests.
+#ifndef WEFT_TESTS_TINY_GPT_H_
+#define WEFT_TESTS_TINY_GPT_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/runtime/trainer.h"
+#include "models/gpt/gpt_config.pb.h"
+
+namespace weft::testing {
+
+// Writes a ~60 KB English-like corpus to `dir`/corpus.txt; returns the path.
+std::string WriteCorpus(const std::string& dir);
+
+// A 2-layer, 32-wide char-level GPT job over `corpus` with dropout off,
+// deterministic data order, 1 loader worker and quiet logging.
+GptJob TinyGptJob(const std::string& corpus);
+
+absl::StatusOr<std::unique_ptr<Trainer>> MakeGptTrainer(const GptJob& job);
+
+// Full parameter values by name, gathered to the host as f32 (after
+// strategies, from whatever placement the trainer uses).
+absl::StatusOr<std::map<std::string, std::vector<float>>> ParameterSnapshot(Trainer& trainer);
+
+// Largest |a - b| / max(1, |b|) over all parameters.
+double MaxRelativeDifference(const std::map<std::string, std::vector<float>>& a,
+                             const std::map<std::string, std::vector<float>>& b);
+
+}  // namespace weft::testing
+
+#endif  // WEFT_TESTS_TINY_GPT_H_
