@@ -1,0 +1,103 @@
+// CPU-vs-CUDA parity for causal attention forward and backward: the bf16
+// flash kernels (head sizes 32, 64, 128; T not a multiple of the 64-row
+// tile; GPT-2's C = 768 with 12 heads), the bf16 fallback (head size 48),
+// and the f32 simple kernels. Backward must be bitwise reproducible.
+//
+// Tolerances: f32 1e-4. bf16 3e-2 relative to the largest reference value:
+// the flash kernels round P and dS to bf16 before the second product of
+// each pair, which the f32 reference does not. (Set before any hardware run;
+// tighten once measured.)
+#include "core/kernels/cuda/parity_util.h"
+#include "gtest/gtest.h"
+
+namespace weft::cuda::testing {
+namespace {
+
+constexpr Tolerance kBf16AttentionTol{3e-2f, 3e-2f};
+constexpr Tolerance kBf16LseTol{2e-3f, 2e-3f};
+
+struct Case {
+  int64_t b, t, nh, hs;
+};
+
+struct Result {
+  Tensor out, lse, dqkv;
+};
+
+Tolerance Tol(DType dt) { return dt == DType::kBF16 ? kBf16AttentionTol : kF32ReduceTol; }
+
+void CheckAttention(const Case& c, DType dt) {
+  SCOPED_TRACE(::testing::Message() << DTypeName(dt) << " B=" << c.b << " T=" << c.t
+                                    << " NH=" << c.nh << " HS=" << c.hs);
+  const int64_t C = c.nh * c.hs;
+  const auto qkv = RoundTo(dt, Random(c.b * c.t * 3 * C, 1, 1.5f));
+  const auto dout = RoundTo(dt, Random(c.b * c.t * C, 2));
+  const Shape qkv_shape{c.b, c.t, 3 * C}, out_shape{c.b, c.t, C}, lse_shape{c.b, c.nh, c.t};
+  const int nh = static_cast<int>(c.nh);
+
+  Tensor cout = Host(std::vector<float>(c.b * c.t * C), out_shape);
+  Tensor clse = Host(std::vector<float>(c.b * c.nh * c.t), lse_shape);
+  Tensor cqkv = Host(qkv, qkv_shape);
+  ASSERT_TRUE(CpuOps().AttentionForward(kCpuCtx, cout, clse, cqkv, nh).ok());
+  Tensor cdqkv = Host(std::vector<float>(qkv.size()), qkv_shape);
+  ASSERT_TRUE(
+      CpuOps().AttentionBackward(kCpuCtx, cdqkv, Host(dout, out_shape), cqkv, cout, clse, nh).ok());
+
+  Tensor gqkv = Gpu(qkv, qkv_shape, dt);
+  Tensor gout = GpuZeros(out_shape, dt), glse = GpuZeros(lse_shape, DType::kF32);
+  absl::Status st = GpuOps().AttentionForward(GpuCtx(), gout, glse, gqkv, nh);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_TRUE(Close(Floats(gout), Floats(cout), Tol(dt))) << "out";
+  EXPECT_TRUE(Close(Floats(glse), Floats(clse), dt == DType::kBF16 ? kBf16LseTol : kF32ReduceTol))
+      << "lse";
+
+  // Backward from the GPU's own forward, as in training; run twice.
+  Tensor gdout = Gpu(dout, out_shape, dt);
+  std::vector<uint8_t> first;
+  for (int run = 0; run < 2; ++run) {
+    Tensor gdqkv = Gpu(Random(qkv.size(), 9 + run), qkv_shape, dt);  // must be overwritten
+    st = GpuOps().AttentionBackward(GpuCtx(), gdqkv, gdout, gqkv, gout, glse, nh);
+    ASSERT_TRUE(st.ok()) << st;
+    if (run == 0) {
+      EXPECT_TRUE(Close(Floats(gdqkv), Floats(cdqkv), Tol(dt))) << "dqkv";
+      first = Bytes(gdqkv);
+    } else {
+      EXPECT_EQ(Bytes(gdqkv), first) << "backward is not bitwise reproducible";
+    }
+  }
+}
+
+TEST(AttentionParityTest, FlashBf16HeadSize64) {
+  CheckAttention({1, 1, 1, 64}, DType::kBF16);
+  CheckAttention({2, 67, 2, 64}, DType::kBF16);
+  CheckAttention({1, 128, 1, 64}, DType::kBF16);
+}
+
+TEST(AttentionParityTest, FlashBf16HeadSizes32And128) {
+  CheckAttention({1, 130, 3, 32}, DType::kBF16);
+  CheckAttention({2, 100, 2, 128}, DType::kBF16);
+}
+
+TEST(AttentionParityTest, FlashBf16Gpt2Heads) {
+  CheckAttention({2, 200, 12, 64}, DType::kBF16);  // C = 768, NH = 12
+}
+
+TEST(AttentionParityTest, Bf16FallbackForOtherHeadSizes) {
+  CheckAttention({1, 50, 2, 48}, DType::kBF16);
+}
+
+TEST(AttentionParityTest, F32SimpleKernels) {
+  CheckAttention({1, 1, 1, 64}, DType::kF32);
+  CheckAttention({2, 67, 2, 64}, DType::kF32);
+  CheckAttention({1, 70, 3, 40}, DType::kF32);
+  CheckAttention({1, 33, 1, 256}, DType::kF32);
+}
+
+TEST(AttentionParityTest, BadHeadCountIsAnError) {
+  Tensor qkv = GpuZeros({1, 4, 3 * 10}, DType::kBF16);
+  Tensor out = GpuZeros({1, 4, 10}, DType::kBF16), lse = GpuZeros({1, 3, 4}, DType::kF32);
+  EXPECT_FALSE(GpuOps().AttentionForward(GpuCtx(), out, lse, qkv, 3).ok());
+}
+
+}  // namespace
+}  // namespace weft::cuda::testing

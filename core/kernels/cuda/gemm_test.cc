@@ -1,0 +1,179 @@
+// CPU-vs-CUDA parity for Gemm (every transpose, every epilogue, accumulate,
+// f32 and bf16, odd shapes that force the unfused fallback) and BiasGrad.
+// Tolerances (parity_util.h): f32 1e-4, bf16 2e-2 relative to the largest
+// reference value, since K-long dot products round differently.
+#include <utility>
+
+#include "core/kernels/cuda/parity_util.h"
+#include "gtest/gtest.h"
+
+namespace weft::cuda::testing {
+namespace {
+
+struct Case {
+  int64_t m, n, k;
+  bool ta, tb;
+};
+
+struct Outputs {
+  std::vector<float> out, aux, bias_grad;
+};
+
+// Runs one GEMM on both devices; ab and out are the GPU dtypes, the CPU
+// sees the same (rounded) values in f32.
+void CheckGemm(const Case& c, DType ab, DType out_dtype, Epilogue epi, bool accumulate,
+               bool with_bias_grad) {
+  SCOPED_TRACE(::testing::Message() << "m=" << c.m << " n=" << c.n << " k=" << c.k << " ta="
+                                  << c.ta << " tb=" << c.tb << " ab=" << DTypeName(ab)
+                                  << " out=" << DTypeName(out_dtype)
+                                  << " epilogue=" << static_cast<int>(epi));
+  const Shape a_shape = c.ta ? Shape{c.k, c.m} : Shape{c.m, c.k};
+  const Shape b_shape = c.tb ? Shape{c.n, c.k} : Shape{c.k, c.n};
+  const std::vector<float> a = RoundTo(ab, Random(c.m * c.k, 1));
+  const std::vector<float> b = RoundTo(ab, Random(c.k * c.n, 2));
+  const std::vector<float> out0 = RoundTo(out_dtype, Random(c.m * c.n, 3));
+  const std::vector<float> bias = RoundTo(out_dtype, Random(c.n, 4));
+  const std::vector<float> aux0 = RoundTo(out_dtype, Random(c.m * c.n, 5, 2.0f));
+  const std::vector<float> bg0 = Random(c.n, 6);
+  const bool has_bias = epi == Epilogue::kBias || epi == Epilogue::kBiasGelu;
+  const bool has_aux = epi == Epilogue::kBiasGelu || epi == Epilogue::kDGelu;
+
+  GemmArgs cpu{.out = Host(out0, {c.m, c.n}),
+               .a = Host(a, a_shape),
+               .b = Host(b, b_shape),
+               .trans_a = c.ta,
+               .trans_b = c.tb,
+               .accumulate = accumulate,
+               .epilogue = epi};
+  GemmArgs gpu{.out = Gpu(out0, {c.m, c.n}, out_dtype),
+               .a = Gpu(a, a_shape, ab),
+               .b = Gpu(b, b_shape, ab),
+               .trans_a = c.ta,
+               .trans_b = c.tb,
+               .accumulate = accumulate,
+               .epilogue = epi};
+  if (has_bias) {
+    cpu.bias = Host(bias, {c.n});
+    gpu.bias = Gpu(bias, {c.n}, out_dtype);
+  }
+  if (has_aux) {
+    cpu.aux = Host(aux0, {c.m, c.n});
+    gpu.aux = Gpu(aux0, {c.m, c.n}, out_dtype);
+  }
+  if (with_bias_grad) {
+    cpu.bias_grad = Host(bg0, {c.n});
+    gpu.bias_grad = Gpu(bg0, {c.n}, DType::kF32);
+  }
+  ASSERT_TRUE(CpuOps().Gemm(kCpuCtx, cpu).ok());
+  const absl::Status st = GpuOps().Gemm(GpuCtx(), gpu);
+  ASSERT_TRUE(st.ok()) << st;
+  const Tolerance tol = TolFor(out_dtype == DType::kBF16 ? DType::kBF16 : ab, true);
+  EXPECT_TRUE(Close(Floats(gpu.out), Floats(cpu.out), tol)) << "out";
+  if (epi == Epilogue::kBiasGelu) {
+    EXPECT_TRUE(Close(Floats(gpu.aux), Floats(cpu.aux), tol)) << "aux";
+  }
+  if (with_bias_grad) {
+    EXPECT_TRUE(Close(Floats(gpu.bias_grad), Floats(cpu.bias_grad), tol)) << "bias_grad";
+  }
+}
+
+const Case kShapes[] = {
+    {64, 96, 80, false, false}, {64, 96, 80, false, true}, {64, 96, 80, true, false},
+    {64, 96, 80, true, true},   {7, 13, 5, false, true},   {7, 13, 5, true, false},
+    {33, 24, 17, false, false},
+};
+
+TEST(GemmParityTest, PlainF32AndBf16AllTransposes) {
+  for (const Case& c : kShapes) {
+    CheckGemm(c, DType::kF32, DType::kF32, Epilogue::kNone, false, false);
+    CheckGemm(c, DType::kBF16, DType::kBF16, Epilogue::kNone, false, false);
+  }
+}
+
+TEST(GemmParityTest, AccumulateIncludingBf16InputsIntoF32) {
+  for (const Case& c : kShapes) {
+    CheckGemm(c, DType::kF32, DType::kF32, Epilogue::kNone, true, false);
+    // The weight-gradient case: bf16 activations, f32 gradient accumulator.
+    CheckGemm(c, DType::kBF16, DType::kF32, Epilogue::kNone, true, false);
+  }
+}
+
+TEST(GemmParityTest, Epilogues) {
+  for (const Case& c : kShapes) {
+    for (DType dt : {DType::kF32, DType::kBF16}) {
+      CheckGemm(c, dt, dt, Epilogue::kBias, false, false);
+      CheckGemm(c, dt, dt, Epilogue::kBiasGelu, false, false);
+      CheckGemm(c, dt, dt, Epilogue::kDGelu, false, false);
+      CheckGemm(c, dt, dt, Epilogue::kDGelu, false, /*with_bias_grad=*/true);
+    }
+  }
+}
+
+TEST(GemmParityTest, Gpt2Shapes) {
+  // qkv projection forward, fc forward with GELU, fc backward with dGELU,
+  // and the fc weight gradient (bf16 into f32), at B*T = 512 rows.
+  CheckGemm({512, 2304, 768, false, true}, DType::kBF16, DType::kBF16, Epilogue::kBias, false,
+            false);
+  CheckGemm({512, 3072, 768, false, true}, DType::kBF16, DType::kBF16, Epilogue::kBiasGelu,
+            false, false);
+  CheckGemm({512, 3072, 768, false, false}, DType::kBF16, DType::kBF16, Epilogue::kDGelu, false,
+            true);
+  CheckGemm({3072, 768, 512, true, false}, DType::kBF16, DType::kF32, Epilogue::kNone, true,
+            false);
+}
+
+TEST(GemmParityTest, ZeroK) {
+  CheckGemm({4, 8, 0, false, false}, DType::kF32, DType::kF32, Epilogue::kNone, false, false);
+  CheckGemm({4, 8, 0, false, false}, DType::kF32, DType::kF32, Epilogue::kNone, true, false);
+}
+
+TEST(GemmParityTest, IsDeterministic) {
+  const int64_t m = 256, n = 768, k = 3072;
+  Tensor a = Gpu(Random(m * k, 1), {m, k}, DType::kBF16);
+  Tensor b = Gpu(Random(k * n, 2), {k, n}, DType::kBF16);
+  std::vector<uint8_t> first;
+  for (int run = 0; run < 2; ++run) {
+    Tensor out = GpuZeros({m, n}, DType::kF32);
+    ASSERT_TRUE(GpuOps().Gemm(GpuCtx(), {.out = out, .a = a, .b = b, .accumulate = true}).ok());
+    if (run == 0) {
+      first = Bytes(out);
+    } else {
+      EXPECT_EQ(Bytes(out), first);
+    }
+  }
+}
+
+TEST(GemmParityTest, BadShapesAreErrors) {
+  Tensor a = GpuZeros({4, 3}, DType::kF32), b = GpuZeros({4, 2}, DType::kF32);
+  Tensor out = GpuZeros({4, 2}, DType::kF32);
+  EXPECT_FALSE(GpuOps().Gemm(GpuCtx(), {.out = out, .a = a, .b = b}).ok());
+  Tensor b16 = GpuZeros({3, 2}, DType::kBF16);
+  EXPECT_FALSE(GpuOps().Gemm(GpuCtx(), {.out = out, .a = a, .b = b16}).ok()) << "mixed a/b";
+}
+
+TEST(BiasGradParityTest, F32AndBf16AndDeterministic) {
+  const std::pair<int64_t, int64_t> shapes[] = {{1, 5}, {300, 37}, {4096, 768}};
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    for (auto [m, n] : shapes) {
+      const std::vector<float> dy = RoundTo(dt, Random(m * n, 7));
+      const std::vector<float> db0 = Random(n, 8);
+      Tensor cpu_db = Host(db0, {n});
+      ASSERT_TRUE(CpuOps().BiasGrad(kCpuCtx, cpu_db, Host(dy, {m, n})).ok());
+      Tensor gpu_dy = Gpu(dy, {m, n}, dt);
+      std::vector<uint8_t> first;
+      for (int run = 0; run < 2; ++run) {
+        Tensor gpu_db = Gpu(db0, {n}, DType::kF32);
+        ASSERT_TRUE(GpuOps().BiasGrad(GpuCtx(), gpu_db, gpu_dy).ok());
+        EXPECT_TRUE(Close(Floats(gpu_db), Floats(cpu_db), kF32ReduceTol)) << m << "x" << n;
+        if (run == 0) {
+          first = Bytes(gpu_db);
+        } else {
+          EXPECT_EQ(Bytes(gpu_db), first);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace weft::cuda::testing

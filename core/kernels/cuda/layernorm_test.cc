@@ -1,0 +1,159 @@
+// CPU-vs-CUDA parity for layernorm forward, fused residual + layernorm, and
+// backward (f32 and bf16; C = 768 on the vector path, C = 13 on the scalar
+// one), plus bitwise determinism of the parameter-gradient reduction.
+// Tolerances: f32 1e-5 for activations, 1e-4 for dweight/dbias (sums over
+// rows); bf16 1e-2 / 2e-2.
+#include "core/kernels/cuda/parity_util.h"
+#include "gtest/gtest.h"
+
+namespace weft::cuda::testing {
+namespace {
+
+constexpr float kEps = 1e-5f;
+
+struct LnShape {
+  int64_t rows, c;
+};
+const LnShape kShapes[] = {{1, 13}, {37, 13}, {64, 768}, {129, 96}};
+
+TEST(LayerNormParityTest, Forward) {
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    for (const LnShape& s : kShapes) {
+      SCOPED_TRACE(::testing::Message() << DTypeName(dt) << " " << s.rows << "x" << s.c);
+      const auto x = RoundTo(dt, Random(s.rows * s.c, 1, 3.0f));
+      const auto w = RoundTo(dt, Random(s.c, 2));
+      const auto b = RoundTo(dt, Random(s.c, 3));
+      Tensor cpu_out = Host(std::vector<float>(x.size()), {s.rows, s.c});
+      Tensor cpu_mean = Host(std::vector<float>(s.rows), {s.rows});
+      Tensor cpu_rstd = Host(std::vector<float>(s.rows), {s.rows});
+      ASSERT_TRUE(CpuOps()
+                      .LayerNormForward(kCpuCtx, cpu_out, cpu_mean, cpu_rstd,
+                                        Host(x, {s.rows, s.c}), Host(w, {s.c}), Host(b, {s.c}),
+                                        kEps)
+                      .ok());
+      Tensor out = GpuZeros({s.rows, s.c}, dt);
+      Tensor mean = GpuZeros({s.rows}, DType::kF32), rstd = GpuZeros({s.rows}, DType::kF32);
+      const absl::Status st =
+          GpuOps().LayerNormForward(GpuCtx(), out, mean, rstd, Gpu(x, {s.rows, s.c}, dt),
+                                    Gpu(w, {s.c}, dt), Gpu(b, {s.c}, dt), kEps);
+      ASSERT_TRUE(st.ok()) << st;
+      EXPECT_TRUE(Close(Floats(out), Floats(cpu_out), TolFor(dt, false)));
+      EXPECT_TRUE(Close(Floats(mean), Floats(cpu_mean), kF32Tol));
+      EXPECT_TRUE(Close(Floats(rstd), Floats(cpu_rstd), kF32Tol));
+    }
+  }
+}
+
+TEST(LayerNormParityTest, ResidualForward) {
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    for (const LnShape& s : kShapes) {
+      SCOPED_TRACE(::testing::Message() << DTypeName(dt) << " " << s.rows << "x" << s.c);
+      const auto a = RoundTo(dt, Random(s.rows * s.c, 1));
+      const auto b = RoundTo(dt, Random(s.rows * s.c, 2));
+      const auto w = RoundTo(dt, Random(s.c, 3));
+      const auto bias = RoundTo(dt, Random(s.c, 4));
+      // The CPU normalizes the residual as the GPU stores it (rounded).
+      std::vector<float> sum(a.size());
+      for (size_t i = 0; i < a.size(); ++i) sum[i] = a[i] + b[i];
+      const auto res = RoundTo(dt, sum);
+      Tensor cpu_out = Host(std::vector<float>(a.size()), {s.rows, s.c});
+      Tensor cpu_mean = Host(std::vector<float>(s.rows), {s.rows});
+      Tensor cpu_rstd = Host(std::vector<float>(s.rows), {s.rows});
+      ASSERT_TRUE(CpuOps()
+                      .LayerNormForward(kCpuCtx, cpu_out, cpu_mean, cpu_rstd,
+                                        Host(res, {s.rows, s.c}), Host(w, {s.c}),
+                                        Host(bias, {s.c}), kEps)
+                      .ok());
+      Tensor res_out = GpuZeros({s.rows, s.c}, dt), out = GpuZeros({s.rows, s.c}, dt);
+      Tensor mean = GpuZeros({s.rows}, DType::kF32), rstd = GpuZeros({s.rows}, DType::kF32);
+      const absl::Status st = GpuOps().ResidualLayerNormForward(
+          GpuCtx(), res_out, out, mean, rstd, Gpu(a, {s.rows, s.c}, dt),
+          Gpu(b, {s.rows, s.c}, dt), Gpu(w, {s.c}, dt), Gpu(bias, {s.c}, dt), kEps);
+      ASSERT_TRUE(st.ok()) << st;
+      EXPECT_EQ(Floats(res_out), res) << "residual is a + b rounded once";
+      EXPECT_TRUE(Close(Floats(out), Floats(cpu_out), TolFor(dt, false)));
+      EXPECT_TRUE(Close(Floats(mean), Floats(cpu_mean), kF32Tol));
+      EXPECT_TRUE(Close(Floats(rstd), Floats(cpu_rstd), kF32Tol));
+    }
+  }
+}
+
+TEST(LayerNormParityTest, Backward) {
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    for (DType grad_dt : {DType::kF32, DType::kBF16}) {
+      for (bool accumulate : {false, true}) {
+        for (const LnShape& s : kShapes) {
+          SCOPED_TRACE(::testing::Message() << DTypeName(dt) << " grads " << DTypeName(grad_dt)
+                                            << " acc=" << accumulate << " " << s.rows << "x"
+                                            << s.c);
+          const int64_t n = s.rows * s.c;
+          const auto x = RoundTo(dt, Random(n, 1, 2.0f));
+          const auto dy = RoundTo(dt, Random(n, 2));
+          const auto w = RoundTo(dt, Random(s.c, 3));
+          const auto dx0 = RoundTo(dt, Random(n, 4));
+          const auto dw0 = RoundTo(grad_dt, Random(s.c, 5));
+          const auto db0 = RoundTo(grad_dt, Random(s.c, 6));
+          // Statistics from the CPU forward feed both backward passes.
+          Tensor out = Host(std::vector<float>(n), {s.rows, s.c});
+          Tensor mean = Host(std::vector<float>(s.rows), {s.rows});
+          Tensor rstd = Host(std::vector<float>(s.rows), {s.rows});
+          ASSERT_TRUE(CpuOps()
+                          .LayerNormForward(kCpuCtx, out, mean, rstd, Host(x, {s.rows, s.c}),
+                                            Host(w, {s.c}), Host(w, {s.c}), kEps)
+                          .ok());
+          Tensor cdx = Host(dx0, {s.rows, s.c}), cdw = Host(dw0, {s.c}), cdb = Host(db0, {s.c});
+          ASSERT_TRUE(CpuOps()
+                          .LayerNormBackward(kCpuCtx, cdx, cdw, cdb, Host(dy, {s.rows, s.c}),
+                                             Host(x, {s.rows, s.c}), Host(w, {s.c}), mean, rstd,
+                                             accumulate)
+                          .ok());
+          Tensor gdx = Gpu(dx0, {s.rows, s.c}, dt);
+          Tensor gdw = Gpu(dw0, {s.c}, grad_dt), gdb = Gpu(db0, {s.c}, grad_dt);
+          const absl::Status st = GpuOps().LayerNormBackward(
+              GpuCtx(), gdx, gdw, gdb, Gpu(dy, {s.rows, s.c}, dt), Gpu(x, {s.rows, s.c}, dt),
+              Gpu(w, {s.c}, dt), Gpu(Floats(mean), {s.rows}, DType::kF32),
+              Gpu(Floats(rstd), {s.rows}, DType::kF32), accumulate);
+          ASSERT_TRUE(st.ok()) << st;
+          EXPECT_TRUE(Close(Floats(gdx), Floats(cdx), TolFor(dt, false))) << "dx";
+          const Tolerance reduce = grad_dt == DType::kBF16 ? kBf16ReduceTol : kF32ReduceTol;
+          EXPECT_TRUE(Close(Floats(gdw), Floats(cdw), reduce)) << "dweight";
+          EXPECT_TRUE(Close(Floats(gdb), Floats(cdb), reduce)) << "dbias";
+        }
+      }
+    }
+  }
+}
+
+TEST(LayerNormParityTest, BackwardIsBitwiseDeterministic) {
+  const int64_t rows = 8192, c = 768, n = rows * c;
+  Tensor x = Gpu(Random(n, 1), {rows, c}, DType::kBF16);
+  Tensor dy = Gpu(Random(n, 2), {rows, c}, DType::kBF16);
+  Tensor w = Gpu(Random(c, 3), {c}, DType::kBF16);
+  Tensor mean = Gpu(Random(rows, 4, 0.1f), {rows}, DType::kF32);
+  Tensor rstd = Gpu(std::vector<float>(rows, 1.5f), {rows}, DType::kF32);
+  std::vector<uint8_t> dx1, dw1, db1;
+  for (int run = 0; run < 2; ++run) {
+    Tensor dx = GpuZeros({rows, c}, DType::kBF16);
+    Tensor dw = GpuZeros({c}, DType::kF32), db = GpuZeros({c}, DType::kF32);
+    ASSERT_TRUE(GpuOps().LayerNormBackward(GpuCtx(), dx, dw, db, dy, x, w, mean, rstd, false).ok());
+    if (run == 0) {
+      dx1 = Bytes(dx);
+      dw1 = Bytes(dw);
+      db1 = Bytes(db);
+    } else {
+      EXPECT_EQ(Bytes(dx), dx1);
+      EXPECT_EQ(Bytes(dw), dw1);
+      EXPECT_EQ(Bytes(db), db1);
+    }
+  }
+}
+
+TEST(LayerNormParityTest, MismatchedWeightDTypeIsAnError) {
+  Tensor x = GpuZeros({2, 8}, DType::kBF16), out = GpuZeros({2, 8}, DType::kBF16);
+  Tensor mean = GpuZeros({2}, DType::kF32), rstd = GpuZeros({2}, DType::kF32);
+  Tensor w = GpuZeros({8}, DType::kF32), b = GpuZeros({8}, DType::kBF16);
+  EXPECT_FALSE(GpuOps().LayerNormForward(GpuCtx(), out, mean, rstd, x, w, b, kEps).ok());
+}
+
+}  // namespace
+}  // namespace weft::cuda::testing
