@@ -245,6 +245,11 @@ TEST_P(GlooCollectivesTest, SendRecvAndRingExchange) {
       WEFT_RETURN_IF_ERROR(pg.Recv(t, rank - 1, {.tag = 5})->Wait());
       WEFT_RETURN_IF_ERROR(ExpectTensor(t, {1.5, rank - 1.0, 3}, "recv"));
     }
+    // With an odd n the last rank took no part above: point-to-point ops
+    // must not shift the collective numbering, so this still lines up.
+    WEFT_ASSIGN_OR_RETURN(Tensor count, MakeTensor(DType::kI64, {1}));
+    WEFT_RETURN_IF_ERROR(pg.AllReduce(count)->Wait());
+    WEFT_RETURN_IF_ERROR(ExpectTensor(count, {static_cast<double>(n)}, "all_reduce after p2p"));
     // Ring: everyone sends right and receives from the left at once.
     for (int64_t numel : {0, 4}) {
       std::vector<double> mine(numel, rank + 0.25);
