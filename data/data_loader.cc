@@ -302,17 +302,22 @@ LoaderState DataLoader::State() const {
   s.num_samples = dataset_->num_samples();
   s.batch_size = options_.batch_size;
   s.world_size = options_.world_size;
+  s.shuffle = options_.shuffle;
+  s.drop_last = options_.drop_last;
   return s;
 }
 
 absl::Status DataLoader::Restore(const LoaderState& state) {
   if (state.num_samples != dataset_->num_samples() || state.batch_size != options_.batch_size ||
-      state.world_size != options_.world_size) {
+      state.world_size != options_.world_size || state.shuffle != options_.shuffle ||
+      state.drop_last != options_.drop_last) {
     return InvalidArgument(
         absl::StrCat("loader state for ", state.num_samples, " samples, batch size ",
-                     state.batch_size, ", world size ", state.world_size),
+                     state.batch_size, ", world size ", state.world_size, ", shuffle ",
+                     state.shuffle, ", drop_last ", state.drop_last),
         absl::StrCat(dataset_->num_samples(), " samples, batch size ", options_.batch_size,
-                     ", world size ", options_.world_size, " (this loader)"),
+                     ", world size ", options_.world_size, ", shuffle ", options_.shuffle,
+                     ", drop_last ", options_.drop_last, " (this loader)"),
         "resume with the data, batch size and world size of the checkpointed run");
   }
   if (state.epoch < 0 || state.batch < 0 || state.batch >= batches_per_epoch_) {

@@ -39,12 +39,14 @@ std::vector<int32_t> HostIndices(const Batch& b, const Stream& compute) {
 }
 
 TEST(DataLoaderGpuTest, DeviceBatchesMatchTheCpuPathAcrossSlotReuse) {
-  ASSERT_TRUE(PinnedHostAllocator()->pinned()) << "ring buffers must be page-locked";
+  ASSERT_TRUE(PinnedHostAllocator()->pinned()) << "ring buffers must be page-locked (no GPU?)";
   auto ds = std::make_shared<SyntheticDataset>(5000);
   Stream compute = *Stream::Create(kGpu);
   auto cpu = *DataLoader::Create(ds, Opts(Device::Cpu(), 2));
   for (int workers : {0, 1, 3}) {
-    auto gpu = *DataLoader::Create(ds, Opts(kGpu, workers));
+    auto created = DataLoader::Create(ds, Opts(kGpu, workers));
+    ASSERT_TRUE(created.ok()) << created.status();
+    auto gpu = *std::move(created);
     ASSERT_NE(gpu->copy_stream(), nullptr);
     ASSERT_TRUE(cpu->Restore(gpu->State()).ok());
     // 4 slots, 100 batches: every slot is reused ~25 times.
@@ -63,7 +65,9 @@ TEST(DataLoaderGpuTest, DeviceBatchesMatchTheCpuPathAcrossSlotReuse) {
 }
 
 TEST(DataLoaderGpuTest, ComputeWaitsOnTheBatchEventWithoutHostSync) {
-  auto gpu = *DataLoader::Create(std::make_shared<SyntheticDataset>(1000), Opts(kGpu, 2));
+  auto created = DataLoader::Create(std::make_shared<SyntheticDataset>(1000), Opts(kGpu, 2));
+  ASSERT_TRUE(created.ok()) << created.status();
+  auto gpu = *std::move(created);
   Stream compute = *Stream::Create(kGpu);
   Batch b = *gpu->Next();
   ASSERT_TRUE(b.WaitOn(compute).ok());
@@ -73,11 +77,14 @@ TEST(DataLoaderGpuTest, ComputeWaitsOnTheBatchEventWithoutHostSync) {
 }
 
 TEST(DataLoaderGpuTest, BatchesSurviveTheLoader) {
-  Stream compute = *Stream::Create(kGpu);
+  auto stream = Stream::Create(kGpu);
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  Stream compute = *std::move(stream);
   Batch b;
   {
-    auto gpu = *DataLoader::Create(std::make_shared<SyntheticDataset>(1000), Opts(kGpu, 4));
-    b = *gpu->Next();
+    auto gpu = DataLoader::Create(std::make_shared<SyntheticDataset>(1000), Opts(kGpu, 4));
+    ASSERT_TRUE(gpu.ok()) << gpu.status();
+    b = *(*gpu)->Next();
   }
   ASSERT_TRUE(b.WaitOn(compute).ok());
   const std::vector<int32_t> ids = HostIndices(b, compute);

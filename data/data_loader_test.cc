@@ -167,6 +167,9 @@ TEST(DataLoaderTest, RestoreRejectsAStateFromAnotherConfiguration) {
   ASSERT_FALSE(status.ok());
   EXPECT_THAT(status.message(), HasSubstr("batch size 6"));
   s = loader->State();
+  s.shuffle = false;
+  EXPECT_FALSE(loader->Restore(s).ok());
+  s = loader->State();
   s.batch = 10;  // past the end of an epoch
   EXPECT_FALSE(loader->Restore(s).ok());
   EXPECT_FALSE(LoaderState::Parse("weft-loader-state v1 epoch=1").ok());

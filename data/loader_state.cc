@@ -14,14 +14,15 @@ constexpr char kHeader[] = "weft-loader-state v1";
 
 std::string LoaderState::Serialize() const {
   return absl::StrCat(kHeader, " epoch=", epoch, " batch=", batch, " seed=", seed,
-                      " samples=", num_samples, " batch_size=", batch_size, " world=", world_size);
+                      " samples=", num_samples, " batch_size=", batch_size, " world=", world_size,
+                      " shuffle=", shuffle ? 1 : 0, " drop_last=", drop_last ? 1 : 0);
 }
 
 absl::StatusOr<LoaderState> LoaderState::Parse(absl::string_view text) {
   const auto bad = [&](absl::string_view why) {
     return InvalidArgument(absl::StrCat("loader state '", text, "': ", why),
                            absl::StrCat("'", kHeader, " epoch=.. batch=.. seed=.. samples=.. "
-                                        "batch_size=.. world=..'"));
+                                        "batch_size=.. world=.. shuffle=0|1 drop_last=0|1'"));
   };
   if (!absl::ConsumePrefix(&text, kHeader)) return bad("missing header");
   LoaderState s;
@@ -36,11 +37,13 @@ absl::StatusOr<LoaderState> LoaderState::Parse(absl::string_view text) {
     else if (p[0] == "samples") ok = absl::SimpleAtoi(p[1], &s.num_samples);
     else if (p[0] == "batch_size") ok = absl::SimpleAtoi(p[1], &s.batch_size);
     else if (p[0] == "world") ok = absl::SimpleAtoi(p[1], &s.world_size);
+    else if (p[0] == "shuffle") ok = absl::SimpleAtob(p[1], &s.shuffle);
+    else if (p[0] == "drop_last") ok = absl::SimpleAtob(p[1], &s.drop_last);
     else return bad(absl::StrCat("unknown key '", p[0], "'"));
     if (!ok) return bad(absl::StrCat("bad value in '", kv, "'"));
     ++found;
   }
-  if (found != 6) return bad("missing keys");
+  if (found != 8) return bad("missing or repeated keys");
   if (s.epoch < 0 || s.batch < 0) return bad("negative position");
   return s;
 }

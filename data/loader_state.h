@@ -3,10 +3,13 @@
 // prefetched), so DataLoader::Restore(state) continues with exactly the
 // batches an uninterrupted run would have seen. The remaining fields pin the
 // configuration the position is meaningful for; Restore rejects a state
-// from a differently sized dataset, batch or world.
+// from a differently sized dataset, batch or world, or with other shuffle or
+// drop_last settings. The rank is not part of it: every rank of a job stands
+// at the same position, so any rank's state resumes all of them.
 //
 // Text form (one line, for checkpoint metadata):
 //   weft-loader-state v1 epoch=2 batch=17 seed=1234 samples=5000 batch_size=8 world=4
+//       shuffle=1 drop_last=1
 #ifndef WEFT_DATA_LOADER_STATE_H_
 #define WEFT_DATA_LOADER_STATE_H_
 
@@ -25,6 +28,8 @@ struct LoaderState {
   int64_t num_samples = 0;
   int64_t batch_size = 0;
   int world_size = 0;
+  bool shuffle = true;
+  bool drop_last = true;
 
   std::string Serialize() const;
   static absl::StatusOr<LoaderState> Parse(absl::string_view text);
@@ -32,7 +37,7 @@ struct LoaderState {
   friend bool operator==(const LoaderState& a, const LoaderState& b) {
     return a.epoch == b.epoch && a.batch == b.batch && a.seed == b.seed &&
            a.num_samples == b.num_samples && a.batch_size == b.batch_size &&
-           a.world_size == b.world_size;
+           a.world_size == b.world_size && a.shuffle == b.shuffle && a.drop_last == b.drop_last;
   }
 };
 

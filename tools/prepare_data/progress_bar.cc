@@ -12,6 +12,8 @@ namespace weft::tools {
 namespace {
 constexpr int kWidth = 30;
 constexpr auto kRedrawEvery = std::chrono::milliseconds(100);
+// Jobs that end sooner never show a bar.
+constexpr auto kQuietFor = std::chrono::milliseconds(500);
 }  // namespace
 
 ProgressBar::ProgressBar(std::string label, int64_t total, Unit unit, int64_t min_total)
@@ -27,6 +29,7 @@ void ProgressBar::Update(int64_t done) {
   done_ = std::min(done, total_);
   if (!enabled_ || finished_) return;
   const auto now = std::chrono::steady_clock::now();
+  if (now - start_ < kQuietFor) return;
   if (tty_) {
     if (now - last_draw_ < kRedrawEvery) return;
     last_draw_ = now;
@@ -43,7 +46,7 @@ void ProgressBar::Update(int64_t done) {
 void ProgressBar::Finish() {
   if (!enabled_ || finished_) return;
   finished_ = true;
-  Draw(total_, true);
+  if (drawn_) Draw(total_, true);
 }
 
 std::string ProgressBar::Amount(int64_t n) const {
@@ -52,6 +55,7 @@ std::string ProgressBar::Amount(int64_t n) const {
 }
 
 void ProgressBar::Draw(int64_t done, bool final) {
+  drawn_ = true;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double fraction = static_cast<double>(done) / static_cast<double>(total_);

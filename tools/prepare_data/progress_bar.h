@@ -2,8 +2,8 @@
 //
 // On a terminal it redraws in place at most ten times a second
 // ("[=====>    ]  52%  5.8/11.1 MB  3.2 MB/s"); into a log it prints a line
-// per 10%. Short jobs (total below `min_total`) print nothing, so small
-// inputs stay quiet.
+// per 10%. Small jobs (total below `min_total`) and jobs that finish within
+// half a second print nothing.
 #ifndef WEFT_TOOLS_PREPARE_DATA_PROGRESS_BAR_H_
 #define WEFT_TOOLS_PREPARE_DATA_PROGRESS_BAR_H_
 
@@ -38,6 +38,7 @@ class ProgressBar {
   int last_decile_ = -1;
   int64_t done_ = 0;
   bool finished_ = false;
+  bool drawn_ = false;
 };
 
 }  // namespace weft::tools
