@@ -2,8 +2,8 @@
 // it: its data-parallel coordinates, the step participants of the applied
 // strategies, and a way to sum a scalar over the data-parallel ranks.
 // A single process is dp_rank 0 of dp_size 1 with no participants.
-#ifndef WEFT_CORE_RUNTIME_PARALLEL_STATE_H_
-#define WEFT_CORE_RUNTIME_PARALLEL_STATE_H_
+#ifndef WEFT_CORE_PARALLEL_PARALLEL_STATE_H_
+#define WEFT_CORE_PARALLEL_PARALLEL_STATE_H_
 
 #include <functional>
 #include <memory>
@@ -11,7 +11,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "core/runtime/step_participant.h"
+#include "absl/status/statusor.h"
+#include "comm/device_mesh/device_mesh.h"
+#include "core/nn/parameter.h"
+#include "core/parallel/step_participant.h"
 
 namespace weft {
 
@@ -26,10 +29,15 @@ struct ParallelState {
   std::function<absl::Status(Tensor&)> dp_sum;
   // Strategies applied, in order, for the log ("ddp", "fsdp", ...).
   std::vector<std::string> strategy_names;
+  // The job's device mesh (null for a single process).
+  std::shared_ptr<comm::DeviceMesh> mesh;
+  // A full copy of a parameter's current value on its device, gathering the
+  // shards when a strategy sharded it (checkpoints, tests). Null: value is full.
+  std::function<absl::StatusOr<Tensor>(Parameter&)> full_value;
   // Keeps communication objects alive for the job (process groups, mesh).
   std::vector<std::shared_ptr<void>> keep_alive;
 };
 
 }  // namespace weft
 
-#endif  // WEFT_CORE_RUNTIME_PARALLEL_STATE_H_
+#endif  // WEFT_CORE_PARALLEL_PARALLEL_STATE_H_

@@ -13,10 +13,12 @@
 // All methods default to doing nothing, so a strategy overrides only what it
 // changes. Work is stream-ordered on CUDA: "final" means final in stream
 // order, not that the host waited.
-#ifndef WEFT_CORE_RUNTIME_STEP_PARTICIPANT_H_
-#define WEFT_CORE_RUNTIME_STEP_PARTICIPANT_H_
+#ifndef WEFT_CORE_PARALLEL_STEP_PARTICIPANT_H_
+#define WEFT_CORE_PARALLEL_STEP_PARTICIPANT_H_
 
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -44,8 +46,11 @@ class StepParticipant {
     return absl::OkStatus();
   }
   virtual absl::Status AfterOptimizerStep() { return absl::OkStatus(); }
+  // Extra per-step numbers for the metrics log (e.g. {"ddp_exposed_comm_ms", 1.2}),
+  // measured since the last call.
+  virtual void AppendStepMetrics(std::vector<std::pair<std::string, double>>* out) { (void)out; }
 };
 
 }  // namespace weft
 
-#endif  // WEFT_CORE_RUNTIME_STEP_PARTICIPANT_H_
+#endif  // WEFT_CORE_PARALLEL_STEP_PARTICIPANT_H_

@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/nn/model.h"
-#include "core/runtime/parallel_state.h"
+#include "core/parallel/parallel_state.h"
 #include "core/runtime/train_config.pb.h"
 
 namespace weft {

@@ -24,7 +24,7 @@
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
 #include "core/runtime/metrics.h"
-#include "core/runtime/parallel_state.h"
+#include "core/parallel/parallel_state.h"
 #include "core/runtime/train_config.pb.h"
 #include "core/tensor/stream.h"
 #include "core/tensor/tracking_allocator.h"

@@ -127,8 +127,8 @@ __device__ __forceinline__ float WarpMax(float v) {
 }
 
 // Sum over the block; every thread gets the result. `scratch` holds at least
-// 32 floats. Starts and ends with a barrier so it can be called repeatedly
-// with the same scratch. blockDim.x must be a multiple of 32.
+// 32 floats. The barrier before the scratch writes lets consecutive calls
+// share one scratch. blockDim.x must be a multiple of 32 (at most 1024).
 __device__ __forceinline__ float BlockSum(float v, float* scratch) {
   const int lane = threadIdx.x % kWarpSize;
   const int warp = threadIdx.x / kWarpSize;

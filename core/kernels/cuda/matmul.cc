@@ -143,7 +143,7 @@ class LtDevice {
       WEFT_RETURN_IF_ERROR(BuildPlan(args, *plan));
       it = plans_.emplace(key, std::move(plan)).first;
     }
-    const Plan& plan = *it->second;
+    Plan& plan = *it->second;
     if (!plan.supported) {
       return absl::UnimplementedError("no cuBLASLt algorithm for this GEMM");
     }
@@ -152,10 +152,17 @@ class LtDevice {
     WEFT_ASSIGN_OR_RETURN(workspace, Workspace(stream));
     const float alpha = 1.0f;
     const float beta = args.accumulate ? 1.0f : 0.0f;
-    WEFT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(handle_, plan.desc, &alpha, args.b, plan.layout_a,
-                                               args.a, plan.layout_b, &beta, args.out,
-                                               plan.layout_d, args.out, plan.layout_d, &plan.algo,
-                                               workspace, kWorkspaceBytes, stream));
+    const cublasStatus_t st =
+        cublasLtMatmul(handle_, plan.desc, &alpha, args.b, plan.layout_a, args.a, plan.layout_b,
+                       &beta, args.out, plan.layout_d, args.out, plan.layout_d, &plan.algo,
+                       workspace, kWorkspaceBytes, stream);
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED && args.epilogue != MatmulEpilogue::kNone) {
+      // Rejected before any work was enqueued: remember, and let the caller
+      // run the unfused epilogue.
+      plan.supported = false;
+      return absl::UnimplementedError("cuBLASLt rejected this fused epilogue");
+    }
+    WEFT_CUBLAS_RETURN_IF_ERROR(st);
     return absl::OkStatus();
   }
 
@@ -271,6 +278,20 @@ absl::StatusOr<LtDevice*> GetLtDevice(int device) {
   return slot;
 }
 
+// Whether to try cuBLASLt's fused epilogue at all. Its aux matrix needs an
+// ld that is a multiple of 8, and we want 16-byte aligned vectors. GELU
+// epilogues are fused only for bf16 outputs: cuBLASLt may evaluate tanh
+// approximately, which bf16 rounding hides but f32 parity (1e-4) would not,
+// so f32 runs our exact unfused epilogue (the f32 path is for correctness).
+bool FusedEpilogueMayApply(const MatmulArgs& args) {
+  const bool has_aux =
+      args.epilogue == MatmulEpilogue::kBiasGelu || args.epilogue == MatmulEpilogue::kDGelu;
+  if (has_aux && args.out_dtype != DType::kBF16) return false;
+  if (has_aux && (args.n % 8 != 0 || Alignment(args.aux) < 16)) return false;
+  if (args.bias != nullptr && Alignment(args.bias) < 16) return false;
+  return true;
+}
+
 absl::Status NoAlgorithm(const MatmulArgs& args) {
   return Internal(absl::StrCat("cuBLASLt has no algorithm for a ", DTypeName(args.ab_dtype),
                                " GEMM (M=", args.m, ", N=", args.n, ", K=", args.k, ") with ",
@@ -304,6 +325,8 @@ absl::Status Matmul(int device, const MatmulArgs& args, cudaStream_t stream) {
       const size_t bytes = static_cast<size_t>(args.m * args.n) * DTypeSize(args.out_dtype);
       WEFT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dest, 0, bytes, stream));
     }
+  } else if (args.epilogue != MatmulEpilogue::kNone && !FusedEpilogueMayApply(args)) {
+    WEFT_RETURN_IF_ERROR(RunPlain(*lt, args, dest, stream));
   } else {
     const absl::Status fused = lt->Run(args, stream);
     if (fused.ok()) return fused;

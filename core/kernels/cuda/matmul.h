@@ -14,6 +14,8 @@
 // When cuBLASLt has no algorithm for a fused epilogue (dtype, alignment, or a
 // leading dimension that is not a multiple of 8), the GEMM runs without it and
 // matmul_kernels.h finishes the job: same results up to one extra rounding.
+// GELU epilogues are fused for bf16 outputs only; f32 uses the exact unfused
+// GELU so it matches the CPU reference to 1e-4.
 #ifndef WEFT_CORE_KERNELS_CUDA_MATMUL_H_
 #define WEFT_CORE_KERNELS_CUDA_MATMUL_H_
 

@@ -1,0 +1,30 @@
+// ComposeStrategies: creates the named strategies, orders them by phase
+// (tensor/sequence parallel, expert, pipeline, recompute, data parallel),
+// validates every one against the mesh before applying any, then applies
+// them in that order. Names may repeat only by mistake: a duplicate is an
+// error, as is combining two strategies that both own the data-parallel
+// gradient reduction (e.g. ddp and fsdp).
+#ifndef WEFT_CORE_PARALLEL_COMPOSER_H_
+#define WEFT_CORE_PARALLEL_COMPOSER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/parallel/strategy.h"
+
+namespace weft {
+
+// Parses "ddp", "fsdp,tp" into names (trimmed, empty parts rejected).
+absl::StatusOr<std::vector<std::string>> ParseStrategyList(const std::string& list);
+
+// Validates the combination without applying anything (used before the
+// mesh and model exist, e.g. by a planner); mesh may be null.
+absl::Status ValidateStrategies(const std::vector<std::string>& names,
+                                const StrategyOptions& options, const comm::MeshLayout* mesh);
+
+absl::Status ComposeStrategies(const std::vector<std::string>& names, StrategyContext& ctx);
+
+}  // namespace weft
+
+#endif  // WEFT_CORE_PARALLEL_COMPOSER_H_

@@ -1,0 +1,79 @@
+// Strategy: a parallelism plugin, registered by name.
+//
+// A strategy may do three things to the model: hook modules (before/after
+// forward and backward), swap a module for a parallel version (including
+// the root, through StrategyContext::model_slot), or re-place parameters.
+// Its part in the training step beyond hooks is a StepParticipant.
+//
+// Strategies compose on one device mesh in a fixed order, by phase:
+//   tensor/sequence parallel, expert, pipeline split, recompute, then the
+//   data-parallel family (fsdp, zero, ddp, dp).
+// A strategy depends only on comm/ and core/ (tensor, nn, kernels, optim,
+// parallel); it never includes another strategy.
+#ifndef WEFT_CORE_PARALLEL_STRATEGY_H_
+#define WEFT_CORE_PARALLEL_STRATEGY_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "comm/device_mesh/device_mesh.h"
+#include "comm/device_mesh/mesh_layout.h"
+#include "core/nn/model.h"
+#include "core/nn/run_context.h"
+#include "core/parallel/parallel_state.h"
+
+namespace weft {
+
+enum class StrategyPhase {
+  kTensorParallel = 0,
+  kExpert = 1,
+  kPipeline = 2,
+  kRecompute = 3,
+  kDataParallel = 4,
+};
+
+// Options every strategy can read; unknown keys for out-of-tree plugins go
+// in `extra` (from --strategy_options=key=value,...).
+struct StrategyOptions {
+  int zero_stage = 1;
+  double bucket_mb = 25.0;
+  bool reshard_after_forward = true;
+  bool overlap = true;          // ddp: launch bucket all-reduces during backward
+  std::string reduce_dtype;     // fsdp/zero: "" (= grad dtype), "f32", "bf16"
+  int dp_devices = 2;           // dp: replicas in one process
+  std::map<std::string, std::string> extra;
+};
+
+struct StrategyContext {
+  // The root model; a strategy may replace it (e.g. dp wraps it).
+  std::unique_ptr<Model>* model_slot = nullptr;
+  Model& model() { return **model_slot; }
+  // The job's mesh; null when the job is a single process.
+  comm::DeviceMesh* mesh = nullptr;
+  RunContext* run = nullptr;          // device, stream, kernels, compute dtype
+  Allocator* state_allocator = nullptr;  // parameters, gradients, optimizer state
+  DType grad_dtype = DType::kF32;
+  const StrategyOptions* options = nullptr;
+  ParallelState* state = nullptr;     // participants, dp_sum, full_value
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual std::string Name() const = 0;
+  virtual StrategyPhase Phase() const = 0;
+  // Mesh axes the strategy works on (e.g. {"dp_shard"}).
+  virtual std::vector<std::string> RequiredAxes() const = 0;
+  // Checks options against the mesh (null: single process) before anything
+  // is applied; errors say what was wrong, what was expected and a hint.
+  virtual absl::Status Validate(const StrategyOptions& options,
+                                const comm::MeshLayout* mesh) const = 0;
+  virtual absl::Status Apply(StrategyContext& ctx) = 0;
+};
+
+}  // namespace weft
+
+#endif  // WEFT_CORE_PARALLEL_STRATEGY_H_
