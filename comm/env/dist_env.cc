@@ -1,0 +1,180 @@
+#include "comm/env/dist_env.h"
+
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "comm/env/slurm.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+
+namespace weft::comm {
+namespace {
+
+absl::StatusOr<int> IntVar(const EnvLookup& env, absl::string_view name,
+                           std::optional<int> fallback = std::nullopt) {
+  std::optional<std::string> value = env(name);
+  if (!value.has_value() || value->empty()) {
+    if (fallback.has_value()) return *fallback;
+    return InvalidArgument(absl::StrCat("environment variable ", name, " is not set"),
+                           "the launcher (torchrun, srun or tools/launch) to set it");
+  }
+  int n = 0;
+  if (!absl::SimpleAtoi(*value, &n)) {
+    return InvalidArgument(absl::StrCat(name, "='", *value, "' is not an integer"),
+                           "a decimal integer");
+  }
+  return n;
+}
+
+absl::Status CheckIndex(absl::string_view index_name, int index, absl::string_view size_name,
+                        int size) {
+  if (size < 1) {
+    return InvalidArgument(absl::StrCat(size_name, "=", size), absl::StrCat(size_name, " >= 1"));
+  }
+  if (index < 0 || index >= size) {
+    return InvalidArgument(absl::StrCat(index_name, "=", index, " with ", size_name, "=", size),
+                           absl::StrCat("0 <= ", index_name, " < ", size_name));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckPort(absl::string_view source, int port) {
+  if (port < 1 || port > 65535) {
+    return InvalidArgument(absl::StrCat(source, " port ", port), "a TCP port in 1..65535");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DistributedEnv> ReadTorchrun(const EnvLookup& env) {
+  DistributedEnv d;
+  d.source = EnvSource::kTorchrun;
+  WEFT_ASSIGN_OR_RETURN(d.rank, IntVar(env, "RANK"));
+  WEFT_ASSIGN_OR_RETURN(d.world_size, IntVar(env, "WORLD_SIZE"));
+  WEFT_RETURN_IF_ERROR(CheckIndex("RANK", d.rank, "WORLD_SIZE", d.world_size));
+  WEFT_ASSIGN_OR_RETURN(d.local_rank, IntVar(env, "LOCAL_RANK", d.rank));
+  WEFT_ASSIGN_OR_RETURN(d.local_world_size, IntVar(env, "LOCAL_WORLD_SIZE", d.world_size));
+  WEFT_RETURN_IF_ERROR(
+      CheckIndex("LOCAL_RANK", d.local_rank, "LOCAL_WORLD_SIZE", d.local_world_size));
+  WEFT_ASSIGN_OR_RETURN(d.node_rank, IntVar(env, "GROUP_RANK", 0));
+  std::optional<std::string> addr = env("MASTER_ADDR");
+  if (addr.has_value() && !addr->empty()) {
+    d.master_addr = *addr;
+  } else if (d.world_size > 1) {
+    return InvalidArgument("MASTER_ADDR is not set for a job of " +
+                               std::to_string(d.world_size) + " ranks",
+                           "the address of the node that hosts rank 0",
+                           "start the job with tools/launch or torchrun, which set it");
+  }
+  // A single rank needs no store port; more than one must be told.
+  const std::optional<int> default_port =
+      d.world_size == 1 ? std::optional<int>(29500) : std::nullopt;
+  WEFT_ASSIGN_OR_RETURN(d.master_port, IntVar(env, "MASTER_PORT", default_port));
+  WEFT_RETURN_IF_ERROR(CheckPort("MASTER_PORT", d.master_port));
+  d.launcher_hosts_store = env("WEFT_LAUNCHER_STORE").value_or("") == "1";
+  const std::string agent = env("TORCHELASTIC_USE_AGENT_STORE").value_or("");
+  if (!d.launcher_hosts_store && (agent == "True" || agent == "true" || agent == "1")) {
+    // torchrun's own store listens on MASTER_PORT; ours goes next to it.
+    d.master_port += 1;
+    WEFT_RETURN_IF_ERROR(CheckPort("MASTER_PORT + 1", d.master_port));
+  }
+  return d;
+}
+
+absl::StatusOr<DistributedEnv> ReadSlurm(const EnvLookup& env) {
+  DistributedEnv d;
+  d.source = EnvSource::kSlurm;
+  WEFT_ASSIGN_OR_RETURN(d.rank, IntVar(env, "SLURM_PROCID"));
+  WEFT_ASSIGN_OR_RETURN(d.world_size, IntVar(env, "SLURM_NTASKS"));
+  WEFT_RETURN_IF_ERROR(CheckIndex("SLURM_PROCID", d.rank, "SLURM_NTASKS", d.world_size));
+  WEFT_ASSIGN_OR_RETURN(d.local_rank, IntVar(env, "SLURM_LOCALID", 0));
+  WEFT_ASSIGN_OR_RETURN(d.node_rank, IntVar(env, "SLURM_NODEID", 0));
+  std::optional<std::string> per_node = env("SLURM_STEP_TASKS_PER_NODE");
+  if (!per_node.has_value()) per_node = env("SLURM_TASKS_PER_NODE");
+  if (per_node.has_value() && !per_node->empty()) {
+    WEFT_ASSIGN_OR_RETURN(std::vector<int> counts, ExpandSlurmTaskCounts(*per_node));
+    if (d.node_rank < 0 || d.node_rank >= static_cast<int>(counts.size())) {
+      return InvalidArgument(absl::StrCat("SLURM_NODEID=", d.node_rank, " but the task list '",
+                                          *per_node, "' covers ", counts.size(), " nodes"),
+                             "a node id inside the task list");
+    }
+    d.local_world_size = counts[d.node_rank];
+  } else {
+    d.local_world_size = d.world_size;
+  }
+  WEFT_RETURN_IF_ERROR(
+      CheckIndex("SLURM_LOCALID", d.local_rank, "tasks on this node", d.local_world_size));
+
+  std::optional<std::string> addr = env("MASTER_ADDR");
+  if (addr.has_value() && !addr->empty()) {
+    d.master_addr = *addr;
+  } else {
+    std::optional<std::string> nodelist;
+    for (const char* name : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
+      nodelist = env(name);
+      if (nodelist.has_value() && !nodelist->empty()) break;
+    }
+    if (!nodelist.has_value() || nodelist->empty()) {
+      if (d.world_size > 1) {
+        return InvalidArgument("no SLURM_NODELIST (or MASTER_ADDR) for a multi-rank Slurm job",
+                               "srun to set SLURM_NODELIST", "export MASTER_ADDR in the script");
+      }
+    } else {
+      WEFT_ASSIGN_OR_RETURN(std::vector<std::string> hosts, ExpandSlurmNodelist(*nodelist));
+      d.master_addr = hosts.front();
+    }
+  }
+  if (env("MASTER_PORT").has_value()) {
+    WEFT_ASSIGN_OR_RETURN(d.master_port, IntVar(env, "MASTER_PORT"));
+  } else {
+    WEFT_ASSIGN_OR_RETURN(int job_id, IntVar(env, "SLURM_JOB_ID", 0));
+    d.master_port = 20000 + (job_id % 20000 + 20000) % 20000;
+  }
+  WEFT_RETURN_IF_ERROR(CheckPort("MASTER_PORT", d.master_port));
+  return d;
+}
+
+}  // namespace
+
+absl::string_view EnvSourceName(EnvSource source) {
+  switch (source) {
+    case EnvSource::kSingleProcess:
+      return "single process";
+    case EnvSource::kTorchrun:
+      return "torchrun";
+    case EnvSource::kSlurm:
+      return "slurm";
+  }
+  return "unknown";
+}
+
+std::string DistributedEnv::ToString() const {
+  return absl::StrCat("rank ", rank, " of ", world_size, " (local ", local_rank, " of ",
+                      local_world_size, ", node ", node_rank, ") from ", EnvSourceName(source),
+                      ", store ", master_addr, ":", master_port,
+                      launcher_hosts_store ? " (hosted by the launcher)" : "");
+}
+
+EnvLookup ProcessEnv() {
+  return [](absl::string_view name) -> std::optional<std::string> {
+    const char* value = std::getenv(std::string(name).c_str());
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  };
+}
+
+EnvLookup MapEnv(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](absl::string_view name) -> std::optional<std::string> {
+    auto it = vars.find(std::string(name));
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+absl::StatusOr<DistributedEnv> ReadDistributedEnv(const EnvLookup& env) {
+  if (env("RANK").has_value() || env("WORLD_SIZE").has_value()) return ReadTorchrun(env);
+  if (env("SLURM_PROCID").has_value() && env("SLURM_NTASKS").has_value()) return ReadSlurm(env);
+  return DistributedEnv();
+}
+
+}  // namespace weft::comm

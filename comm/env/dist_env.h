@@ -1,0 +1,67 @@
+// DistributedEnv: where this process sits in the job, read from the
+// environment exactly as torchrun and Slurm's srun set it.
+//
+// Sources, first match wins:
+//   torchrun / tools/launch: RANK and WORLD_SIZE set. Also LOCAL_RANK,
+//       LOCAL_WORLD_SIZE, GROUP_RANK (node rank), MASTER_ADDR, MASTER_PORT.
+//       Our launcher sets WEFT_LAUNCHER_STORE=1: it hosts the TCP store at
+//       MASTER_ADDR:MASTER_PORT itself. Under torchrun its agent's store
+//       already holds MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True), so
+//       weft's store uses MASTER_PORT + 1 there, hosted by rank 0.
+//   Slurm srun: SLURM_PROCID and SLURM_NTASKS set. SLURM_LOCALID is the
+//       local rank, SLURM_NODEID the node rank, SLURM_STEP_TASKS_PER_NODE
+//       (or SLURM_TASKS_PER_NODE) the local world size; the master is the
+//       first host of SLURM_STEP_NODELIST / SLURM_JOB_NODELIST /
+//       SLURM_NODELIST unless MASTER_ADDR is set, and the port is
+//       MASTER_PORT or 20000 + SLURM_JOB_ID % 20000 (jobs sharing a node
+//       get different ports). Note that a plain sbatch script (outside
+//       srun) also has SLURM_PROCID=0: start ranks with srun.
+//   Otherwise: a single process (rank 0 of 1).
+// Malformed or inconsistent values are InvalidArgument naming the variable.
+#ifndef WEFT_COMM_ENV_DIST_ENV_H_
+#define WEFT_COMM_ENV_DIST_ENV_H_
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace weft::comm {
+
+enum class EnvSource { kSingleProcess, kTorchrun, kSlurm };
+
+struct DistributedEnv {
+  EnvSource source = EnvSource::kSingleProcess;
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;  // the weft store's port
+  // The launcher hosts the store; rank 0 must not.
+  bool launcher_hosts_store = false;
+
+  bool multi_node() const { return world_size > local_world_size; }
+  // "rank 3 of 8 (local 1 of 4, node 1) from slurm, master node01:29500"
+  std::string ToString() const;
+};
+
+// Looks a variable up; nullopt when unset.
+using EnvLookup = std::function<std::optional<std::string>(absl::string_view)>;
+
+// The real process environment.
+EnvLookup ProcessEnv();
+// A fixed map, for tests.
+EnvLookup MapEnv(std::map<std::string, std::string> vars);
+
+absl::StatusOr<DistributedEnv> ReadDistributedEnv(const EnvLookup& env = ProcessEnv());
+
+absl::string_view EnvSourceName(EnvSource source);  // "single process", "torchrun", "slurm"
+
+}  // namespace weft::comm
+
+#endif  // WEFT_COMM_ENV_DIST_ENV_H_

@@ -1,0 +1,48 @@
+// InitDistributed: the store and the world process group for this process,
+// from its DistributedEnv.
+//
+//   WEFT_ASSIGN_OR_RETURN(DistributedContext dist, InitDistributedFromEnv({.backend = "gloo"}));
+//   dist.world->AllReduce(t)->Wait();
+//
+// Store: a HashStore for a single process; otherwise a TcpStore at
+// MASTER_ADDR:MASTER_PORT, hosted by rank 0 unless the launcher hosts it.
+// Group defaults filled in from the env: gloo talks over 127.0.0.1 on one
+// node and over this host's name across nodes; nccl uses cuda:LOCAL_RANK.
+// The binary must link the backend it names (//comm/gloo, //comm/nccl).
+#ifndef WEFT_COMM_ENV_INIT_H_
+#define WEFT_COMM_ENV_INIT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "comm/env/dist_env.h"
+#include "comm/process_group/options.h"
+#include "comm/process_group/process_group.h"
+#include "comm/store/store.h"
+
+namespace weft::comm {
+
+struct InitOptions {
+  std::string backend = "gloo";
+  // Bound on connecting to the store and creating the world group, and the
+  // store's default timeout.
+  absl::Duration timeout = absl::Minutes(5);
+  // The world group's options (name "world"); timeout defaults to `timeout`.
+  ProcessGroupOptions group;
+};
+
+struct DistributedContext {
+  DistributedEnv env;
+  std::shared_ptr<Store> store;
+  std::shared_ptr<ProcessGroup> world;
+};
+
+absl::StatusOr<DistributedContext> InitDistributed(const DistributedEnv& env,
+                                                   InitOptions options = {});
+// ReadDistributedEnv() + InitDistributed().
+absl::StatusOr<DistributedContext> InitDistributedFromEnv(InitOptions options = {});
+
+}  // namespace weft::comm
+
+#endif  // WEFT_COMM_ENV_INIT_H_

@@ -1,0 +1,69 @@
+// InitDistributed end to end in forked processes: rank 0 hosting the store,
+// or the launcher (here: the test) hosting it.
+#include "comm/env/init.h"
+
+#include "absl/strings/str_cat.h"
+#include "comm/store/tcp_store_server.h"
+#include "comm/testing/expect.h"
+#include "comm/testing/multiprocess.h"
+#include "comm/util/socket.h"
+#include "core/base/status_macros.h"
+#include "gtest/gtest.h"
+
+namespace weft::comm {
+namespace {
+
+using testing::RankContext;
+
+int FreePort() {
+  auto fd = ListenTcp("127.0.0.1", 0);
+  EXPECT_TRUE(fd.ok());
+  return *LocalPort(fd->get());
+}
+
+absl::Status AllReduceWorld(const DistributedEnv& env) {
+  WEFT_ASSIGN_OR_RETURN(DistributedContext dist,
+                        InitDistributed(env, {.timeout = absl::Seconds(20)}));
+  WEFT_ASSIGN_OR_RETURN(Tensor t, testing::MakeTensor(DType::kF32, {1.0 * env.rank}));
+  WEFT_RETURN_IF_ERROR(dist.world->AllReduce(t)->Wait());
+  const double n = env.world_size;
+  return testing::ExpectTensor(t, {n * (n - 1) / 2}, "world all_reduce");
+}
+
+DistributedEnv EnvFor(int rank, int world, int port, bool launcher_store) {
+  DistributedEnv env;
+  env.source = EnvSource::kTorchrun;
+  env.rank = env.local_rank = rank;
+  env.world_size = env.local_world_size = world;
+  env.master_port = port;
+  env.launcher_hosts_store = launcher_store;
+  return env;
+}
+
+TEST(InitTest, RankZeroHostsTheStore) {
+  const int port = FreePort();
+  auto results = testing::RunRanksInProcesses(3, [&](const RankContext& ctx) {
+    return AllReduceWorld(EnvFor(ctx.rank, 3, port, /*launcher_store=*/false));
+  });
+  EXPECT_TRUE(testing::AllRanksOk(results).ok()) << testing::AllRanksOk(results);
+}
+
+TEST(InitTest, TheLauncherHostsTheStore) {
+  auto server = TcpStoreServer::Listen({.host = "127.0.0.1", .port = 0, .world_size = 3});
+  ASSERT_TRUE(server.ok());
+  const int port = (*server)->port();
+  // Serving before the fork is fine here: fork copies only the calling
+  // thread and the children never touch the parent's server.
+  ASSERT_TRUE((*server)->Serve().ok());
+  auto results = testing::RunRanksInProcesses(3, [&](const RankContext& ctx) {
+    return AllReduceWorld(EnvFor(ctx.rank, 3, port, /*launcher_store=*/true));
+  });
+  EXPECT_TRUE(testing::AllRanksOk(results).ok()) << testing::AllRanksOk(results);
+}
+
+TEST(InitTest, SingleProcessNeedsNothing) {
+  EXPECT_TRUE(AllReduceWorld(DistributedEnv()).ok());
+}
+
+}  // namespace
+}  // namespace weft::comm
