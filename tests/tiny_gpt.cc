@@ -40,6 +40,7 @@ GptJob TinyGptJob(const std::string& corpus) {
   t->mutable_data()->set_data(corpus);
   t->mutable_data()->set_num_workers(1);
   t->mutable_data()->set_val_fraction(0.1);
+  t->set_cpu_threads(1);  // ranks share the machine's cores
   GptConfig* m = job.mutable_model();
   m->set_n_layer(2);
   m->set_n_head(2);
@@ -49,9 +50,11 @@ GptJob TinyGptJob(const std::string& corpus) {
   return job;
 }
 
-absl::StatusOr<std::unique_ptr<Trainer>> MakeGptTrainer(const GptJob& job) {
+absl::StatusOr<std::unique_ptr<Trainer>> MakeGptTrainer(const GptJob& job,
+                                                        std::optional<JobTopology> topology) {
   Trainer::Options o;
   o.config = job.train();
+  o.topology = std::move(topology);
   o.open_data = [job](const data::DataLoader::Options& base) -> absl::StatusOr<DataLoaders> {
     data::TextDataOptions t;
     t.path = job.train().data().data();
@@ -73,12 +76,17 @@ absl::StatusOr<std::unique_ptr<Trainer>> MakeGptTrainer(const GptJob& job) {
 
 absl::StatusOr<std::map<std::string, std::vector<float>>> ParameterSnapshot(Trainer& trainer) {
   std::map<std::string, std::vector<float>> out;
+  auto& full_value = trainer.parallel().full_value;
   for (Parameter* p : trainer.model().Parameters()) {
-    if (!p->value.defined() || p->value.numel() != p->numel()) {
+    Tensor value = p->value;
+    if (full_value) {
+      WEFT_ASSIGN_OR_RETURN(value, full_value(*p));  // collective for sharded strategies
+    }
+    if (!value.defined() || value.numel() != p->numel()) {
       return absl::FailedPreconditionError(
           absl::StrCat("parameter ", p->name(), " is not materialized in full on this rank"));
     }
-    WEFT_ASSIGN_OR_RETURN(out[p->name()], p->value.ToFloats());
+    WEFT_ASSIGN_OR_RETURN(out[p->name()], value.ToFloats());
   }
   return out;
 }

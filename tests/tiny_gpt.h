@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include <optional>
 #include "core/runtime/trainer.h"
 #include "models/gpt/gpt_config.pb.h"
 
@@ -21,7 +22,9 @@ std::string WriteCorpus(const std::string& dir);
 // deterministic data order, 1 loader worker and quiet logging.
 GptJob TinyGptJob(const std::string& corpus);
 
-absl::StatusOr<std::unique_ptr<Trainer>> MakeGptTrainer(const GptJob& job);
+// `topology` injects ranks and a shared store (multi-process tests).
+absl::StatusOr<std::unique_ptr<Trainer>> MakeGptTrainer(
+    const GptJob& job, std::optional<JobTopology> topology = std::nullopt);
 
 // Full parameter values by name, gathered to the host as f32 (after
 // strategies, from whatever placement the trainer uses).

@@ -179,6 +179,9 @@ class KernelOps {
                              const AdamWHyper& hyper) = 0;
   virtual absl::Status Sgd(const KernelContext& ctx, absl::Span<OptimSegment> segments,
                            const SgdHyper& hyper) = 0;
+
+  // Host threads the kernels may use (CPU BLAS); <= 0 keeps the default.
+  virtual void SetNumThreads(int threads) { (void)threads; }
 };
 
 // Kernel implementations register per device type, like DeviceBackends.

@@ -20,8 +20,9 @@ absl::Status MaterializeParameters(Module& root, const MaterializeOptions& o) {
                                                   o.allocator, o.stream));
     WEFT_RETURN_IF_ERROR(p->value.CopyFrom(host, o.stream));
     if (o.allocate_grads) {
-      WEFT_ASSIGN_OR_RETURN(p->grad, Tensor::Zeros(p->shape(), o.grad_dtype, o.device,
-                                                   o.allocator, o.stream));
+      WEFT_ASSIGN_OR_RETURN(
+          p->grad, Tensor::Zeros(p->shape(), o.grad_dtype, o.device,
+                                 o.grad_allocator ? o.grad_allocator : o.allocator, o.stream));
     }
   }
   return absl::OkStatus();

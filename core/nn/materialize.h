@@ -16,7 +16,8 @@ struct MaterializeOptions {
   DType param_dtype = DType::kF32;  // Parameter::value
   DType grad_dtype = DType::kF32;   // Parameter::grad
   uint64_t seed = 0;
-  Allocator* allocator = nullptr;   // nullptr: the device default
+  Allocator* allocator = nullptr;   // values; nullptr: the device default
+  Allocator* grad_allocator = nullptr;  // gradients; nullptr: same as values
   NativeStream stream = nullptr;
   bool allocate_grads = true;
 };

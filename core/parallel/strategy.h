@@ -54,7 +54,10 @@ struct StrategyContext {
   // The job's mesh; null when the job is a single process.
   comm::DeviceMesh* mesh = nullptr;
   RunContext* run = nullptr;          // device, stream, kernels, compute dtype
-  Allocator* state_allocator = nullptr;  // parameters, gradients, optimizer state
+  // Model state by category, so memory savings are measurable: parameter
+  // values, gradients, and anything optimizer-side a strategy keeps.
+  Allocator* param_allocator = nullptr;
+  Allocator* grad_allocator = nullptr;
   DType grad_dtype = DType::kF32;
   const StrategyOptions* options = nullptr;
   ParallelState* state = nullptr;     // participants, dp_sum, full_value

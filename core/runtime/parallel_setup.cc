@@ -1,38 +1,132 @@
 #include "core/runtime/parallel_setup.h"
 
-#include <cstdlib>
-
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "comm/env/dist_env.h"
+#include "comm/env/init.h"
 #include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "core/parallel/composer.h"
+#include "core/parallel/strategy_registry.h"
 
 namespace weft {
 
-absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(const TrainConfig& config,
-                                                            Device device) {
-  (void)device;
-  int world = 1;
-  if (const char* w = std::getenv("WORLD_SIZE")) {
-    if (!absl::SimpleAtoi(w, &world)) world = 1;
-  }
-  if (!config.parallel().strategy().empty() || world > 1) {
-    return Unavailable(
-        absl::StrCat("parallel training requested (strategy='", config.parallel().strategy(),
-                     "', WORLD_SIZE=", world, ")"),
-        "a single process with no --strategy in this build",
-        "the strategy runtime is not linked into this binary yet");
-  }
-  return std::make_unique<ParallelState>();
+absl::StatusOr<JobTopology> ResolveTopology(const std::optional<JobTopology>& injected) {
+  if (injected.has_value()) return *injected;
+  WEFT_ASSIGN_OR_RETURN(comm::DistributedEnv env, comm::ReadDistributedEnv());
+  JobTopology t;
+  t.rank = env.rank;
+  t.world_size = env.world_size;
+  t.local_rank = env.local_rank;
+  t.multi_node = env.multi_node();
+  t.description = env.ToString();
+  return t;
 }
 
-absl::Status ApplyStrategies(const TrainConfig& config, Model& model, RunContext& ctx,
-                             Allocator* state_allocator, ParallelState& state) {
-  (void)config;
-  (void)model;
-  (void)ctx;
-  (void)state_allocator;
-  (void)state;
-  return absl::OkStatus();
+StrategyOptions StrategyOptionsFromConfig(const ParallelConfig& c) {
+  StrategyOptions o;
+  o.zero_stage = c.zero_stage();
+  o.bucket_mb = c.bucket_mb();
+  o.reshard_after_forward = c.reshard_after_forward();
+  o.overlap = c.overlap();
+  o.reduce_dtype = c.reduce_dtype();
+  o.dp_devices = c.dp_devices();
+  for (absl::string_view kv : absl::StrSplit(c.strategy_options(), ',', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
+    o.extra[p.first] = p.second;
+  }
+  return o;
+}
+
+absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(const TrainConfig& config,
+                                                            JobTopology& topology,
+                                                            Device device) {
+  const ParallelConfig& pc = config.parallel();
+  for (absl::string_view plugin : absl::StrSplit(pc.plugin(), ',', absl::SkipEmpty())) {
+    WEFT_RETURN_IF_ERROR(LoadStrategyPlugin(std::string(plugin)));
+  }
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> names, ParseStrategyList(pc.strategy()));
+  auto state = std::make_unique<ParallelState>();
+  state->world_rank = topology.rank;
+  state->world_size = topology.world_size;
+  if (names.empty()) {
+    if (topology.world_size > 1) {
+      return FailedPrecondition(
+          absl::StrCat("this job has ", topology.world_size, " ranks (", topology.description,
+                       ") but no --strategy"),
+          "a data-parallel strategy when WORLD_SIZE > 1",
+          "add --strategy=ddp (or fsdp, zero), or run a single process");
+    }
+    return state;
+  }
+
+  // The data-parallel mesh: dp_replicate x dp_shard = world.
+  const int replicate = pc.dp_replicate();
+  if (replicate < 1 || topology.world_size % replicate != 0) {
+    return InvalidArgument(absl::StrCat("dp_replicate=", replicate, " with world size ",
+                                        topology.world_size),
+                           "a dp_replicate >= 1 that divides the world size");
+  }
+  const int shard = pc.dp_shard() > 0 ? pc.dp_shard() : topology.world_size / replicate;
+  std::string backend = pc.backend();
+  if (backend == "auto") backend = device.is_cuda() ? "nccl" : "gloo";
+  if (backend == "nccl" && !device.is_cuda()) {
+    return InvalidArgument("--backend=nccl with --device=" + device.ToString(),
+                           "nccl with CUDA tensors, gloo with CPU tensors");
+  }
+  const absl::Duration timeout = absl::Seconds(pc.timeout_s());
+  if (topology.store == nullptr) {
+    comm::DistributedEnv env;
+    WEFT_ASSIGN_OR_RETURN(env, comm::ReadDistributedEnv());
+    WEFT_ASSIGN_OR_RETURN(comm::DistributedContext dist,
+                          comm::InitDistributed(env, {.backend = backend, .timeout = timeout}));
+    topology.store = dist.store;
+    state->keep_alive.push_back(dist.world);
+  }
+  comm::DeviceMeshOptions mesh_options;
+  mesh_options.backend = backend;
+  mesh_options.group.name = "dp";
+  mesh_options.group.timeout = timeout;
+  if (!topology.multi_node) mesh_options.group.gloo.hostname = "127.0.0.1";
+  mesh_options.group.nccl.device = device.is_cuda() ? device.index : -1;
+  absl::StatusOr<std::unique_ptr<comm::DeviceMesh>> mesh = comm::DeviceMesh::Create(
+      {{"dp_replicate", replicate}, {"dp_shard", shard}}, topology.rank, topology.world_size,
+      topology.store, mesh_options);
+  if (!mesh.ok()) {
+    return Annotate(mesh.status(), absl::StrCat("building the mesh [dp_replicate=", replicate,
+                                                ", dp_shard=", shard, "]"));
+  }
+  state->mesh = std::move(*mesh);
+  // Every rank of the mesh is a data-parallel rank (no tp/pp axes yet).
+  state->dp_rank = topology.rank;
+  state->dp_size = topology.world_size;
+  if (state->dp_size > 1) {
+    WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> dp,
+                          state->mesh->FlatGroup({"dp_replicate", "dp_shard"}));
+    state->dp_sum = [dp](Tensor& t) -> absl::Status {
+      return dp->AllReduce(t, {.op = comm::ReduceOp::kSum})->Synchronize();
+    };
+  }
+  return state;
+}
+
+absl::Status ApplyStrategies(const TrainConfig& config, std::unique_ptr<Model>& model,
+                             RunContext& ctx, Allocator* param_allocator,
+                             Allocator* grad_allocator, DType grad_dtype, ParallelState& state) {
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> names,
+                        ParseStrategyList(config.parallel().strategy()));
+  if (names.empty()) return absl::OkStatus();
+  const StrategyOptions options = StrategyOptionsFromConfig(config.parallel());
+  StrategyContext sc;
+  sc.model_slot = &model;
+  sc.mesh = state.mesh.get();
+  sc.run = &ctx;
+  sc.param_allocator = param_allocator;
+  sc.grad_allocator = grad_allocator;
+  sc.grad_dtype = grad_dtype;
+  sc.options = &options;
+  sc.state = &state;
+  return ComposeStrategies(names, sc);
 }
 
 }  // namespace weft

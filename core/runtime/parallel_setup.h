@@ -1,26 +1,46 @@
-// Parallel setup in two phases, because the data (and so the model's vocab)
-// depends on the data-parallel rank, and strategies need the model:
-//   InitParallel    reads the launcher's environment, creates the process
-//                   groups and the device mesh: ranks and sizes are known.
-//   ApplyStrategies applies the requested strategies to the materialized
-//                   model and records their step participants.
+// Parallel setup, in the order the trainer needs it:
+//   ResolveTopology  where this process sits: injected (tests) or read from
+//                    the launcher's / torchrun's / Slurm's environment.
+//   InitParallel     the store, the device mesh [dp_replicate, dp_shard] and
+//                    data-parallel coordinates: enough to shard the data.
+//   ApplyStrategies  applies --strategy to the materialized model, after
+//                    loading --plugin shared objects.
 #ifndef WEFT_CORE_RUNTIME_PARALLEL_SETUP_H_
 #define WEFT_CORE_RUNTIME_PARALLEL_SETUP_H_
 
 #include <memory>
+#include <optional>
 
 #include "absl/status/statusor.h"
+#include "comm/store/store.h"
 #include "core/nn/model.h"
 #include "core/parallel/parallel_state.h"
+#include "core/parallel/strategy.h"
 #include "core/runtime/train_config.pb.h"
 
 namespace weft {
 
+struct JobTopology {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  bool multi_node = false;
+  // Rendezvous store; null until InitParallel creates one from the env.
+  std::shared_ptr<comm::Store> store;
+  std::string description = "single process";
+};
+
+absl::StatusOr<JobTopology> ResolveTopology(const std::optional<JobTopology>& injected);
+
 absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(const TrainConfig& config,
+                                                            JobTopology& topology,
                                                             Device device);
 
-absl::Status ApplyStrategies(const TrainConfig& config, Model& model, RunContext& ctx,
-                             Allocator* state_allocator, ParallelState& state);
+StrategyOptions StrategyOptionsFromConfig(const ParallelConfig& config);
+
+absl::Status ApplyStrategies(const TrainConfig& config, std::unique_ptr<Model>& model,
+                             RunContext& ctx, Allocator* param_allocator,
+                             Allocator* grad_allocator, DType grad_dtype, ParallelState& state);
 
 }  // namespace weft
 

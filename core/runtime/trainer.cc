@@ -52,8 +52,10 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(Options options) {
   return t;
 }
 
-absl::Status Trainer::ResolveDevice() {
+absl::Status Trainer::ResolveDevice(const JobTopology& topology) {
   WEFT_ASSIGN_OR_RETURN(Device device, ParseDevice(cfg().device()));
+  // "cuda" without an index means this rank's local GPU.
+  if (device.is_cuda() && cfg().device() == "cuda") device = Device::Cuda(topology.local_rank);
   DType compute;
   if (cfg().dtype() == "auto") {
     compute = device.is_cuda() ? DType::kBF16 : DType::kF32;
@@ -73,6 +75,10 @@ absl::Status Trainer::ResolveDevice() {
   }
   WEFT_ASSIGN_OR_RETURN(ctx_, RunContext::Create(device, compute,
                                                  stream_ ? stream_->native() : nullptr));
+  if (cfg().cpu_threads() > 0) {
+    WEFT_ASSIGN_OR_RETURN(KernelOps * cpu_ops, GetKernelOps(DeviceType::kCPU));
+    cpu_ops->SetNumThreads(cfg().cpu_threads());
+  }
   return absl::OkStatus();
 }
 
@@ -89,18 +95,21 @@ absl::Status Trainer::Init() {
         "--checkpoint_dir is set but checkpointing is not available in this build yet; "
         "remove the flag to train without checkpoints");
   }
-  WEFT_RETURN_IF_ERROR(ResolveDevice());
+  WEFT_ASSIGN_OR_RETURN(topology_, ResolveTopology(options_.topology));
+  WEFT_RETURN_IF_ERROR(ResolveDevice(topology_));
   WEFT_ASSIGN_OR_RETURN(Allocator * device_alloc, DefaultAllocator(ctx_.device));
-  state_alloc_ = std::make_unique<TrackingAllocator>("model-state", device_alloc);
-  DType grad_dtype;
-  WEFT_ASSIGN_OR_RETURN(grad_dtype, ParseDType(c.grad_dtype()));
+  param_alloc_ = std::make_unique<TrackingAllocator>("parameters", device_alloc);
+  grad_alloc_ = std::make_unique<TrackingAllocator>("gradients", device_alloc);
+  optim_alloc_ = std::make_unique<TrackingAllocator>("optimizer-state", device_alloc);
+  WEFT_ASSIGN_OR_RETURN(grad_dtype_, ParseDType(c.grad_dtype()));
+  const DType grad_dtype = grad_dtype_;
   if (grad_dtype != DType::kF32 && grad_dtype != DType::kBF16) {
     return InvalidArgument(absl::StrCat("--grad_dtype=", c.grad_dtype()), "f32 or bf16");
   }
   if (ctx_.device.is_cpu() && grad_dtype != DType::kF32) {
     return InvalidArgument("--grad_dtype=bf16 on CPU", "f32 on CPU");
   }
-  WEFT_ASSIGN_OR_RETURN(parallel_, InitParallel(c, ctx_.device));
+  WEFT_ASSIGN_OR_RETURN(parallel_, InitParallel(c, topology_, ctx_.device));
   const int64_t per_step = c.micro_batch() * parallel_->dp_size;
   if (c.global_batch() % per_step != 0) {
     return InvalidArgument(
@@ -131,9 +140,12 @@ absl::Status Trainer::Init() {
                 .param_dtype = ctx_.compute_dtype,
                 .grad_dtype = grad_dtype,
                 .seed = static_cast<uint64_t>(c.seed()),
-                .allocator = state_alloc_.get(),
+                .allocator = param_alloc_.get(),
+                .grad_allocator = grad_alloc_.get(),
                 .stream = ctx_.stream}));
-  WEFT_RETURN_IF_ERROR(ApplyStrategies(c, *model_, ctx_, state_alloc_.get(), *parallel_));
+  WEFT_RETURN_IF_ERROR(
+      ApplyStrategies(c, model_, ctx_, param_alloc_.get(), grad_alloc_.get(), grad_dtype,
+                      *parallel_));
 
   std::vector<OptimTarget> targets;
   bool replaced = false;
@@ -161,7 +173,7 @@ absl::Status Trainer::Init() {
                                                        .momentum = o.momentum(),
                                                        .nesterov = o.nesterov()},
                                                       std::move(targets), ctx_.device,
-                                                      state_alloc_.get(), ctx_.stream));
+                                                      optim_alloc_.get(), ctx_.stream));
   WEFT_ASSIGN_OR_RETURN(LrSchedule sched, LrSchedule::Create(o.lr(), o.min_lr(), o.warmup_steps(),
                                                              c.steps(), o.lr_schedule()));
   schedule_.emplace(sched);
@@ -260,6 +272,7 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
         "loss became ", s.loss, " at step ", step_,
         "; expected a finite loss. Hint: lower --lr, enable --grad_clip, or check the data"));
   }
+  for (auto& p : parallel_->participants) p->AppendStepMetrics(&s.extra);
   history_.push_back(s);
   return s;
 }
@@ -301,6 +314,7 @@ absl::Status Trainer::Run() {
       if (peak_flops_ > 0) r.Add("mfu", s.mfu);
       r.Add("peak_mem_mb", s.peak_mem_mb);
       if (c.optim().grad_clip() > 0) r.Add("grad_norm", s.grad_norm);
+      for (const auto& [k, v] : s.extra) r.Add(k, v);
       logger_->Log(r);
     }
     if (loaders_.val != nullptr && c.eval_every() > 0 && s.step % c.eval_every() == 0 &&

@@ -25,6 +25,7 @@
 #include "core/optim/optimizer.h"
 #include "core/runtime/metrics.h"
 #include "core/parallel/parallel_state.h"
+#include "core/runtime/parallel_setup.h"
 #include "core/runtime/train_config.pb.h"
 #include "core/tensor/stream.h"
 #include "core/tensor/tracking_allocator.h"
@@ -47,6 +48,8 @@ struct StepStats {
   double tokens_per_s = 0;
   double mfu = 0;        // fraction of peak; 0 when unknown
   double peak_mem_mb = 0;
+  // Strategy-specific numbers (e.g. ddp_wait_ms).
+  std::vector<std::pair<std::string, double>> extra;
 };
 
 class Trainer {
@@ -60,6 +63,9 @@ class Trainer {
     std::function<absl::StatusOr<std::unique_ptr<Model>>(const DataLoaders& data)> make_model;
     std::string input_field = "inputs";
     std::string target_field = "targets";
+    // Where this process sits in the job; read from the environment when
+    // unset (tests inject ranks and a shared store here).
+    std::optional<JobTopology> topology;
   };
 
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(Options options);
@@ -79,21 +85,28 @@ class Trainer {
   ParallelState& parallel() { return *parallel_; }
   data::DataLoader* val_loader() { return loaders_.val.get(); }
   int64_t accum_steps() const { return accum_steps_; }
-  // Bytes of parameters, gradients and optimizer state on this rank.
-  AllocatorStats ModelStateStats() const { return state_alloc_->Stats(); }
+  // Model-state memory on this rank, by category (exact allocator stats).
+  struct MemoryStats {
+    AllocatorStats params, grads, optimizer;
+  };
+  MemoryStats ModelMemory() const {
+    return {param_alloc_->Stats(), grad_alloc_->Stats(), optim_alloc_->Stats()};
+  }
   MetricsLogger& logger() { return *logger_; }
 
  private:
   explicit Trainer(Options options) : options_(std::move(options)) {}
   absl::Status Init();
-  absl::Status ResolveDevice();
+  absl::Status ResolveDevice(const JobTopology& topology);
   absl::StatusOr<Tensor> LossScalar();
 
   Options options_;
   const TrainConfig& cfg() const { return options_.config; }
-  // Declared first so it is destroyed last: the model, optimizer and
-  // strategies hold tensors allocated through it.
-  std::unique_ptr<TrackingAllocator> state_alloc_;
+  // Declared first so they are destroyed last: the model, optimizer and
+  // strategies hold tensors allocated through them.
+  std::unique_ptr<TrackingAllocator> param_alloc_;
+  std::unique_ptr<TrackingAllocator> grad_alloc_;
+  std::unique_ptr<TrackingAllocator> optim_alloc_;
   std::optional<Stream> stream_;
   RunContext ctx_;
   std::unique_ptr<Model> model_;
@@ -104,6 +117,8 @@ class Trainer {
   std::optional<MetricsLogger> logger_;
   Tensor loss_sum_;      // f32 scalar on the device
   Tensor grad_norm_sq_;  // f32 scalar on the device
+  JobTopology topology_;
+  DType grad_dtype_ = DType::kF32;
   int64_t accum_steps_ = 1;
   int64_t step_ = 0;
   double flops_per_target_ = 0;

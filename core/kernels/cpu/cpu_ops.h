@@ -64,6 +64,7 @@ class CpuKernelOps : public KernelOps {
                      const AdamWHyper& hyper) override;
   absl::Status Sgd(const KernelContext& ctx, absl::Span<OptimSegment> segments,
                    const SgdHyper& hyper) override;
+  void SetNumThreads(int threads) override;
 };
 
 }  // namespace weft::cpu

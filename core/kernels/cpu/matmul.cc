@@ -84,6 +84,10 @@ absl::Status CpuKernelOps::Gemm(const KernelContext&, const GemmArgs& g) {
   return Internal("unknown epilogue");
 }
 
+void CpuKernelOps::SetNumThreads(int threads) {
+  if (threads > 0) openblas_set_num_threads(threads);
+}
+
 absl::Status CpuKernelOps::BiasGrad(const KernelContext&, Tensor& dbias, const Tensor& dy) {
   WEFT_RETURN_IF_ERROR(CheckCpu(dy, "bias_grad dy"));
   if (dy.ndim() != 2) return InvalidArgument("bias_grad dy must be 2-D", "(M, N)");

@@ -1,0 +1,157 @@
+#include "strategies/ddp/ddp.h"
+
+#include <chrono>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+
+namespace weft {
+namespace {
+
+struct Bucket {
+  std::vector<Parameter*> params;
+  Tensor flat;  // grad dtype, all params' gradients back to back
+  int pending = 0;
+  std::shared_ptr<comm::Work> work;
+};
+
+class DdpParticipant : public StepParticipant {
+ public:
+  DdpParticipant(std::shared_ptr<comm::ProcessGroup> group, NativeStream stream, bool overlap)
+      : group_(std::move(group)), stream_(stream), overlap_(overlap) {}
+
+  absl::Status Build(Model& model, double bucket_mb, DType grad_dtype, Device device,
+                     Allocator* allocator) {
+    std::vector<Parameter*> params = model.Parameters();
+    const int64_t limit =
+        std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * (1 << 20)) /
+                                 static_cast<int64_t>(DTypeSize(grad_dtype)));
+    // Reverse registration order is the order backward produces gradients.
+    std::vector<Parameter*> current;
+    int64_t current_numel = 0;
+    auto close = [&]() -> absl::Status {
+      if (current.empty()) return absl::OkStatus();
+      Bucket b;
+      b.params = current;
+      WEFT_ASSIGN_OR_RETURN(b.flat, Tensor::Zeros({current_numel}, grad_dtype, device,
+                                                  allocator, stream_));
+      int64_t off = 0;
+      for (Parameter* p : current) {
+        p->grad = b.flat.Slice(0, off, off + p->numel()).View(p->shape());
+        off += p->numel();
+      }
+      buckets_.push_back(std::move(b));
+      current.clear();
+      current_numel = 0;
+      return absl::OkStatus();
+    };
+    for (auto it = params.rbegin(); it != params.rend(); ++it) {
+      if ((*it)->grad.dtype() != grad_dtype) {
+        return Internal("gradient dtype differs from --grad_dtype for " + (*it)->name());
+      }
+      current.push_back(*it);
+      current_numel += (*it)->numel();
+      if (current_numel >= limit) WEFT_RETURN_IF_ERROR(close());
+    }
+    WEFT_RETURN_IF_ERROR(close());
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      for (Parameter* p : buckets_[b].params) bucket_of_[p] = b;
+    }
+    // Readiness: a parameter is final once the module that owns it has
+    // finished its backward (a tied weight's owner runs last).
+    for (Module* m : model.Modules()) {
+      if (m->own_parameters().empty()) continue;
+      m->AddHook(Module::HookPoint::kPostBackward, [this](Module& mod, RunContext&) {
+        return OnModuleBackwardDone(mod);
+      });
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status BeforeMicroStep(int micro, int num_micro) override {
+    sync_ = micro == num_micro - 1;
+    for (Bucket& b : buckets_) b.pending = static_cast<int>(b.params.size());
+    return absl::OkStatus();
+  }
+
+  absl::Status FinishGradients() override {
+    if (!sync_) return absl::OkStatus();
+    for (size_t i = 0; i < buckets_.size(); ++i) {
+      if (buckets_[i].work == nullptr) WEFT_RETURN_IF_ERROR(Launch(i));
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    for (Bucket& b : buckets_) {
+      absl::Status s = b.work->Wait();
+      b.work = nullptr;
+      if (!s.ok()) return Annotate(s, "ddp gradient all-reduce");
+    }
+    wait_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                    .count();
+    return absl::OkStatus();
+  }
+
+  void AppendStepMetrics(std::vector<std::pair<std::string, double>>* out) override {
+    out->push_back({"ddp_wait_ms", wait_ms_});
+    wait_ms_ = 0;
+  }
+
+ private:
+  absl::Status OnModuleBackwardDone(Module& m) {
+    for (const auto& p : m.own_parameters()) {
+      auto it = bucket_of_.find(p.get());
+      if (it == bucket_of_.end()) continue;
+      Bucket& b = buckets_[it->second];
+      if (--b.pending == 0 && sync_ && overlap_) WEFT_RETURN_IF_ERROR(Launch(it->second));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Launch(size_t i) {
+    Bucket& b = buckets_[i];
+    b.work = group_->AllReduce(b.flat, {.op = comm::ReduceOp::kSum, .stream = stream_});
+    return absl::OkStatus();
+  }
+
+  std::shared_ptr<comm::ProcessGroup> group_;
+  NativeStream stream_;
+  bool overlap_;
+  std::vector<Bucket> buckets_;
+  absl::flat_hash_map<const Parameter*, size_t> bucket_of_;
+  bool sync_ = true;
+  double wait_ms_ = 0;
+};
+
+}  // namespace
+
+absl::Status DdpStrategy::Validate(const StrategyOptions& options,
+                                   const comm::MeshLayout* mesh) const {
+  if (mesh == nullptr) {
+    return FailedPrecondition("ddp without a device mesh", "a job started with a mesh",
+                              "the runtime builds one whenever --strategy is set");
+  }
+  if (!(options.bucket_mb > 0)) {
+    return InvalidArgument(absl::StrCat("bucket_mb=", options.bucket_mb), "bucket_mb > 0");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DdpStrategy::Apply(StrategyContext& ctx) {
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> group,
+                        ctx.mesh->FlatGroup({"dp_replicate", "dp_shard"}));
+  Model& model = ctx.model();
+  // Every replica starts from rank 0's parameters.
+  for (Parameter* p : model.Parameters()) {
+    WEFT_RETURN_IF_ERROR(
+        group->Broadcast(p->value, {.root = 0, .stream = ctx.run->stream})->Wait());
+  }
+  auto participant =
+      std::make_unique<DdpParticipant>(group, ctx.run->stream, ctx.options->overlap);
+  WEFT_RETURN_IF_ERROR(participant->Build(model, ctx.options->bucket_mb, ctx.grad_dtype,
+                                          ctx.run->device, ctx.grad_allocator));
+  ctx.state->participants.push_back(std::move(participant));
+  return absl::OkStatus();
+}
+
+}  // namespace weft

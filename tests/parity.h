@@ -1,0 +1,37 @@
+// Strategy parity harness: the same tiny-GPT job run as one process and as N
+// gloo ranks (forked processes on loopback) must give the same loss at every
+// step and the same parameters at the end.
+#ifndef WEFT_TESTS_PARITY_H_
+#define WEFT_TESTS_PARITY_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "models/gpt/gpt_config.pb.h"
+
+namespace weft::testing {
+
+struct ParityRun {
+  std::vector<double> losses;  // global loss per step
+  std::map<std::string, std::vector<float>> params;  // full values after the last step
+  std::map<std::string, double> memory;  // per-category peak bytes on rank 0
+  std::map<std::string, double> comm;    // bus bytes per op kind per step, rank 0
+};
+
+// One process, no strategy: the reference.
+absl::StatusOr<ParityRun> RunSingleProcess(GptJob job);
+
+// `world` ranks as forked processes sharing a TCP store on loopback; the
+// result is rank 0's view (losses are global, parameters gathered in full).
+absl::StatusOr<ParityRun> RunMultiProcess(GptJob job, int world);
+
+// gtest expectations: per-step relative loss difference <= loss_rtol and
+// max parameter difference (relative to max(1, |x|)) <= param_tol.
+void ExpectParity(const ParityRun& reference, const ParityRun& run, double loss_rtol,
+                  double param_tol, const std::string& label);
+
+}  // namespace weft::testing
+
+#endif  // WEFT_TESTS_PARITY_H_
