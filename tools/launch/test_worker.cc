@@ -1,0 +1,126 @@
+// Scripted worker for launcher_test: `test_worker <mode> [args]`.
+//   env                 print the launcher's variables (stdout) and a stderr line
+//   exit <rank> <code>  that rank exits with <code> after 200 ms; others sleep
+//   stubborn <code>     everyone ignores SIGTERM; rank 0 exits with <code>
+//   sleep               print "ready" and sleep
+//   partial             print a line without a trailing newline
+//   collectives         gloo all_reduce/all_gather/barrier over the env's store
+//   die <rank>          collectives where <rank> is SIGKILLed inside #3
+//   hang <rank>         collectives where <rank> never issues #2
+//   relaunch [args]     MaybeRelaunchSelf, then print rank and remaining args
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "comm/env/init.h"
+#include "core/base/status_macros.h"
+#include "tools/launch/relaunch.h"
+
+namespace {
+
+int Rank() {
+  const char* r = std::getenv("RANK");
+  return r == nullptr ? -1 : std::atoi(r);
+}
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? "<unset>" : v;
+}
+
+absl::Status Collectives(int die_rank, int hang_rank) {
+  using namespace weft;
+  using namespace weft::comm;
+  WEFT_ASSIGN_OR_RETURN(DistributedContext dist,
+                        InitDistributedFromEnv({.timeout = absl::Seconds(3)}));
+  ProcessGroup& pg = *dist.world;
+  WEFT_ASSIGN_OR_RETURN(Tensor t, Tensor::FromFloats({1.0f * pg.rank(), 1.0f}, {2}));
+  WEFT_RETURN_IF_ERROR(pg.AllReduce(t)->Wait());
+  if (pg.rank() == hang_rank) absl::SleepFor(absl::Seconds(30));
+  WEFT_RETURN_IF_ERROR(pg.AllReduce(t)->Wait());
+  auto work = pg.AllReduce(t);
+  if (pg.rank() == die_rank) ::raise(SIGKILL);
+  WEFT_RETURN_IF_ERROR(work->Wait());
+  WEFT_ASSIGN_OR_RETURN(Tensor all, Tensor::Zeros({2 * pg.size()}, DType::kF32));
+  WEFT_RETURN_IF_ERROR(pg.AllGather(t, all)->Wait());
+  WEFT_RETURN_IF_ERROR(pg.Barrier()->Wait());
+  WEFT_ASSIGN_OR_RETURN(std::vector<float> v, t.ToFloats());
+  std::printf("rank %d ok sum=%g count=%g\n", pg.rank(), v[0], v[1]);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (argc < 2) return 2;
+  const std::string mode = argv[1];
+  const int rank = Rank();
+  if (mode == "env") {
+    std::printf("rank=%s local_rank=%s world=%s local_world=%s group_rank=%s master=%s:%s "
+                "launcher_store=%s omp=%s\n",
+                Env("RANK").c_str(), Env("LOCAL_RANK").c_str(), Env("WORLD_SIZE").c_str(),
+                Env("LOCAL_WORLD_SIZE").c_str(), Env("GROUP_RANK").c_str(),
+                Env("MASTER_ADDR").c_str(), Env("MASTER_PORT").c_str(),
+                Env("WEFT_LAUNCHER_STORE").c_str(), Env("OMP_NUM_THREADS").c_str());
+    std::fprintf(stderr, "stderr line from %d\n", rank);
+    return 0;
+  }
+  if (mode == "exit" && argc >= 4) {
+    if (rank == std::atoi(argv[2])) {
+      usleep(200 * 1000);
+      return std::atoi(argv[3]);
+    }
+    sleep(30);
+    return 0;
+  }
+  if (mode == "stubborn" && argc >= 3) {
+    signal(SIGTERM, SIG_IGN);
+    if (rank == 0) {
+      usleep(200 * 1000);
+      return std::atoi(argv[2]);
+    }
+    sleep(30);
+    return 0;
+  }
+  if (mode == "sleep") {
+    std::printf("ready\n");
+    sleep(30);
+    return 0;
+  }
+  if (mode == "partial") {
+    std::printf("no newline at end");
+    std::fflush(stdout);
+    return 0;
+  }
+  if (mode == "collectives" || mode == "die" || mode == "hang") {
+    const int target = argc >= 3 ? std::atoi(argv[2]) : -1;
+    absl::Status s = Collectives(mode == "die" ? target : -1, mode == "hang" ? target : -1);
+    if (!s.ok()) {
+      std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    return 0;
+  }
+  if (mode == "relaunch") {
+    auto relaunch = weft::launch::MaybeRelaunchSelf(&argc, argv);
+    if (!relaunch.ok()) {
+      std::fprintf(stderr, "%s\n", relaunch.status().ToString().c_str());
+      return 2;
+    }
+    if (relaunch->relaunched) {
+      std::printf("launcher done with %d\n", relaunch->exit_code);
+      return relaunch->exit_code;
+    }
+    std::vector<std::string> rest(argv + 1, argv + argc);
+    std::printf("worker rank=%d args=%s\n", rank, absl::StrJoin(rest, " ").c_str());
+    return rank == 1 ? 5 : 0;
+  }
+  std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
+  return 2;
+}
