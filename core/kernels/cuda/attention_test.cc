@@ -3,17 +3,17 @@
 // tile; GPT-2's C = 768 with 12 heads), the bf16 fallback (head size 48),
 // and the f32 simple kernels. Backward must be bitwise reproducible.
 //
-// Tolerances: f32 1e-4. bf16 3e-2 relative to the largest reference value:
+// Tolerances: f32 1e-4. bf16 1e-2 relative to the largest reference value:
 // the flash kernels round P and dS to bf16 before the second product of
-// each pair, which the f32 reference does not. (Set before any hardware run;
-// tighten once measured.)
+// each pair, which the f32 reference does not. Under the CPU emulator
+// (emulation/run.sh) the error is about 3e-3; not yet measured on hardware.
 #include "core/kernels/cuda/parity_util.h"
 #include "gtest/gtest.h"
 
 namespace weft::cuda::testing {
 namespace {
 
-constexpr Tolerance kBf16AttentionTol{3e-2f, 3e-2f};
+constexpr Tolerance kBf16AttentionTol{1e-2f, 1e-2f};
 constexpr Tolerance kBf16LseTol{2e-3f, 2e-3f};
 
 struct Case {

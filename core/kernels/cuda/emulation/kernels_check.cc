@@ -1,0 +1,254 @@
+// Emulated runs of the non-attention kernels against straightforward
+// references; see run.sh.
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+#include "core/kernels/cuda/cross_entropy.h"
+#include "core/kernels/cuda/dropout.h"
+#include "core/kernels/cuda/elementwise.h"
+#include "core/kernels/cuda/embedding.h"
+#include "core/kernels/cuda/layernorm.h"
+#include "core/kernels/cuda/matmul_kernels.h"
+#include "core/kernels/cuda/optimizer.h"
+#include "core/kernels/cuda/reduce.h"
+#include "core/kernels/philox.h"
+#include "core/tensor/cuda/cuda_check.h"
+
+namespace weft {
+absl::Status CudaError(cudaError_t err, const char* expr, const char*, int) {
+  return absl::InternalError(std::string(expr) + " " + std::to_string(int(err)));
+}
+}  // namespace weft
+using namespace weft;
+using namespace weft::cuda;
+
+int bad = 0;
+void Check(const char* what, double err, double tol) {
+  printf("%-40s rel err %.2e %s\n", what, err, err <= tol ? "ok" : "FAIL");
+  if (!(err <= tol)) ++bad;
+}
+std::vector<float> Rand(size_t n, int seed, float s = 1) {
+  std::mt19937 g(seed); std::uniform_real_distribution<float> u(-s, s);
+  std::vector<float> v(n); for (auto& x : v) x = u(g); return v;
+}
+template <typename A, typename B> double Err(const A& got, const B& want) {
+  double sc = 1e-30, e = 0;
+  for (size_t i = 0; i < want.size(); ++i) sc = std::max(sc, std::fabs(double(want[i])));
+  for (size_t i = 0; i < want.size(); ++i) e = std::max(e, std::fabs(double(got[i]) - double(want[i])));
+  return e / sc;
+}
+void ok(const absl::Status& s) { if (!s.ok()) { printf("status: %s\n", std::string(s.message()).c_str()); ++bad; } }
+
+void LayerNorm(int rows, int C) {
+  auto x = Rand(rows * C, 1, 3), w = Rand(C, 2), b = Rand(C, 3), dy = Rand(rows * C, 4);
+  auto a2 = Rand(rows * C, 5);
+  std::vector<double> out(rows * C), mean(rows), rstd(rows), dx(rows * C), dw(C, 0), db(C, 0);
+  for (int r = 0; r < rows; ++r) {
+    double m = 0; for (int i = 0; i < C; ++i) m += x[r * C + i]; m /= C;
+    double v = 0; for (int i = 0; i < C; ++i) v += (x[r * C + i] - m) * (x[r * C + i] - m); v /= C;
+    double s = 1 / std::sqrt(v + 1e-5); mean[r] = m; rstd[r] = s;
+    double s1 = 0, s2 = 0;
+    for (int i = 0; i < C; ++i) {
+      double xh = (x[r * C + i] - m) * s; out[r * C + i] = xh * w[i] + b[i];
+      double dyw = dy[r * C + i] * w[i]; s1 += dyw; s2 += dyw * xh;
+      dw[i] += dy[r * C + i] * xh; db[i] += dy[r * C + i];
+    }
+    s1 /= C; s2 /= C;
+    for (int i = 0; i < C; ++i) {
+      double xh = (x[r * C + i] - m) * s;
+      dx[r * C + i] = 0.5 + (dy[r * C + i] * w[i] - s1 - xh * s2) * s;  // accumulate onto 0.5
+    }
+  }
+  std::vector<float> go(rows * C), gm(rows), gr(rows);
+  ok(LaunchLayerNormForward(go.data(), gm.data(), gr.data(), x.data(), w.data(), b.data(), DType::kF32, rows, C, 1e-5f, nullptr));
+  char name[80]; snprintf(name, 80, "layernorm fwd %dx%d", rows, C);
+  Check(name, std::max({Err(go, out), Err(gm, mean), Err(gr, rstd)}), 1e-5);
+  // Residual: x = a2 + (x - a2).
+  std::vector<float> bpart(rows * C), res(rows * C), ro(rows * C);
+  for (int i = 0; i < rows * C; ++i) bpart[i] = x[i] - a2[i];
+  ok(LaunchResidualLayerNormForward(res.data(), ro.data(), gm.data(), gr.data(), a2.data(), bpart.data(), w.data(), b.data(), DType::kF32, rows, C, 1e-5f, nullptr));
+  Check("residual layernorm fwd", std::max(Err(ro, out), Err(res, x)), 1e-5);
+  std::vector<float> gdx(rows * C, 0.5f), gdw(C, 0), gdb(C, 0), mf(mean.begin(), mean.end()), rf(rstd.begin(), rstd.end());
+  std::vector<float> scratch(LayerNormBackwardScratchFloats(rows, C));
+  ok(LaunchLayerNormBackward(gdx.data(), gdw.data(), gdb.data(), DType::kF32, dy.data(), x.data(), w.data(), mf.data(), rf.data(), DType::kF32, rows, C, true, scratch.data(), nullptr));
+  Check("layernorm bwd dx", Err(gdx, dx), 1e-5);
+  Check("layernorm bwd dweight/dbias", std::max(Err(gdw, dw), Err(gdb, db)), 1e-5);
+}
+
+void ColumnSum(int rows, int cols) {
+  auto dy = Rand(rows * cols, 7);
+  std::vector<double> want(cols, 1.0);
+  for (int r = 0; r < rows; ++r) for (int c = 0; c < cols; ++c) want[c] += dy[r * cols + c];
+  std::vector<float> got(cols, 1.0f), scratch(ColumnSumScratchFloats(rows, cols));
+  ok(LaunchColumnSum(got.data(), DType::kF32, dy.data(), DType::kF32, rows, cols, scratch.data(), nullptr));
+  Check("column sum", Err(got, want), 1e-5);
+}
+
+void CrossEntropy(int rows, int V, int Vp, bool bf) {
+  auto z = Rand(rows * Vp, 8, 4);
+  std::vector<int> tg(rows); for (int r = 0; r < rows; ++r) tg[r] = (r * 7919) % V;
+  tg[rows / 2] = -1;
+  std::vector<double> loss(rows, 0), grad(rows * Vp, 0);
+  for (int r = 0; r < rows; ++r) {
+    if (tg[r] < 0) continue;
+    double m = -1e300; for (int j = 0; j < V; ++j) m = std::max(m, double(z[r * Vp + j]));
+    double s = 0; for (int j = 0; j < V; ++j) s += std::exp(z[r * Vp + j] - m);
+    double lse = m + std::log(s); loss[r] = lse - z[r * Vp + tg[r]];
+    for (int j = 0; j < V; ++j) grad[r * Vp + j] = 0.25 * (std::exp(z[r * Vp + j] - lse) - (j == tg[r]));
+  }
+  std::vector<float> gl(rows);
+  std::vector<int32_t> t32(tg.begin(), tg.end());
+  if (!bf) {
+    std::vector<float> g = z;
+    ok(LaunchCrossEntropy(gl.data(), g.data(), DType::kF32, t32.data(), rows, V, Vp, 0.25f, true, nullptr));
+    std::vector<double> gr_nt, want_nt;  // non-target entries
+    for (int r = 0; r < rows; ++r) for (int j = 0; j < Vp; ++j) if (j != tg[r]) { gr_nt.push_back(g[r*Vp+j]); want_nt.push_back(grad[r*Vp+j]); }
+    Check("cross entropy f32 loss/grad", std::max({Err(gl, loss), Err(g, grad), Err(gr_nt, want_nt)}), 1e-5);
+  } else {
+    std::vector<__nv_bfloat16> g(z.size());
+    for (size_t i = 0; i < z.size(); ++i) g[i] = __float2bfloat16_rn(z[i]);
+    ok(LaunchCrossEntropy(gl.data(), g.data(), DType::kBF16, t32.data(), rows, V, Vp, 0.25f, false, nullptr));
+    Check("cross entropy bf16 loss (no grad)", Err(gl, loss), 2e-2);
+  }
+}
+
+void Reductions() {
+  std::vector<std::vector<float>> ts; std::vector<ReduceInput> in; double want = 0;
+  for (int i = 0; i < 150; ++i) {
+    int n = i % 7 == 0 ? 0 : (i * 977) % 9000 + 1;
+    ts.push_back(Rand(n, 100 + i));
+  }
+  for (auto& t : ts) { in.push_back({t.data(), DType::kF32, (int64_t)t.size()}); for (float v : t) want += double(v) * v; }
+  std::vector<float> scratch(SumSquaresScratchFloats(in)); float out = 7;
+  ok(LaunchSumSquares(&out, in, scratch.data(), nullptr));
+  Check("sum squares (150 tensors)", std::fabs(out - want) / want, 1e-5);
+  auto x = Rand(100003, 9); double s = 0.5; for (float v : x) s += v;
+  std::vector<float> sc(SumScratchFloats(x.size())); float o = 0.5f;
+  ok(LaunchSum(&o, x.data(), DType::kF32, x.size(), true, sc.data(), nullptr));
+  Check("sum (accumulate)", std::fabs(o - s) / std::max(1.0, std::fabs(s)), 1e-5);
+}
+
+void Optimizers() {
+  std::vector<std::vector<float>> w, g, m, v; std::vector<std::vector<__nv_bfloat16>> p;
+  std::vector<OptimizerTensor> ts;
+  int segs = 70;
+  for (int i = 0; i < segs; ++i) {
+    int n = i % 9 == 4 ? 0 : (i * 1237) % 9000 + 1;
+    w.push_back(Rand(n, 1000 + i)); g.push_back(Rand(n, 2000 + i, 0.5f));
+    m.push_back(std::vector<float>(n, 0)); v.push_back(std::vector<float>(n, 0)); p.push_back(std::vector<__nv_bfloat16>(n));
+  }
+  auto w0 = w;
+  for (int i = 0; i < segs; ++i) {
+    OptimizerTensor t; t.master = w[i].data(); t.param = p[i].data(); t.param_dtype = DType::kBF16;
+    t.grad = g[i].data(); t.exp_avg = m[i].data(); t.exp_avg_sq = v[i].data(); t.n = w[i].size(); t.weight_decay = i % 4 != 0;
+    ts.push_back(t);
+  }
+  float nsq = 40.0f;
+  AdamWConfig c{1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 2.0f, 1 - 0.9f, 1 - 0.95f, &nsq};
+  ok(LaunchAdamW(ts, c, nullptr));
+  double e = 0; bool param_ok = true;
+  const float clip = std::min(1.0f, 2.0f / (std::sqrt(40.0f) + 1e-6f));
+  for (int i = 0; i < segs; ++i) for (size_t k = 0; k < w[i].size(); ++k) {
+    float gg = g[i][k] * (0.5f * clip);
+    float mm = 0.1f * gg, vv = 0.05f * gg * gg;
+    float mh = mm / 0.1f, vh = vv / 0.05f;
+    float ww = w0[i][k];
+    ww -= 1e-2f * (mh / (std::sqrt(vh) + 1e-8f) + (i % 4 != 0 ? 0.1f : 0.f) * ww);
+    e = std::max(e, std::fabs(double(ww) - w[i][k]));
+    e = std::max(e, std::fabs(double(mm) - m[i][k]) + std::fabs(double(vv) - v[i][k]));
+    if (__bfloat162float(p[i][k]) != __bfloat162float(__float2bfloat16_rn(w[i][k]))) param_ok = false;
+  }
+  Check("adamw (70 segments, clipped)", e, 1e-6);
+  Check("adamw bf16 param copy", param_ok ? 0 : 1, 0);
+}
+
+void Sgd() {
+  const int n = 5000;
+  auto w = Rand(n, 21), g = Rand(n, 22), buf = Rand(n, 23, 0.1f);
+  auto w0 = w, buf0 = buf;
+  std::vector<float> p(n);
+  OptimizerTensor t;
+  t.master = w.data(); t.param = p.data(); t.param_dtype = DType::kF32;
+  t.grad = g.data(); t.exp_avg = buf.data(); t.n = n; t.weight_decay = true;
+  SgdConfig c{0.05f, 0.9f, 0.01f, 2.0f, 0.0f, true, nullptr};
+  std::vector<OptimizerTensor> ts{t};
+  ok(LaunchSgd(ts, c, nullptr));
+  double e = 0;
+  for (int i = 0; i < n; ++i) {
+    float gg = g[i] * 2.0f + 0.01f * w0[i];
+    float b = 0.9f * buf0[i] + gg;
+    float ww = w0[i] - 0.05f * (gg + 0.9f * b);
+    e = std::max({e, (double)std::fabs(ww - w[i]), (double)std::fabs(b - buf[i]), (double)std::fabs(p[i] - w[i])});
+  }
+  Check("sgd nesterov", e, 1e-6);
+}
+
+void Dropout() {
+  int n = 1001; auto x = Rand(n, 11); std::vector<float> y(n);
+  ok(LaunchDropout(y.data(), x.data(), DType::kF32, n, 0.3f, 99, 5, nullptr));
+  double e = 0; const float ks = 1.0f / (1.0f - 0.3f);
+  for (int i = 0; i < n; ++i) e = std::max(e, (double)std::fabs(y[i] - (DropoutKeep(99, 5 + i, 0.3f) ? x[i] * ks : 0.f)));
+  Check("dropout f32 bitwise", e, 0);
+  std::vector<float> x8 = Rand(1024, 12), y8(1024);
+  ok(LaunchDropout(y8.data(), x8.data(), DType::kF32, 1024, 0.5f, 7, 0, nullptr));
+  e = 0; for (int i = 0; i < 1024; ++i) e = std::max(e, (double)std::fabs(y8[i] - (DropoutKeep(7, i, 0.5f) ? x8[i] * 2.0f : 0.f)));
+  Check("dropout f32 vector path bitwise", e, 0);
+}
+
+void Gelu() {
+  int n = 1024; auto x = Rand(n, 13, 4); std::vector<float> y(n), dx(n); auto dy = Rand(n, 14);
+  ok(LaunchGeluForward(y.data(), x.data(), DType::kF32, n, nullptr));
+  ok(LaunchGeluBackward(dx.data(), dy.data(), x.data(), DType::kF32, n, nullptr));
+  double e = 0;
+  for (int i = 0; i < n; ++i) {
+    double xx = x[i], u = 0.7978845608028654 * (xx + 0.044715 * xx * xx * xx), t = std::tanh(u);
+    double gl = 0.5 * xx * (1 + t), gg = 0.5 * (1 + t) + 0.5 * xx * (1 - t * t) * 0.7978845608028654 * (1 + 3 * 0.044715 * xx * xx);
+    e = std::max({e, std::fabs(y[i] - gl) / 4, std::fabs(dx[i] - dy[i] * gg)});
+  }
+  Check("gelu fwd/bwd", e, 1e-5);
+}
+
+void Embedding() {
+  for (int C : {768, 13}) {
+    const int B = 3, T = 37, V = 50, maxT = 64;
+    std::mt19937 g(1); std::uniform_real_distribution<float> u(-1, 1);
+    std::vector<float> wte(V * C), wpe(maxT * C), dout(B * T * C);
+    for (auto& x : wte) x = u(g); for (auto& x : wpe) x = u(g); for (auto& x : dout) x = u(g);
+    std::vector<int32_t> tok(B * T); for (int i = 0; i < B * T; ++i) tok[i] = int(u(g) * u(g) * V + V) % V;
+    tok[5] = V + 3;  // invalid
+    std::vector<float> out(B * T * C);
+    auto st = LaunchEmbeddingForward(out.data(), tok.data(), wte.data(), wpe.data(), DType::kF32, B, T, C, V, nullptr);
+    double e = 0;
+    for (int i = 0; i < B * T; ++i) for (int c = 0; c < C; ++c) {
+      if (i == 5) { if (!std::isnan(out[i * C + c])) e = 1; continue; }
+      e = std::max(e, (double)std::fabs(out[i * C + c] - (wte[tok[i] * C + c] + wpe[(i % T) * C + c])));
+    }
+    printf("embedding fwd C=%d err %.2e\n", C, e); bad += e > 0 ? 1 : 0;
+    std::vector<float> dwte(V * C, 0.25f), dwpe(maxT * C, 0.5f);
+    std::vector<double> rwte(V * C, 0.25), rwpe(maxT * C, 0.5);
+    for (int i = 0; i < B * T; ++i) for (int c = 0; c < C; ++c) {
+      if (i != 5) rwte[tok[i] * C + c] += dout[i * C + c];
+      rwpe[(i % T) * C + c] += dout[i * C + c];
+    }
+    size_t bytes = *EmbeddingBackwardScratchBytes(B * T, V);
+    std::vector<char> scratch(bytes + 256);
+    char* s = scratch.data() + (256 - reinterpret_cast<uintptr_t>(scratch.data()) % 256) % 256;
+    st = LaunchEmbeddingBackward(dwte.data(), dwpe.data(), DType::kF32, dout.data(), DType::kF32, tok.data(), B, T, C, V, s, bytes, nullptr);
+    if (!st.ok()) { printf("%s\n", std::string(st.message()).c_str()); ++bad; return; }
+    e = 0;
+    for (int i = 0; i < V * C; ++i) e = std::max(e, std::fabs(dwte[i] - rwte[i]));
+    for (int i = 0; i < maxT * C; ++i) e = std::max(e, std::fabs(dwpe[i] - rwpe[i]));
+    printf("embedding bwd C=%d err %.2e\n", C, e); bad += e > 1e-5;
+  }
+}
+
+int main() {
+  LayerNorm(37, 13); LayerNorm(20, 768); LayerNorm(9, 96);
+  ColumnSum(300, 37); ColumnSum(1000, 64);
+  CrossEntropy(4, 65, 128, false); CrossEntropy(3, 13, 13, false); CrossEntropy(2, 50257, 50304, false);
+  CrossEntropy(3, 50257, 50304, true);
+  Reductions(); Optimizers(); Sgd(); Dropout(); Gelu(); Embedding();
+  printf(bad ? "FAILURES: %d\n" : "all ok\n", bad);
+  return bad;
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs the CUDA kernels' real source on the CPU under a small emulator and
+# checks them against double-precision references: a way to validate
+# indexing, masking, fragment layouts and reductions on a machine without a
+# GPU. It proves nothing about real hardware (timing, races the barrier
+# emulation hides, shared-memory limits, cuBLASLt), so the gpu-tagged tests
+# still decide. Needs g++ >= 12, python3, Debian's absl and the CUDA headers.
+#
+#   core/kernels/cuda/emulation/run.sh      (from the repository root)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../../../.." && pwd)"
+here="$root/core/kernels/cuda/emulation"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cuda="${CUDA_PATH:-/usr/local/cuda}"
+python3 "$here/transform.py" "$root/core/kernels/cuda" "$work/core/kernels/cuda"
+flags=(-std=c++20 -O1 -w -include "$here/prelude.h" -I"$work" -I"$root" -I"$cuda/include")
+libs=(-labsl_status -labsl_statusor -labsl_strings -labsl_cord -labsl_str_format_internal -pthread)
+objs=()
+for f in attention_flash_fwd attention_flash_bwd attention_simple layernorm matmul_kernels \
+         cross_entropy reduce optimizer dropout elementwise embedding; do
+  g++ "${flags[@]}" -x c++ -c "$work/core/kernels/cuda/$f.cu" -o "$work/$f.o"
+  objs+=("$work/$f.o")
+done
+g++ -std=c++20 -O1 -I"$root" -c "$root/core/base/errors.cc" -o "$work/errors.o"
+for check in attention_check kernels_check; do
+  g++ "${flags[@]}" -c "$here/$check.cc" -o "$work/$check.o"
+  g++ -o "$work/$check" "$work/$check.o" "${objs[@]}" "$work/errors.o" "${libs[@]}"
+  echo "== $check"
+  "$work/$check"
+done
