@@ -20,6 +20,12 @@ using testing::MakeTensor;
 class NcclTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // `bazel test //comm/...` on a machine without a GPU: skip, saying why.
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess || count == 0) {
+      GTEST_SKIP() << "no usable GPU here (" << cudaGetErrorString(err) << ")";
+    }
     auto pg = CreateProcessGroup("nccl", std::make_shared<HashStore>(), 0, 1,
                                  {.name = "nccl_test", .timeout = absl::Seconds(30),
                                   .nccl = {.device = 0}});
