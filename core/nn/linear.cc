@@ -69,13 +69,16 @@ absl::StatusOr<Tensor> Linear::Backward(RunContext& ctx, const Tensor& dy) {
   // dx = dpre . W, or, fused, d(producer pre-activation) = (dpre . W) * gelu'(pre).
   WEFT_ASSIGN_OR_RETURN(Tensor dx, ctx.Empty({m, in_}, ctx.compute_dtype));
   GemmArgs g{.out = dx, .a = dpre, .b = weight_->value};
-  if (fuse_into_ != nullptr) {
+  // Fuse only when the producer's bias gradient is resident: sharding
+  // strategies allocate a layer's gradients just before its own backward.
+  if (fuse_into_ != nullptr && fuse_into_->bias_->grad.defined()) {
     g.epilogue = Epilogue::kDGelu;
     g.aux = fuse_into_->pre_;
     g.bias_grad = fuse_into_->bias_->grad;
     fuse_into_->dy_is_preactivation_ = true;
     fuse_into_ = nullptr;
   }
+  fuse_into_ = nullptr;
   WEFT_RETURN_IF_ERROR(ctx.ops->Gemm(ctx.kernel(), g));
   Shape in_shape = out_shape_;
   in_shape.back() = in_;

@@ -10,7 +10,9 @@ LmHead::LmHead(int64_t vocab_rows, int64_t channels, float init_std)
   weight_ = RegisterParameter("weight", {vocab_rows, channels}, InitSpec::Normal(init_std), true);
 }
 
-LmHead::LmHead(Parameter* table) : Module("LmHead"), weight_(table), tied_(true) {}
+LmHead::LmHead(Parameter* table) : Module("LmHead"), weight_(table), tied_(true) {
+  table->MarkShared();
+}
 
 absl::StatusOr<Tensor> LmHead::Forward(RunContext& ctx, const Tensor& h) {
   const int64_t c = weight_->shape()[1];

@@ -54,6 +54,11 @@ class Parameter {
   int64_t numel() const { return NumElements(shape_); }
   const InitSpec& init() const { return init_; }
   bool weight_decay() const { return weight_decay_; }
+  // True when modules other than the owner read this parameter (a tied
+  // embedding): its gradient is final only after the owner's backward, and
+  // sharding strategies must keep it gathered across the whole step.
+  bool shared() const { return shared_; }
+  void MarkShared() { shared_ = true; }
 
   Tensor value;  // what Forward reads (compute dtype); may be a view or a shard
   Tensor grad;   // accumulated by Backward (grad dtype)
@@ -65,6 +70,7 @@ class Parameter {
   Shape shape_;
   InitSpec init_;
   bool weight_decay_;
+  bool shared_ = false;
 };
 
 // Fills elements [offset, offset + out.numel()) of `param`'s flattened

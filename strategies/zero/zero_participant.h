@@ -1,0 +1,54 @@
+// ZeroParticipant: the step schedule of ZeRO stages 1-3 over ShardedGroups
+// (see zero.h for what each stage keeps and when it communicates).
+#ifndef WEFT_STRATEGIES_ZERO_ZERO_PARTICIPANT_H_
+#define WEFT_STRATEGIES_ZERO_ZERO_PARTICIPANT_H_
+
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "core/parallel/sharded_group.h"
+#include "core/parallel/strategy.h"
+
+namespace weft {
+
+class ZeroParticipant : public StepParticipant {
+ public:
+  ZeroParticipant(int stage, std::shared_ptr<comm::ProcessGroup> group, NativeStream stream)
+      : stage_(stage), group_(std::move(group)), stream_(stream) {}
+
+  absl::Status Build(StrategyContext& ctx);
+
+  absl::Status ZeroGrad() override;
+  absl::Status BeforeMicroStep(int micro, int num_micro) override;
+  absl::Status FinishGradients() override;
+  std::optional<std::vector<OptimTarget>> OptimizerTargets() override;
+  absl::Status ReduceGradNormSq(Tensor& norm_sq) override;
+  absl::Status AfterOptimizerStep() override;
+
+  absl::StatusOr<Tensor> FullValue(Parameter& p);
+
+ private:
+  absl::Status AddGroup(const std::string& name, std::vector<Parameter*> params,
+                        StrategyContext& ctx);
+  void InstallHooks(Model& model);
+  absl::Status OnPreBackward(Module& m);
+  absl::Status OnPostBackward(Module& m);
+  absl::Status LaunchReduce(size_t g);
+  absl::Status DrainReduces(size_t keep_in_flight);
+
+  const int stage_;
+  std::shared_ptr<comm::ProcessGroup> group_;
+  NativeStream stream_;
+  std::vector<std::unique_ptr<ShardedGroup>> groups_;
+  std::vector<int> pending_;    // params of each group whose owner has not finished backward
+  std::vector<bool> resident_;  // stage 3: gathered for the whole step (shared/root params)
+  absl::flat_hash_map<const Parameter*, size_t> group_of_;
+  absl::flat_hash_map<const Module*, std::vector<size_t>> groups_of_module_;  // stage 3
+  std::deque<size_t> in_flight_;  // reduce-scatters not finished yet
+};
+
+}  // namespace weft
+
+#endif  // WEFT_STRATEGIES_ZERO_ZERO_PARTICIPANT_H_
