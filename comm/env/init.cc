@@ -6,6 +6,7 @@
 #include "comm/process_group/registry.h"
 #include "comm/store/hash_store.h"
 #include "comm/store/tcp_store.h"
+#include "comm/util/socket.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 
@@ -42,7 +43,10 @@ absl::StatusOr<DistributedContext> InitDistributed(const DistributedEnv& env,
   ProcessGroupOptions group = options.group;
   if (group.timeout == ProcessGroupOptions().timeout) group.timeout = options.timeout;
   if (group.gloo.hostname.empty() && group.gloo.iface.empty()) {
-    group.gloo.hostname = env.multi_node() ? HostName() : "127.0.0.1";
+    // Ranks on other hosts must reach ours; a loopback master means every
+    // rank runs on this host (e.g. several launchers simulating nodes).
+    group.gloo.hostname =
+        env.multi_node() && !IsLoopbackHost(env.master_addr) ? HostName() : "127.0.0.1";
   }
   if (group.nccl.device < 0) group.nccl.device = env.local_rank;
   auto world = CreateProcessGroup(options.backend, ctx.store, env.rank, env.world_size, group);

@@ -45,11 +45,6 @@ absl::Status LaunchOptions::Validate() const {
                            "the same port on every node",
                            "pick a free port on the master node, e.g. --master_port=29500");
   }
-  if (nnodes > 1 && master_addr == "127.0.0.1") {
-    return InvalidArgument("--master_addr is 127.0.0.1 with --nnodes > 1",
-                           "an address of node 0 that every node can reach",
-                           "pass node 0's hostname, e.g. --master_addr=$(hostname) on node 0");
-  }
   if (teardown_grace < absl::ZeroDuration()) {
     return InvalidArgument("a negative --teardown_grace_s", "seconds >= 0");
   }

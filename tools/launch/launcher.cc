@@ -340,6 +340,10 @@ absl::StatusOr<int> Launch(const LaunchOptions& options, const std::vector<std::
     port = *free_port;  // rank 0 binds it; a tiny race with other programs
   }
 
+  if (options.nnodes > 1 && comm::IsLoopbackHost(options.master_addr)) {
+    Note("--nnodes > 1 with a loopback --master_addr: every \"node\" must be this host; on a "
+         "cluster pass node 0's hostname");
+  }
   SignalRelay relay;
   std::map<std::string, std::string> env = BaseEnvironment(options, port);
   if (options.nproc_per_node > 1 && env.find("OMP_NUM_THREADS") == env.end()) {

@@ -1,7 +1,9 @@
 // The launcher binary end to end, driving test_worker: environment, output
 // modes, exit codes, teardown, signals, collectives over the launcher's
 // store, and a job that loses a rank.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -11,6 +13,7 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -199,6 +202,37 @@ TEST(LauncherTest, AMissingRankTimesOutWithTheRichError) {
   EXPECT_TRUE(absl::StrContains(r.err, "DEADLINE_EXCEEDED: all_reduce #2 (sum, f32[2] = 8 B) on "
                                        "group 'world'"))
       << r.err;
+}
+
+// Two launchers on this host play two nodes of 2 workers each: node 0 hosts
+// the store, global ranks follow the node rank.
+TEST(LauncherTest, TwoNodesOnOneHost) {
+  int port = 0;
+  {
+    // A free port for the job's store (node 0 binds it right after).
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    socklen_t len = sizeof(addr);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    port = ntohs(addr.sin_port);
+    ::close(fd);
+  }
+  auto node = [&](int node_rank) {
+    return Launch({"--nproc_per_node=2", "--nnodes=2", absl::StrCat("--node_rank=", node_rank),
+                   "--master_addr=127.0.0.1", absl::StrCat("--master_port=", port)},
+                  {"collectives"});
+  };
+  Result node1;
+  std::thread second([&] { node1 = RunCommand(node(1)); });
+  Result node0 = RunCommand(node(0));
+  second.join();
+  ASSERT_EQ(node0.exit_code, 0) << node0.err;
+  ASSERT_EQ(node1.exit_code, 0) << node1.err;
+  EXPECT_TRUE(absl::StrContains(node0.out, "[rank 1] rank 1 ok sum=96 count=64")) << node0.out;
+  EXPECT_TRUE(absl::StrContains(node1.out, "[rank 3] rank 3 ok sum=96 count=64")) << node1.out;
 }
 
 TEST(LauncherTest, ProgramsRelaunchThemselvesWithNprocPerNode) {
