@@ -94,6 +94,11 @@ TEST_P(GlooCollectivesTest, ReduceScatterGivesEachRankItsReducedBlock) {
           WEFT_ASSIGN_OR_RETURN(Tensor output, Tensor::Zeros({block}, dtype));
           WEFT_RETURN_IF_ERROR(pg.ReduceScatter(input, output, {.op = op})->Wait());
           WEFT_RETURN_IF_ERROR(ExpectTensor(output, want, absl::StrCat("reduce_scatter block ", block)));
+          // In place: the output is this rank's block of the input.
+          WEFT_ASSIGN_OR_RETURN(Tensor again, MakeTensor(dtype, in));
+          Tensor own = again.Slice(0, rank * block, (rank + 1) * block);
+          WEFT_RETURN_IF_ERROR(pg.ReduceScatter(again, own, {.op = op})->Wait());
+          WEFT_RETURN_IF_ERROR(ExpectTensor(own, want, "in-place reduce_scatter"));
         }
       }
     }
@@ -194,6 +199,8 @@ TEST_P(GlooCollectivesTest, AllToAllEvenBlocks) {
         WEFT_ASSIGN_OR_RETURN(Tensor output, Tensor::Zeros({n * block}, input.dtype()));
         WEFT_RETURN_IF_ERROR(pg.AllToAll(input, output)->Wait());
         WEFT_RETURN_IF_ERROR(ExpectTensor(output, want, absl::StrCat("all_to_all block ", block)));
+        WEFT_RETURN_IF_ERROR(pg.AllToAll(input, input)->Wait());  // in place
+        WEFT_RETURN_IF_ERROR(ExpectTensor(input, want, "in-place all_to_all"));
       }
     }
     return absl::OkStatus();

@@ -71,30 +71,35 @@ class ProcessGroup {
   const std::string& description() const { return description_; }
 
   // Reduces `tensor` across ranks in place; every rank gets the result.
+  // Collective. Reads and overwrites `tensor`: leave it alone until Wait.
   std::shared_ptr<Work> AllReduce(const Tensor& tensor, const AllReduceOptions& options = {});
 
   // `input` holds size() equal blocks in rank order; rank r's `output`
   // receives the reduction of every rank's block r.
-  // input.numel() == size() * output.numel(), same dtype.
+  // input.numel() == size() * output.numel(), same dtype. Collective.
+  // Reads `input`, writes `output` (which may be this rank's block of `input`).
   std::shared_ptr<Work> ReduceScatter(const Tensor& input, const Tensor& output,
                                       const ReduceScatterOptions& options = {});
 
   // Concatenates every rank's `input` in rank order into `output`
-  // (output.numel() == size() * input.numel(), same dtype).
+  // (output.numel() == size() * input.numel(), same dtype). Collective.
+  // `input` may be this rank's block of `output` (in-place all-gather).
   std::shared_ptr<Work> AllGather(const Tensor& input, const Tensor& output,
                                   const AllGatherOptions& options = {});
 
   // Rank r's `input` lands in outputs[r] on every rank. outputs.size() ==
   // size(); sizes may differ per rank (uneven all_gather) but must agree
-  // across ranks, and outputs[rank()].numel() == input.numel().
+  // across ranks, and outputs[rank()].numel() == input.numel(). Collective.
   std::shared_ptr<Work> AllGather(const Tensor& input, absl::Span<const Tensor> outputs,
                                   const AllGatherOptions& options = {});
 
-  // Copies the root's `tensor` into every other rank's `tensor`.
+  // Copies the root's `tensor` into every other rank's `tensor`. Collective.
+  // The root only reads it; the others have it overwritten.
   std::shared_ptr<Work> Broadcast(const Tensor& tensor, const BroadcastOptions& options = {});
 
   // Splits `input` into size() equal blocks; block j goes to rank j, and
   // block i of `output` comes from rank i. Same numel, divisible by size().
+  // Collective. `input` and `output` may be the same tensor.
   std::shared_ptr<Work> AllToAll(const Tensor& input, const Tensor& output,
                                  const AllToAllOptions& options = {});
 
@@ -102,7 +107,7 @@ class ProcessGroup {
   // go to rank j; output_splits[i] rows of `output` come from rank i. Splits
   // sum to the tensors' dim 0, rows have equal size in input and output, and
   // rank i's output_splits[j] must equal rank j's input_splits[i]. Empty
-  // splits mean equal blocks.
+  // splits mean equal blocks. Collective; `input` may alias `output`.
   std::shared_ptr<Work> AllToAllV(const Tensor& input, absl::Span<const int64_t> input_splits,
                                   const Tensor& output, absl::Span<const int64_t> output_splits,
                                   const AllToAllOptions& options = {});
@@ -111,6 +116,9 @@ class ProcessGroup {
   // so a Send waits for the matching Recv: for exchanges where both sides
   // send and receive (ring passes, pipeline stages), use BatchSendRecv,
   // which runs all its legs concurrently and completes when all are done.
+  // Only the two ends take part; they must issue their halves in the same
+  // order relative to their other point-to-point ops. A send's tensor is only
+  // read, a recv's overwritten (sizes must match the peer's).
   std::shared_ptr<Work> Send(const Tensor& tensor, int dst, const P2POptions& options = {});
   std::shared_ptr<Work> Recv(const Tensor& tensor, int src, const P2POptions& options = {});
   std::shared_ptr<Work> BatchSendRecv(absl::Span<const P2POp> ops,
