@@ -1,7 +1,7 @@
 // CPU-vs-CUDA parity for Gemm (every transpose, every epilogue, accumulate,
 // f32 and bf16, odd shapes that force the unfused fallback) and BiasGrad.
-// Tolerances (parity_util.h): f32 1e-4, bf16 2e-2 relative to the largest
-// reference value, since K-long dot products round differently.
+// Tolerances (parity_util.h): f32 outputs 1e-4 (also from bf16 inputs),
+// bf16 outputs 2e-2, relative to the largest reference value.
 #include <utility>
 
 #include "core/kernels/cuda/parity_util.h"
@@ -67,7 +67,9 @@ void CheckGemm(const Case& c, DType ab, DType out_dtype, Epilogue epi, bool accu
   ASSERT_TRUE(CpuOps().Gemm(kCpuCtx, cpu).ok());
   const absl::Status st = GpuOps().Gemm(GpuCtx(), gpu);
   ASSERT_TRUE(st.ok()) << st;
-  const Tolerance tol = TolFor(out_dtype == DType::kBF16 ? DType::kBF16 : ab, true);
+  // The CPU sees the GPU's (rounded) inputs, so only output rounding and
+  // summation order differ: f32 outputs hold to 1e-4 even from bf16 inputs.
+  const Tolerance tol = TolFor(out_dtype, true);
   EXPECT_TRUE(Close(Floats(gpu.out), Floats(cpu.out), tol)) << "out";
   if (epi == Epilogue::kBiasGelu) {
     EXPECT_TRUE(Close(Floats(gpu.aux), Floats(cpu.aux), tol)) << "aux";
