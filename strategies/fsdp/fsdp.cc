@@ -1,0 +1,62 @@
+#include "strategies/fsdp/fsdp.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "strategies/fsdp/fsdp_participant.h"
+
+namespace weft {
+
+absl::Status FsdpStrategy::Validate(const StrategyOptions& options,
+                                    const comm::MeshLayout* mesh) const {
+  if (mesh == nullptr) {
+    return FailedPrecondition("fsdp without a device mesh", "a job started with a mesh");
+  }
+  absl::StatusOr<int> shard = mesh->AxisSize("dp_shard");
+  if (!shard.ok()) {
+    return FailedPrecondition("fsdp on mesh " + mesh->ToString() + ", which has no dp_shard axis",
+                              "a mesh with a dp_shard axis to shard parameters over",
+                              "add a dp_shard axis, or use ddp for pure replication");
+  }
+  if (*shard == 1 && mesh->world_size() > 1) {
+    return FailedPrecondition(
+        absl::StrCat("fsdp on mesh ", mesh->ToString(), ": the dp_shard axis has size 1"),
+        "dp_shard > 1 when the job has several ranks",
+        "lower --dp_replicate (or raise --dp_shard); ddp is the strategy for pure replication");
+  }
+  if (!options.reduce_dtype.empty() && options.reduce_dtype != "f32" &&
+      options.reduce_dtype != "bf16") {
+    return InvalidArgument("reduce_dtype=" + options.reduce_dtype, "f32 or bf16");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FsdpStrategy::Apply(StrategyContext& ctx) {
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> shard, ctx.mesh->Group("dp_shard"));
+  std::shared_ptr<comm::ProcessGroup> replicate;
+  if (ctx.mesh->AxisSize("dp_replicate").value_or(1) > 1) {
+    WEFT_ASSIGN_OR_RETURN(replicate, ctx.mesh->Group("dp_replicate"));
+  }
+  FsdpParticipant::Config config;
+  auto wrap = ctx.options->extra.find("fsdp_wrap");
+  const std::string wrap_types = wrap == ctx.options->extra.end() ? "TransformerBlock" : wrap->second;
+  for (absl::string_view t : absl::StrSplit(wrap_types, '|', absl::SkipEmpty())) {
+    config.wrap_types.insert(std::string(t));
+  }
+  config.reshard_after_forward = ctx.options->reshard_after_forward;
+  config.grad_dtype = ctx.grad_dtype;
+  config.reduce_dtype = ctx.grad_dtype;
+  if (!ctx.options->reduce_dtype.empty()) {
+    WEFT_ASSIGN_OR_RETURN(config.reduce_dtype, ParseDType(ctx.options->reduce_dtype));
+  }
+  auto participant = std::make_unique<FsdpParticipant>(std::move(config), shard, replicate,
+                                                       ctx.run->stream);
+  WEFT_RETURN_IF_ERROR(participant->Build(ctx));
+  FsdpParticipant* raw = participant.get();
+  ctx.state->full_value = [raw](Parameter& p) { return raw->FullValue(p); };
+  ctx.state->participants.push_back(std::move(participant));
+  return absl::OkStatus();
+}
+
+}  // namespace weft

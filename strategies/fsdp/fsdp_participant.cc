@@ -1,0 +1,197 @@
+#include "strategies/fsdp/fsdp_participant.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+
+namespace weft {
+namespace {
+
+constexpr size_t kMaxReducesInFlight = 2;
+
+void Collect(Module& m, std::vector<Parameter*>* out) {
+  for (Parameter* p : m.Parameters()) out->push_back(p);
+}
+
+}  // namespace
+
+absl::Status FsdpParticipant::AddUnit(const std::string& name, std::vector<Parameter*> params,
+                                      StrategyContext& ctx) {
+  ShardedGroup::Options o;
+  o.params = ShardedGroup::Mode::kSharded;
+  o.grads = ShardedGroup::Mode::kSharded;
+  o.device = ctx.run->device;
+  o.stream = stream_;
+  o.grad_dtype = config_.grad_dtype;
+  o.reduce_dtype = config_.reduce_dtype;
+  o.ops = ctx.run->ops;
+  o.param_allocator = ctx.param_allocator;
+  o.grad_allocator = ctx.grad_allocator;
+  WEFT_ASSIGN_OR_RETURN(auto unit, ShardedGroup::Create(name, params, shard_, o));
+  for (Parameter* p : params) unit_of_[p] = static_cast<int>(units_.size());
+  units_.push_back(std::move(unit));
+  return absl::OkStatus();
+}
+
+absl::Status FsdpParticipant::Build(StrategyContext& ctx) {
+  Model& model = ctx.model();
+  // Wrapped modules in forward (pre-)order; nested wraps are not split.
+  std::vector<Module*> wrapped;
+  for (Module* m : model.Modules()) {
+    if (m == &model || config_.wrap_types.count(m->type_name()) == 0) continue;
+    bool nested = false;
+    for (Module* p = m->parent(); p != nullptr; p = p->parent()) {
+      nested |= std::find(wrapped.begin(), wrapped.end(), p) != wrapped.end();
+    }
+    if (!nested) wrapped.push_back(m);
+  }
+  std::vector<Parameter*> in_units;
+  for (Module* m : wrapped) Collect(*m, &in_units);
+  std::vector<Parameter*> root;
+  for (Parameter* p : model.Parameters()) {
+    if (std::find(in_units.begin(), in_units.end(), p) == in_units.end()) root.push_back(p);
+  }
+  for (Parameter* p : in_units) {
+    if (p->shared()) {
+      return FailedPrecondition("shared parameter " + p->name() + " inside an fsdp unit",
+                                "tied parameters outside the wrapped modules",
+                                "change --strategy_options=fsdp_wrap");
+    }
+  }
+  if (root.empty() && wrapped.empty()) return InvalidArgument("fsdp on a model without parameters", "a model with parameters");
+  // The root unit exists even when empty of parameters would be odd; skip it then.
+  unit_module_.push_back(&model);
+  if (!root.empty()) {
+    WEFT_RETURN_IF_ERROR(AddUnit("root", root, ctx));
+  } else {
+    units_.push_back(nullptr);
+  }
+  for (Module* m : wrapped) {
+    std::vector<Parameter*> params;
+    Collect(*m, &params);
+    if (params.empty()) continue;
+    unit_module_.push_back(m);
+    WEFT_RETURN_IF_ERROR(AddUnit(m->name(), params, ctx));
+  }
+  InstallHooks(model);
+  return absl::OkStatus();
+}
+
+absl::Status FsdpParticipant::Gathered(int u) {
+  if (units_[u] == nullptr) return absl::OkStatus();
+  WEFT_RETURN_IF_ERROR(units_[u]->Gather(/*async=*/false));
+  return units_[u]->WaitGathered();
+}
+
+absl::Status FsdpParticipant::Prefetch(int u) {
+  if (u < 1 || u >= static_cast<int>(units_.size())) return absl::OkStatus();
+  return units_[u]->Gather(/*async=*/true);
+}
+
+void FsdpParticipant::InstallHooks(Model& model) {
+  using HP = Module::HookPoint;
+  model.AddHook(HP::kPreForward, [this](Module&, RunContext&) -> absl::Status {
+    WEFT_RETURN_IF_ERROR(Gathered(0));
+    return Prefetch(1);
+  });
+  model.AddHook(HP::kPostForward, [this](Module&, RunContext& ctx) -> absl::Status {
+    if (!ctx.training && units_[0] != nullptr) units_[0]->ReleaseFull();
+    return absl::OkStatus();
+  });
+  model.AddHook(HP::kPreBackward, [this](Module&, RunContext&) -> absl::Status {
+    WEFT_RETURN_IF_ERROR(Gathered(0));
+    if (units_[0] != nullptr) WEFT_RETURN_IF_ERROR(units_[0]->PrepareGrads());
+    return Prefetch(static_cast<int>(units_.size()) - 1);
+  });
+  model.AddHook(HP::kPostBackward, [this](Module&, RunContext&) -> absl::Status {
+    if (units_[0] == nullptr) return absl::OkStatus();
+    WEFT_RETURN_IF_ERROR(ReduceUnit(0));
+    units_[0]->ReleaseFull();
+    return absl::OkStatus();
+  });
+  for (int u = 1; u < static_cast<int>(units_.size()); ++u) {
+    Module* m = unit_module_[u];
+    m->AddHook(HP::kPreForward, [this, u](Module&, RunContext&) -> absl::Status {
+      WEFT_RETURN_IF_ERROR(Gathered(u));
+      return Prefetch(u + 1);
+    });
+    m->AddHook(HP::kPostForward, [this, u](Module&, RunContext& ctx) -> absl::Status {
+      if (config_.reshard_after_forward || !ctx.training) units_[u]->ReleaseFull();
+      return absl::OkStatus();
+    });
+    m->AddHook(HP::kPreBackward, [this, u](Module&, RunContext&) -> absl::Status {
+      WEFT_RETURN_IF_ERROR(Gathered(u));
+      WEFT_RETURN_IF_ERROR(units_[u]->PrepareGrads());
+      return Prefetch(u - 1);
+    });
+    m->AddHook(HP::kPostBackward, [this, u](Module&, RunContext&) -> absl::Status {
+      WEFT_RETURN_IF_ERROR(ReduceUnit(u));
+      units_[u]->ReleaseFull();
+      return absl::OkStatus();
+    });
+  }
+}
+
+absl::Status FsdpParticipant::ReduceUnit(int u) {
+  WEFT_RETURN_IF_ERROR(units_[u]->ReduceGrads(/*async=*/true));
+  in_flight_.push_back(u);
+  return DrainReduces(kMaxReducesInFlight);
+}
+
+absl::Status FsdpParticipant::DrainReduces(size_t keep_in_flight) {
+  while (in_flight_.size() > keep_in_flight) {
+    WEFT_RETURN_IF_ERROR(units_[in_flight_.front()]->FinishReduce());
+    in_flight_.pop_front();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FsdpParticipant::ZeroGrad() {
+  for (auto& u : units_) {
+    if (u != nullptr) WEFT_RETURN_IF_ERROR(u->ZeroShardGrad());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FsdpParticipant::BeforeMicroStep(int, int) {
+  // The previous micro-batch's reductions own their full gradient buffers.
+  return DrainReduces(0);
+}
+
+absl::Status FsdpParticipant::FinishGradients() {
+  WEFT_RETURN_IF_ERROR(DrainReduces(0));
+  if (replicate_ == nullptr || replicate_->size() == 1) return absl::OkStatus();
+  // HSDP: shards are replicated over dp_replicate; sum their gradients.
+  std::vector<std::shared_ptr<comm::Work>> works;
+  for (auto& u : units_) {
+    if (u == nullptr) continue;
+    works.push_back(replicate_->AllReduce(u->shard_grad(),
+                                          {.op = comm::ReduceOp::kSum, .stream = stream_}));
+  }
+  for (auto& w : works) WEFT_RETURN_IF_ERROR(Annotate(w->Wait(), "hsdp replica all-reduce"));
+  return absl::OkStatus();
+}
+
+std::optional<std::vector<OptimTarget>> FsdpParticipant::OptimizerTargets() {
+  std::vector<OptimTarget> targets;
+  for (auto& u : units_) {
+    if (u == nullptr) continue;
+    for (OptimTarget& t : u->OptimizerTargets()) targets.push_back(std::move(t));
+  }
+  return targets;
+}
+
+absl::Status FsdpParticipant::ReduceGradNormSq(Tensor& norm_sq) {
+  // Disjoint over dp_shard, identical over dp_replicate.
+  return Annotate(
+      shard_->AllReduce(norm_sq, {.op = comm::ReduceOp::kSum, .stream = stream_})->Wait(),
+      "fsdp gradient norm");
+}
+
+absl::StatusOr<Tensor> FsdpParticipant::FullValue(Parameter& p) {
+  auto it = unit_of_.find(&p);
+  if (it == unit_of_.end()) return Internal("fsdp does not manage " + p.name());
+  return units_[it->second]->FullValue(p);
+}
+
+}  // namespace weft

@@ -1,0 +1,66 @@
+// FsdpParticipant: the per-unit gather / reshard / reduce schedule of fsdp
+// (see fsdp.h) and its part in the training step.
+#ifndef WEFT_STRATEGIES_FSDP_FSDP_PARTICIPANT_H_
+#define WEFT_STRATEGIES_FSDP_FSDP_PARTICIPANT_H_
+
+#include <deque>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "core/parallel/sharded_group.h"
+#include "core/parallel/strategy.h"
+
+namespace weft {
+
+class FsdpParticipant : public StepParticipant {
+ public:
+  struct Config {
+    std::set<std::string> wrap_types;
+    bool reshard_after_forward = true;
+    DType grad_dtype = DType::kF32;
+    DType reduce_dtype = DType::kF32;
+  };
+  FsdpParticipant(Config config, std::shared_ptr<comm::ProcessGroup> shard,
+                  std::shared_ptr<comm::ProcessGroup> replicate, NativeStream stream)
+      : config_(std::move(config)),
+        shard_(std::move(shard)),
+        replicate_(std::move(replicate)),
+        stream_(stream) {}
+
+  absl::Status Build(StrategyContext& ctx);
+
+  absl::Status ZeroGrad() override;
+  absl::Status BeforeMicroStep(int micro, int num_micro) override;
+  absl::Status FinishGradients() override;
+  std::optional<std::vector<OptimTarget>> OptimizerTargets() override;
+  absl::Status ReduceGradNormSq(Tensor& norm_sq) override;
+
+  absl::StatusOr<Tensor> FullValue(Parameter& p);
+  int num_units() const { return static_cast<int>(units_.size()); }
+
+ private:
+  absl::Status AddUnit(const std::string& name, std::vector<Parameter*> params,
+                       StrategyContext& ctx);
+  void InstallHooks(Model& model);
+  absl::Status Gathered(int unit);  // gathered and complete
+  absl::Status Prefetch(int unit);  // starts a gather; no-op out of range
+  absl::Status ReduceUnit(int unit);
+  absl::Status DrainReduces(size_t keep_in_flight);
+
+  Config config_;
+  std::shared_ptr<comm::ProcessGroup> shard_;
+  std::shared_ptr<comm::ProcessGroup> replicate_;
+  NativeStream stream_;
+  // units_[0] is the root unit; 1..n are the wrapped modules in forward order.
+  std::vector<std::unique_ptr<ShardedGroup>> units_;
+  std::vector<Module*> unit_module_;
+  absl::flat_hash_map<const Parameter*, int> unit_of_;
+  std::deque<int> in_flight_;
+};
+
+}  // namespace weft
+
+#endif  // WEFT_STRATEGIES_FSDP_FSDP_PARTICIPANT_H_
