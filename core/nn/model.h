@@ -5,6 +5,7 @@
 #define WEFT_CORE_NN_MODEL_H_
 
 #include <cstdint>
+#include <memory>
 
 #include "core/nn/module.h"
 
@@ -25,6 +26,10 @@ class Model : public Module {
 
   // Training FLOPs (forward + backward) per target, for MFU.
   virtual double TrainingFlopsPerTarget() const = 0;
+  // A new model of the same architecture and configuration, with
+  // unmaterialized parameters (replicas for single-process data parallel).
+  virtual absl::StatusOr<std::unique_ptr<Model>> CloneArchitecture() const = 0;
+
   // One line for logs, e.g. "GPT 12L 12H 768d vocab 50257".
   virtual std::string Summary() const { return type_name(); }
   // Targets per sample (T for a language model, 1 for a classifier).

@@ -111,6 +111,11 @@ double Gpt::TrainingFlopsPerTarget() const {
   return 6.0 * n + 6.0 * config_.n_layer() * static_cast<double>(seq_len_) * config_.d_model();
 }
 
+absl::StatusOr<std::unique_ptr<Model>> Gpt::CloneArchitecture() const {
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Gpt> copy, Create(config_, seq_len_));
+  return std::unique_ptr<Model>(std::move(copy));
+}
+
 std::string Gpt::Summary() const {
   return absl::StrFormat("GPT %dL %dH %dd vocab %d (padded %d) T %d%s", config_.n_layer(),
                          config_.n_head(), config_.d_model(), config_.vocab_size(), padded_vocab_,

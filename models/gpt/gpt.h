@@ -37,6 +37,7 @@ class Gpt : public Model {
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dlogits) override;
   void ReleaseActivations() override { dlogits_ = Tensor(); }
   double TrainingFlopsPerTarget() const override;
+  absl::StatusOr<std::unique_ptr<Model>> CloneArchitecture() const override;
 
   const GptConfig& config() const { return config_; }
   int64_t padded_vocab() const { return padded_vocab_; }

@@ -90,6 +90,11 @@ double MlpClassifier::TrainingFlopsPerTarget() const {
   return 6.0 * macs;
 }
 
+absl::StatusOr<std::unique_ptr<Model>> MlpClassifier::CloneArchitecture() const {
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<MlpClassifier> copy, Create(config_));
+  return std::unique_ptr<Model>(std::move(copy));
+}
+
 std::string MlpClassifier::Summary() const {
   return absl::StrCat("MLP ", absl::StrJoin(widths_, "-"));
 }

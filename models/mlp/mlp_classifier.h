@@ -26,6 +26,7 @@ class MlpClassifier : public Model {
   absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& inputs) override;
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dlogits) override;
   double TrainingFlopsPerTarget() const override;
+  absl::StatusOr<std::unique_ptr<Model>> CloneArchitecture() const override;
   int64_t TargetsPerSample(const Tensor&) const override { return 1; }
   std::string Summary() const override;
 

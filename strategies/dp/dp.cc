@@ -1,0 +1,50 @@
+#include "strategies/dp/dp.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "core/tensor/device_backend.h"
+#include "strategies/dp/data_parallel_model.h"
+
+namespace weft {
+
+absl::Status DpStrategy::Validate(const StrategyOptions& options,
+                                  const comm::MeshLayout* mesh) const {
+  if (mesh != nullptr && mesh->world_size() > 1) {
+    return FailedPrecondition(
+        absl::StrCat("dp in a job of ", mesh->world_size(), " processes"),
+        "a single process: dp replicates over devices inside one process",
+        "use --strategy=ddp for one process per device");
+  }
+  if (options.dp_devices < 1) {
+    return InvalidArgument(absl::StrCat("dp_devices=", options.dp_devices), "dp_devices >= 1");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DpStrategy::Apply(StrategyContext& ctx) {
+  const Device master = ctx.run->device;
+  const int n = ctx.options->dp_devices;
+  std::vector<Device> devices;
+  if (master.is_cuda()) {
+    WEFT_ASSIGN_OR_RETURN(DeviceBackend * backend, GetDeviceBackend(DeviceType::kCUDA));
+    WEFT_ASSIGN_OR_RETURN(int count, backend->DeviceCount());
+    if (master.index + n > count) {
+      return FailedPrecondition(
+          absl::StrCat("dp_devices=", n, " from ", master.ToString(), " with ", count,
+                       " visible GPU(s)"),
+          absl::StrCat("at most ", count - master.index, " devices"),
+          "lower --dp_devices or check CUDA_VISIBLE_DEVICES");
+    }
+    for (int i = 0; i < n; ++i) devices.push_back(Device::Cuda(master.index + i));
+  } else {
+    devices.assign(n, Device::Cpu());  // CPU "devices": one thread each
+  }
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<DataParallelModel> wrapped,
+                        DataParallelModel::Create(std::move(*ctx.model_slot), devices, *ctx.run,
+                                                  ctx.grad_dtype));
+  *ctx.model_slot = std::move(wrapped);
+  return absl::OkStatus();
+}
+
+}  // namespace weft
