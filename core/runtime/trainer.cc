@@ -35,6 +35,17 @@ absl::Status WrapBlocksForRecompute(Module& root) {
   return absl::OkStatus();
 }
 
+// Suggests the nearest valid settings for a batch that does not divide.
+std::string BatchHint(int64_t global, int64_t micro, int64_t dp) {
+  std::string hint = absl::StrCat("try --global_batch=", micro * dp * std::max<int64_t>(1, global / (micro * dp)));
+  if (global % dp == 0) {
+    int64_t m = std::min(micro, global / dp);
+    while ((global / dp) % m != 0) --m;
+    absl::StrAppend(&hint, " or --micro_batch=", m);
+  }
+  return hint;
+}
+
 double HostMs(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
@@ -116,8 +127,7 @@ absl::Status Trainer::Init() {
         absl::StrCat("global_batch=", c.global_batch(), " is not divisible by micro_batch=",
                      c.micro_batch(), " x data-parallel ranks=", parallel_->dp_size),
         "global_batch a multiple of micro_batch * dp ranks",
-        absl::StrCat("try --global_batch=",
-                     per_step * std::max<int64_t>(1, c.global_batch() / per_step)));
+        BatchHint(c.global_batch(), c.micro_batch(), parallel_->dp_size));
   }
   accum_steps_ = c.global_batch() / per_step;
 

@@ -11,7 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
-#include "core/runtime/train_main.h"
+#include "tools/train_main/train_main.h"
 #include "core/runtime/trainer.h"
 #include "data/data.h"
 #include "models/gpt/gpt.h"

@@ -9,7 +9,7 @@
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/runtime/evaluation.h"
-#include "core/runtime/train_main.h"
+#include "tools/train_main/train_main.h"
 #include "core/runtime/trainer.h"
 #include "data/data.h"
 #include "models/mlp/mlp_classifier.h"

@@ -1,4 +1,4 @@
-#include "core/runtime/train_main.h"
+#include "tools/train_main/train_main.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "core/runtime/config_loader.h"
+#include "tools/launch/relaunch.h"
 
 namespace weft {
 
@@ -17,6 +18,14 @@ std::string ResolveUserPath(const std::string& path) {
 
 int TrainMain(int argc, char** argv, const std::string& usage, google::protobuf::Message* job,
               const std::function<absl::Status()>& run) {
+  // --nproc_per_node=N (and the other launch flags): become the launcher of
+  // N copies of this binary, or, as a worker, just drop those flags.
+  absl::StatusOr<launch::RelaunchResult> relaunch = launch::MaybeRelaunchSelf(&argc, argv);
+  if (!relaunch.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(relaunch.status().message()).c_str());
+    return 2;
+  }
+  if (relaunch->relaunched) return relaunch->exit_code;
   std::vector<std::string> args;
   bool help = false;
   for (int i = 1; i < argc; ++i) {

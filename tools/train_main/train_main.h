@@ -1,10 +1,11 @@
-// The shared main() of training targets: parses --config and flag overrides
-// into the job message, handles --help, runs the job and maps errors to exit
-// codes (0 ok, 1 runtime error, 2 bad command line) with the Status message
-// on stderr. Relative paths are resolved against the directory `bazel run`
-// was invoked from.
-#ifndef WEFT_CORE_RUNTIME_TRAIN_MAIN_H_
-#define WEFT_CORE_RUNTIME_TRAIN_MAIN_H_
+// The shared main() of training targets: handles --nproc_per_node=N (the
+// binary relaunches itself as N ranks, see tools/launch/relaunch.h), parses
+// --config and flag overrides into the job message, handles --help, runs the
+// job and maps errors to exit codes (0 ok, 1 runtime error, 2 bad command
+// line) with the Status message on stderr. Relative paths are resolved
+// against the directory `bazel run` was invoked from.
+#ifndef WEFT_TOOLS_TRAIN_MAIN_TRAIN_MAIN_H_
+#define WEFT_TOOLS_TRAIN_MAIN_TRAIN_MAIN_H_
 
 #include <functional>
 #include <string>
@@ -23,4 +24,4 @@ std::string ResolveUserPath(const std::string& path);
 
 }  // namespace weft
 
-#endif  // WEFT_CORE_RUNTIME_TRAIN_MAIN_H_
+#endif  // WEFT_TOOLS_TRAIN_MAIN_TRAIN_MAIN_H_
