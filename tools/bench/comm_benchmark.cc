@@ -3,8 +3,10 @@
 //   bazel run -c opt //tools/bench:comm -- --backend=gloo --nproc_per_node=4
 //   bazel run -c opt //tools/bench:comm -- --backend=nccl --nproc_per_node=8
 //
-// For every op and message size it reports the slowest rank's mean time per
-// op, algbw = size / time and busbw = algbw x the op's bus factor (all_reduce
+// For every op and message size it reports the slowest rank's time per op
+// (each rank takes the median over --batches batches of --iters back-to-back
+// ops, which keeps one noisy moment on a shared machine out of the table),
+// algbw = size / time and busbw = algbw x the op's bus factor (all_reduce
 // 2(n-1)/n; reduce_scatter, all_gather, all_to_all (n-1)/n; broadcast 1), the
 // same conventions as nccl-tests and as ProcessGroup::stats(). "size" is the
 // whole buffer: the reduce_scatter input, the all_gather output.
@@ -33,7 +35,8 @@ ABSL_FLAG(std::string, dtype, "f32", "element type: f32, bf16, f16, i32, i64");
 ABSL_FLAG(int64_t, min_bytes, 1024, "smallest message size in bytes");
 ABSL_FLAG(int64_t, max_bytes, 16 << 20, "largest message size in bytes");
 ABSL_FLAG(int, step_factor, 4, "multiply the size by this between rows");
-ABSL_FLAG(int, iters, 20, "timed iterations per size");
+ABSL_FLAG(int, iters, 10, "timed iterations per batch");
+ABSL_FLAG(int, batches, 5, "timed batches per size; the median batch is reported");
 ABSL_FLAG(int, warmup, 5, "untimed iterations per size");
 ABSL_FLAG(double, timeout_s, 300, "op timeout in seconds");
 
@@ -117,9 +120,10 @@ absl::Status Run() {
   const bool leader = pg.rank() == 0;
   if (leader) {
     std::printf("# weft comm benchmark (nccl-tests format): backend %s, %d ranks on %d node(s), "
-                "%s, %d iters, %d warmup\n#\n",
+                "%s, median of %d batches x %d iters, %d warmup\n#\n",
                 pg.backend().c_str(), n, n / dist.env.local_world_size, NcclTypeName(dtype),
-                absl::GetFlag(FLAGS_iters), absl::GetFlag(FLAGS_warmup));
+                absl::GetFlag(FLAGS_batches), absl::GetFlag(FLAGS_iters),
+                absl::GetFlag(FLAGS_warmup));
     std::printf("# %10s %12s %8s %6s %6s %10s %8s %8s\n", "size", "count", "type", "redop",
                 "root", "time", "algbw", "busbw");
     std::printf("# %10s %12s %8s %6s %6s %10s %8s %8s\n", "(B)", "(elements)", "", "", "",
@@ -139,13 +143,19 @@ absl::Status Run() {
       for (int i = 0; i < absl::GetFlag(FLAGS_warmup); ++i) {
         WEFT_RETURN_IF_ERROR(IssueOp(pg, spec.kind, big, small, out)->Synchronize());
       }
-      WEFT_RETURN_IF_ERROR(pg.Barrier()->Synchronize());
       const int iters = absl::GetFlag(FLAGS_iters);
-      const auto start = Clock::now();
-      std::vector<std::shared_ptr<Work>> works;
-      for (int i = 0; i < iters; ++i) works.push_back(IssueOp(pg, spec.kind, big, small, out));
-      for (auto& w : works) WEFT_RETURN_IF_ERROR(w->Synchronize());
-      const double seconds = std::chrono::duration<double>(Clock::now() - start).count() / iters;
+      std::vector<double> batch_seconds;
+      for (int b = 0; b < std::max(1, absl::GetFlag(FLAGS_batches)); ++b) {
+        WEFT_RETURN_IF_ERROR(pg.Barrier()->Synchronize());
+        const auto start = Clock::now();
+        std::vector<std::shared_ptr<Work>> works;
+        for (int i = 0; i < iters; ++i) works.push_back(IssueOp(pg, spec.kind, big, small, out));
+        for (auto& w : works) WEFT_RETURN_IF_ERROR(w->Synchronize());
+        batch_seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count() /
+                                iters);
+      }
+      std::sort(batch_seconds.begin(), batch_seconds.end());
+      const double seconds = batch_seconds[batch_seconds.size() / 2];
       WEFT_ASSIGN_OR_RETURN(double worst, MaxOverRanks(pg, seconds));
       const double algbw = static_cast<double>(size_bytes) / worst / 1e9;
       const double busbw = BusBytes(spec.kind, size_bytes, n, size_bytes / n) /
