@@ -54,6 +54,7 @@ class Parameter {
   int64_t numel() const { return NumElements(shape_); }
   const InitSpec& init() const { return init_; }
   bool weight_decay() const { return weight_decay_; }
+  void set_weight_decay(bool decay) { weight_decay_ = decay; }
   // True when modules other than the owner read this parameter (a tied
   // embedding): its gradient is final only after the owner's backward, and
   // sharding strategies must keep it gathered across the whole step.

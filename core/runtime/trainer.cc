@@ -194,6 +194,11 @@ absl::Status Trainer::Init() {
                                             parallel_->world_rank == 0));
   logger_.emplace(std::move(logger));
 
+  // Setup copies (materialized tensors before strategies re-placed them)
+  // are gone: peaks from here on describe training.
+  for (TrackingAllocator* a : {param_alloc_.get(), grad_alloc_.get(), optim_alloc_.get()}) {
+    a->ResetPeak();
+  }
   flops_per_target_ = model_->TrainingFlopsPerTarget();
   peak_flops_ = c.peak_tflops() > 0 ? c.peak_tflops() * 1e12
                                     : (ctx_.device.is_cuda() ? 989e12 : 0.0);

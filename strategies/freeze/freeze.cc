@@ -1,0 +1,69 @@
+// freeze: an example out-of-tree strategy, built as a shared object and
+// loaded with --plugin=libweft_freeze.so (see README.md, "Adding a
+// strategy"). It freezes the parameters of the modules named in
+// --strategy_options=freeze=<prefix>|<prefix>..., e.g. freeze=embed:
+//   - a post-backward hook on each frozen module zeroes its gradients, so
+//     every data-parallel strategy applied after it reduces zeros, and
+//   - weight decay is turned off for them, so AdamW leaves them unchanged.
+// It runs in the model-transform phase, before data-parallel strategies.
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "core/parallel/strategy.h"
+#include "core/parallel/strategy_registry.h"
+
+namespace weft {
+namespace {
+
+class FreezeStrategy : public Strategy {
+ public:
+  std::string Name() const override { return "freeze"; }
+  StrategyPhase Phase() const override { return StrategyPhase::kRecompute; }
+  std::vector<std::string> RequiredAxes() const override { return {}; }
+
+  absl::Status Validate(const StrategyOptions& options,
+                        const comm::MeshLayout*) const override {
+    auto it = options.extra.find("freeze");
+    if (it == options.extra.end() || it->second.empty()) {
+      return InvalidArgument("freeze without module names",
+                             "--strategy_options=freeze=<module prefix>[|<prefix>...]",
+                             "e.g. freeze=embed to freeze the embeddings");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Apply(StrategyContext& ctx) override {
+    const std::vector<std::string> prefixes =
+        absl::StrSplit(ctx.options->extra.at("freeze"), '|', absl::SkipEmpty());
+    int frozen = 0;
+    for (Module* m : ctx.model().Modules()) {
+      bool match = false;
+      for (const std::string& p : prefixes) match |= absl::StartsWith(m->name(), p);
+      if (!match || m->own_parameters().empty()) continue;
+      for (const auto& p : m->own_parameters()) {
+        p->set_weight_decay(false);
+        ++frozen;
+      }
+      m->AddHook(Module::HookPoint::kPostBackward, [](Module& mod, RunContext& rc) {
+        for (const auto& p : mod.own_parameters()) {
+          if (p->grad.defined()) WEFT_RETURN_IF_ERROR(p->grad.Zero(rc.stream));
+        }
+        return absl::OkStatus();
+      });
+    }
+    if (frozen == 0) {
+      return NotFound("no parameters under " + ctx.options->extra.at("freeze"),
+                      "module name prefixes of the model", "e.g. embed, blocks.0, ln_f");
+    }
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace
+}  // namespace weft
+
+WEFT_REGISTER_STRATEGY(freeze, [] { return std::make_unique<weft::FreezeStrategy>(); });
