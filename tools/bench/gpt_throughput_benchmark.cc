@@ -19,7 +19,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "core/base/status_macros.h"
-#include "core/runtime/train_main.h"
+#include "tools/train_main/train_main.h"
 #include "core/runtime/trainer.h"
 #include "data/data_loader.h"
 #include "data/dataset.h"
