@@ -1,0 +1,113 @@
+// Does ddp hide its all-reduce behind the backward pass? Runs the same GPT
+// training as N gloo ranks (forked processes on loopback) twice: with
+// overlap (bucket all-reduces launched from post-backward hooks) and
+// without (every bucket launched after backward), and prints the step
+// breakdown: step time, and ddp_wait_ms, the time the step still waits
+// for communication after backward finished (the exposed part).
+//
+//   bazel run -c opt //tools/bench:ddp_overlap -- [--world=2] [--steps=12] \
+//       [--n_layer=4] [--d_model=256] [--bucket_mb=1]
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "comm/testing/multiprocess.h"
+#include "core/base/status_macros.h"
+#include "tests/tiny_gpt.h"
+
+ABSL_FLAG(int, world, 2, "ranks");
+ABSL_FLAG(int, steps, 12, "steps per run (the first 2 are warmup)");
+ABSL_FLAG(int, n_layer, 4, "layers");
+ABSL_FLAG(int, d_model, 256, "width");
+ABSL_FLAG(double, bucket_mb, 1.0, "ddp bucket size");
+
+namespace weft {
+namespace {
+
+struct Summary {
+  double step_ms = 0, wait_ms = 0;
+};
+
+absl::StatusOr<Summary> Run(bool overlap) {
+  const std::string dir = std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp";
+  GptJob job = testing::TinyGptJob(testing::WriteCorpus(dir));
+  const int world = absl::GetFlag(FLAGS_world);
+  job.mutable_train()->set_steps(absl::GetFlag(FLAGS_steps));
+  job.mutable_train()->set_seq_len(64);
+  job.mutable_train()->set_global_batch(8 * world);
+  job.mutable_train()->set_micro_batch(8);
+  job.mutable_model()->set_n_layer(absl::GetFlag(FLAGS_n_layer));
+  job.mutable_model()->set_d_model(absl::GetFlag(FLAGS_d_model));
+  job.mutable_model()->set_n_head(4);
+  job.mutable_model()->set_max_seq_len(64);
+  ParallelConfig* p = job.mutable_train()->mutable_parallel();
+  p->set_strategy("ddp");
+  p->set_overlap(overlap);
+  p->set_bucket_mb(absl::GetFlag(FLAGS_bucket_mb));
+  const std::string out = absl::StrCat(dir, "/ddp_overlap_", overlap, ".txt");
+  auto results = comm::testing::RunRanks(
+      comm::testing::RankMode::kProcesses, world,
+      [&](const comm::testing::RankContext& rc) -> absl::Status {
+        JobTopology topo;
+        topo.rank = rc.rank;
+        topo.world_size = rc.world_size;
+        topo.store = rc.store;
+        WEFT_ASSIGN_OR_RETURN(auto trainer, testing::MakeGptTrainer(job, topo));
+        std::vector<std::pair<double, double>> steps;
+        for (int i = 0; i < job.train().steps(); ++i) {
+          WEFT_ASSIGN_OR_RETURN(StepStats s, trainer->TrainStep());
+          double wait = 0;
+          for (const auto& [k, v] : s.extra) {
+            if (k == "ddp_wait_ms") wait = v;
+          }
+          steps.push_back({s.step_ms, wait});
+        }
+        if (rc.rank == 0) {
+          std::ofstream f(out);
+          for (size_t i = 2; i < steps.size(); ++i) f << steps[i].first << " " << steps[i].second << "\n";
+        }
+        return absl::OkStatus();
+      },
+      {.deadline = absl::Minutes(10), .timeout = absl::Seconds(120)});
+  WEFT_RETURN_IF_ERROR(comm::testing::AllRanksOk(results));
+  std::ifstream in(out);
+  std::vector<double> step, wait;
+  double a, b;
+  while (in >> a >> b) {
+    step.push_back(a);
+    wait.push_back(b);
+  }
+  if (step.empty()) return absl::InternalError("no steps measured");
+  std::sort(step.begin(), step.end());
+  std::sort(wait.begin(), wait.end());
+  return Summary{step[step.size() / 2], wait[wait.size() / 2]};
+}
+
+}  // namespace
+}  // namespace weft
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  auto with = weft::Run(true);
+  auto without = weft::Run(false);
+  if (!with.ok() || !without.ok()) {
+    std::fprintf(stderr, "error: %s\n",
+                 (!with.ok() ? with.status() : without.status()).ToString().c_str());
+    return 1;
+  }
+  std::printf("ddp, %d gloo ranks, GPT %dL d=%d, bucket %.2f MB (medians after warmup)\n",
+              absl::GetFlag(FLAGS_world), absl::GetFlag(FLAGS_n_layer),
+              absl::GetFlag(FLAGS_d_model), absl::GetFlag(FLAGS_bucket_mb));
+  std::printf("%-12s %12s %22s\n", "mode", "step_ms", "exposed comm (wait) ms");
+  std::printf("%-12s %12.1f %22.1f\n", "overlap", with->step_ms, with->wait_ms);
+  std::printf("%-12s %12.1f %22.1f\n", "no overlap", without->step_ms, without->wait_ms);
+  std::printf("hidden by overlap: %.1f ms of %.1f ms communication per step (%.0f%%)\n",
+              without->wait_ms - with->wait_ms, without->wait_ms,
+              100.0 * (without->wait_ms - with->wait_ms) / std::max(1e-9, without->wait_ms));
+  return 0;
+}
