@@ -15,13 +15,13 @@
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
-#include <gloo/transport/tcp/address.h>
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/unbound_buffer.h>
 #include <gloo/types.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "comm/gloo/peer_directory.h"
 #include "comm/gloo/reduce_kernels.h"
 #include "comm/gloo/store_adapter.h"
 #include "comm/util/deadline.h"
@@ -78,27 +78,6 @@ std::vector<int64_t> EvenCounts(int64_t numel, int n) {
 
 uint32_t Tag(const OpInfo& info) { return static_cast<uint32_t>(info.seq); }
 
-// Maps the socket addresses rank i published for gloo (one per pair) back
-// to i. Best effort: a format change only loses the peer rank in errors.
-std::map<std::string, int> PeerAddresses(Store& store, int rank, int size) {
-  std::map<std::string, int> peers;
-  for (int i = 0; i < size; ++i) {
-    if (i == rank) continue;
-    absl::StatusOr<std::string> all = store.Get(absl::StrCat(i), absl::Seconds(1));
-    if (!all.ok() || all->empty() || all->size() % (size - 1) != 0) continue;
-    const size_t chunk = all->size() / (size - 1);
-    for (size_t off = 0; off + chunk <= all->size(); off += chunk) {
-      try {
-        std::vector<char> bytes(all->begin() + off, all->begin() + off + chunk);
-        peers[::gloo::transport::tcp::Address(bytes).str()] = i;
-      } catch (const std::exception&) {
-        break;
-      }
-    }
-  }
-  return peers;
-}
-
 // "[./gloo/transport/tcp/pair.cc:598] Connection closed" -> "Connection closed"
 std::string StripGlooLocation(const std::string& what) {
   if (absl::StartsWith(what, "[./gloo") || absl::StartsWith(what, "[gloo")) {
@@ -130,6 +109,9 @@ absl::StatusOr<std::shared_ptr<ProcessGroup>> GlooProcessGroup::Create(
   } else {
     attr.hostname = options.gloo.hostname.empty() ? "127.0.0.1" : options.gloo.hostname;
   }
+  if (absl::Status s = gloo_internal::PeerDirectory::Publish(*store, rank); !s.ok()) {
+    return Annotate(s, absl::StrCat("rank ", rank, " joining group '", options.name, "'"));
+  }
   try {
     auto device = ::gloo::transport::tcp::CreateDevice(attr);
     auto context = std::make_shared<::gloo::rendezvous::Context>(rank, size);
@@ -157,17 +139,14 @@ absl::StatusOr<std::shared_ptr<ProcessGroup>> GlooProcessGroup::Create(
         "for multi-host jobs set GlooOptions.hostname to this host's name or iface to a "
         "routable interface");
   }
-  group->peer_by_address_ = PeerAddresses(*store, rank, size);
+  group->peers_ = gloo_internal::PeerDirectory::Collect(*store, rank, size);
   return group;
 }
 
 absl::Status GlooProcessGroup::TranslateException(const OpInfo& info,
                                                   const std::exception& e) const {
   const std::string what = StripGlooLocation(e.what());
-  int peer = -1;
-  for (const auto& [address, r] : peer_by_address_) {
-    if (absl::StrContains(what, address)) peer = r;
-  }
+  const int peer = peers_.FindPeer(what);
   absl::StatusCode code = absl::StatusCode::kInternal;
   if (absl::StrContains(what, "Timed out") || absl::StrContains(what, "timed out")) {
     code = absl::StatusCode::kDeadlineExceeded;

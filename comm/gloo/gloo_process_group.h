@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/gloo/peer_directory.h"
 #include "comm/gloo/serial_executor.h"
 #include "comm/process_group/process_group.h"
 #include "comm/store/store.h"
@@ -90,7 +91,7 @@ class GlooProcessGroup final : public ProcessGroup {
   std::vector<Abandoned> abandoned_;  // touched by the worker thread only
   std::shared_ptr<::gloo::Context> context_;  // null for a group of one
   // gloo names peers by socket address in its errors; this maps them back.
-  std::map<std::string, int> peer_by_address_;
+  gloo_internal::PeerDirectory peers_;
   bool check_consistency_ = false;
   std::unique_ptr<gloo_internal::SerialExecutor> executor_;  // last: joins first
 };
