@@ -1,0 +1,74 @@
+// Bad parallel configurations end with clear errors on every rank, never a
+// hang or a wrong result.
+#include "core/parallel/strategy_registry.h"
+#include "gtest/gtest.h"
+#include "tests/parity.h"
+#include "tests/tiny_gpt.h"
+
+namespace weft {
+namespace {
+
+GptJob Job() {
+  GptJob job = testing::TinyGptJob(testing::WriteCorpus(std::getenv("TEST_TMPDIR")));
+  job.mutable_train()->set_steps(2);
+  return job;
+}
+
+TEST(StrategyErrorsTest, UnknownStrategyListsTheRegisteredOnes) {
+  GptJob job = Job();
+  job.mutable_train()->mutable_parallel()->set_strategy("fsdpp");
+  absl::Status s = testing::MakeGptTrainer(job).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(s.message().find("unknown strategy 'fsdpp'"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("ddp, dp, fsdp, zero"), std::string::npos) << s;
+}
+
+TEST(StrategyErrorsTest, ZeroStageFourIsRejected) {
+  GptJob job = Job();
+  job.mutable_train()->mutable_parallel()->set_strategy("zero");
+  job.mutable_train()->mutable_parallel()->set_zero_stage(4);
+  absl::Status s = testing::MakeGptTrainer(job).status();
+  EXPECT_NE(s.message().find("zero_stage=4"), std::string::npos) << s;
+}
+
+TEST(StrategyErrorsTest, TwoDataParallelStrategiesAreRejected) {
+  GptJob job = Job();
+  job.mutable_train()->mutable_parallel()->set_strategy("ddp,fsdp");
+  EXPECT_NE(testing::MakeGptTrainer(job).status().message().find("at most one of"),
+            std::string::npos);
+}
+
+TEST(StrategyErrorsTest, WorldSizeThatDoesNotDivideTheBatch) {
+  GptJob job = Job();
+  job.mutable_train()->mutable_parallel()->set_strategy("ddp");
+  job.mutable_train()->set_global_batch(8);
+  job.mutable_train()->set_micro_batch(3);
+  auto r = testing::RunMultiProcess(job, 2);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("global_batch=8 is not divisible by micro_batch=3 x "
+                                      "data-parallel ranks=2"),
+            std::string::npos)
+      << r.status();
+}
+
+TEST(StrategyErrorsTest, FsdpOnAMeshWithoutShards) {
+  GptJob job = Job();
+  job.mutable_train()->mutable_parallel()->set_strategy("fsdp");
+  job.mutable_train()->mutable_parallel()->set_dp_replicate(2);
+  job.mutable_train()->set_micro_batch(4);
+  auto r = testing::RunMultiProcess(job, 2);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("dp_shard axis has size 1"), std::string::npos)
+      << r.status();
+}
+
+TEST(StrategyErrorsTest, SeveralRanksWithoutAStrategy) {
+  GptJob job = Job();
+  job.mutable_train()->set_micro_batch(4);
+  auto r = testing::RunMultiProcess(job, 2);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("no --strategy"), std::string::npos) << r.status();
+}
+
+}  // namespace
+}  // namespace weft
