@@ -277,9 +277,11 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
   s.grad_norm = grad_norm;
   s.step_ms = HostMs(t0, t1);
   s.tokens_per_s = global_targets / (s.step_ms / 1000.0);
-  if (peak_flops_ > 0) {
-    s.mfu = flops_per_target_ * s.tokens_per_s / (peak_flops_ * parallel_->world_size);
-  }
+  // MFU needs the device's peak; unknown (CPU without --peak_tflops) is NaN,
+  // which the JSON log writes as null rather than a made-up number.
+  s.mfu = peak_flops_ > 0
+              ? flops_per_target_ * s.tokens_per_s / (peak_flops_ * parallel_->world_size)
+              : std::nan("");
   WEFT_ASSIGN_OR_RETURN(Allocator * device_alloc, DefaultAllocator(ctx_.device));
   s.peak_mem_mb = static_cast<double>(device_alloc->Stats().peak_allocated_bytes) / (1 << 20);
   if (!std::isfinite(s.loss)) {
@@ -325,9 +327,7 @@ absl::Status Trainer::Run() {
     if (c.log_every() > 0 && (s.step % c.log_every() == 0 || s.step == 1 || s.step == c.steps())) {
       MetricsLogger::Record r;
       r.Add("step", s.step).Add("loss", s.loss).Add("lr", s.lr).Add("step_ms", s.step_ms);
-      r.Add("tokens_per_s", s.tokens_per_s);
-      if (peak_flops_ > 0) r.Add("mfu", s.mfu);
-      r.Add("peak_mem_mb", s.peak_mem_mb);
+      r.Add("tokens_per_s", s.tokens_per_s).Add("mfu", s.mfu).Add("peak_mem_mb", s.peak_mem_mb);
       if (c.optim().grad_clip() > 0) r.Add("grad_norm", s.grad_norm);
       for (const auto& [k, v] : s.extra) r.Add(k, v);
       logger_->Log(r);

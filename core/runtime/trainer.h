@@ -46,7 +46,7 @@ struct StepStats {
   double grad_norm = 0;  // before clipping; 0 when clipping is off
   double step_ms = 0;
   double tokens_per_s = 0;
-  double mfu = 0;        // fraction of peak; 0 when unknown
+  double mfu = 0;        // fraction of peak; NaN when the peak is unknown
   double peak_mem_mb = 0;
   // Strategy-specific numbers (e.g. ddp_wait_ms).
   std::vector<std::pair<std::string, double>> extra;

@@ -29,13 +29,13 @@ echo "loss: first $first last $last"
 awk -v f="$first" -v l="$last" 'BEGIN { exit !(l < f - 1.0) }' || {
   echo "FAIL: loss did not fall by more than 1.0 nat"; exit 1; }
 
-for key in step loss lr step_ms tokens_per_s peak_mem_mb grad_norm; do
+for key in step loss lr step_ms tokens_per_s mfu peak_mem_mb grad_norm; do
   grep -q "\"$key\":" "$tmp/a.jsonl" || { echo "FAIL: metric $key missing"; exit 1; }
 done
 grep -q '"val_loss":' "$tmp/a.jsonl" || { echo "FAIL: no val_loss"; exit 1; }
 
 # Same seed: identical losses, gradient norms and learning rates, bit for bit.
-strip_timing() { sed -E 's/"(step_ms|tokens_per_s|peak_mem_mb)":[^,}]*,?//g' "$1"; }
+strip_timing() { sed -E 's/"(step_ms|tokens_per_s|mfu|peak_mem_mb)":[^,}]*,?//g' "$1"; }
 if ! diff <(strip_timing "$tmp/a.jsonl") <(strip_timing "$tmp/b.jsonl"); then
   echo "FAIL: two runs with the same seed differ"; exit 1
 fi

@@ -32,6 +32,10 @@ absl::Status CpuKernelOps::Gemm(const KernelContext&, const GemmArgs& g) {
   if (g.accumulate && g.epilogue != Epilogue::kNone) {
     return InvalidArgument("gemm accumulate with an epilogue", "accumulate only with kNone");
   }
+  if (g.bias_grad.defined() && g.epilogue != Epilogue::kDGelu) {
+    return InvalidArgument("gemm bias_grad without the kDGelu epilogue",
+                           "bias_grad only with kDGelu (use BiasGrad otherwise)");
+  }
   Tensor out = g.out;  // shares storage; the epilogue writes through it
   float* c = out.data<float>();
   if (m > 0 && n > 0) {
