@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "core/base/check.h"
+#include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
 
 namespace weft {
@@ -20,6 +21,31 @@ Registry& GetRegistry() {
 }
 
 }  // namespace
+
+absl::StatusOr<GemmDims> CheckGemmArgs(const GemmArgs& g) {
+  if (g.a.ndim() != 2 || g.b.ndim() != 2 || g.out.ndim() != 2) {
+    return InvalidArgument("gemm operands must be 2-D", "a, b and out of rank 2",
+                           "flatten batch dimensions into rows first");
+  }
+  GemmDims d;
+  d.m = g.trans_a ? g.a.dim(1) : g.a.dim(0);
+  d.k = g.trans_a ? g.a.dim(0) : g.a.dim(1);
+  const int64_t kb = g.trans_b ? g.b.dim(1) : g.b.dim(0);
+  d.n = g.trans_b ? g.b.dim(0) : g.b.dim(1);
+  if (d.k != kb || g.out.dim(0) != d.m || g.out.dim(1) != d.n) {
+    return InvalidArgument(absl::StrCat("gemm shapes: op(a) ", d.m, "x", d.k, ", op(b) ", kb,
+                                        "x", d.n, ", out ", ShapeString(g.out.shape())),
+                           "op(a) MxK, op(b) KxN, out MxN");
+  }
+  if (g.accumulate && g.epilogue != Epilogue::kNone) {
+    return InvalidArgument("gemm accumulate with an epilogue", "accumulate only with kNone");
+  }
+  if (g.bias_grad.defined() && g.epilogue != Epilogue::kDGelu) {
+    return InvalidArgument("gemm bias_grad without the kDGelu epilogue",
+                           "bias_grad only with kDGelu (use BiasGrad otherwise)");
+  }
+  return d;
+}
 
 void RegisterKernelOps(DeviceType type, KernelOps* ops) {
   Registry& r = GetRegistry();

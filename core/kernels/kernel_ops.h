@@ -61,6 +61,14 @@ struct GemmArgs {
   Tensor bias_grad;  // (N), optional with kDGelu: += column sums of `out`
 };
 
+struct GemmDims {
+  int64_t m = 0, n = 0, k = 0;
+};
+// Shape and argument rules every Gemm implementation enforces (rank 2,
+// matching inner dimensions, accumulate only without an epilogue,
+// bias_grad only with kDGelu). Device and dtype checks are the backend's.
+absl::StatusOr<GemmDims> CheckGemmArgs(const GemmArgs& args);
+
 // One parameter (or shard of one) that an optimizer updates in place.
 struct OptimSegment {
   Tensor master;    // f32 weights the update applies to (always defined)

@@ -15,27 +15,8 @@ absl::Status CpuKernelOps::Gemm(const KernelContext&, const GemmArgs& g) {
   WEFT_RETURN_IF_ERROR(CheckCpu(g.a, "gemm a"));
   WEFT_RETURN_IF_ERROR(CheckCpu(g.b, "gemm b"));
   WEFT_RETURN_IF_ERROR(CheckCpu(g.out, "gemm out"));
-  if (g.a.ndim() != 2 || g.b.ndim() != 2 || g.out.ndim() != 2) {
-    return InvalidArgument("gemm operands must be 2-D", "a, b and out of rank 2",
-                           "flatten batch dimensions into rows first");
-  }
-  const int64_t m = g.trans_a ? g.a.dim(1) : g.a.dim(0);
-  const int64_t k = g.trans_a ? g.a.dim(0) : g.a.dim(1);
-  const int64_t kb = g.trans_b ? g.b.dim(1) : g.b.dim(0);
-  const int64_t n = g.trans_b ? g.b.dim(0) : g.b.dim(1);
-  if (k != kb || g.out.dim(0) != m || g.out.dim(1) != n) {
-    return InvalidArgument(
-        absl::StrCat("gemm shapes: op(a) ", m, "x", k, ", op(b) ", kb, "x", n, ", out ",
-                     ShapeString(g.out.shape())),
-        "op(a) MxK, op(b) KxN, out MxN");
-  }
-  if (g.accumulate && g.epilogue != Epilogue::kNone) {
-    return InvalidArgument("gemm accumulate with an epilogue", "accumulate only with kNone");
-  }
-  if (g.bias_grad.defined() && g.epilogue != Epilogue::kDGelu) {
-    return InvalidArgument("gemm bias_grad without the kDGelu epilogue",
-                           "bias_grad only with kDGelu (use BiasGrad otherwise)");
-  }
+  WEFT_ASSIGN_OR_RETURN(const GemmDims dims, CheckGemmArgs(g));
+  const int64_t m = dims.m, n = dims.n, k = dims.k;
   Tensor out = g.out;  // shares storage; the epilogue writes through it
   float* c = out.data<float>();
   if (m > 0 && n > 0) {

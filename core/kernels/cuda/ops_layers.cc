@@ -95,23 +95,8 @@ absl::Status CudaKernelOps::Gemm(const KernelContext& ctx, const GemmArgs& g) {
   WEFT_RETURN_IF_ERROR(CheckFloat(ctx, g.b, "gemm b"));
   WEFT_RETURN_IF_ERROR(CheckFloat(ctx, g.out, "gemm out"));
   WEFT_RETURN_IF_ERROR(CheckSameDType(g.b, "gemm b", g.a, "gemm a"));
-  if (g.a.ndim() != 2 || g.b.ndim() != 2 || g.out.ndim() != 2) {
-    return InvalidArgument("gemm operands must be 2-D", "a, b and out of rank 2",
-                           "flatten batch dimensions into rows first");
-  }
-  const int64_t m = g.trans_a ? g.a.dim(1) : g.a.dim(0);
-  const int64_t k = g.trans_a ? g.a.dim(0) : g.a.dim(1);
-  const int64_t kb = g.trans_b ? g.b.dim(1) : g.b.dim(0);
-  const int64_t n = g.trans_b ? g.b.dim(0) : g.b.dim(1);
-  if (k != kb || g.out.dim(0) != m || g.out.dim(1) != n) {
-    return InvalidArgument(
-        absl::StrCat("gemm shapes: op(a) ", m, "x", k, ", op(b) ", kb, "x", n, ", out ",
-                     ShapeString(g.out.shape())),
-        "op(a) MxK, op(b) KxN, out MxN");
-  }
-  if (g.accumulate && g.epilogue != Epilogue::kNone) {
-    return InvalidArgument("gemm accumulate with an epilogue", "accumulate only with kNone");
-  }
+  WEFT_ASSIGN_OR_RETURN(const GemmDims dims, CheckGemmArgs(g));
+  const int64_t m = dims.m, n = dims.n, k = dims.k;
   MatmulArgs args;
   args.out = g.out.raw_data();
   args.out_dtype = g.out.dtype();
@@ -137,11 +122,7 @@ absl::Status CudaKernelOps::Gemm(const KernelContext& ctx, const GemmArgs& g) {
     WEFT_RETURN_IF_ERROR(CheckSameDType(g.aux, "gemm aux (pre-gelu)", g.out, "gemm out"));
     args.aux = g.aux.raw_data();
   }
-  if (g.bias_grad.defined()) {
-    if (g.epilogue != Epilogue::kDGelu) {
-      return InvalidArgument("gemm bias_grad without the kDGelu epilogue",
-                             "bias_grad only with kDGelu", "call BiasGrad on the output instead");
-    }
+  if (g.bias_grad.defined()) {  // only with kDGelu (CheckGemmArgs)
     WEFT_RETURN_IF_ERROR(CheckFloat(ctx, g.bias_grad, "gemm bias_grad"));
     WEFT_RETURN_IF_ERROR(CheckNumel(g.bias_grad, "gemm bias_grad", n));
   }
