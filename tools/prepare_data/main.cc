@@ -1,8 +1,8 @@
 // prepare_data: tokenize text files into llm.c-format token shards.
 //
-//   bazel run //tools:prepare_data -- \
-//       --input=/work/shared/data/tinyshakespeare/input.txt \
+//   bazel run //tools:prepare_data -- --input=data/shakespeare.txt
 //       --tokenizer=char --out=/tmp/shakespeare_char --val_fraction=0.1
+//   (one command line)
 //
 // --input takes comma-separated files or directories. --tokenizer is char,
 // bpe, bpe:<vocab size>, or an existing tokenizer file (to encode new text
