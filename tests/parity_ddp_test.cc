@@ -53,3 +53,22 @@ TEST(DdpParityTest, GradientAccumulationWithNoSync) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// Fixed seed and world size: two multi-process runs are bitwise identical.
+TEST(DdpParityTest, RepeatedRunsAreBitwiseIdentical) {
+  GptJob job = Job();
+  job.mutable_train()->set_steps(8);
+  job.mutable_train()->mutable_parallel()->set_strategy("ddp");
+  job.mutable_train()->set_micro_batch(2);
+  auto a = testing::RunMultiProcess(job, 2);
+  auto b = testing::RunMultiProcess(job, 2);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  EXPECT_EQ(a->losses, b->losses);
+  EXPECT_EQ(a->params, b->params);
+}
+
+}  // namespace
+}  // namespace weft
