@@ -5,7 +5,7 @@
 // breakdown: step time, and ddp_wait_ms, the time the step still waits
 // for communication after backward finished (the exposed part).
 //
-//   bazel run -c opt //tools/bench:ddp_overlap -- [--world=2] [--steps=12] \
+//   bazel run -c opt //tools/bench:ddp_overlap -- [--world=2] [--steps=12]
 //       [--n_layer=4] [--d_model=256] [--bucket_mb=1]
 #include <algorithm>
 #include <cstdio>

@@ -2,7 +2,7 @@
 // loader, forward, fused loss, backward, clipping, AdamW, one loss read),
 // on synthetic tokens so no dataset is needed:
 //
-//   bazel run -c opt //tools/bench:gpt_throughput -- --device=cuda \
+//   bazel run -c opt //tools/bench:gpt_throughput -- --device=cuda
 //       [--global_batch=16 --micro_batch=16 --seq_len=1024 --steps=30 ...]
 //
 // Defaults are GPT-2 124M (12L 12H 768d, vocab 50257 padded to 50304,

@@ -67,7 +67,9 @@ TEST(DropoutTest, MaskDependsOnlyOnSeedAndPosition) {
     const float v = full.data<float>()[i];
     ASSERT_TRUE(v == 0.f || v == 1.f / 0.75f);
     kept += v != 0.f;
-    if (i >= n / 2) ASSERT_EQ(v, half.data<float>()[i - n / 2]);
+    if (i >= n / 2) {
+      ASSERT_EQ(v, half.data<float>()[i - n / 2]);
+    }
   }
   EXPECT_NEAR(kept / double(n), 0.75, 0.03);
   // Backward applies the same mask.
