@@ -224,12 +224,15 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
   const Stream compute = stream_ ? Stream::Default(ctx_.device) : Stream::Default(ctx_.device);
   ctx_.training = true;
   int64_t targets_per_sample = 0;
+  double data_wait_ms = 0;
   for (int64_t micro = 0; micro < accum_steps_; ++micro) {
     for (auto& p : parallel_->participants) {
       WEFT_RETURN_IF_ERROR(p->BeforeMicroStep(static_cast<int>(micro),
                                               static_cast<int>(accum_steps_)));
     }
+    const auto wait_start = std::chrono::steady_clock::now();
     WEFT_ASSIGN_OR_RETURN(data::Batch batch, loaders_.train->Next());
+    data_wait_ms += HostMs(wait_start, std::chrono::steady_clock::now());
     WEFT_RETURN_IF_ERROR(batch.WaitOn(stream_ ? *stream_ : compute));
     const Tensor& x = batch.Get(options_.input_field);
     const Tensor& y = batch.Get(options_.target_field);
@@ -276,6 +279,7 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
   s.lr = lr;
   s.grad_norm = grad_norm;
   s.step_ms = HostMs(t0, t1);
+  s.data_wait_ms = data_wait_ms;
   s.tokens_per_s = global_targets / (s.step_ms / 1000.0);
   // MFU needs the device's peak; unknown (CPU without --peak_tflops) is NaN,
   // which the JSON log writes as null rather than a made-up number.
@@ -328,6 +332,7 @@ absl::Status Trainer::Run() {
       MetricsLogger::Record r;
       r.Add("step", s.step).Add("loss", s.loss).Add("lr", s.lr).Add("step_ms", s.step_ms);
       r.Add("tokens_per_s", s.tokens_per_s).Add("mfu", s.mfu).Add("peak_mem_mb", s.peak_mem_mb);
+      r.Add("data_wait_ms", s.data_wait_ms);
       if (c.optim().grad_clip() > 0) r.Add("grad_norm", s.grad_norm);
       for (const auto& [k, v] : s.extra) r.Add(k, v);
       logger_->Log(r);

@@ -48,6 +48,7 @@ struct StepStats {
   double tokens_per_s = 0;
   double mfu = 0;        // fraction of peak; NaN when the peak is unknown
   double peak_mem_mb = 0;
+  double data_wait_ms = 0;  // host time blocked in the data loader this step
   // Strategy-specific numbers (e.g. ddp_wait_ms).
   std::vector<std::pair<std::string, double>> extra;
 };
