@@ -143,8 +143,8 @@ absl::Status ShardedGroup::FinishReduce() {
 }
 
 absl::Status ShardedGroup::ZeroShardGrad() {
-  if (opt_.grads == Mode::kSharded) return shard_grad_.Zero(opt_.stream);
-  return absl::OkStatus();  // kFull: the params' grad views are zeroed by the trainer
+  // kFull: the whole persistent buffer (the params' grads are views of it).
+  return (opt_.grads == Mode::kSharded ? shard_grad_ : full_grad_).Zero(opt_.stream);
 }
 
 absl::StatusOr<Tensor> ShardedGroup::FullValue(const Parameter& param) {

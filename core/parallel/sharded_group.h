@@ -81,6 +81,8 @@ class ShardedGroup {
   Tensor shard_param() const;
   Tensor shard_grad() const;
   std::vector<OptimTarget> OptimizerTargets() const;
+  // Zeroes the persistent gradient storage (the shard, or for kFull grads
+  // the whole full buffer).
   absl::Status ZeroShardGrad();
 
   // A full copy of `param` (one of this group's). Collective when the

@@ -31,6 +31,9 @@ class StepParticipant {
  public:
   virtual ~StepParticipant() = default;
   virtual absl::Status ZeroGrad() { return absl::OkStatus(); }
+  // True when ZeroGrad clears every parameter gradient itself (e.g. one
+  // memset per flat bucket), so the trainer skips its per-parameter zeroing.
+  virtual bool ZeroesModelGradients() const { return false; }
   virtual absl::Status BeforeMicroStep(int micro, int num_micro) {
     (void)micro;
     (void)num_micro;

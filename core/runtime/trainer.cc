@@ -218,8 +218,12 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
   const auto t0 = std::chrono::steady_clock::now();
   ++step_;
   const TrainConfig& c = cfg();
-  WEFT_RETURN_IF_ERROR(ZeroGrads(*model_, ctx_.stream));
-  for (auto& p : parallel_->participants) WEFT_RETURN_IF_ERROR(p->ZeroGrad());
+  bool zeroed = false;
+  for (auto& p : parallel_->participants) {
+    WEFT_RETURN_IF_ERROR(p->ZeroGrad());
+    zeroed |= p->ZeroesModelGradients();
+  }
+  if (!zeroed) WEFT_RETURN_IF_ERROR(ZeroGrads(*model_, ctx_.stream));
   WEFT_RETURN_IF_ERROR(loss_sum_.Zero(ctx_.stream));
   const Stream compute = stream_ ? Stream::Default(ctx_.device) : Stream::Default(ctx_.device);
   ctx_.training = true;

@@ -70,6 +70,13 @@ class DdpParticipant : public StepParticipant {
     return absl::OkStatus();
   }
 
+  // Every gradient is a view into a bucket: one memset per bucket.
+  absl::Status ZeroGrad() override {
+    for (Bucket& b : buckets_) WEFT_RETURN_IF_ERROR(b.flat.Zero(stream_));
+    return absl::OkStatus();
+  }
+  bool ZeroesModelGradients() const override { return true; }
+
   absl::Status BeforeMicroStep(int micro, int num_micro) override {
     sync_ = micro == num_micro - 1;
     for (Bucket& b : buckets_) b.pending = static_cast<int>(b.params.size());

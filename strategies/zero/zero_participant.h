@@ -21,6 +21,8 @@ class ZeroParticipant : public StepParticipant {
   absl::Status Build(StrategyContext& ctx);
 
   absl::Status ZeroGrad() override;
+  // Every gradient lives in a group's buffers (or is unbound between steps).
+  bool ZeroesModelGradients() const override { return true; }
   absl::Status BeforeMicroStep(int micro, int num_micro) override;
   absl::Status FinishGradients() override;
   std::optional<std::vector<OptimTarget>> OptimizerTargets() override;
