@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
+#include "core/parallel/bucketing.h"
 
 namespace weft {
 namespace {
@@ -24,38 +25,26 @@ class DdpParticipant : public StepParticipant {
 
   absl::Status Build(Model& model, double bucket_mb, DType grad_dtype, Device device,
                      Allocator* allocator) {
-    std::vector<Parameter*> params = model.Parameters();
-    const int64_t limit =
-        std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * (1 << 20)) /
-                                 static_cast<int64_t>(DTypeSize(grad_dtype)));
-    // Reverse registration order is the order backward produces gradients.
-    std::vector<Parameter*> current;
-    int64_t current_numel = 0;
-    auto close = [&]() -> absl::Status {
-      if (current.empty()) return absl::OkStatus();
+    for (std::vector<Parameter*>& params :
+         BucketInBackwardOrder(model.Parameters(), bucket_mb, DTypeSize(grad_dtype))) {
+      int64_t numel = 0;
+      for (Parameter* p : params) {
+        if (p->grad.dtype() != grad_dtype) {
+          return Internal("gradient dtype differs from --grad_dtype for " + p->name());
+        }
+        numel += p->numel();
+      }
       Bucket b;
-      b.params = current;
-      WEFT_ASSIGN_OR_RETURN(b.flat, Tensor::Zeros({current_numel}, grad_dtype, device,
-                                                  allocator, stream_));
+      WEFT_ASSIGN_OR_RETURN(b.flat,
+                            Tensor::Zeros({numel}, grad_dtype, device, allocator, stream_));
       int64_t off = 0;
-      for (Parameter* p : current) {
+      for (Parameter* p : params) {
         p->grad = b.flat.Slice(0, off, off + p->numel()).View(p->shape());
         off += p->numel();
       }
+      b.params = std::move(params);
       buckets_.push_back(std::move(b));
-      current.clear();
-      current_numel = 0;
-      return absl::OkStatus();
-    };
-    for (auto it = params.rbegin(); it != params.rend(); ++it) {
-      if ((*it)->grad.dtype() != grad_dtype) {
-        return Internal("gradient dtype differs from --grad_dtype for " + (*it)->name());
-      }
-      current.push_back(*it);
-      current_numel += (*it)->numel();
-      if (current_numel >= limit) WEFT_RETURN_IF_ERROR(close());
     }
-    WEFT_RETURN_IF_ERROR(close());
     for (size_t b = 0; b < buckets_.size(); ++b) {
       for (Parameter* p : buckets_[b].params) bucket_of_[p] = b;
     }

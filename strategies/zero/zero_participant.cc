@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
+#include "core/parallel/bucketing.h"
 
 namespace weft {
 namespace {
@@ -71,23 +72,11 @@ absl::Status ZeroParticipant::Build(StrategyContext& ctx) {
       WEFT_RETURN_IF_ERROR(AddGroup(m->name(), own, ctx));
     }
   } else {
-    // Buckets in backward order, about bucket_mb each.
-    const std::vector<Parameter*> params = model.Parameters();
-    const int64_t limit = std::max<int64_t>(
-        1, static_cast<int64_t>(ctx.options->bucket_mb * (1 << 20)) /
-               static_cast<int64_t>(DTypeSize(ctx.grad_dtype)));
-    std::vector<Parameter*> bucket;
-    int64_t numel = 0;
-    for (auto it = params.rbegin(); it != params.rend(); ++it) {
-      bucket.push_back(*it);
-      numel += (*it)->numel();
-      if (numel >= limit) {
-        WEFT_RETURN_IF_ERROR(AddGroup(absl::StrCat("bucket", groups_.size()), bucket, ctx));
-        bucket.clear();
-        numel = 0;
-      }
+    for (std::vector<Parameter*>& bucket : BucketInBackwardOrder(
+             model.Parameters(), ctx.options->bucket_mb, DTypeSize(ctx.grad_dtype))) {
+      WEFT_RETURN_IF_ERROR(
+          AddGroup(absl::StrCat("bucket", groups_.size()), std::move(bucket), ctx));
     }
-    WEFT_RETURN_IF_ERROR(AddGroup(absl::StrCat("bucket", groups_.size()), bucket, ctx));
   }
   InstallHooks(model);
   return absl::OkStatus();
