@@ -17,11 +17,10 @@ absl::StatusOr<ClassificationResult> EvaluateClassifier(Trainer& trainer) {
   RunContext& ctx = trainer.context();
   ctx.training = false;
   Model& model = trainer.model();
-  const Stream compute = Stream::Default(ctx.device);
   int64_t correct = 0, total = 0;
   for (int64_t i = 0; i < loader->batches_per_epoch(); ++i) {
     WEFT_ASSIGN_OR_RETURN(data::Batch batch, loader->Next());
-    WEFT_RETURN_IF_ERROR(batch.WaitOn(compute));
+    WEFT_RETURN_IF_ERROR(batch.WaitOn(trainer.compute_stream()));
     const Tensor& x = batch.Get("image");
     WEFT_ASSIGN_OR_RETURN(Tensor logits, model.CallForward(ctx, x));
     WEFT_ASSIGN_OR_RETURN(std::vector<float> host, logits.ToFloats());

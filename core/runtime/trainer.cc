@@ -225,7 +225,6 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
   }
   if (!zeroed) WEFT_RETURN_IF_ERROR(ZeroGrads(*model_, ctx_.stream));
   WEFT_RETURN_IF_ERROR(loss_sum_.Zero(ctx_.stream));
-  const Stream compute = stream_ ? Stream::Default(ctx_.device) : Stream::Default(ctx_.device);
   ctx_.training = true;
   int64_t targets_per_sample = 0;
   double data_wait_ms = 0;
@@ -237,7 +236,7 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
     const auto wait_start = std::chrono::steady_clock::now();
     WEFT_ASSIGN_OR_RETURN(data::Batch batch, loaders_.train->Next());
     data_wait_ms += HostMs(wait_start, std::chrono::steady_clock::now());
-    WEFT_RETURN_IF_ERROR(batch.WaitOn(stream_ ? *stream_ : compute));
+    WEFT_RETURN_IF_ERROR(batch.WaitOn(compute_stream()));
     const Tensor& x = batch.Get(options_.input_field);
     const Tensor& y = batch.Get(options_.target_field);
     targets_per_sample = model_->TargetsPerSample(y);
@@ -311,10 +310,9 @@ absl::StatusOr<double> Trainer::Evaluate(int max_batches) {
   WEFT_ASSIGN_OR_RETURN(Tensor sum, ctx_.Zeros({1}, DType::kF32));
   double targets = 0;
   const int n = static_cast<int>(std::min<int64_t>(max_batches, loaders_.val->batches_per_epoch()));
-  const Stream compute = Stream::Default(ctx_.device);
   for (int i = 0; i < n; ++i) {
     WEFT_ASSIGN_OR_RETURN(data::Batch batch, loaders_.val->Next());
-    WEFT_RETURN_IF_ERROR(batch.WaitOn(stream_ ? *stream_ : compute));
+    WEFT_RETURN_IF_ERROR(batch.WaitOn(compute_stream()));
     const Tensor& y = batch.Get(options_.target_field);
     WEFT_ASSIGN_OR_RETURN(Tensor losses,
                           model_->ForwardLoss(ctx_, batch.Get(options_.input_field), y, 1.0f));

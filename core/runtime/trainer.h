@@ -81,6 +81,9 @@ class Trainer {
 
   const std::vector<StepStats>& history() const { return history_; }
   RunContext& context() { return ctx_; }
+  // The stream the model computes on (a host "stream" on CPU): batches from
+  // the loaders must WaitOn it.
+  const Stream& compute_stream() const { return stream_ ? *stream_ : host_stream_; }
   Model& model() { return *model_; }
   data::DataLoader* train_loader() { return loaders_.train.get(); }
   ParallelState& parallel() { return *parallel_; }
@@ -109,6 +112,7 @@ class Trainer {
   std::unique_ptr<TrackingAllocator> grad_alloc_;
   std::unique_ptr<TrackingAllocator> optim_alloc_;
   std::optional<Stream> stream_;
+  Stream host_stream_ = Stream::Default(Device::Cpu());
   RunContext ctx_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<ParallelState> parallel_;
