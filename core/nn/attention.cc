@@ -16,37 +16,40 @@ CausalSelfAttention::CausalSelfAttention(int64_t channels, int num_heads, float 
   dropout_ = RegisterModule("dropout", std::make_unique<Dropout>(dropout));
 }
 
-void CausalSelfAttention::ReleaseActivations() {
-  qkv_out_ = Tensor();
-  att_ = Tensor();
-  lse_ = Tensor();
-}
-
 absl::StatusOr<Tensor> CausalSelfAttention::Forward(RunContext& ctx, const Tensor& x) {
   if (x.ndim() != 3 || x.dim(2) != c_) {
     return InvalidArgument("attention input " + ShapeString(x.shape()),
                            absl::StrCat("(B, T, ", c_, ")"));
   }
   const int64_t b = x.dim(0), t = x.dim(1);
-  WEFT_ASSIGN_OR_RETURN(qkv_out_, qkv_->CallForward(ctx, x));  // (B, T, 3C)
-  WEFT_ASSIGN_OR_RETURN(att_, ctx.Empty({b, t, c_}, ctx.compute_dtype));
-  WEFT_ASSIGN_OR_RETURN(lse_, ctx.Empty({b, num_heads_, t}, DType::kF32));
-  WEFT_RETURN_IF_ERROR(ctx.ops->AttentionForward(ctx.kernel(), att_, lse_, qkv_out_, num_heads_));
-  WEFT_ASSIGN_OR_RETURN(Tensor y, proj_->CallForward(ctx, att_));
+  WEFT_ASSIGN_OR_RETURN(Tensor qkv_out, qkv_->CallForward(ctx, x));  // (B, T, 3C)
+  WEFT_ASSIGN_OR_RETURN(Tensor att, ctx.Empty({b, t, c_}, ctx.compute_dtype));
+  WEFT_ASSIGN_OR_RETURN(Tensor lse, ctx.Empty({b, num_heads_, t}, DType::kF32));
+  WEFT_RETURN_IF_ERROR(ctx.ops->AttentionForward(ctx.kernel(), att, lse, qkv_out, num_heads_));
+  if (ctx.training) {
+    SavedActivations& saved = ctx.Saved(this);
+    saved[kQkv] = qkv_out;
+    saved[kAttention] = att;
+    saved[kLogSumExp] = lse;
+  }
+  WEFT_ASSIGN_OR_RETURN(Tensor y, proj_->CallForward(ctx, att));
   return dropout_->CallForward(ctx, y);
 }
 
 absl::StatusOr<Tensor> CausalSelfAttention::Backward(RunContext& ctx, const Tensor& dy) {
-  if (!att_.defined()) {
+  SavedActivations* saved = ctx.FindSaved(this);
+  if (saved == nullptr) {
     return FailedPrecondition("attention backward without saved activations",
                               "Forward in training mode before Backward");
   }
   WEFT_ASSIGN_OR_RETURN(Tensor dproj, dropout_->CallBackward(ctx, dy));
   WEFT_ASSIGN_OR_RETURN(Tensor datt, proj_->CallBackward(ctx, dproj));
-  WEFT_ASSIGN_OR_RETURN(Tensor dqkv, ctx.Empty(qkv_out_.shape(), ctx.compute_dtype));
-  WEFT_RETURN_IF_ERROR(
-      ctx.ops->AttentionBackward(ctx.kernel(), dqkv, datt, qkv_out_, att_, lse_, num_heads_));
-  ReleaseActivations();
+  const Tensor& qkv_out = (*saved)[kQkv];
+  WEFT_ASSIGN_OR_RETURN(Tensor dqkv, ctx.Empty(qkv_out.shape(), ctx.compute_dtype));
+  WEFT_RETURN_IF_ERROR(ctx.ops->AttentionBackward(ctx.kernel(), dqkv, datt, qkv_out,
+                                                  (*saved)[kAttention], (*saved)[kLogSumExp],
+                                                  num_heads_));
+  ctx.DropSaved(this);
   return qkv_->CallBackward(ctx, dqkv);
 }
 

@@ -19,7 +19,6 @@ class CausalSelfAttention : public Module {
   // x: (B, T, C) -> (B, T, C).
   absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) override;
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
-  void ReleaseActivations() override;
 
   Linear* qkv() const { return qkv_; }
   Linear* proj() const { return proj_; }
@@ -31,7 +30,8 @@ class CausalSelfAttention : public Module {
   Linear* qkv_;
   Linear* proj_;
   Dropout* dropout_;
-  Tensor qkv_out_, att_, lse_;  // (B, T, 3C), (B, T, C), (B, NH, T)
+  // Saved per micro-batch: (B, T, 3C), (B, T, C), (B, NH, T).
+  enum { kQkv, kAttention, kLogSumExp };
 };
 
 }  // namespace weft

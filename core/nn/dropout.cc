@@ -14,15 +14,15 @@ uint64_t Dropout::Seed(const RunContext& ctx) const {
 }
 
 absl::StatusOr<Tensor> Dropout::Forward(RunContext& ctx, const Tensor& x) {
-  applied_ = ctx.training && p_ > 0.f;
-  if (!applied_) return x;
+  // Nothing is saved: the mask is recomputed from the seed in backward.
+  if (!ctx.training || p_ == 0.f) return x;
   WEFT_ASSIGN_OR_RETURN(Tensor out, ctx.Empty(x.shape(), x.dtype()));
   WEFT_RETURN_IF_ERROR(ctx.ops->DropoutForward(ctx.kernel(), out, x, p_, Seed(ctx), 0));
   return out;
 }
 
 absl::StatusOr<Tensor> Dropout::Backward(RunContext& ctx, const Tensor& dy) {
-  if (!applied_) return dy;
+  if (p_ == 0.f) return dy;
   WEFT_ASSIGN_OR_RETURN(Tensor dx, ctx.Empty(dy.shape(), dy.dtype()));
   WEFT_RETURN_IF_ERROR(ctx.ops->DropoutBackward(ctx.kernel(), dx, dy, p_, Seed(ctx), 0));
   return dx;

@@ -22,7 +22,6 @@ class Dropout : public Module {
   uint64_t Seed(const RunContext& ctx) const;
 
   const float p_;
-  bool applied_ = false;  // whether forward dropped anything (training, p > 0)
 };
 
 }  // namespace weft

@@ -22,7 +22,7 @@ absl::StatusOr<Tensor> TokenPositionEmbedding::Forward(RunContext& ctx, const Te
                            absl::StrCat("at most max_seq_len=", max_positions_),
                            "lower seq_len or raise max_seq_len");
   }
-  tokens_ = tokens;
+  if (ctx.training) ctx.Saved(this)[0] = tokens;
   WEFT_ASSIGN_OR_RETURN(Tensor out, ctx.Empty({tokens.dim(0), tokens.dim(1), wte_->shape()[1]},
                                               ctx.compute_dtype));
   WEFT_RETURN_IF_ERROR(
@@ -31,13 +31,14 @@ absl::StatusOr<Tensor> TokenPositionEmbedding::Forward(RunContext& ctx, const Te
 }
 
 absl::StatusOr<Tensor> TokenPositionEmbedding::Backward(RunContext& ctx, const Tensor& dy) {
-  if (!tokens_.defined()) {
+  SavedActivations* saved = ctx.FindSaved(this);
+  if (saved == nullptr) {
     return FailedPrecondition("embedding backward without saved tokens",
                               "Forward in training mode before Backward");
   }
   WEFT_RETURN_IF_ERROR(
-      ctx.ops->EmbeddingBackward(ctx.kernel(), wte_->grad, wpe_->grad, dy, tokens_));
-  tokens_ = Tensor();
+      ctx.ops->EmbeddingBackward(ctx.kernel(), wte_->grad, wpe_->grad, dy, (*saved)[0]));
+  ctx.DropSaved(this);
   return Tensor();
 }
 

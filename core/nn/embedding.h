@@ -17,7 +17,6 @@ class TokenPositionEmbedding : public Module {
   absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& tokens) override;
   // Accumulates wte/wpe gradients; returns an undefined tensor (ids have none).
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
-  void ReleaseActivations() override { tokens_ = Tensor(); }
 
   Parameter* wte() const { return wte_; }
   Parameter* wpe() const { return wpe_; }
@@ -26,7 +25,6 @@ class TokenPositionEmbedding : public Module {
   const int64_t max_positions_;
   Parameter* wte_;
   Parameter* wpe_;
-  Tensor tokens_;
 };
 
 }  // namespace weft

@@ -11,29 +11,29 @@ LayerNorm::LayerNorm(int64_t features, float eps) : Module("LayerNorm"), c_(feat
   bias_ = RegisterParameter("bias", {c_}, InitSpec::Zeros(), false);
 }
 
-void LayerNorm::ReleaseActivations() {
-  x_ = Tensor();
-  mean_ = Tensor();
-  rstd_ = Tensor();
-}
-
-absl::Status LayerNorm::Normalize(RunContext& ctx, const Tensor& x, Tensor& out) {
+absl::Status LayerNorm::Normalize(RunContext& ctx, const Tensor& x, Tensor& out, Tensor& mean,
+                                  Tensor& rstd) {
   if (x.dim(-1) != c_) {
     return InvalidArgument(absl::StrCat("input ", ShapeString(x.shape())),
                            absl::StrCat("last dimension ", c_));
   }
   const int64_t rows = x.numel() / c_;
-  WEFT_ASSIGN_OR_RETURN(mean_, ctx.Empty({rows}, DType::kF32));
-  WEFT_ASSIGN_OR_RETURN(rstd_, ctx.Empty({rows}, DType::kF32));
+  WEFT_ASSIGN_OR_RETURN(mean, ctx.Empty({rows}, DType::kF32));
+  WEFT_ASSIGN_OR_RETURN(rstd, ctx.Empty({rows}, DType::kF32));
   WEFT_ASSIGN_OR_RETURN(out, ctx.Empty(x.shape(), ctx.compute_dtype));
-  x_ = x;
+  if (ctx.training) {
+    SavedActivations& saved = ctx.Saved(this);
+    saved[kInput] = x;
+    saved[kMean] = mean;
+    saved[kRstd] = rstd;
+  }
   return absl::OkStatus();
 }
 
 absl::StatusOr<Tensor> LayerNorm::Forward(RunContext& ctx, const Tensor& x) {
-  Tensor out;
-  WEFT_RETURN_IF_ERROR(Normalize(ctx, x, out));
-  WEFT_RETURN_IF_ERROR(ctx.ops->LayerNormForward(ctx.kernel(), out, mean_, rstd_, x,
+  Tensor out, mean, rstd;
+  WEFT_RETURN_IF_ERROR(Normalize(ctx, x, out, mean, rstd));
+  WEFT_RETURN_IF_ERROR(ctx.ops->LayerNormForward(ctx.kernel(), out, mean, rstd, x,
                                                  weight_->value, bias_->value, eps_));
   return out;
 }
@@ -44,22 +44,24 @@ absl::StatusOr<std::pair<Tensor, Tensor>> LayerNorm::ForwardResidual(RunContext&
   std::pair<Tensor, Tensor> result;
   WEFT_RETURN_IF_ERROR(RunHooked(ctx, /*backward=*/false, [&]() -> absl::Status {
     WEFT_ASSIGN_OR_RETURN(result.first, ctx.Empty(a.shape(), ctx.compute_dtype));
-    WEFT_RETURN_IF_ERROR(Normalize(ctx, result.first, result.second));
-    return ctx.ops->ResidualLayerNormForward(ctx.kernel(), result.first, result.second, mean_,
-                                             rstd_, a, b, weight_->value, bias_->value, eps_);
+    Tensor mean, rstd;
+    WEFT_RETURN_IF_ERROR(Normalize(ctx, result.first, result.second, mean, rstd));
+    return ctx.ops->ResidualLayerNormForward(ctx.kernel(), result.first, result.second, mean,
+                                             rstd, a, b, weight_->value, bias_->value, eps_);
   }));
   return result;
 }
 
 absl::Status LayerNorm::Gradient(RunContext& ctx, const Tensor& dy, Tensor& dx, bool accumulate) {
-  if (!x_.defined()) {
+  SavedActivations* saved = ctx.FindSaved(this);
+  if (saved == nullptr) {
     return FailedPrecondition("LayerNorm backward without saved input",
                               "Forward in training mode before Backward");
   }
-  WEFT_RETURN_IF_ERROR(ctx.ops->LayerNormBackward(ctx.kernel(), dx, weight_->grad, bias_->grad,
-                                                  dy, x_, weight_->value, mean_, rstd_,
-                                                  accumulate));
-  ReleaseActivations();
+  WEFT_RETURN_IF_ERROR(ctx.ops->LayerNormBackward(
+      ctx.kernel(), dx, weight_->grad, bias_->grad, dy, (*saved)[kInput], weight_->value,
+      (*saved)[kMean], (*saved)[kRstd], accumulate));
+  ctx.DropSaved(this);
   return absl::OkStatus();
 }
 

@@ -19,7 +19,6 @@ class LayerNorm : public Module {
 
   absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) override;
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
-  void ReleaseActivations() override;
 
   // Returns {a + b, layernorm(a + b)}.
   absl::StatusOr<std::pair<Tensor, Tensor>> ForwardResidual(RunContext& ctx, const Tensor& a,
@@ -31,14 +30,16 @@ class LayerNorm : public Module {
   Parameter* bias() const { return bias_; }
 
  private:
-  absl::Status Normalize(RunContext& ctx, const Tensor& x, Tensor& out);
+  // Allocates out, mean and rstd, and saves x/mean/rstd when training.
+  absl::Status Normalize(RunContext& ctx, const Tensor& x, Tensor& out, Tensor& mean,
+                         Tensor& rstd);
   absl::Status Gradient(RunContext& ctx, const Tensor& dy, Tensor& dx, bool accumulate);
 
   const int64_t c_;
   const float eps_;
   Parameter* weight_;
   Parameter* bias_;
-  Tensor x_, mean_, rstd_;
+  enum { kInput, kMean, kRstd };  // saved per micro-batch
 };
 
 }  // namespace weft

@@ -49,7 +49,7 @@ void CheckGradients(Module& m, Tensor x, double tol, float step = 1e-2f,
   auto loss = [&] {
     RunContext c = Ctx();
     Tensor out = *m.CallForward(c, x);
-    m.ReleaseActivationsRecursive();
+    m.ReleaseActivationsRecursive(c);
     return WeightedSum(out, r);
   };
   if (input_has_grad) {

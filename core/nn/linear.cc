@@ -14,53 +14,58 @@ Linear::Linear(int64_t in_features, int64_t out_features, Options options)
 
 void Linear::FuseGeluBackwardInto(Linear* producer) { fuse_into_ = producer; }
 
-void Linear::ReleaseActivations() {
-  x_ = Tensor();
-  pre_ = Tensor();
-}
-
 absl::StatusOr<Tensor> Linear::Forward(RunContext& ctx, const Tensor& x) {
   if (x.dim(-1) != in_) {
     return InvalidArgument(absl::StrCat("input ", ShapeString(x.shape())),
                            absl::StrCat("last dimension ", in_));
   }
   const int64_t m = x.numel() / in_;
-  x_ = x.View({m, in_});
-  out_shape_ = x.shape();
-  out_shape_.back() = out_;
+  Tensor x2 = x.View({m, in_});
+  Shape out_shape = x.shape();
+  out_shape.back() = out_;
   WEFT_ASSIGN_OR_RETURN(Tensor y, ctx.Empty({m, out_}, ctx.compute_dtype));
-  GemmArgs g{.out = y, .a = x_, .b = weight_->value, .trans_b = true};
+  GemmArgs g{.out = y, .a = x2, .b = weight_->value, .trans_b = true};
+  Tensor pre;
   if (options_.gelu) {
-    WEFT_ASSIGN_OR_RETURN(pre_, ctx.Empty({m, out_}, ctx.compute_dtype));
+    WEFT_ASSIGN_OR_RETURN(pre, ctx.Empty({m, out_}, ctx.compute_dtype));
     if (bias_ == nullptr) {
       return InvalidArgument("Linear with gelu but no bias", "bias=true with gelu=true");
     }
     g.epilogue = Epilogue::kBiasGelu;
     g.bias = bias_->value;
-    g.aux = pre_;
+    g.aux = pre;
   } else if (bias_ != nullptr) {
     g.epilogue = Epilogue::kBias;
     g.bias = bias_->value;
   }
   WEFT_RETURN_IF_ERROR(ctx.ops->Gemm(ctx.kernel(), g));
-  return y.View(out_shape_);
+  if (ctx.training) {
+    SavedActivations& saved = ctx.Saved(this);
+    saved[kInput] = x2;
+    saved[kPreActivation] = pre;
+    saved.shape = out_shape;
+  }
+  return y.View(out_shape);
 }
 
 absl::StatusOr<Tensor> Linear::Backward(RunContext& ctx, const Tensor& dy) {
-  if (!x_.defined()) {
+  SavedActivations* saved = ctx.FindSaved(this);
+  if (saved == nullptr || !(*saved)[kInput].defined()) {
     return FailedPrecondition("Linear backward without saved input",
                               "Forward in training mode before Backward");
   }
-  const int64_t m = x_.dim(0);
+  const Tensor x = (*saved)[kInput];
+  const Tensor pre = (*saved)[kPreActivation];
+  const int64_t m = x.dim(0);
   Tensor dpre = dy.View({m, out_});
   if (options_.gelu && !dy_is_preactivation_) {
     WEFT_ASSIGN_OR_RETURN(dpre, ctx.Empty({m, out_}, ctx.compute_dtype));
-    WEFT_RETURN_IF_ERROR(ctx.ops->GeluBackward(ctx.kernel(), dpre, dy.View({m, out_}), pre_));
+    WEFT_RETURN_IF_ERROR(ctx.ops->GeluBackward(ctx.kernel(), dpre, dy.View({m, out_}), pre));
   }
   // dW += dpre^T . x
   WEFT_RETURN_IF_ERROR(ctx.ops->Gemm(
       ctx.kernel(),
-      {.out = weight_->grad, .a = dpre, .b = x_, .trans_a = true, .accumulate = true}));
+      {.out = weight_->grad, .a = dpre, .b = x, .trans_a = true, .accumulate = true}));
   const bool bias_done = options_.gelu && dy_is_preactivation_;
   if (bias_ != nullptr && !bias_done) {
     WEFT_RETURN_IF_ERROR(ctx.ops->BiasGrad(ctx.kernel(), bias_->grad, dpre));
@@ -71,18 +76,20 @@ absl::StatusOr<Tensor> Linear::Backward(RunContext& ctx, const Tensor& dy) {
   GemmArgs g{.out = dx, .a = dpre, .b = weight_->value};
   // Fuse only when the producer's bias gradient is resident: sharding
   // strategies allocate a layer's gradients just before its own backward.
-  if (fuse_into_ != nullptr && fuse_into_->bias_->grad.defined()) {
+  SavedActivations* producer =
+      fuse_into_ != nullptr ? ctx.FindSaved(fuse_into_) : nullptr;
+  if (producer != nullptr && fuse_into_->bias_->grad.defined()) {
     g.epilogue = Epilogue::kDGelu;
-    g.aux = fuse_into_->pre_;
+    g.aux = (*producer)[kPreActivation];
     g.bias_grad = fuse_into_->bias_->grad;
     fuse_into_->dy_is_preactivation_ = true;
     fuse_into_ = nullptr;
   }
   fuse_into_ = nullptr;
   WEFT_RETURN_IF_ERROR(ctx.ops->Gemm(ctx.kernel(), g));
-  Shape in_shape = out_shape_;
+  Shape in_shape = saved->shape;
   in_shape.back() = in_;
-  x_ = Tensor();
+  ctx.DropSaved(this);
   return dx.View(in_shape);
 }
 

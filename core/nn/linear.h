@@ -25,8 +25,6 @@ class Linear : public Module {
 
   absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) override;
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
-  void ReleaseActivations() override;
-
   void FuseGeluBackwardInto(Linear* producer);
 
   Parameter* weight() const { return weight_; }
@@ -39,9 +37,9 @@ class Linear : public Module {
   const Options options_;
   Parameter* weight_;
   Parameter* bias_ = nullptr;
-  Tensor x_;    // saved input (M, in)
-  Tensor pre_;  // saved pre-activation (M, out) when gelu
-  Shape out_shape_;
+  // Saved per micro-batch: input (M, in), pre-activation (M, out) when
+  // gelu, and the output shape.
+  enum { kInput, kPreActivation };
   Linear* fuse_into_ = nullptr;       // set for one backward by the MLP
   bool dy_is_preactivation_ = false;  // set on the producer by its consumer
 };

@@ -16,27 +16,34 @@ LmHead::LmHead(Parameter* table) : Module("LmHead"), weight_(table), tied_(true)
 
 absl::StatusOr<Tensor> LmHead::Forward(RunContext& ctx, const Tensor& h) {
   const int64_t c = weight_->shape()[1];
-  h_ = h.View({h.numel() / c, c});
-  WEFT_ASSIGN_OR_RETURN(Tensor logits, ctx.Empty({h_.dim(0), weight_->shape()[0]},
+  Tensor h2 = h.View({h.numel() / c, c});
+  WEFT_ASSIGN_OR_RETURN(Tensor logits, ctx.Empty({h2.dim(0), weight_->shape()[0]},
                                                  ctx.compute_dtype));
   WEFT_RETURN_IF_ERROR(ctx.ops->Gemm(
-      ctx.kernel(), {.out = logits, .a = h_, .b = weight_->value, .trans_b = true}));
+      ctx.kernel(), {.out = logits, .a = h2, .b = weight_->value, .trans_b = true}));
+  if (ctx.training) {
+    SavedActivations& saved = ctx.Saved(this);
+    saved[0] = h2;
+    saved.shape = h.shape();  // dh comes back in the input's shape
+  }
   return logits;
 }
 
 absl::StatusOr<Tensor> LmHead::Backward(RunContext& ctx, const Tensor& dlogits) {
-  if (!h_.defined()) {
+  SavedActivations* saved = ctx.FindSaved(this);
+  if (saved == nullptr) {
     return FailedPrecondition("lm head backward without saved input",
                               "ForwardLoss in training mode before BackwardFromLoss");
   }
   WEFT_RETURN_IF_ERROR(ctx.ops->Gemm(
       ctx.kernel(),
-      {.out = weight_->grad, .a = dlogits, .b = h_, .trans_a = true, .accumulate = true}));
-  WEFT_ASSIGN_OR_RETURN(Tensor dh, ctx.Empty(h_.shape(), ctx.compute_dtype));
+      {.out = weight_->grad, .a = dlogits, .b = (*saved)[0], .trans_a = true, .accumulate = true}));
+  WEFT_ASSIGN_OR_RETURN(Tensor dh, ctx.Empty((*saved)[0].shape(), ctx.compute_dtype));
   WEFT_RETURN_IF_ERROR(
       ctx.ops->Gemm(ctx.kernel(), {.out = dh, .a = dlogits, .b = weight_->value}));
-  h_ = Tensor();
-  return dh;
+  const Shape in_shape = saved->shape;
+  ctx.DropSaved(this);
+  return dh.View(in_shape);
 }
 
 }  // namespace weft

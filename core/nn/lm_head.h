@@ -17,7 +17,9 @@ class LmHead : public Module {
 
   absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& h) override;
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dlogits) override;
-  void ReleaseActivations() override { h_ = Tensor(); }
+  std::vector<Parameter*> BorrowedParameters() const override {
+    return tied_ ? std::vector<Parameter*>{weight_} : std::vector<Parameter*>{};
+  }
 
   Parameter* weight() const { return weight_; }
   bool tied() const { return tied_; }
@@ -25,7 +27,6 @@ class LmHead : public Module {
  private:
   Parameter* weight_;
   bool tied_;
-  Tensor h_;
 };
 
 }  // namespace weft

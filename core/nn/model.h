@@ -6,8 +6,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/nn/module.h"
+#include "core/nn/stage.h"
 
 namespace weft {
 
@@ -15,14 +17,24 @@ class Model : public Module {
  public:
   using Module::Module;
 
-  // Forward pass to one f32 loss per target (on the device). In training
-  // mode it also prepares dL/dlogits scaled by dloss_scale, for
-  // BackwardFromLoss (the loss being sum(losses) * dloss_scale).
+  // The model as an ordered list of stages (see stage.h): stage i's output
+  // is stage i+1's input, the first takes the inputs, the last ends in the
+  // loss. Built from the current tree, so wrappers (recompute) and swapped
+  // modules show up. Empty for a model that cannot be split.
+  virtual std::vector<Stage> Stages() { return {}; }
+
+  // Forward pass to one f32 loss per target (on the device), through every
+  // stage between the root's forward hooks. In training it also prepares
+  // dL/dprediction scaled by dloss_scale for BackwardFromLoss (the loss
+  // being sum(losses) * dloss_scale), in the micro-batch slot ctx.slot.
   virtual absl::StatusOr<Tensor> ForwardLoss(RunContext& ctx, const Tensor& inputs,
-                                             const Tensor& targets, float dloss_scale) = 0;
-  // Backward from the loss prepared by the last ForwardLoss; accumulates
-  // parameter gradients.
-  virtual absl::Status BackwardFromLoss(RunContext& ctx) = 0;
+                                             const Tensor& targets, float dloss_scale);
+  // Backward of the micro-batch ctx.slot from the loss its ForwardLoss
+  // prepared, between the root's backward hooks; accumulates gradients.
+  virtual absl::Status BackwardFromLoss(RunContext& ctx);
+  // inputs -> prediction (every stage but the loss), e.g. logits.
+  absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& inputs) override;
+  absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dprediction) override;
 
   // Training FLOPs (forward + backward) per target, for MFU.
   virtual double TrainingFlopsPerTarget() const = 0;

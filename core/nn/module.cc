@@ -89,9 +89,9 @@ Parameter* Module::FindParameter(const std::string& dotted_name) {
   return nullptr;
 }
 
-void Module::ReleaseActivationsRecursive() {
-  ReleaseActivations();
-  for (auto& [n, c] : children_) c->ReleaseActivationsRecursive();
+void Module::ReleaseActivationsRecursive(RunContext& ctx) {
+  ctx.DropSaved(this);
+  for (auto& [n, c] : children_) c->ReleaseActivationsRecursive(ctx);
 }
 
 absl::StatusOr<std::unique_ptr<Module>> Module::ReplaceChild(

@@ -6,9 +6,10 @@
 //   pre-forward hooks, Forward, post-forward hooks
 //   pre-backward hooks, Backward, post-backward hooks
 // After a module's Backward (and so in its post-backward hooks) the
-// gradients of its own parameters are final for this micro-batch, except
-// for parameters shared with a module that runs backward later (tied
-// embeddings), which belong to the root.
+// gradients of its own parameters are final for this micro-batch. A tied
+// weight is owned by the module that runs backward last (the token
+// embedding); the head that borrows it (BorrowedParameters) accumulates into
+// the same gradient earlier.
 //
 // A strategy can do three things to a module: hook it, swap it for a
 // parallel version (ReplaceChild), or re-place its parameters.
@@ -38,14 +39,16 @@ class Module {
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
 
-  // x -> y; saves what Backward needs.
+  // x -> y; in training, saves what Backward needs in the context's
+  // activation store under (this, ctx.slot), never in members, so several
+  // micro-batches can be in flight.
   virtual absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) = 0;
-  // dL/dy -> dL/dx; accumulates parameter gradients. Modules whose input is
-  // not differentiable (token ids) return an undefined tensor.
+  // dL/dy -> dL/dx for the micro-batch ctx.slot; accumulates parameter
+  // gradients and drops what its forward saved. Modules whose input is not
+  // differentiable (token ids) return an undefined tensor.
   virtual absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) = 0;
-  // Drops saved activations (recompute, evaluation). Children are handled
-  // by the caller through ReleaseActivationsRecursive.
-  virtual void ReleaseActivations() {}
+  // Parameters this module reads but another module owns (a tied head).
+  virtual std::vector<Parameter*> BorrowedParameters() const { return {}; }
 
   absl::StatusOr<Tensor> CallForward(RunContext& ctx, const Tensor& x);
   absl::StatusOr<Tensor> CallBackward(RunContext& ctx, const Tensor& dy);
@@ -74,7 +77,8 @@ class Module {
   std::vector<Module*> Modules();
   Module* FindModule(const std::string& dotted_name);
   Parameter* FindParameter(const std::string& dotted_name);
-  void ReleaseActivationsRecursive();
+  // Drops what this subtree saved for the micro-batch ctx.slot (recompute).
+  void ReleaseActivationsRecursive(RunContext& ctx);
 
   // Swaps the child registered as `local_name` for `replacement`, which takes
   // its name; returns the old child. Parameters' names are refreshed.

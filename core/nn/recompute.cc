@@ -8,20 +8,22 @@ namespace weft {
 absl::StatusOr<Tensor> Recompute::Forward(RunContext& ctx, const Tensor& x) {
   WEFT_ASSIGN_OR_RETURN(Tensor y, inner_->CallForward(ctx, x));
   if (ctx.training) {
-    input_ = x;
-    inner_->ReleaseActivationsRecursive();
+    inner_->ReleaseActivationsRecursive(ctx);
+    ctx.Saved(this)[0] = x;
   }
   return y;
 }
 
 absl::StatusOr<Tensor> Recompute::Backward(RunContext& ctx, const Tensor& dy) {
-  if (!input_.defined()) {
+  SavedActivations* saved = ctx.FindSaved(this);
+  if (saved == nullptr) {
     return FailedPrecondition("recompute backward without a saved input",
                               "Forward in training mode before Backward");
   }
   // Same ctx (same dropout seed) as the first forward: identical activations.
-  WEFT_RETURN_IF_ERROR(inner_->CallForward(ctx, input_).status());
-  input_ = Tensor();
+  const Tensor input = (*saved)[0];
+  ctx.DropSaved(this);
+  WEFT_RETURN_IF_ERROR(inner_->CallForward(ctx, input).status());
   return inner_->CallBackward(ctx, dy);
 }
 

@@ -21,14 +21,12 @@ class Recompute : public Module {
 
   absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) override;
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
-  void ReleaseActivations() override { input_ = Tensor(); }
 
   Module* inner() const { return inner_; }
 
  private:
   friend absl::Status EnableRecompute(Module& parent, const std::string& child);
   Module* inner_ = nullptr;
-  Tensor input_;
 };
 
 // Wraps `parent`'s child named `child` in a Recompute.

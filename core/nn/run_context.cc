@@ -11,7 +11,13 @@ absl::StatusOr<RunContext> RunContext::Create(Device device, DType compute_dtype
   ctx.stream = stream;
   ctx.compute_dtype = compute_dtype;
   WEFT_ASSIGN_OR_RETURN(ctx.ops, GetKernelOps(device.type));
+  ctx.activations = std::make_shared<ActivationStore>();
   return ctx;
+}
+
+ActivationStore& RunContext::store() {
+  if (activations == nullptr) activations = std::make_shared<ActivationStore>();
+  return *activations;
 }
 
 absl::StatusOr<Tensor> RunContext::Empty(Shape shape, DType dtype) const {

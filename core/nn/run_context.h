@@ -5,9 +5,11 @@
 #define WEFT_CORE_NN_RUN_CONTEXT_H_
 
 #include <cstdint>
+#include <memory>
 
 #include "absl/status/statusor.h"
 #include "core/kernels/kernel_ops.h"
+#include "core/nn/activation_store.h"
 #include "core/tensor/tensor.h"
 
 namespace weft {
@@ -22,6 +24,18 @@ struct RunContext {
   // runtime changes the seed every micro-step.
   uint64_t dropout_seed = 0;
   Allocator* allocator = nullptr;  // activations; nullptr = device default
+  // Saved activations, per micro-batch slot; `slot` is the micro-batch the
+  // current Forward/Backward belongs to (set by the step schedule). Copies
+  // of a context share the store.
+  std::shared_ptr<ActivationStore> activations;
+  int slot = 0;
+
+  // The store, created on first use.
+  ActivationStore& store();
+  // `owner`'s entry in the current slot.
+  SavedActivations& Saved(const void* owner) { return store().Get(owner, slot); }
+  SavedActivations* FindSaved(const void* owner) { return store().Find(owner, slot); }
+  void DropSaved(const void* owner) { store().Drop(owner, slot); }
 
   // A context for `device` with its registered kernels.
   static absl::StatusOr<RunContext> Create(Device device, DType compute_dtype,

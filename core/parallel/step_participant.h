@@ -1,9 +1,10 @@
 // StepParticipant: a strategy's part in the training step beyond module
-// hooks. The trainer calls every participant, in composition order, at these
-// points of each optimizer step:
+// hooks. The trainer and the step schedule call every participant, in
+// composition order, at these points of each optimizer step:
 //
 //   ZeroGrad
-//   for each micro-batch: BeforeMicroStep(i, n); forward; backward
+//   the schedule's forwards and backwards, in its order (step_schedule.h);
+//     before each backward: BeforeBackward({micro, last})
 //   FinishGradients               gradients final and synchronized
 //   OptimizerTargets (once, at setup)
 //   ReduceGradNormSq              only when clipping
@@ -27,6 +28,11 @@
 
 namespace weft {
 
+struct BackwardInfo {
+  int micro = 0;      // which micro-batch (its activation slot)
+  bool last = true;   // the step's last backward
+};
+
 class StepParticipant {
  public:
   virtual ~StepParticipant() = default;
@@ -34,9 +40,11 @@ class StepParticipant {
   // True when ZeroGrad clears every parameter gradient itself (e.g. one
   // memset per flat bucket), so the trainer skips its per-parameter zeroing.
   virtual bool ZeroesModelGradients() const { return false; }
-  virtual absl::Status BeforeMicroStep(int micro, int num_micro) {
-    (void)micro;
-    (void)num_micro;
+  // Before the backward of one micro-batch. `last` is true for the last
+  // backward of the step: the gradients this rank holds become final
+  // during it (e.g. ddp launches its all-reduces only then).
+  virtual absl::Status BeforeBackward(const BackwardInfo& info) {
+    (void)info;
     return absl::OkStatus();
   }
   virtual absl::Status FinishGradients() { return absl::OkStatus(); }

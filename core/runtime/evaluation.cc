@@ -35,7 +35,6 @@ absl::StatusOr<ClassificationResult> EvaluateClassifier(Trainer& trainer) {
       ++total;
     }
   }
-  model.ReleaseActivationsRecursive();
   ctx.training = true;
   if (trainer.parallel().dp_sum) {
     for (int64_t* v : {&correct, &total}) {

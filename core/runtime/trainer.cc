@@ -52,6 +52,55 @@ double HostMs(std::chrono::steady_clock::time_point a, std::chrono::steady_clock
 
 }  // namespace
 
+// Runs the forwards and backwards the step schedule asks for. Micro-batch m
+// keeps its activations in slot m of the context's store between its
+// forward and its backward; its batch is loaded at its forward.
+class Trainer::StepRunner : public MicroBatchRunner {
+ public:
+  explicit StepRunner(Trainer& t) : t_(t) {}
+
+  absl::Status Forward(int micro) override {
+    const TrainConfig& c = t_.cfg();
+    const auto wait_start = std::chrono::steady_clock::now();
+    WEFT_ASSIGN_OR_RETURN(data::Batch batch, t_.loaders_.train->Next());
+    data_wait_ms_ += HostMs(wait_start, std::chrono::steady_clock::now());
+    WEFT_RETURN_IF_ERROR(batch.WaitOn(t_.compute_stream()));
+    const Tensor& x = batch.Get(t_.options_.input_field);
+    const Tensor& y = batch.Get(t_.options_.target_field);
+    targets_per_sample_ = t_.model_->TargetsPerSample(y);
+    const float dloss_scale =
+        1.0f / static_cast<float>(c.global_batch() * targets_per_sample_);
+    Enter(micro);
+    WEFT_ASSIGN_OR_RETURN(Tensor losses, t_.model_->ForwardLoss(t_.ctx_, x, y, dloss_scale));
+    return t_.ctx_.ops->Sum(t_.ctx_.kernel(), t_.loss_sum_, losses, /*accumulate=*/true);
+  }
+
+  absl::Status Backward(int micro) override {
+    Enter(micro);
+    WEFT_RETURN_IF_ERROR(t_.model_->BackwardFromLoss(t_.ctx_));
+    // Whatever a module did not consume (an unused branch) goes too.
+    t_.ctx_.store().DropSlot(micro);
+    return absl::OkStatus();
+  }
+
+  int64_t targets_per_sample() const { return targets_per_sample_; }
+  double data_wait_ms() const { return data_wait_ms_; }
+
+ private:
+  // The context of micro-batch `micro`: its activation slot and its dropout
+  // masks, the same for its forward, recompute and backward.
+  void Enter(int micro) {
+    t_.ctx_.slot = micro;
+    t_.ctx_.dropout_seed =
+        MixSeed(MixSeed(static_cast<uint64_t>(t_.cfg().seed()), t_.step_ * 1000003 + micro),
+                t_.parallel_->dp_rank);
+  }
+
+  Trainer& t_;
+  int64_t targets_per_sample_ = 0;
+  double data_wait_ms_ = 0;
+};
+
 Trainer::~Trainer() = default;
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(Options options) {
@@ -199,6 +248,8 @@ absl::Status Trainer::Init() {
   for (TrackingAllocator* a : {param_alloc_.get(), grad_alloc_.get(), optim_alloc_.get()}) {
     a->ResetPeak();
   }
+  step_schedule_ = options_.schedule;
+  if (step_schedule_ == nullptr) step_schedule_ = std::make_shared<GradAccumSchedule>();
   flops_per_target_ = model_->TrainingFlopsPerTarget();
   peak_flops_ = c.peak_tflops() > 0 ? c.peak_tflops() * 1e12
                                     : (ctx_.device.is_cuda() ? 989e12 : 0.0);
@@ -226,29 +277,11 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
   if (!zeroed) WEFT_RETURN_IF_ERROR(ZeroGrads(*model_, ctx_.stream));
   WEFT_RETURN_IF_ERROR(loss_sum_.Zero(ctx_.stream));
   ctx_.training = true;
-  int64_t targets_per_sample = 0;
-  double data_wait_ms = 0;
-  for (int64_t micro = 0; micro < accum_steps_; ++micro) {
-    for (auto& p : parallel_->participants) {
-      WEFT_RETURN_IF_ERROR(p->BeforeMicroStep(static_cast<int>(micro),
-                                              static_cast<int>(accum_steps_)));
-    }
-    const auto wait_start = std::chrono::steady_clock::now();
-    WEFT_ASSIGN_OR_RETURN(data::Batch batch, loaders_.train->Next());
-    data_wait_ms += HostMs(wait_start, std::chrono::steady_clock::now());
-    WEFT_RETURN_IF_ERROR(batch.WaitOn(compute_stream()));
-    const Tensor& x = batch.Get(options_.input_field);
-    const Tensor& y = batch.Get(options_.target_field);
-    targets_per_sample = model_->TargetsPerSample(y);
-    const float dloss_scale =
-        1.0f / static_cast<float>(c.global_batch() * targets_per_sample);
-    ctx_.dropout_seed =
-        MixSeed(MixSeed(static_cast<uint64_t>(c.seed()), step_ * 1000003 + micro),
-                parallel_->dp_rank);
-    WEFT_ASSIGN_OR_RETURN(Tensor losses, model_->ForwardLoss(ctx_, x, y, dloss_scale));
-    WEFT_RETURN_IF_ERROR(ctx_.ops->Sum(ctx_.kernel(), loss_sum_, losses, /*accumulate=*/true));
-    WEFT_RETURN_IF_ERROR(model_->BackwardFromLoss(ctx_));
-  }
+  StepRunner runner(*this);
+  WEFT_RETURN_IF_ERROR(step_schedule_->Run(static_cast<int>(accum_steps_), runner,
+                                           parallel_->participants));
+  const int64_t targets_per_sample = runner.targets_per_sample();
+  const double data_wait_ms = runner.data_wait_ms();
   for (auto& p : parallel_->participants) WEFT_RETURN_IF_ERROR(p->FinishGradients());
 
   const float clip = c.optim().grad_clip();
@@ -319,7 +352,6 @@ absl::StatusOr<double> Trainer::Evaluate(int max_batches) {
     WEFT_RETURN_IF_ERROR(ctx_.ops->Sum(ctx_.kernel(), sum, losses, true));
     targets += static_cast<double>(y.numel());
   }
-  model_->ReleaseActivationsRecursive();
   ctx_.training = true;
   if (parallel_->dp_sum) WEFT_RETURN_IF_ERROR(parallel_->dp_sum(sum));
   WEFT_ASSIGN_OR_RETURN(std::vector<float> host, sum.ToFloats());

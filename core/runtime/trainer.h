@@ -3,9 +3,15 @@
 // One optimizer step = global_batch sequences = micro_batch sequences per
 // rank per forward x data-parallel ranks x accumulation steps, so
 //   accum_steps = global_batch / (micro_batch * dp_size)
-// and changing dp_size never changes the math: the loss is the mean over the
-// global batch (every backward is scaled by 1 / global targets) and the data
-// sampler gives each step the same global set of samples for any dp_size.
+// and, without dropout, changing dp_size does not change the math beyond
+// f32 summation order: the loss is the mean over the global batch (every
+// backward is scaled by 1 / global targets) and the data sampler gives each
+// step the same global set of samples for any dp_size. Dropout masks are
+// keyed by (step, micro-batch, dp rank), so with dropout > 0 a different
+// dp_size draws different (equally distributed) masks.
+//
+// The micro-batches of a step run in the order of a StepSchedule
+// (core/parallel/step_schedule.h): gradient accumulation by default.
 //
 // Each step logs step, loss, lr, step_ms, tokens_per_s, MFU and peak memory
 // (console and JSON lines). The host synchronizes once per step, to read the
@@ -25,6 +31,7 @@
 #include "core/optim/optimizer.h"
 #include "core/runtime/metrics.h"
 #include "core/parallel/parallel_state.h"
+#include "core/parallel/step_schedule.h"
 #include "core/runtime/parallel_setup.h"
 #include "core/runtime/train_config.pb.h"
 #include "core/tensor/stream.h"
@@ -67,6 +74,9 @@ class Trainer {
     // Where this process sits in the job; read from the environment when
     // unset (tests inject ranks and a shared store here).
     std::optional<JobTopology> topology;
+    // The order of each step's forwards and backwards; null: gradient
+    // accumulation (F0 B0 F1 B1 ...).
+    std::shared_ptr<const StepSchedule> schedule;
   };
 
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(Options options);
@@ -102,7 +112,7 @@ class Trainer {
   explicit Trainer(Options options) : options_(std::move(options)) {}
   absl::Status Init();
   absl::Status ResolveDevice(const JobTopology& topology);
-  absl::StatusOr<Tensor> LossScalar();
+  class StepRunner;
 
   Options options_;
   const TrainConfig& cfg() const { return options_.config; }
@@ -119,6 +129,7 @@ class Trainer {
   DataLoaders loaders_;
   std::unique_ptr<Optimizer> optimizer_;
   std::optional<LrSchedule> schedule_;
+  std::shared_ptr<const StepSchedule> step_schedule_;
   std::optional<MetricsLogger> logger_;
   Tensor loss_sum_;      // f32 scalar on the device
   Tensor grad_norm_sq_;  // f32 scalar on the device

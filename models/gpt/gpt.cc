@@ -58,24 +58,17 @@ Gpt::Gpt(const GptConfig& c, int64_t seq_len, int64_t padded_vocab)
                  ? RegisterModule("lm_head", std::make_unique<LmHead>(embed_->wte()))
                  : RegisterModule("lm_head", std::make_unique<LmHead>(padded_vocab, c.d_model(),
                                                                       c.init_std()));
+  loss_ = RegisterModule("loss", std::make_unique<CrossEntropyLoss>(c.vocab_size()));
 }
 
-absl::StatusOr<Tensor> Gpt::Forward(RunContext& ctx, const Tensor& tokens) {
-  batch_shape_ = tokens.shape();
-  WEFT_ASSIGN_OR_RETURN(Tensor x, embed_->CallForward(ctx, tokens));  // (B, T, C)
-  WEFT_ASSIGN_OR_RETURN(Tensor h, blocks_->CallForward(ctx, x));
-  WEFT_ASSIGN_OR_RETURN(Tensor hf, ln_f_->CallForward(ctx, h));
-  return lm_head_->CallForward(ctx, hf);  // (B*T, Vp)
-}
-
-absl::StatusOr<Tensor> Gpt::Backward(RunContext& ctx, const Tensor& dlogits) {
-  WEFT_ASSIGN_OR_RETURN(Tensor dhf, lm_head_->CallBackward(ctx, dlogits));  // (B*T, C)
-  WEFT_ASSIGN_OR_RETURN(Tensor dh, ln_f_->CallBackward(ctx, dhf));
-  WEFT_ASSIGN_OR_RETURN(Tensor dx, blocks_->CallBackward(
-                                       ctx, dh.View({batch_shape_[0], batch_shape_[1],
-                                                     int64_t{config_.d_model()}})));
-  WEFT_RETURN_IF_ERROR(embed_->CallBackward(ctx, dx).status());
-  return Tensor();  // token ids have no gradient
+std::vector<Stage> Gpt::Stages() {
+  std::vector<Stage> stages;
+  stages.push_back({.name = "embed", .modules = {embed_}});
+  for (Module* block : blocks_->children()) {
+    stages.push_back({.name = block->name(), .modules = {block}});
+  }
+  stages.push_back({.name = "head", .modules = {ln_f_, lm_head_}, .loss = loss_});
+  return stages;
 }
 
 absl::StatusOr<Tensor> Gpt::ForwardLoss(RunContext& ctx, const Tensor& inputs,
@@ -85,22 +78,7 @@ absl::StatusOr<Tensor> Gpt::ForwardLoss(RunContext& ctx, const Tensor& inputs,
                                ShapeString(targets.shape()),
                            "equal shapes (B, T)");
   }
-  WEFT_ASSIGN_OR_RETURN(Tensor logits, CallForward(ctx, inputs));
-  WEFT_ASSIGN_OR_RETURN(Tensor losses, ctx.Empty({inputs.numel()}, DType::kF32));
-  WEFT_RETURN_IF_ERROR(ctx.ops->CrossEntropyForwardBackward(
-      ctx.kernel(), losses, logits, targets.View({targets.numel()}), config_.vocab_size(),
-      dloss_scale, /*compute_grad=*/ctx.training));
-  dlogits_ = ctx.training ? logits : Tensor();
-  return losses;
-}
-
-absl::Status Gpt::BackwardFromLoss(RunContext& ctx) {
-  if (!dlogits_.defined()) {
-    return FailedPrecondition("BackwardFromLoss without a training ForwardLoss",
-                              "ForwardLoss with ctx.training first");
-  }
-  Tensor dlogits = std::move(dlogits_);
-  return CallBackward(ctx, dlogits).status();
+  return Model::ForwardLoss(ctx, inputs, targets, dloss_scale);
 }
 
 double Gpt::TrainingFlopsPerTarget() const {

@@ -16,6 +16,7 @@
 #include "core/nn/embedding.h"
 #include "core/nn/layer_norm.h"
 #include "core/nn/lm_head.h"
+#include "core/nn/loss.h"
 #include "core/nn/model.h"
 #include "core/nn/sequential.h"
 #include "models/gpt/gpt_config.pb.h"
@@ -28,14 +29,13 @@ class Gpt : public Model {
   // within max_seq_len, vocabulary known.
   static absl::StatusOr<std::unique_ptr<Gpt>> Create(const GptConfig& config, int64_t seq_len);
 
-  // inputs, targets: (B, T) i32. Returns losses (B*T) f32.
+  // inputs, targets: (B, T) i32. Returns losses (B*T) f32. Forward gives
+  // logits (B*T, padded vocab).
   absl::StatusOr<Tensor> ForwardLoss(RunContext& ctx, const Tensor& inputs, const Tensor& targets,
                                      float dloss_scale) override;
-  absl::Status BackwardFromLoss(RunContext& ctx) override;
-  // tokens (B, T) -> logits (B*T, padded vocab).
-  absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& tokens) override;
-  absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dlogits) override;
-  void ReleaseActivations() override { dlogits_ = Tensor(); }
+  // "embed" (tokens -> (B, T, C)), "blocks.i" ((B, T, C) -> (B, T, C)),
+  // "head" (ln_f, lm_head, cross-entropy: (B, T, C) -> losses (B*T)).
+  std::vector<Stage> Stages() override;
   double TrainingFlopsPerTarget() const override;
   absl::StatusOr<std::unique_ptr<Model>> CloneArchitecture() const override;
 
@@ -55,8 +55,7 @@ class Gpt : public Model {
   Sequential* blocks_;
   LayerNorm* ln_f_;
   LmHead* lm_head_;
-  Tensor dlogits_;     // written in place of the logits by the fused loss
-  Shape batch_shape_;  // (B, T) of the last forward
+  CrossEntropyLoss* loss_;
 };
 
 }  // namespace weft

@@ -88,7 +88,7 @@ TEST(GptTest, GradientsMatchFiniteDifferences) {
     RunContext eval = *RunContext::Create(Device::Cpu(), DType::kF32);
     eval.training = false;
     Tensor l = *gpt->ForwardLoss(eval, x, y, scale);
-    gpt->ReleaseActivationsRecursive();
+    gpt->ReleaseActivationsRecursive(eval);
     double s = 0;
     for (float v : Values(l)) s += v;
     return s * scale;

@@ -42,23 +42,26 @@ MlpClassifier::MlpClassifier(const MlpConfig& c, std::vector<int64_t> widths)
         widths_[i], widths_[i + 1], Linear::Options{.gelu = hidden, .init_std = c.init_std()}));
     if (hidden && c.dropout() > 0) layers_->Append(std::make_unique<Dropout>(c.dropout()));
   }
+  loss_ = RegisterModule("loss", std::make_unique<CrossEntropyLoss>(c.num_classes()));
 }
 
-absl::StatusOr<Tensor> MlpClassifier::Forward(RunContext& ctx, const Tensor& inputs) {
+absl::StatusOr<Tensor> MlpClassifier::PrepareInputs(RunContext& ctx,
+                                                    const Tensor& inputs) const {
   if (inputs.ndim() != 2 || inputs.dim(1) != widths_.front()) {
     return InvalidArgument("inputs " + ShapeString(inputs.shape()),
                            absl::StrCat("(B, ", widths_.front(), ")"));
   }
-  Tensor x = inputs;
-  if (x.dtype() != ctx.compute_dtype) {
-    WEFT_ASSIGN_OR_RETURN(x, x.ToDType(ctx.compute_dtype, ctx.stream));
-  }
-  return layers_->CallForward(ctx, x);
+  if (inputs.dtype() == ctx.compute_dtype) return inputs;
+  return inputs.ToDType(ctx.compute_dtype, ctx.stream);
 }
 
-absl::StatusOr<Tensor> MlpClassifier::Backward(RunContext& ctx, const Tensor& dlogits) {
-  WEFT_RETURN_IF_ERROR(layers_->CallBackward(ctx, dlogits).status());
-  return Tensor();  // no gradient for the data
+std::vector<Stage> MlpClassifier::Stages() {
+  return {{.name = "layers", .modules = {layers_}}, {.name = "loss", .loss = loss_}};
+}
+
+absl::StatusOr<Tensor> MlpClassifier::Forward(RunContext& ctx, const Tensor& inputs) {
+  WEFT_ASSIGN_OR_RETURN(Tensor x, PrepareInputs(ctx, inputs));
+  return Model::Forward(ctx, x);
 }
 
 absl::StatusOr<Tensor> MlpClassifier::ForwardLoss(RunContext& ctx, const Tensor& inputs,
@@ -67,21 +70,8 @@ absl::StatusOr<Tensor> MlpClassifier::ForwardLoss(RunContext& ctx, const Tensor&
     return InvalidArgument("targets " + ShapeString(targets.shape()),
                            absl::StrCat("(", inputs.dim(0), ") labels"));
   }
-  WEFT_ASSIGN_OR_RETURN(Tensor logits, CallForward(ctx, inputs));
-  WEFT_ASSIGN_OR_RETURN(Tensor losses, ctx.Empty({inputs.dim(0)}, DType::kF32));
-  WEFT_RETURN_IF_ERROR(ctx.ops->CrossEntropyForwardBackward(
-      ctx.kernel(), losses, logits, targets, config_.num_classes(), dloss_scale, ctx.training));
-  dlogits_ = ctx.training ? logits : Tensor();
-  return losses;
-}
-
-absl::Status MlpClassifier::BackwardFromLoss(RunContext& ctx) {
-  if (!dlogits_.defined()) {
-    return FailedPrecondition("BackwardFromLoss without a training ForwardLoss",
-                              "ForwardLoss with ctx.training first");
-  }
-  Tensor d = std::move(dlogits_);
-  return CallBackward(ctx, d).status();
+  WEFT_ASSIGN_OR_RETURN(Tensor x, PrepareInputs(ctx, inputs));
+  return Model::ForwardLoss(ctx, x, targets, dloss_scale);
 }
 
 double MlpClassifier::TrainingFlopsPerTarget() const {

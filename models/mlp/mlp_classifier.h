@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/nn/loss.h"
 #include "core/nn/model.h"
 #include "core/nn/sequential.h"
 #include "models/mlp/mlp_config.pb.h"
@@ -21,10 +22,10 @@ class MlpClassifier : public Model {
   // inputs (B, input_dim) float; targets (B) i32. Returns losses (B).
   absl::StatusOr<Tensor> ForwardLoss(RunContext& ctx, const Tensor& inputs, const Tensor& targets,
                                      float dloss_scale) override;
-  absl::Status BackwardFromLoss(RunContext& ctx) override;
   // inputs -> logits (B, num_classes).
   absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& inputs) override;
-  absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dlogits) override;
+  // "layers" (inputs in the compute dtype -> logits), "loss".
+  std::vector<Stage> Stages() override;
   double TrainingFlopsPerTarget() const override;
   absl::StatusOr<std::unique_ptr<Model>> CloneArchitecture() const override;
   int64_t TargetsPerSample(const Tensor&) const override { return 1; }
@@ -37,8 +38,11 @@ class MlpClassifier : public Model {
 
   MlpConfig config_;
   std::vector<int64_t> widths_;  // input, hidden..., classes
+  // Inputs in the compute dtype, checked: (B, input_dim).
+  absl::StatusOr<Tensor> PrepareInputs(RunContext& ctx, const Tensor& inputs) const;
+
   Sequential* layers_;
-  Tensor dlogits_;
+  CrossEntropyLoss* loss_;
 };
 
 }  // namespace weft

@@ -66,8 +66,8 @@ class DdpParticipant : public StepParticipant {
   }
   bool ZeroesModelGradients() const override { return true; }
 
-  absl::Status BeforeMicroStep(int micro, int num_micro) override {
-    sync_ = micro == num_micro - 1;
+  absl::Status BeforeBackward(const BackwardInfo& info) override {
+    sync_ = info.last;
     for (Bucket& b : buckets_) b.pending = static_cast<int>(b.params.size());
     return absl::OkStatus();
   }

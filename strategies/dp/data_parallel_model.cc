@@ -82,6 +82,14 @@ absl::Status DataParallelModel::Scatter(const Tensor& inputs, const Tensor& targ
   return absl::OkStatus();
 }
 
+// A replica works on the trainer's micro-batch slot, with its own dropout
+// stream; forward and backward of one micro-batch see the same seed.
+void DataParallelModel::FollowMicroBatch(const RunContext& ctx, size_t replica,
+                                         RunContext& replica_ctx) {
+  replica_ctx.slot = ctx.slot;
+  replica_ctx.dropout_seed = ctx.dropout_seed ^ (0x9E3779B97F4A7C15ull * (replica + 1));
+}
+
 absl::StatusOr<Tensor> DataParallelModel::ForwardLoss(RunContext& ctx, const Tensor& inputs,
                                                       const Tensor& targets, float dloss_scale) {
   WEFT_RETURN_IF_ERROR(Replicate());
@@ -90,7 +98,7 @@ absl::StatusOr<Tensor> DataParallelModel::ForwardLoss(RunContext& ctx, const Ten
   WEFT_RETURN_IF_ERROR(RunParallel(replicas_, [&](size_t i) -> absl::Status {
     Replica& r = replicas_[i];
     r.ctx.training = ctx.training;
-    r.ctx.dropout_seed = ctx.dropout_seed ^ (0x9E3779B97F4A7C15ull * (i + 1));
+    FollowMicroBatch(ctx, i, r.ctx);
     WEFT_ASSIGN_OR_RETURN(losses[i],
                           ReplicaModel(i).ForwardLoss(r.ctx, r.inputs, r.targets, dloss_scale));
     return absl::OkStatus();
@@ -111,6 +119,7 @@ absl::StatusOr<Tensor> DataParallelModel::ForwardLoss(RunContext& ctx, const Ten
 
 absl::Status DataParallelModel::BackwardFromLoss(RunContext& ctx) {
   WEFT_RETURN_IF_ERROR(RunParallel(replicas_, [&](size_t i) {
+    FollowMicroBatch(ctx, i, replicas_[i].ctx);
     return ReplicaModel(i).BackwardFromLoss(replicas_[i].ctx);
   }));
   return ReduceGradients(ctx);

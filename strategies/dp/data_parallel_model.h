@@ -44,6 +44,7 @@ class DataParallelModel : public Model {
   absl::Status Replicate();
   absl::Status Scatter(const Tensor& inputs, const Tensor& targets);
   absl::Status ReduceGradients(RunContext& ctx);
+  static void FollowMicroBatch(const RunContext& ctx, size_t replica, RunContext& replica_ctx);
 
   Model* master_;  // owned as this module's unnamed child
   std::vector<Replica> replicas_;

@@ -153,8 +153,8 @@ absl::Status FsdpParticipant::ZeroGrad() {
   return absl::OkStatus();
 }
 
-absl::Status FsdpParticipant::BeforeMicroStep(int, int) {
-  // The previous micro-batch's reductions own their full gradient buffers.
+absl::Status FsdpParticipant::BeforeBackward(const BackwardInfo&) {
+  // The previous backward's reductions own their full gradient buffers.
   return DrainReduces(0);
 }
 

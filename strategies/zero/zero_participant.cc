@@ -176,8 +176,8 @@ absl::Status ZeroParticipant::ZeroGrad() {
   return absl::OkStatus();
 }
 
-absl::Status ZeroParticipant::BeforeMicroStep(int, int) {
-  // A reduce-scatter still running from the previous micro-batch owns its
+absl::Status ZeroParticipant::BeforeBackward(const BackwardInfo&) {
+  // A reduce-scatter still running from the previous backward owns its
   // full gradient buffer: finish it before backward writes new gradients.
   WEFT_RETURN_IF_ERROR(DrainReduces(0));
   for (size_t g = 0; g < groups_.size(); ++g) {

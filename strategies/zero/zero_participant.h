@@ -23,7 +23,7 @@ class ZeroParticipant : public StepParticipant {
   absl::Status ZeroGrad() override;
   // Every gradient lives in a group's buffers (or is unbound between steps).
   bool ZeroesModelGradients() const override { return true; }
-  absl::Status BeforeMicroStep(int micro, int num_micro) override;
+  absl::Status BeforeBackward(const BackwardInfo& info) override;
   absl::Status FinishGradients() override;
   std::optional<std::vector<OptimTarget>> OptimizerTargets() override;
   absl::Status ReduceGradNormSq(Tensor& norm_sq) override;
