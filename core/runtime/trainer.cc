@@ -35,6 +35,26 @@ absl::Status WrapBlocksForRecompute(Module& root) {
   return absl::OkStatus();
 }
 
+// --step_schedule: a name, or a fixed order over the step's micro-batches.
+absl::StatusOr<std::shared_ptr<const StepSchedule>> MakeStepSchedule(const std::string& spec,
+                                                                     int64_t accum_steps) {
+  if (spec == "grad_accum" || spec.empty()) return std::make_shared<GradAccumSchedule>();
+  absl::StatusOr<std::unique_ptr<FixedOrderSchedule>> fixed = FixedOrderSchedule::Parse(spec);
+  if (!fixed.ok()) {
+    return InvalidArgument(absl::StrCat("--step_schedule=", spec),
+                           "grad_accum or an order such as \"F0 F1 B1 B0\"",
+                           std::string(fixed.status().message()));
+  }
+  absl::Status fits = ValidateActions((*fixed)->Actions(0), static_cast<int>(accum_steps));
+  if (!fits.ok()) {
+    return InvalidArgument(absl::StrCat("--step_schedule=", spec),
+                           absl::StrCat("an order over exactly ", accum_steps,
+                                        " accumulation steps (global_batch / (micro_batch x dp))"),
+                           std::string(fits.message()));
+  }
+  return std::shared_ptr<const StepSchedule>(std::move(*fixed));
+}
+
 // Suggests the nearest valid settings for a batch that does not divide.
 std::string BatchHint(int64_t global, int64_t micro, int64_t dp) {
   std::string hint = absl::StrCat("try --global_batch=", micro * dp * std::max<int64_t>(1, global / (micro * dp)));
@@ -249,7 +269,9 @@ absl::Status Trainer::Init() {
     a->ResetPeak();
   }
   step_schedule_ = options_.schedule;
-  if (step_schedule_ == nullptr) step_schedule_ = std::make_shared<GradAccumSchedule>();
+  if (step_schedule_ == nullptr) {
+    WEFT_ASSIGN_OR_RETURN(step_schedule_, MakeStepSchedule(c.step_schedule(), accum_steps_));
+  }
   flops_per_target_ = model_->TrainingFlopsPerTarget();
   peak_flops_ = c.peak_tflops() > 0 ? c.peak_tflops() * 1e12
                                     : (ctx_.device.is_cuda() ? 989e12 : 0.0);
