@@ -29,7 +29,65 @@ absl::StatusOr<std::vector<std::shared_ptr<comm::ProcessGroup>>> MeshGroups(Para
   return groups;
 }
 
-absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> topology) {
+// Splits reassembled state into parameters and optimizer state.
+void Split(std::map<std::string, std::vector<float>> full, ParityRun& run) {
+  for (auto& [name, values] : full) {
+    (name.find(':') == std::string::npos ? run.params : run.optim)[name] = std::move(values);
+  }
+}
+
+// One rank's exported pieces, exact (floats as hex).
+void WritePieces(const std::vector<HostPiece>& pieces, const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  auto dims = [f](const auto& v) {
+    std::fprintf(f, " %zu", v.size());
+    for (int64_t d : v) std::fprintf(f, " %lld", static_cast<long long>(d));
+  };
+  for (const HostPiece& p : pieces) {
+    std::fprintf(f, "%s %d %lld %lld", p.info.name.c_str(), p.info.replica,
+                 static_cast<long long>(p.info.begin), static_cast<long long>(p.info.end));
+    dims(p.info.global_shape);
+    dims(p.info.box_offsets);
+    dims(p.info.box_shape);
+    for (float v : p.values) std::fprintf(f, " %a", v);
+    std::fprintf(f, "\n");
+  }
+  std::fclose(f);
+}
+
+absl::Status ReadPieces(const std::string& path, std::vector<HostPiece>& out) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError("a rank wrote no sharding export to " + path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ss(line);
+    HostPiece p;
+    long long b = 0, e = 0;
+    ss >> p.info.name >> p.info.replica >> b >> e;
+    p.info.begin = b;
+    p.info.end = e;
+    auto dims = [&ss](auto& v) {
+      size_t n = 0;
+      ss >> n;
+      v.resize(n);
+      for (size_t i = 0; i < n; ++i) {
+        long long d = 0;
+        ss >> d;
+        v[i] = d;
+      }
+    };
+    dims(p.info.global_shape);
+    dims(p.info.box_offsets);
+    dims(p.info.box_shape);
+    std::string num;
+    while (ss >> num) p.values.push_back(std::strtof(num.c_str(), nullptr));
+    out.push_back(std::move(p));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> topology,
+                                const std::string& pieces_path = "") {
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, MakeGptTrainer(job, topology));
   WEFT_ASSIGN_OR_RETURN(auto groups, MeshGroups(trainer->parallel()));
   for (auto& g : groups) g->ResetStats();
@@ -50,7 +108,14 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
   run.memory["params"] = static_cast<double>(mem.params.peak_allocated_bytes);
   run.memory["grads"] = static_cast<double>(mem.grads.peak_allocated_bytes);
   run.memory["optimizer"] = static_cast<double>(mem.optimizer.peak_allocated_bytes);
-  WEFT_ASSIGN_OR_RETURN(run.params, ParameterSnapshot(*trainer));
+  WEFT_ASSIGN_OR_RETURN(std::vector<StatePiece> pieces, trainer->ExportState());
+  WEFT_ASSIGN_OR_RETURN(std::vector<HostPiece> host, ToHost(pieces));
+  if (pieces_path.empty()) {
+    WEFT_ASSIGN_OR_RETURN(auto full, Reassemble(host));
+    Split(std::move(full), run);
+  } else {
+    WritePieces(host, pieces_path);  // the parent reassembles all ranks'
+  }
   return run;
 }
 
@@ -97,6 +162,12 @@ absl::StatusOr<ParityRun> Read(const std::string& path) {
 
 absl::StatusOr<ParityRun> RunSingleProcess(GptJob job) { return Train(job, std::nullopt); }
 
+namespace {
+std::string PiecesPath(const std::string& out, int rank) {
+  return absl::StrCat(out, ".rank", rank, ".pieces");
+}
+}  // namespace
+
 absl::StatusOr<ParityRun> RunMultiProcess(GptJob job, int world) {
   static int run_id = 0;
   const std::string out =
@@ -111,13 +182,19 @@ absl::StatusOr<ParityRun> RunMultiProcess(GptJob job, int world) {
         topo.local_rank = rc.rank;
         topo.store = rc.store;
         topo.description = absl::StrCat("test rank ", rc.rank, " of ", rc.world_size);
-        WEFT_ASSIGN_OR_RETURN(ParityRun r, Train(job, topo));
+        WEFT_ASSIGN_OR_RETURN(ParityRun r, Train(job, topo, PiecesPath(out, rc.rank)));
         if (rc.rank == 0) Write(r, out);
         return absl::OkStatus();
       },
       {.deadline = absl::Seconds(240), .timeout = absl::Seconds(60)});
   WEFT_RETURN_IF_ERROR(comm::testing::AllRanksOk(results));
-  return Read(out);
+  WEFT_ASSIGN_OR_RETURN(ParityRun run, Read(out));
+  std::vector<HostPiece> pieces;
+  for (int r = 0; r < world; ++r) WEFT_RETURN_IF_ERROR(ReadPieces(PiecesPath(out, r), pieces));
+  // Replicas (ddp ranks, HSDP replicas) must hold the same values.
+  WEFT_ASSIGN_OR_RETURN(auto full, Reassemble(pieces, /*replica_tol=*/0.0));
+  Split(std::move(full), run);
+  return run;
 }
 
 void ExpectParity(const ParityRun& reference, const ParityRun& run, double loss_rtol,
@@ -129,6 +206,8 @@ void ExpectParity(const ParityRun& reference, const ParityRun& run, double loss_
   }
   ASSERT_EQ(reference.params.size(), run.params.size()) << label;
   EXPECT_LE(MaxRelativeDifference(run.params, reference.params), param_tol) << label;
+  ASSERT_EQ(reference.optim.size(), run.optim.size()) << label;
+  EXPECT_LE(MaxRelativeDifference(run.optim, reference.optim), param_tol) << label << " (optimizer state)";
   // Training did something: the loss fell over the run.
   EXPECT_LT(run.losses.back(), run.losses.front()) << label;
 }

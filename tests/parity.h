@@ -16,9 +16,15 @@ namespace weft::testing {
 struct ParityRun {
   std::vector<double> losses;  // global loss per step
   std::map<std::string, std::vector<float>> params;  // full values after the last step
+  // Optimizer state after the last step ("<param>:exp_avg", ...), full.
+  std::map<std::string, std::vector<float>> optim;
   std::map<std::string, double> memory;  // per-category peak bytes on rank 0
   std::map<std::string, double> comm;    // bus bytes per op kind per step, rank 0
 };
+
+// Parameters and optimizer state are reassembled from every rank's sharding
+// export (core/parallel/sharding_export.h), so each run also checks that the
+// strategies describe their shards correctly.
 
 // One process, no strategy: the reference.
 absl::StatusOr<ParityRun> RunSingleProcess(GptJob job);
@@ -28,7 +34,8 @@ absl::StatusOr<ParityRun> RunSingleProcess(GptJob job);
 absl::StatusOr<ParityRun> RunMultiProcess(GptJob job, int world);
 
 // gtest expectations: per-step relative loss difference <= loss_rtol and
-// max parameter difference (relative to max(1, |x|)) <= param_tol.
+// max parameter and optimizer-state difference (relative to max(1, |x|))
+// <= param_tol.
 void ExpectParity(const ParityRun& reference, const ParityRun& run, double loss_rtol,
                   double param_tol, const std::string& label);
 

@@ -75,20 +75,14 @@ absl::StatusOr<std::unique_ptr<Trainer>> MakeGptTrainer(const GptJob& job,
 }
 
 absl::StatusOr<std::map<std::string, std::vector<float>>> ParameterSnapshot(Trainer& trainer) {
-  std::map<std::string, std::vector<float>> out;
-  auto& full_value = trainer.parallel().full_value;
-  for (Parameter* p : trainer.model().Parameters()) {
-    Tensor value = p->value;
-    if (full_value) {
-      WEFT_ASSIGN_OR_RETURN(value, full_value(*p));  // collective for sharded strategies
-    }
-    if (!value.defined() || value.numel() != p->numel()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("parameter ", p->name(), " is not materialized in full on this rank"));
-    }
-    WEFT_ASSIGN_OR_RETURN(out[p->name()], value.ToFloats());
+  WEFT_ASSIGN_OR_RETURN(std::vector<StatePiece> pieces, trainer.ExportState());
+  WEFT_ASSIGN_OR_RETURN(std::vector<HostPiece> host, ToHost(pieces));
+  WEFT_ASSIGN_OR_RETURN(auto full, Reassemble(host));
+  std::map<std::string, std::vector<float>> params;
+  for (auto& [name, values] : full) {
+    if (name.find(':') == std::string::npos) params[name] = std::move(values);
   }
-  return out;
+  return params;
 }
 
 double MaxRelativeDifference(const std::map<std::string, std::vector<float>>& a,

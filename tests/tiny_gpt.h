@@ -26,8 +26,9 @@ GptJob TinyGptJob(const std::string& corpus);
 absl::StatusOr<std::unique_ptr<Trainer>> MakeGptTrainer(
     const GptJob& job, std::optional<JobTopology> topology = std::nullopt);
 
-// Full parameter values by name, gathered to the host as f32 (after
-// strategies, from whatever placement the trainer uses).
+// Full parameter values by name on the host as f32, reassembled from the
+// trainer's sharding export; for a single process (each rank of a job holds
+// only its pieces: see tests/parity.h).
 absl::StatusOr<std::map<std::string, std::vector<float>>> ParameterSnapshot(Trainer& trainer);
 
 // Largest |a - b| / max(1, |b|) over all parameters.

@@ -6,7 +6,7 @@ namespace weft {
 
 absl::StatusOr<Tensor> InitialValue(const Parameter& param, uint64_t seed) {
   WEFT_ASSIGN_OR_RETURN(Tensor host, Tensor::Empty(param.shape(), DType::kF32));
-  WEFT_RETURN_IF_ERROR(InitParameterSlice(param, seed, 0, host));
+  WEFT_RETURN_IF_ERROR(InitLocalValue(param, seed, host));
   return host;
 }
 

@@ -25,7 +25,8 @@ struct MaterializeOptions {
 // value = init(seed, name) converted to param_dtype; grad = zeros.
 absl::Status MaterializeParameters(Module& root, const MaterializeOptions& options);
 
-// A parameter's full initial value as an f32 CPU tensor.
+// This rank's piece of a parameter's initial value (its local shape; the
+// whole value when it is not sharded) as an f32 CPU tensor.
 absl::StatusOr<Tensor> InitialValue(const Parameter& param, uint64_t seed);
 
 // Zeroes every defined gradient in the tree.

@@ -21,13 +21,21 @@ uint64_t HashName(const std::string& s) {
 
 }  // namespace
 
-std::string Placement::ToString() const {
-  switch (kind) {
-    case Kind::kReplicate: return "Replicate";
-    case Kind::kShard: return absl::StrCat("Shard(", dim, ")@", mesh_axis);
-    case Kind::kPartial: return absl::StrCat("Partial@", mesh_axis);
+absl::Status Parameter::SetPlacement(Placement placement) {
+  if (value.defined()) {
+    return FailedPrecondition(absl::StrCat("placing ", name_, " after it was materialized"),
+                              "SetPlacement before MaterializeParameters",
+                              "apply tensor-parallel strategies before materialization");
   }
-  return "?";
+  absl::StatusOr<Box> box = placement.LocalBox(global_shape_);
+  if (!box.ok()) {
+    return InvalidArgument(absl::StrCat("placement of ", name_, ": ", box.status().message()),
+                           "a placement that divides the parameter evenly");
+  }
+  shape_ = box->shape;
+  offsets_ = box->offsets;
+  placement_ = std::move(placement);
+  return absl::OkStatus();
 }
 
 absl::Status InitParameterSlice(const Parameter& param, uint64_t seed, int64_t offset,
@@ -35,10 +43,10 @@ absl::Status InitParameterSlice(const Parameter& param, uint64_t seed, int64_t o
   if (!out.device().is_cpu() || out.dtype() != DType::kF32 || !out.is_contiguous()) {
     return InvalidArgument("init target " + out.DebugString(), "a contiguous f32 CPU tensor");
   }
-  if (offset < 0 || offset + out.numel() > param.numel()) {
+  if (offset < 0 || offset + out.numel() > param.global_numel()) {
     return InvalidArgument(absl::StrCat("init slice [", offset, ", ", offset + out.numel(),
                                         ") of ", param.name()),
-                           absl::StrCat("a range inside [0, ", param.numel(), ")"));
+                           absl::StrCat("a range inside [0, ", param.global_numel(), ")"));
   }
   float* p = out.data<float>();
   const InitSpec& init = param.init();
@@ -55,6 +63,35 @@ absl::Status InitParameterSlice(const Parameter& param, uint64_t seed, int64_t o
     const float u2 = PhiloxUniform(key, 2 * idx + 1);
     const float z = std::sqrt(-2.0f * std::log(u1)) * std::cos(6.283185307179586f * u2);
     p[i] = z * init.std;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status InitLocalValue(const Parameter& param, uint64_t seed, Tensor& out) {
+  if (out.shape() != param.shape()) {
+    return InvalidArgument("local init target " + out.DebugString(),
+                           "the parameter's local shape " + ShapeString(param.shape()));
+  }
+  const Shape& global = param.global_shape();
+  const std::vector<int64_t>& off = param.local_offsets();
+  const int nd = static_cast<int>(global.size());
+  if (nd == 0 || out.numel() == 0) return InitParameterSlice(param, seed, 0, out);
+  // Row by row: along the last dimension a local row is one contiguous run
+  // of the global row-major order.
+  const int64_t row = param.shape()[nd - 1];
+  const int64_t rows = out.numel() / row;
+  std::vector<int64_t> idx(nd, 0);  // local index of the row's first element
+  Tensor flat = out.View({out.numel()});
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t g = 0;
+    for (int d = 0; d < nd; ++d) g = g * global[d] + off[d] + idx[d];
+    Tensor dst = flat.Slice(0, r * row, (r + 1) * row);
+    absl::Status s = InitParameterSlice(param, seed, g, dst);
+    if (!s.ok()) return s;
+    for (int d = nd - 2; d >= 0; --d) {  // next row
+      if (++idx[d] < param.shape()[d]) break;
+      idx[d] = 0;
+    }
   }
   return absl::OkStatus();
 }

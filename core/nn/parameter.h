@@ -1,29 +1,27 @@
-// Parameter: a named weight with its full logical shape, the tensor forward
-// reads (`value`), the gradient backward accumulates into (`grad`), and a
-// placement describing how the value is laid out across a device mesh.
+// Parameter: a named weight with its global (logical) shape, its local shape
+// on this rank, the tensor forward reads (`value`), the gradient backward
+// accumulates into (`grad`), and a placement describing how the global
+// tensor is laid out across the device mesh.
 //
-// Strategies re-place parameters: ZeRO-3/FSDP make `value` a view into a
-// gathered flat buffer (or leave it undefined while resharded), tensor
-// parallelism shards it. The logical `shape` never changes, which is what lets
-// checkpoints reshard on load.
+// `shape()` and `numel()` are the LOCAL piece, which is what every tensor of
+// the parameter has (value, grad, flat buffers, ddp buckets); the global
+// shape is for checkpoints, init and FLOP counts. A tensor-parallel strategy
+// sets a Shard placement before materialization; ZeRO-3/FSDP record their
+// FlatShard range and make `value` a view into a gathered flat buffer (or
+// leave it undefined while resharded). The global shape never changes,
+// which is what lets checkpoints reshard on load.
 #ifndef WEFT_CORE_NN_PARAMETER_H_
 #define WEFT_CORE_NN_PARAMETER_H_
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "absl/status/status.h"
+#include "core/nn/placement.h"
 #include "core/tensor/tensor.h"
 
 namespace weft {
-
-// The DTensor idea, reduced to what strategies and checkpoints need.
-struct Placement {
-  enum class Kind { kReplicate, kShard, kPartial };
-  Kind kind = Kind::kReplicate;
-  int dim = 0;            // kShard: the sharded tensor dimension
-  std::string mesh_axis;  // kShard/kPartial: the mesh axis it spans
-  std::string ToString() const;  // "Replicate", "Shard(0)@tp", "Partial@dp"
-};
 
 // How a parameter is initialized. Values are a pure function of
 // (seed, parameter name, element index), so every rank and every sharding
@@ -41,7 +39,9 @@ class Parameter {
  public:
   Parameter(std::string local_name, Shape shape, InitSpec init, bool weight_decay)
       : local_name_(std::move(local_name)),
+        global_shape_(shape),
         shape_(std::move(shape)),
+        offsets_(shape_.size(), 0),
         init_(init),
         weight_decay_(weight_decay) {}
 
@@ -50,8 +50,22 @@ class Parameter {
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
 
+  // This rank's piece (what value and grad hold).
   const Shape& shape() const { return shape_; }
   int64_t numel() const { return NumElements(shape_); }
+  // The whole logical tensor, and where the local piece sits in it.
+  const Shape& global_shape() const { return global_shape_; }
+  int64_t global_numel() const { return NumElements(global_shape_); }
+  const std::vector<int64_t>& local_offsets() const { return offsets_; }
+
+  const Placement& placement() const { return placement_; }
+  // Sets the Shard entries (the local shape follows); only before the value
+  // exists, since it changes the shape of every tensor of the parameter.
+  absl::Status SetPlacement(Placement placement);
+  // Records a flat range (zero-3/fsdp); does not change the local shape.
+  void AddFlatShard(const std::string& axis, int64_t begin, int64_t end) {
+    placement_.FlatShard(axis, begin, end);
+  }
   const InitSpec& init() const { return init_; }
   bool weight_decay() const { return weight_decay_; }
   void set_weight_decay(bool decay) { weight_decay_ = decay; }
@@ -63,22 +77,28 @@ class Parameter {
 
   Tensor value;  // what Forward reads (compute dtype); may be a view or a shard
   Tensor grad;   // accumulated by Backward (grad dtype)
-  Placement placement;
 
  private:
   std::string local_name_;
   std::string name_;
-  Shape shape_;
+  Shape global_shape_;
+  Shape shape_;  // local
+  std::vector<int64_t> offsets_;
+  Placement placement_;
   InitSpec init_;
   bool weight_decay_;
   bool shared_ = false;
 };
 
 // Fills elements [offset, offset + out.numel()) of `param`'s flattened
-// initial value into the f32 CPU tensor `out`. Sharded owners pass their
-// slice; the result is identical to slicing a full initialization.
+// GLOBAL initial value into the f32 CPU tensor `out`; the result is
+// identical to slicing a full initialization.
 absl::Status InitParameterSlice(const Parameter& param, uint64_t seed, int64_t offset,
                                 Tensor& out);
+// Fills the f32 CPU tensor `out` (the local shape) with this rank's piece
+// of the global initial value: exactly the same numbers as the same box of
+// a single-process initialization.
+absl::Status InitLocalValue(const Parameter& param, uint64_t seed, Tensor& out);
 
 }  // namespace weft
 

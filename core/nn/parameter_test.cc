@@ -54,10 +54,5 @@ TEST(ParameterTest, MaterializeUsesTheGivenAllocatorAndZeroesGrads) {
   EXPECT_EQ(*l.bias()->value.ToFloats(), std::vector<float>(4, 0.f));
 }
 
-TEST(PlacementTest, ToString) {
-  EXPECT_EQ(Placement{}.ToString(), "Replicate");
-  EXPECT_EQ((Placement{Placement::Kind::kShard, 1, "tp"}.ToString()), "Shard(1)@tp");
-}
-
 }  // namespace
 }  // namespace weft

@@ -72,13 +72,18 @@ absl::Status Optimizer::Step(const KernelContext& ctx, const StepArgs& a) {
   return ops_->Sgd(ctx, absl::MakeSpan(segments_), h);
 }
 
+std::vector<std::pair<std::string, Tensor>> Optimizer::TargetState(size_t i) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  if (segments_[i].param.defined()) out.push_back({"master", segments_[i].master});
+  out.push_back({"exp_avg", segments_[i].exp_avg});
+  if (segments_[i].exp_avg_sq.defined()) out.push_back({"exp_avg_sq", segments_[i].exp_avg_sq});
+  return out;
+}
+
 std::vector<std::pair<std::string, Tensor>> Optimizer::StateTensors() const {
   std::vector<std::pair<std::string, Tensor>> out;
   for (size_t i = 0; i < segments_.size(); ++i) {
-    const std::string& n = targets_[i].name;
-    if (segments_[i].param.defined()) out.push_back({n + ".master", segments_[i].master});
-    out.push_back({n + ".exp_avg", segments_[i].exp_avg});
-    if (segments_[i].exp_avg_sq.defined()) out.push_back({n + ".exp_avg_sq", segments_[i].exp_avg_sq});
+    for (auto& [kind, t] : TargetState(i)) out.push_back({targets_[i].name + "." + kind, t});
   }
   return out;
 }

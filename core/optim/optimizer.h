@@ -17,11 +17,23 @@
 
 namespace weft {
 
+class Parameter;  // core/nn; only pointed to here
+
+// One tensor the optimizer updates: a whole parameter, or a contiguous
+// range of one (a zero/fsdp shard holds one target per parameter it
+// overlaps).
 struct OptimTarget {
-  std::string name;   // for checkpoints ("blocks.0.attn.qkv.weight" or "flat.3")
+  std::string name;   // for logs: "blocks.0.attn.qkv.weight" or "...weight[0:512]"
   Tensor value;       // updated in place; f32 or bf16
   Tensor grad;        // same numel
   bool weight_decay = true;
+  // Where the target sits, for the sharding export: elements
+  // [param_offset, param_offset + value.numel()) of `param`'s local tensor
+  // in row-major order. `replica` numbers the ranks that hold this same
+  // range (0 on exactly one of them).
+  Parameter* param = nullptr;
+  int64_t param_offset = 0;
+  int replica = 0;
 };
 
 struct OptimizerConfig {
@@ -54,6 +66,9 @@ class Optimizer {
 
   // Named state tensors for checkpoints: "<target>.master|exp_avg|exp_avg_sq".
   std::vector<std::pair<std::string, Tensor>> StateTensors() const;
+  // Target i's state by kind: "master" (f32 copy of a lower-precision
+  // value), "exp_avg", "exp_avg_sq" (AdamW) or "exp_avg" (SGD momentum).
+  std::vector<std::pair<std::string, Tensor>> TargetState(size_t i) const;
   // Bytes of optimizer state (masters that are copies, moments).
   int64_t StateBytes() const;
   const std::vector<OptimTarget>& targets() const { return targets_; }

@@ -74,7 +74,7 @@ std::vector<OptimTarget> FlatParamGroup::ShardTargets(const Tensor& shard_value,
     targets.push_back({absl::StrCat(params_[i]->name(), "[", a - offsets_[i], ":",
                                     b - offsets_[i], "]"),
                        shard_value.Slice(0, a - lo, b - lo), shard_grad.Slice(0, a - lo, b - lo),
-                       params_[i]->weight_decay()});
+                       params_[i]->weight_decay(), params_[i], a - offsets_[i]});
   }
   return targets;
 }

@@ -31,9 +31,6 @@ struct ParallelState {
   std::vector<std::string> strategy_names;
   // The job's device mesh (null for a single process).
   std::shared_ptr<comm::DeviceMesh> mesh;
-  // A full copy of a parameter's current value on its device, gathering the
-  // shards when a strategy sharded it (checkpoints, tests). Null: value is full.
-  std::function<absl::StatusOr<Tensor>(Parameter&)> full_value;
   // Keeps communication objects alive for the job (process groups, mesh).
   std::vector<std::shared_ptr<void>> keep_alive;
 };

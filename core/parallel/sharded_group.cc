@@ -36,6 +36,15 @@ absl::Status ShardedGroup::Init() {
   } else {
     WEFT_ASSIGN_OR_RETURN(shard_param_, flat_.Shard(full).Clone(opt_.stream));
     flat_.UnbindValues();
+    // Each parameter's value now lives only as this rank's flat range.
+    const int64_t lo = flat_.shard_rank() * flat_.shard_numel(), hi = lo + flat_.shard_numel();
+    for (size_t i = 0; i < flat_.params().size(); ++i) {
+      Parameter* p = flat_.params()[i];
+      const int64_t off = flat_.offset(i);
+      const int64_t b = std::clamp(lo - off, int64_t{0}, p->numel());
+      const int64_t e = std::clamp(hi - off, int64_t{0}, p->numel());
+      p->AddFlatShard(opt_.axis, b, std::max(b, e));
+    }
   }
   if (opt_.grads == Mode::kFull) {
     WEFT_ASSIGN_OR_RETURN(full_grad_, Tensor::Zeros({flat_.padded_numel()}, opt_.grad_dtype,
@@ -145,21 +154,6 @@ absl::Status ShardedGroup::FinishReduce() {
 absl::Status ShardedGroup::ZeroShardGrad() {
   // kFull: the whole persistent buffer (the params' grads are views of it).
   return (opt_.grads == Mode::kSharded ? shard_grad_ : full_grad_).Zero(opt_.stream);
-}
-
-absl::StatusOr<Tensor> ShardedGroup::FullValue(const Parameter& param) {
-  size_t index = 0;
-  while (index < flat_.params().size() && flat_.params()[index] != &param) ++index;
-  if (index == flat_.params().size()) return Internal(param.name() + " is not in " + name());
-  if (gathered()) {
-    WEFT_RETURN_IF_ERROR(WaitGathered());
-    return flat_.ParamView(full_param_, index).Clone(opt_.stream);
-  }
-  WEFT_ASSIGN_OR_RETURN(Tensor full, Tensor::Empty({flat_.padded_numel()}, shard_param_.dtype(),
-                                                   opt_.device, nullptr, opt_.stream));
-  WEFT_RETURN_IF_ERROR(
-      group_->AllGather(shard_param_, full, {.stream = opt_.stream})->Wait());
-  return flat_.ParamView(full, index).Clone(opt_.stream);
 }
 
 }  // namespace weft

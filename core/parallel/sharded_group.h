@@ -48,6 +48,8 @@ class ShardedGroup {
     KernelOps* ops = nullptr;
     Allocator* param_allocator = nullptr;
     Allocator* grad_allocator = nullptr;
+    // The mesh axis (or axes) the group shards over, for placements.
+    std::string axis = "dp_shard";
   };
 
   // Packs the parameters' current full values, keeps this rank's part as
@@ -85,9 +87,6 @@ class ShardedGroup {
   // the whole full buffer).
   absl::Status ZeroShardGrad();
 
-  // A full copy of `param` (one of this group's). Collective when the
-  // parameters are sharded and not gathered.
-  absl::StatusOr<Tensor> FullValue(const Parameter& param);
   bool Contains(const Parameter* param) const;
 
  private:

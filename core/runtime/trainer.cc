@@ -240,7 +240,9 @@ absl::Status Trainer::Init() {
   }
   if (!replaced) {
     for (Parameter* p : model_->Parameters()) {
-      targets.push_back({p->name(), p->value, p->grad, p->weight_decay()});
+      // Every data-parallel rank holds the whole parameter: replica dp_rank.
+      targets.push_back({p->name(), p->value, p->grad, p->weight_decay(), p, 0,
+                         parallel_->dp_rank});
     }
   }
   const OptimConfig& o = c.optim();
@@ -276,7 +278,7 @@ absl::Status Trainer::Init() {
   peak_flops_ = c.peak_tflops() > 0 ? c.peak_tflops() * 1e12
                                     : (ctx_.device.is_cuda() ? 989e12 : 0.0);
   int64_t n_params = 0;
-  for (Parameter* p : model_->Parameters()) n_params += p->numel();
+  for (Parameter* p : model_->Parameters()) n_params += p->global_numel();
   logger_->Print(absl::StrFormat(
       "weft: %s | %d parameters | device %s | dtype %s | world %d (dp %d) | strategy %s | "
       "global_batch %d = micro_batch %d x dp %d x accum %d",
@@ -378,6 +380,14 @@ absl::StatusOr<double> Trainer::Evaluate(int max_batches) {
   if (parallel_->dp_sum) WEFT_RETURN_IF_ERROR(parallel_->dp_sum(sum));
   WEFT_ASSIGN_OR_RETURN(std::vector<float> host, sum.ToFloats());
   return host[0] / (targets * parallel_->dp_size);
+}
+
+absl::StatusOr<std::vector<StatePiece>> Trainer::ExportState() const {
+  std::vector<int> coords;
+  if (parallel_->mesh != nullptr) {
+    coords = parallel_->mesh->layout().Coordinates(parallel_->mesh->rank());
+  }
+  return weft::ExportState(*optimizer_, coords);
 }
 
 absl::Status Trainer::Run() {

@@ -31,6 +31,7 @@
 #include "core/optim/optimizer.h"
 #include "core/runtime/metrics.h"
 #include "core/parallel/parallel_state.h"
+#include "core/parallel/sharding_export.h"
 #include "core/parallel/step_schedule.h"
 #include "core/runtime/parallel_setup.h"
 #include "core/runtime/train_config.pb.h"
@@ -107,6 +108,8 @@ class Trainer {
     return {param_alloc_->Stats(), grad_alloc_->Stats(), optim_alloc_->Stats()};
   }
   MetricsLogger& logger() { return *logger_; }
+  // Where this rank's model and optimizer state lives (sharding_export.h).
+  absl::StatusOr<std::vector<StatePiece>> ExportState() const;
 
  private:
   explicit Trainer(Options options) : options_(std::move(options)) {}

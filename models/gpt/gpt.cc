@@ -83,7 +83,7 @@ absl::StatusOr<Tensor> Gpt::ForwardLoss(RunContext& ctx, const Tensor& inputs,
 
 double Gpt::TrainingFlopsPerTarget() const {
   double n = 0;
-  for (Parameter* p : const_cast<Gpt*>(this)->Parameters()) n += static_cast<double>(p->numel());
+  for (Parameter* p : const_cast<Gpt*>(this)->Parameters()) n += static_cast<double>(p->global_numel());
   // 6N for the matmuls with weights (forward + backward), plus attention's
   // scores and weighted sum: 6 * L * T * d with causal masking.
   return 6.0 * n + 6.0 * config_.n_layer() * static_cast<double>(seq_len_) * config_.d_model();

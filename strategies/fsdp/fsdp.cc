@@ -53,8 +53,6 @@ absl::Status FsdpStrategy::Apply(StrategyContext& ctx) {
   auto participant = std::make_unique<FsdpParticipant>(std::move(config), shard, replicate,
                                                        ctx.run->stream);
   WEFT_RETURN_IF_ERROR(participant->Build(ctx));
-  FsdpParticipant* raw = participant.get();
-  ctx.state->full_value = [raw](Parameter& p) { return raw->FullValue(p); };
   ctx.state->participants.push_back(std::move(participant));
   return absl::OkStatus();
 }

@@ -176,7 +176,11 @@ std::optional<std::vector<OptimTarget>> FsdpParticipant::OptimizerTargets() {
   std::vector<OptimTarget> targets;
   for (auto& u : units_) {
     if (u == nullptr) continue;
-    for (OptimTarget& t : u->OptimizerTargets()) targets.push_back(std::move(t));
+    for (OptimTarget& t : u->OptimizerTargets()) {
+      // HSDP: the same shard on every rank of dp_replicate.
+      t.replica = replicate_ != nullptr ? replicate_->rank() : 0;
+      targets.push_back(std::move(t));
+    }
   }
   return targets;
 }
@@ -188,10 +192,5 @@ absl::Status FsdpParticipant::ReduceGradNormSq(Tensor& norm_sq) {
       "fsdp gradient norm");
 }
 
-absl::StatusOr<Tensor> FsdpParticipant::FullValue(Parameter& p) {
-  auto it = unit_of_.find(&p);
-  if (it == unit_of_.end()) return Internal("fsdp does not manage " + p.name());
-  return units_[it->second]->FullValue(p);
-}
 
 }  // namespace weft

@@ -40,7 +40,6 @@ class FsdpParticipant : public StepParticipant {
   std::optional<std::vector<OptimTarget>> OptimizerTargets() override;
   absl::Status ReduceGradNormSq(Tensor& norm_sq) override;
 
-  absl::StatusOr<Tensor> FullValue(Parameter& p);
   int num_units() const { return static_cast<int>(units_.size()); }
 
  private:

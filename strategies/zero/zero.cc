@@ -33,8 +33,6 @@ absl::Status ZeroStrategy::Apply(StrategyContext& ctx) {
   auto participant =
       std::make_unique<ZeroParticipant>(ctx.options->zero_stage, group, ctx.run->stream);
   WEFT_RETURN_IF_ERROR(participant->Build(ctx));
-  ZeroParticipant* raw = participant.get();
-  ctx.state->full_value = [raw](Parameter& p) { return raw->FullValue(p); };
   ctx.state->participants.push_back(std::move(participant));
   return absl::OkStatus();
 }

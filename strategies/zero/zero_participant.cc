@@ -35,6 +35,7 @@ absl::Status ZeroParticipant::AddGroup(const std::string& name, std::vector<Para
   o.grad_dtype = ctx.grad_dtype;
   o.reduce_dtype = reduce;
   o.ops = ctx.run->ops;
+  o.axis = "dp_replicate+dp_shard";  // zero shards over the whole dp group
   o.param_allocator = ctx.param_allocator;
   o.grad_allocator = ctx.grad_allocator;
   WEFT_ASSIGN_OR_RETURN(auto g, ShardedGroup::Create(name, params, group_, o));
@@ -228,10 +229,5 @@ absl::Status ZeroParticipant::AfterOptimizerStep() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Tensor> ZeroParticipant::FullValue(Parameter& p) {
-  auto it = group_of_.find(&p);
-  if (it == group_of_.end()) return Internal("zero does not manage " + p.name());
-  return groups_[it->second]->FullValue(p);
-}
 
 }  // namespace weft

@@ -29,7 +29,6 @@ class ZeroParticipant : public StepParticipant {
   absl::Status ReduceGradNormSq(Tensor& norm_sq) override;
   absl::Status AfterOptimizerStep() override;
 
-  absl::StatusOr<Tensor> FullValue(Parameter& p);
 
  private:
   absl::Status AddGroup(const std::string& name, std::vector<Parameter*> params,
