@@ -1,28 +1,58 @@
 // Dropout (inverted). Masks come from Philox keyed by the step's dropout
-// seed and this module's name, so forward, backward and recompute agree
-// without storing a mask, and masks do not depend on the device.
+// seed and this module's name, and indexed by the element's position in the
+// GLOBAL tensor, so forward, backward and recompute agree without storing a
+// mask, masks do not depend on the device, and a rank holding a piece of the
+// tensor draws exactly that piece of the single-process mask.
+//
+// Random streams: a region is either replicated across the tensor-parallel
+// ranks (every rank holds the whole tensor and must drop the same
+// elements) or sharded over them (each rank holds a box of it). The two
+// kinds draw from separate streams, so sharding one region never shifts
+// the masks of another; a strategy that shards a region calls SetShard
+// with the local box, and the same module unsharded (one process) draws
+// the same numbers for the same elements.
 // Identity when p == 0 or when evaluating.
 #ifndef WEFT_CORE_NN_DROPOUT_H_
 #define WEFT_CORE_NN_DROPOUT_H_
 
+#include <optional>
+
 #include "core/nn/module.h"
+#include "core/nn/placement.h"
 
 namespace weft {
 
 class Dropout : public Module {
  public:
-  explicit Dropout(float p) : Module("Dropout"), p_(p) {}
+  enum class Stream { kReplicated, kSharded };
+
+  explicit Dropout(float p, Stream stream = Stream::kReplicated)
+      : Module("Dropout"), p_(p), stream_(stream) {}
 
   absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) override;
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
 
   float p() const { return p_; }
+  Stream stream() const { return stream_; }
+  // This rank holds `box` of a `global`-shaped input (its shape must be the
+  // box's). Marks the region sharded.
+  void SetShard(Box box, Shape global);
 
- private:
+  // The Philox key of this module's masks for the context's step seed.
   uint64_t Seed(const RunContext& ctx) const;
 
+ private:
+  absl::Status Apply(RunContext& ctx, Tensor& out, const Tensor& in, bool backward) const;
+
   const float p_;
+  Stream stream_;
+  std::optional<std::pair<Box, Shape>> shard_;
 };
+
+// Calls fn(local_offset, global_offset, length) for each run of a box that
+// is contiguous in both the local and the global row-major order.
+void ForEachContiguousRun(const Box& box, const Shape& global,
+                          const std::function<void(int64_t, int64_t, int64_t)>& fn);
 
 }  // namespace weft
 

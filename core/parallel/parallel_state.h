@@ -29,6 +29,9 @@ struct ParallelState {
   std::function<absl::Status(Tensor&)> dp_sum;
   // Strategies applied, in order, for the log ("ddp", "fsdp", ...).
   std::vector<std::string> strategy_names;
+  // The model-parallel (cp x tp) group gradient norms sum sharded
+  // parameters over; null when the mesh has no such axis of size > 1.
+  std::shared_ptr<comm::ProcessGroup> model_parallel;
   // The job's device mesh (null for a single process).
   std::shared_ptr<comm::DeviceMesh> mesh;
   // Keeps communication objects alive for the job (process groups, mesh).

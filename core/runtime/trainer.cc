@@ -10,6 +10,7 @@
 #include "core/base/status_macros.h"
 #include "core/nn/materialize.h"
 #include "core/nn/recompute.h"
+#include "core/parallel/grad_norm.h"
 #include "core/runtime/parallel_setup.h"
 
 namespace weft {
@@ -310,9 +311,8 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
 
   const float clip = c.optim().grad_clip();
   if (clip > 0) {
-    std::vector<Tensor> grads;
-    for (const OptimTarget& t : optimizer_->targets()) grads.push_back(t.grad);
-    WEFT_RETURN_IF_ERROR(ctx_.ops->SumSquares(ctx_.kernel(), grad_norm_sq_, grads));
+    WEFT_RETURN_IF_ERROR(GradNormSquared(*ctx_.ops, ctx_.kernel(), optimizer_->targets(),
+                                         parallel_->model_parallel.get(), grad_norm_sq_));
     for (auto& p : parallel_->participants) WEFT_RETURN_IF_ERROR(p->ReduceGradNormSq(grad_norm_sq_));
   }
   const float lr = schedule_->At(step_);

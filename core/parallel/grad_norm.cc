@@ -1,0 +1,31 @@
+#include "core/parallel/grad_norm.h"
+
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "core/nn/parameter.h"
+
+namespace weft {
+
+absl::Status GradNormSquared(KernelOps& ops, const KernelContext& ctx,
+                             const std::vector<OptimTarget>& targets,
+                             comm::ProcessGroup* model_parallel, Tensor& out) {
+  std::vector<Tensor> sharded, replicated;
+  for (const OptimTarget& t : targets) {
+    const bool split = t.param != nullptr && t.param->placement().HasDimShards();
+    (split ? sharded : replicated).push_back(t.grad);
+  }
+  if (model_parallel == nullptr || model_parallel->size() == 1) {
+    replicated.insert(replicated.end(), sharded.begin(), sharded.end());
+    return ops.SumSquares(ctx, out, replicated);
+  }
+  WEFT_ASSIGN_OR_RETURN(Tensor part, Tensor::Zeros({1}, DType::kF32, ctx.device, nullptr,
+                                                   ctx.stream));
+  WEFT_RETURN_IF_ERROR(ops.SumSquares(ctx, part, sharded));
+  WEFT_RETURN_IF_ERROR(Annotate(
+      model_parallel->AllReduce(part, {.op = comm::ReduceOp::kSum, .stream = ctx.stream})->Wait(),
+      "gradient norm over the model-parallel group"));
+  WEFT_RETURN_IF_ERROR(ops.SumSquares(ctx, out, replicated));
+  return ops.Add(ctx, out, out, part);
+}
+
+}  // namespace weft
