@@ -1,5 +1,8 @@
 #include "comm/env/dist_env.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
 
 #include "absl/strings/numbers.h"
@@ -134,6 +137,119 @@ absl::StatusOr<DistributedEnv> ReadSlurm(const EnvLookup& env) {
   return d;
 }
 
+// A port all ranks of one MPI job agree on without talking: from the job's
+// id as the launcher exports it, else the launching daemon's pid (every
+// rank on a node is its child).
+int MpiJobPort(const EnvLookup& env) {
+  std::string job;
+  for (const char* name : {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_hnp_uri",
+                           "PMI_KVSNAME", "SLURM_JOB_ID"}) {
+    if (std::optional<std::string> v = env(name); v && !v->empty()) {
+      job = *v;
+      break;
+    }
+  }
+  if (job.empty()) job = std::to_string(getppid());
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : job) h = (h ^ c) * 1099511628211ull;
+  return 30000 + static_cast<int>(h % 20000);
+}
+
+absl::StatusOr<DistributedEnv> ReadMpi(const EnvLookup& env, bool open_mpi) {
+  DistributedEnv d;
+  d.source = EnvSource::kMpi;
+  const char* rank_var = open_mpi ? "OMPI_COMM_WORLD_RANK" : "PMI_RANK";
+  const char* size_var = open_mpi ? "OMPI_COMM_WORLD_SIZE" : "PMI_SIZE";
+  const char* local_var = open_mpi ? "OMPI_COMM_WORLD_LOCAL_RANK" : "MPI_LOCALRANKID";
+  const char* local_size_var = open_mpi ? "OMPI_COMM_WORLD_LOCAL_SIZE" : "MPI_LOCALNRANKS";
+  d.launcher = open_mpi ? "mpirun (Open MPI)" : "mpirun (Hydra/PMI)";
+  WEFT_ASSIGN_OR_RETURN(d.rank, IntVar(env, rank_var));
+  WEFT_ASSIGN_OR_RETURN(d.world_size, IntVar(env, size_var));
+  WEFT_RETURN_IF_ERROR(CheckIndex(rank_var, d.rank, size_var, d.world_size));
+  const bool has_local = env(local_var).has_value() && env(local_size_var).has_value();
+  if (has_local) {
+    WEFT_ASSIGN_OR_RETURN(d.local_rank, IntVar(env, local_var));
+    WEFT_ASSIGN_OR_RETURN(d.local_world_size, IntVar(env, local_size_var));
+    WEFT_RETURN_IF_ERROR(CheckIndex(local_var, d.local_rank, local_size_var, d.local_world_size));
+  } else {
+    // Hydra without local variables: assume one node unless MASTER_ADDR
+    // says otherwise (the store then tells every rank where rank 0 is).
+    d.local_rank = d.rank;
+    d.local_world_size = d.world_size;
+  }
+  if (d.local_world_size > 0) d.node_rank = d.rank / d.local_world_size;
+  std::optional<std::string> addr = env("MASTER_ADDR");
+  if (addr.has_value() && !addr->empty()) {
+    d.master_addr = *addr;
+  } else if (d.multi_node()) {
+    return InvalidArgument(
+        absl::StrCat("an ", d.launcher, " job of ", d.world_size, " ranks across ",
+                     d.world_size / std::max(1, d.local_world_size),
+                     " nodes without MASTER_ADDR"),
+        "MASTER_ADDR naming the node of rank 0, exported to every rank",
+        "mpirun -x MASTER_ADDR=$(hostname) -x MASTER_PORT=29500 ... (Open MPI), or "
+        "mpiexec -genv MASTER_ADDR $(hostname) ... (MPICH/Intel MPI)");
+  } else {
+    d.master_addr = "127.0.0.1";
+  }
+  if (env("MASTER_PORT").has_value()) {
+    WEFT_ASSIGN_OR_RETURN(d.master_port, IntVar(env, "MASTER_PORT"));
+  } else {
+    d.master_port = MpiJobPort(env);
+  }
+  WEFT_RETURN_IF_ERROR(CheckPort("MASTER_PORT", d.master_port));
+  return d;
+}
+
+absl::StatusOr<DistributedEnv> ReadPmix(const EnvLookup& env) {
+  DistributedEnv d;
+  d.source = EnvSource::kMpi;
+  d.launcher = "PMIx";
+  WEFT_ASSIGN_OR_RETURN(d.rank, IntVar(env, "PMIX_RANK"));
+  std::optional<std::string> size_var;
+  for (const char* name : {"PMIX_SIZE", "WORLD_SIZE"}) {
+    if (env(name).has_value()) size_var = name;
+  }
+  if (!size_var.has_value()) {
+    return InvalidArgument(absl::StrCat("PMIX_RANK=", d.rank, " without a world size"),
+                           "PMIX_SIZE or WORLD_SIZE next to PMIX_RANK",
+                           "launch with mpirun (which also sets OMPI_COMM_WORLD_SIZE), or "
+                           "export WORLD_SIZE");
+  }
+  WEFT_ASSIGN_OR_RETURN(d.world_size, IntVar(env, *size_var));
+  WEFT_RETURN_IF_ERROR(CheckIndex("PMIX_RANK", d.rank, *size_var, d.world_size));
+  d.local_rank = d.rank;
+  d.local_world_size = d.world_size;
+  d.master_addr = env("MASTER_ADDR").value_or("127.0.0.1");
+  if (env("MASTER_PORT").has_value()) {
+    WEFT_ASSIGN_OR_RETURN(d.master_port, IntVar(env, "MASTER_PORT"));
+  } else {
+    d.master_port = MpiJobPort(env);
+  }
+  WEFT_RETURN_IF_ERROR(CheckPort("MASTER_PORT", d.master_port));
+  return d;
+}
+
+// Variables that say this process is one of several, by launcher.
+absl::Status CheckNotOneOfMany(const EnvLookup& env) {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS",
+                           "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MPI_LOCALNRANKS"}) {
+    std::optional<std::string> v = env(name);
+    int n = 0;
+    if (v.has_value() && absl::SimpleAtoi(*v, &n) && n > 1) {
+      return FailedPrecondition(
+          absl::StrCat(name, "=", *v, " says this process is one of ", n,
+                       ", but no rank variable of that launcher is set, so weft would run ",
+                       "as an independent single process"),
+          "the launcher's rank variable as well (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, "
+          "SLURM_PROCID)",
+          "start the ranks with the launcher (srun, mpirun, torchrun, tools/launch) rather "
+          "than by hand, or unset the variable to run one process");
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::string_view EnvSourceName(EnvSource source) {
@@ -144,13 +260,15 @@ absl::string_view EnvSourceName(EnvSource source) {
       return "torchrun";
     case EnvSource::kSlurm:
       return "slurm";
+    case EnvSource::kMpi:
+      return "mpi";
   }
   return "unknown";
 }
 
 std::string DistributedEnv::ToString() const {
   return absl::StrCat("rank ", rank, " of ", world_size, " (local ", local_rank, " of ",
-                      local_world_size, ", node ", node_rank, ") from ", EnvSourceName(source),
+                      local_world_size, ", node ", node_rank, ") from ", launcher,
                       ", store ", master_addr, ":", master_port,
                       launcher_hosts_store ? " (hosted by the launcher)" : "");
 }
@@ -172,9 +290,20 @@ EnvLookup MapEnv(std::map<std::string, std::string> vars) {
 }
 
 absl::StatusOr<DistributedEnv> ReadDistributedEnv(const EnvLookup& env) {
-  if (env("RANK").has_value() || env("WORLD_SIZE").has_value()) return ReadTorchrun(env);
-  if (env("SLURM_PROCID").has_value() && env("SLURM_NTASKS").has_value()) return ReadSlurm(env);
-  return DistributedEnv();
+  absl::StatusOr<DistributedEnv> d = [&]() -> absl::StatusOr<DistributedEnv> {
+    if (env("RANK").has_value()) return ReadTorchrun(env);
+    if (env("OMPI_COMM_WORLD_RANK").has_value()) return ReadMpi(env, /*open_mpi=*/true);
+    if (env("PMI_RANK").has_value()) return ReadMpi(env, /*open_mpi=*/false);
+    if (env("SLURM_PROCID").has_value() && env("SLURM_NTASKS").has_value()) {
+      return ReadSlurm(env);
+    }
+    if (env("PMIX_RANK").has_value()) return ReadPmix(env);
+    WEFT_RETURN_IF_ERROR(CheckNotOneOfMany(env));
+    return DistributedEnv();
+  }();
+  if (d.ok() && d->source == EnvSource::kTorchrun) d->launcher = "torchrun";
+  if (d.ok() && d->source == EnvSource::kSlurm) d->launcher = "srun";
+  return d;
 }
 
 }  // namespace weft::comm

@@ -1,7 +1,8 @@
 // DistributedEnv: where this process sits in the job, read from the
 // environment exactly as torchrun and Slurm's srun set it.
 //
-// Sources, first match wins:
+// Sources, first match wins (so torchrun inside srun is torchrun, and
+// mpirun inside a Slurm allocation is mpirun):
 //   torchrun / tools/launch: RANK and WORLD_SIZE set. Also LOCAL_RANK,
 //       LOCAL_WORLD_SIZE, GROUP_RANK (node rank), MASTER_ADDR, MASTER_PORT.
 //       Our launcher sets WEFT_LAUNCHER_STORE=1: it hosts the TCP store at
@@ -16,7 +17,20 @@
 //       MASTER_PORT or 20000 + SLURM_JOB_ID % 20000 (jobs sharing a node
 //       get different ports). Note that a plain sbatch script (outside
 //       srun) also has SLURM_PROCID=0: start ranks with srun.
-//   Otherwise: a single process (rank 0 of 1).
+//   MPI launchers (weft links no MPI; it reads what they export):
+//       Open MPI: OMPI_COMM_WORLD_RANK/_SIZE/_LOCAL_RANK/_LOCAL_SIZE.
+//       MPICH, Intel MPI and other Hydra launchers: PMI_RANK, PMI_SIZE,
+//       MPI_LOCALRANKID and MPI_LOCALNRANKS where set.
+//       The store is MASTER_ADDR:MASTER_PORT when set (mpirun -x
+//       MASTER_ADDR=...); with every rank on one node, 127.0.0.1 and a port
+//       derived from the job id; across nodes without MASTER_ADDR, an error
+//       showing the -x MASTER_ADDR=$(hostname) fix.
+//   Slurm srun: as above.
+//   PMIx alone (PMIX_RANK, e.g. srun --mpi=pmix without Slurm's variables):
+//       needs WORLD_SIZE or PMIX_SIZE for the size.
+//   Otherwise: a single process (rank 0 of 1) -- unless some launcher's
+//   variables say this process is one of several, which is an error rather
+//   than a silent split into independent jobs.
 // Malformed or inconsistent values are InvalidArgument naming the variable.
 #ifndef WEFT_COMM_ENV_DIST_ENV_H_
 #define WEFT_COMM_ENV_DIST_ENV_H_
@@ -31,7 +45,7 @@
 
 namespace weft::comm {
 
-enum class EnvSource { kSingleProcess, kTorchrun, kSlurm };
+enum class EnvSource { kSingleProcess, kTorchrun, kSlurm, kMpi };
 
 struct DistributedEnv {
   EnvSource source = EnvSource::kSingleProcess;
@@ -44,6 +58,8 @@ struct DistributedEnv {
   int master_port = 29500;  // the weft store's port
   // The launcher hosts the store; rank 0 must not.
   bool launcher_hosts_store = false;
+  // For the banner: "torchrun", "slurm", "mpirun (Open MPI)", ...
+  std::string launcher = "single process";
 
   bool multi_node() const { return world_size > local_world_size; }
   // "rank 3 of 8 (local 1 of 4, node 1) from slurm, master node01:29500"
@@ -60,7 +76,7 @@ EnvLookup MapEnv(std::map<std::string, std::string> vars);
 
 absl::StatusOr<DistributedEnv> ReadDistributedEnv(const EnvLookup& env = ProcessEnv());
 
-absl::string_view EnvSourceName(EnvSource source);  // "single process", "torchrun", "slurm"
+absl::string_view EnvSourceName(EnvSource source);  // "single process", "torchrun", "slurm", "mpi"
 
 }  // namespace weft::comm
 

@@ -13,10 +13,24 @@
 namespace weft::comm {
 namespace {
 
-std::string HostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "127.0.0.1";
-  return name;
+// Two processes that resolve to the same rank (a launcher misconfigured,
+// two jobs on one port) would otherwise wait for a peer that never comes;
+// the second claim of a rank fails at once and names the first holder.
+absl::Status ClaimRank(Store& store, const DistributedEnv& env) {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  const std::string me = absl::StrCat(host, " pid ", getpid());
+  const std::string key = absl::StrCat("weft/rank_claim/", env.rank);
+  WEFT_ASSIGN_OR_RETURN(std::string holder, store.CompareSet(key, "", me));
+  if (holder != me) {
+    return FailedPrecondition(
+        absl::StrCat("rank ", env.rank, " of ", env.world_size, " (", env.launcher,
+                     ") is already taken by ", holder, "; this process is ", me),
+        "one process per rank",
+        "two processes resolved to the same rank: check the launcher's rank variables, or "
+        "two jobs share MASTER_ADDR:MASTER_PORT (give each its own MASTER_PORT)");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -25,6 +39,8 @@ absl::StatusOr<DistributedContext> InitDistributed(const DistributedEnv& env,
                                                    InitOptions options) {
   DistributedContext ctx;
   ctx.env = env;
+  // Before the store: a wrong interface fails at once, not after a timeout.
+  WEFT_ASSIGN_OR_RETURN(ctx.bind, ResolveBindAddress(env, options.gloo_iface));
   if (env.world_size == 1 && !env.launcher_hosts_store) {
     ctx.store = std::make_shared<HashStore>(options.timeout);
   } else {
@@ -39,14 +55,12 @@ absl::StatusOr<DistributedContext> InitDistributed(const DistributedEnv& env,
     auto store = TcpStore::Create(store_options);
     if (!store.ok()) return Annotate(store.status(), "initializing from " + env.ToString());
     ctx.store = *store;
+    WEFT_RETURN_IF_ERROR(ClaimRank(*ctx.store, env));
   }
   ProcessGroupOptions group = options.group;
   if (group.timeout == ProcessGroupOptions().timeout) group.timeout = options.timeout;
   if (group.gloo.hostname.empty() && group.gloo.iface.empty()) {
-    // Ranks on other hosts must reach ours; a loopback master means every
-    // rank runs on this host (e.g. several launchers simulating nodes).
-    group.gloo.hostname =
-        env.multi_node() && !IsLoopbackHost(env.master_addr) ? HostName() : "127.0.0.1";
+    group.gloo.hostname = ctx.bind.address;
   }
   if (group.nccl.device < 0) group.nccl.device = env.local_rank;
   auto world = CreateProcessGroup(options.backend, ctx.store, env.rank, env.world_size, group);

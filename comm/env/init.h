@@ -6,8 +6,10 @@
 //
 // Store: a HashStore for a single process; otherwise a TcpStore at
 // MASTER_ADDR:MASTER_PORT, hosted by rank 0 unless the launcher hosts it.
-// Group defaults filled in from the env: gloo talks over 127.0.0.1 on one
-// node and over this host's name across nodes; nccl uses cuda:LOCAL_RANK.
+// Group defaults filled in from the env: gloo binds to the address
+// bind_address.h picks (127.0.0.1 on one node; --gloo_iface /
+// GLOO_SOCKET_IFNAME; else the interface that routes to MASTER_ADDR);
+// nccl uses cuda:LOCAL_RANK.
 // The binary must link the backend it names (//comm/gloo, //comm/nccl).
 #ifndef WEFT_COMM_ENV_INIT_H_
 #define WEFT_COMM_ENV_INIT_H_
@@ -16,6 +18,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "comm/env/bind_address.h"
 #include "comm/env/dist_env.h"
 #include "comm/process_group/options.h"
 #include "comm/process_group/process_group.h"
@@ -30,12 +33,16 @@ struct InitOptions {
   absl::Duration timeout = absl::Minutes(5);
   // The world group's options (name "world"); timeout defaults to `timeout`.
   ProcessGroupOptions group;
+  // The network interface gloo binds to (--gloo_iface); empty: see above.
+  std::string gloo_iface;
 };
 
 struct DistributedContext {
   DistributedEnv env;
   std::shared_ptr<Store> store;
   std::shared_ptr<ProcessGroup> world;
+  // Where this rank's gloo groups listen; every later group must use it.
+  BindAddress bind;
 };
 
 absl::StatusOr<DistributedContext> InitDistributed(const DistributedEnv& env,

@@ -2,6 +2,7 @@
 // or the launcher (here: the test) hosting it.
 #include "comm/env/init.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "comm/store/tcp_store_server.h"
 #include "comm/testing/expect.h"
@@ -63,6 +64,36 @@ TEST(InitTest, TheLauncherHostsTheStore) {
 
 TEST(InitTest, SingleProcessNeedsNothing) {
   EXPECT_TRUE(AllReduceWorld(DistributedEnv()).ok());
+}
+
+// Two processes that both think they are rank 1: the second is rejected
+// by name within seconds instead of waiting for the group to time out.
+TEST(InitTest, TwoProcessesWithTheSameRankAreRejectedAtOnce) {
+  auto server = TcpStoreServer::Listen({.host = "127.0.0.1", .port = 0, .world_size = 2});
+  ASSERT_TRUE(server.ok());
+  const int port = (*server)->port();
+  ASSERT_TRUE((*server)->Serve().ok());
+  auto results = testing::RunRanksInProcesses(2, [&](const RankContext&) -> absl::Status {
+    absl::StatusOr<DistributedContext> dist =
+        InitDistributed(EnvFor(1, 2, port, /*launcher_store=*/true),
+                        {.timeout = absl::Seconds(6)});
+    return dist.status();
+  }, {.deadline = absl::Seconds(20)});
+  int rejected = 0;
+  for (const auto& r : results) {
+    if (!r.status.ok() && absl::StrContains(r.status.message(), "rank 1 of 2") &&
+        absl::StrContains(r.status.message(), "already taken by")) {
+      ++rejected;
+    }
+  }
+  EXPECT_GE(rejected, 1) << testing::AllRanksOk(results);
+  // The rejected one fails fast (the other waits for rank 0, which never
+  // comes, until its own timeout).
+  for (const auto& r : results) {
+    if (absl::StrContains(r.status.message(), "already taken")) {
+      EXPECT_LT(r.elapsed, absl::Seconds(10));
+    }
+  }
 }
 
 }  // namespace

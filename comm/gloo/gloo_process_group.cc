@@ -98,6 +98,20 @@ GlooProcessGroup::~GlooProcessGroup() {
   executor_.reset();  // finish queued ops while the context still exists
 }
 
+// "rank 0 10.0.0.1, rank 1 127.0.1.1" from what the ranks published; ranks
+// that have not published yet are "?".
+static std::string AdvertisedAddresses(Store& store, int size) {
+  std::string out;
+  for (int r = 0; r < size; ++r) {
+    const std::string key = absl::StrCat("gloo_address/", r);
+    absl::StatusOr<bool> there = store.Check({key});
+    absl::StatusOr<std::string> a =
+        there.ok() && *there ? store.Get(key, absl::Milliseconds(200)) : absl::NotFoundError("");
+    absl::StrAppend(&out, r == 0 ? "" : ", ", "rank ", r, " ", a.ok() ? *a : "?");
+  }
+  return out;
+}
+
 absl::StatusOr<std::shared_ptr<ProcessGroup>> GlooProcessGroup::Create(
     std::shared_ptr<Store> store, int rank, int size, const ProcessGroupOptions& options) {
   std::shared_ptr<GlooProcessGroup> group(new GlooProcessGroup(rank, size, options));
@@ -112,6 +126,9 @@ absl::StatusOr<std::shared_ptr<ProcessGroup>> GlooProcessGroup::Create(
   if (absl::Status s = gloo_internal::PeerDirectory::Publish(*store, rank); !s.ok()) {
     return Annotate(s, absl::StrCat("rank ", rank, " joining group '", options.name, "'"));
   }
+  const std::string advertised = !attr.iface.empty() ? "interface " + attr.iface : attr.hostname;
+  // So that a failed connection can say what every rank advertised.
+  (void)store->Set(absl::StrCat("gloo_address/", rank), advertised);
   try {
     auto device = ::gloo::transport::tcp::CreateDevice(attr);
     auto context = std::make_shared<::gloo::rendezvous::Context>(rank, size);
@@ -134,10 +151,12 @@ absl::StatusOr<std::shared_ptr<ProcessGroup>> GlooProcessGroup::Create(
     }
     return Unavailable(
         absl::StrCat("rank ", rank, " failed to set up gloo on ", endpoint, " for group '",
-                     options.name, "': ", what),
-        "an address every rank can reach",
-        "for multi-host jobs set GlooOptions.hostname to this host's name or iface to a "
-        "routable interface");
+                     options.name, "': ", what, "; advertised addresses: ",
+                     AdvertisedAddresses(*store, size)),
+        "an address of every rank that every other rank can reach",
+        "a loopback address (127.x) in a multi-host job means the host name resolved to "
+        "loopback: choose the interface with --gloo_iface=IFACE or GLOO_SOCKET_IFNAME=IFACE "
+        "(by default weft uses the interface that routes to MASTER_ADDR)");
   }
   group->peers_ = gloo_internal::PeerDirectory::Collect(*store, rank, size);
   return group;

@@ -62,9 +62,12 @@ void MetricsLogger::Log(const Record& r) {
   if (console_) {
     std::string line;
     for (const auto& [k, v] : r.numbers) {
+      // Unknown (NaN: e.g. mfu without a known peak) reads "-", never "nan";
+      // the JSON keeps null.
       absl::StrAppend(&line, line.empty() ? "" : " | ", k, " ",
-                      std::fabs(v) >= 1e5 || v == std::floor(v) ? absl::StrFormat("%.0f", v)
-                                                                 : absl::StrFormat("%.6g", v));
+                      !std::isfinite(v)                           ? std::string("-")
+                      : std::fabs(v) >= 1e5 || v == std::floor(v) ? absl::StrFormat("%.0f", v)
+                                                                  : absl::StrFormat("%.6g", v));
     }
     for (const auto& [k, v] : r.strings) absl::StrAppend(&line, " | ", k, " ", v);
     std::printf("%s\n", line.c_str());

@@ -20,6 +20,7 @@ absl::StatusOr<JobTopology> ResolveTopology(const std::optional<JobTopology>& in
   t.local_rank = env.local_rank;
   t.multi_node = env.multi_node();
   t.description = env.ToString();
+  t.launcher = env.launcher;
   return t;
 }
 
@@ -75,19 +76,27 @@ absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(const TrainConfig& c
                            "nccl with CUDA tensors, gloo with CPU tensors");
   }
   const absl::Duration timeout = absl::Seconds(pc.timeout_s());
+  // Every gloo group of this rank (world, mesh axes, sub-groups) binds to
+  // one address that the other hosts can reach.
+  std::string bind_address = "127.0.0.1";
   if (topology.store == nullptr) {
     comm::DistributedEnv env;
     WEFT_ASSIGN_OR_RETURN(env, comm::ReadDistributedEnv());
     WEFT_ASSIGN_OR_RETURN(comm::DistributedContext dist,
-                          comm::InitDistributed(env, {.backend = backend, .timeout = timeout}));
+                          comm::InitDistributed(env, {.backend = backend,
+                                                      .timeout = timeout,
+                                                      .gloo_iface = pc.gloo_iface()}));
     topology.store = dist.store;
+    bind_address = dist.bind.address;
     state->keep_alive.push_back(dist.world);
+  } else if (!pc.gloo_iface().empty()) {
+    WEFT_ASSIGN_OR_RETURN(bind_address, comm::InterfaceAddress(pc.gloo_iface()));
   }
   comm::DeviceMeshOptions mesh_options;
   mesh_options.backend = backend;
   mesh_options.group.name = "dp";
   mesh_options.group.timeout = timeout;
-  if (!topology.multi_node) mesh_options.group.gloo.hostname = "127.0.0.1";
+  mesh_options.group.gloo.hostname = bind_address;
   mesh_options.group.nccl.device = device.is_cuda() ? device.index : -1;
   absl::StatusOr<std::unique_ptr<comm::DeviceMesh>> mesh = comm::DeviceMesh::Create(
       {{"dp_replicate", replicate}, {"dp_shard", shard}}, topology.rank, topology.world_size,

@@ -28,6 +28,8 @@ struct JobTopology {
   // Rendezvous store; null until InitParallel creates one from the env.
   std::shared_ptr<comm::Store> store;
   std::string description = "single process";
+  // Who started the ranks, for the banner: "torchrun", "srun", "mpirun (Open MPI)"...
+  std::string launcher = "single process";
 };
 
 absl::StatusOr<JobTopology> ResolveTopology(const std::optional<JobTopology>& injected);

@@ -281,10 +281,10 @@ absl::Status Trainer::Init() {
   int64_t n_params = 0;
   for (Parameter* p : model_->Parameters()) n_params += p->global_numel();
   logger_->Print(absl::StrFormat(
-      "weft: %s | %d parameters | device %s | dtype %s | world %d (dp %d) | strategy %s | "
+      "weft: %s | %d parameters | device %s | dtype %s | world %d (dp %d) via %s | strategy %s | "
       "global_batch %d = micro_batch %d x dp %d x accum %d",
       model_->Summary(), n_params, ctx_.device.ToString(), DTypeName(ctx_.compute_dtype),
-      parallel_->world_size, parallel_->dp_size,
+      parallel_->world_size, parallel_->dp_size, topology_.launcher,
       parallel_->strategy_names.empty() ? "none" : absl::StrJoin(parallel_->strategy_names, ","),
       c.global_batch(), c.micro_batch(), parallel_->dp_size, accum_steps_));
   return absl::OkStatus();

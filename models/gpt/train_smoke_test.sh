@@ -34,6 +34,22 @@ for key in step loss lr step_ms tokens_per_s mfu peak_mem_mb grad_norm; do
 done
 grep -q '"val_loss":' "$tmp/a.jsonl" || { echo "FAIL: no val_loss"; exit 1; }
 
+# The console: an unknown MFU (CPU, no --peak_tflops) reads "mfu -", never
+# nan; the banner names where the ranks came from.
+console=$("$train" --config="$config" --data="$tmp/corpus.txt" --steps=2 --log_every=1 \
+          --num_workers=1 --eval_batches=1 2>&1)
+grep -q "mfu - " <<<"$console" || { echo "FAIL: no 'mfu -' in:"; echo "$console"; exit 1; }
+if grep -qi "nan" <<<"$console"; then echo "FAIL: nan on the console:"; echo "$console"; exit 1; fi
+grep -q "world 1 (dp 1) via single process" <<<"$console" || {
+  echo "FAIL: banner without its launcher:"; echo "$console"; exit 1; }
+# A launcher's size without its rank is an error, not an independent job.
+set +e
+out=$(OMPI_COMM_WORLD_SIZE=2 "$train" "${common[@]}" --steps=1 2>&1); rc=$?
+set -e
+if [ $rc -eq 0 ] || ! grep -q "independent single process" <<<"$out"; then
+  echo "FAIL: silent split: rc=$rc"; echo "$out"; exit 1
+fi
+
 # Same seed: identical losses, gradient norms and learning rates, bit for bit.
 strip_timing() { sed -E 's/"(step_ms|tokens_per_s|mfu|peak_mem_mb|data_wait_ms)":[^,}]*,?//g' "$1"; }
 if ! diff <(strip_timing "$tmp/a.jsonl") <(strip_timing "$tmp/b.jsonl"); then
