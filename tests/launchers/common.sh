@@ -14,7 +14,7 @@ for i in $(seq 1 300); do
 done > "$tmp/corpus.txt"
 
 # 8 sequences per step: 4 ranks x micro 2 or 2 ranks x micro 4; no dropout.
-job=(--config="$config" --data="$tmp/corpus.txt" --steps="$steps" --log_every=1 --quiet
+job=(--config="$config" --data="$tmp/corpus.txt" --steps="$steps" --log_every=1
      --num_workers=1 --eval_batches=1 --eval_every=0 --global_batch=8 --d_model=64
      --n_layer=2 --seq_len=32 --timeout_s=30)
 
