@@ -14,6 +14,9 @@ PACKAGES=(
   libgloo-dev libbenchmark-dev libopenblas-dev zlib1g-dev
   # Data: the default text corpus and Fashion-MNIST.
   fortunes dataset-fashion-mnist
+  # The launchers the tests run for real: Open MPI's mpirun, a one-node
+  # Slurm (with munge), and network namespaces for the multi-host test.
+  openmpi-bin slurm-wlm munge iproute2
 )
 
 missing=()

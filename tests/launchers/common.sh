@@ -2,6 +2,8 @@
 # flags every run uses, and the loss comparison against one process.
 # Sourced, not run.
 
+# Daemons (munged, slurmctld, slurmd) live in sbin, off the test PATH.
+export PATH="$PATH:/usr/sbin:/sbin"
 train="$TEST_SRCDIR/weft/models/gpt/train"
 launch="$TEST_SRCDIR/weft/tools/launch/launch"
 config="$TEST_SRCDIR/weft/models/gpt/configs/tiny.textproto"

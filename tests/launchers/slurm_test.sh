@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# A real one-node Slurm cluster, started by the test from Debian's packages
+# (munge, slurmctld, slurmd) with a throw-away config in the test's temp
+# dir. It submits the repository's CPU sbatch example and checks the job's
+# losses against one process, then kills one task mid-run and checks that
+# the job ends within the timeout, naming the rank. Installs nothing.
+set -euo pipefail
+source "$TEST_SRCDIR/weft/tests/launchers/common.sh"
+
+for tool in munged slurmctld slurmd sbatch squeue scontrol; do
+  command -v $tool > /dev/null || { echo "FAIL: $tool missing (tools/setup.sh installs slurm-wlm and munge)"; exit 1; }
+done
+[ "$(id -u)" -eq 0 ] || { echo "FAIL: needs root to run slurmd"; exit 1; }
+
+# Short: socket paths are limited to 108 bytes, and the test's temp dir is deep.
+s=$(mktemp -d /tmp/weft-slurm.XXXXXX)
+mkdir -p "$s/state" "$s/spool" "$s/log"
+chmod 755 "$tmp" "$s"
+host=$(hostname -s)
+ctl_port=$(( 36000 + $$ % 1000 ))
+cleanup() {
+  [ -f "$s/slurmd.pid" ] && kill "$(cat "$s/slurmd.pid")" 2> /dev/null || true
+  [ -f "$s/slurmctld.pid" ] && kill "$(cat "$s/slurmctld.pid")" 2> /dev/null || true
+  [ -f "$s/munged.pid" ] && kill "$(cat "$s/munged.pid")" 2> /dev/null || true
+  sleep 1
+  pkill -9 -f "$s/slurm.conf" 2> /dev/null || true
+  rm -rf "$s"
+}
+trap cleanup EXIT
+
+dd if=/dev/urandom bs=1 count=1024 of="$s/munge.key" 2> /dev/null
+chmod 400 "$s/munge.key"
+munged --force --socket="$s/munge.sock" --key-file="$s/munge.key" --pid-file="$s/munged.pid" \
+  --log-file="$s/log/munged.log" --seed-file="$s/munge.seed"
+
+cat > "$s/slurm.conf" <<CONF
+ClusterName=weft-test
+SlurmctldHost=$host
+SlurmctldPort=$ctl_port
+SlurmdPort=$((ctl_port + 1))
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$s/munge.sock
+CredType=cred/munge
+StateSaveLocation=$s/state
+SlurmdSpoolDir=$s/spool
+SlurmctldPidFile=$s/slurmctld.pid
+SlurmdPidFile=$s/slurmd.pid
+SlurmctldLogFile=$s/log/slurmctld.log
+SlurmdLogFile=$s/log/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+MpiDefault=none
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+ReturnToService=2
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SlurmdTimeout=30
+KillWait=5
+NodeName=$host CPUs=$(nproc) State=UNKNOWN
+PartitionName=test Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
+CONF
+export SLURM_CONF="$s/slurm.conf"
+slurmctld -f "$SLURM_CONF"
+slurmd -f "$SLURM_CONF"
+for _ in $(seq 1 60); do
+  sinfo -h -o '%t' 2> /dev/null | grep -qE '^(idle|mix)' && break
+  sleep 0.5
+done
+sinfo -h -o '%t' | grep -qE '^(idle|mix)' ||
+  { echo "FAIL: the node never came up:"; sinfo; tail -20 "$s"/log/*.log; exit 1; }
+
+reference
+sbatch_file="$TEST_SRCDIR/weft/tools/slurm_example_cpu.sbatch"
+
+# The repository's CPU example, 2 tasks, ddp; --wait returns the job's exit code.
+start=$SECONDS
+if ! BIN="$train" CONFIG="$config" sbatch --wait --oversubscribe --cpus-per-task=1 \
+    --output="$tmp/job_%j.out" --chdir="$tmp" "$sbatch_file" \
+    "${job[@]:1}" --micro_batch=4 --strategy=ddp --metrics_out="$tmp/slurm_ddp.jsonl" \
+    > "$tmp/sbatch.out" 2>&1; then
+  echo "FAIL: sbatch"; cat "$tmp/sbatch.out" "$tmp"/job_*.out 2> /dev/null | tail -30; exit 1
+fi
+grep -q "world 2 (dp 2) via srun" "$tmp"/job_*.out || { echo "FAIL: banner"; cat "$tmp"/job_*.out; exit 1; }
+expect_same_losses "sbatch slurm_example_cpu.sbatch ($((SECONDS - start)) s)" "$tmp/slurm_ddp.jsonl"
+
+# Kill one task mid-run: the job ends within the timeout and names the rank.
+rm -f "$tmp"/job_*.out
+start=$SECONDS
+BIN="$train" CONFIG="$config" sbatch --oversubscribe --cpus-per-task=1 \
+  --output="$tmp/kill_%j.out" --chdir="$tmp" "$sbatch_file" \
+  "${job[@]:1}" --steps=100000 --micro_batch=4 --strategy=ddp --timeout_s=15 \
+  --metrics_out="$tmp/slurm_kill.jsonl" > "$tmp/sbatch2.out" 2>&1
+jobid=$(grep -oE '[0-9]+' "$tmp/sbatch2.out" | tail -1)
+for _ in $(seq 1 120); do
+  grep -q '"step":3,' "$tmp/slurm_kill.jsonl" 2> /dev/null && break
+  sleep 0.5
+done
+grep -q '"step":3,' "$tmp/slurm_kill.jsonl" || { echo "FAIL: job $jobid never started"; cat "$tmp"/kill_*.out; exit 1; }
+victim=$(pgrep -f -- "--metrics_out=$tmp/slurm_kill.jsonl" | while read -r pid; do
+  grep -qz '^SLURM_PROCID=1$' "/proc/$pid/environ" 2> /dev/null && echo "$pid"; done | head -1)
+[ -n "$victim" ] || { echo "FAIL: no rank 1 process found"; exit 1; }
+kill -9 "$victim"
+for _ in $(seq 1 120); do
+  squeue -h -j "$jobid" 2> /dev/null | grep -q . || break
+  sleep 0.5
+done
+elapsed=$((SECONDS - start))
+if squeue -h -j "$jobid" 2> /dev/null | grep -q .; then
+  echo "FAIL: job $jobid still running ${elapsed}s after a task was killed"; exit 1
+fi
+echo "killed rank 1 (pid $victim): job $jobid ended after ${elapsed}s"
+grep -E "rank 1|task 1" "$tmp"/kill_*.out | head -3 ||
+  { echo "FAIL: the job's output does not name rank 1:"; cat "$tmp"/kill_*.out; exit 1; }
+echo "PASS"
