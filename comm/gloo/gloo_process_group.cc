@@ -159,6 +159,11 @@ absl::StatusOr<std::shared_ptr<ProcessGroup>> GlooProcessGroup::Create(
         "(by default weft uses the interface that routes to MASTER_ADDR)");
   }
   group->peers_ = gloo_internal::PeerDirectory::Collect(*store, rank, size);
+  for (int r = 0; r < size; ++r) {
+    absl::StatusOr<std::string> a =
+        store->Get(absl::StrCat("gloo_address/", r), absl::Seconds(1));
+    group->advertised_.push_back(a.ok() ? *a : "");
+  }
   return group;
 }
 
@@ -169,6 +174,22 @@ absl::Status GlooProcessGroup::TranslateException(const OpInfo& info,
   absl::StatusCode code = absl::StatusCode::kInternal;
   if (absl::StrContains(what, "Timed out") || absl::StrContains(what, "timed out")) {
     code = absl::StatusCode::kDeadlineExceeded;
+    if (peer < 0) {
+      // A timeout names no socket. Across hosts the likely culprits are the
+      // ranks behind another address (a cut link, a dead host): name them.
+      const std::string& mine = advertised_.empty() ? "" : advertised_[rank()];
+      std::string remote;
+      for (int r = 0; r < static_cast<int>(advertised_.size()); ++r) {
+        if (r == rank() || advertised_[r].empty() || advertised_[r] == mine) continue;
+        absl::StrAppend(&remote, remote.empty() ? "" : ", ", "rank ", r, " at ", advertised_[r]);
+      }
+      if (!remote.empty()) {
+        return info.Error(code,
+                          absl::StrCat(what, "; no answer from the peers on other hosts (",
+                                       remote, ") or from a rank on this host"),
+                          peer);
+      }
+    }
   } else if (dynamic_cast<const ::gloo::IoException*>(&e) != nullptr) {
     code = absl::StatusCode::kUnavailable;
   }

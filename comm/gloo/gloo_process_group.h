@@ -92,6 +92,8 @@ class GlooProcessGroup final : public ProcessGroup {
   std::shared_ptr<::gloo::Context> context_;  // null for a group of one
   // gloo names peers by socket address in its errors; this maps them back.
   gloo_internal::PeerDirectory peers_;
+  // What each rank advertised ("10.0.0.2"), by rank, for timeout messages.
+  std::vector<std::string> advertised_;
   bool check_consistency_ = false;
   std::unique_ptr<gloo_internal::SerialExecutor> executor_;  // last: joins first
 };

@@ -81,6 +81,23 @@ for j in 1 2 3 4; do wait %$j || rc=$?; done
 [ $rc -eq 0 ] || { echo "FAIL: torchrun-style job exited $rc"; tail -5 "$tmp"/byhand.*.log; exit 1; }
 expect_same_losses "ddp (torchrun variables by hand)" "$tmp/byhand.jsonl"
 
+# A wrong interface ends at once with a clear error, never a hang.
+expect_fast_error() {
+  local label="$1" want="$2" ifname="$3" flag="$4"
+  local start=$SECONDS rc=0 out
+  out=$(ip netns exec "$ns1" env RANK=2 WORLD_SIZE=4 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 \
+        MASTER_ADDR="$a0" MASTER_PORT=$((port + 50)) GLOO_SOCKET_IFNAME="$ifname" timeout 60 \
+        "$train" "${job[@]}" --micro_batch=2 --strategy=ddp $flag 2>&1) || rc=$?
+  local took=$((SECONDS - start))
+  if [ $rc -eq 0 ] || [ $rc -eq 124 ] || [ $took -ge 30 ] || ! grep -q -- "$want" <<<"$out"; then
+    echo "FAIL: $label: rc=$rc after ${took}s, expected an error containing '$want':"
+    echo "$out" | tail -5; exit 1
+  fi
+  echo "$label: exit $rc after ${took}s: $(grep -m1 -o "network interface[^;]*" <<<"$out")"
+}
+expect_fast_error "--gloo_iface=nosuch0" "network interface 'nosuch0'" "" --gloo_iface=nosuch0
+expect_fast_error "GLOO_SOCKET_IFNAME=nosuch1" "from GLOO_SOCKET_IFNAME" nosuch1 ""
+
 # Cut the link mid-run: both sides fail within the timeout, naming a peer.
 port=$((port + 1))
 start=$SECONDS
@@ -105,7 +122,7 @@ echo "link cut: launchers exited $rc0 and $rc1 after ${elapsed}s"
 [ $rc0 -ne 0 ] && [ $rc1 -ne 0 ] || { echo "FAIL: a side exited 0"; tail -5 "$tmp"/cut.*.log; exit 1; }
 [ $elapsed -lt 90 ] || { echo "FAIL: took ${elapsed}s to fail"; exit 1; }
 for r in 0 1; do
-  grep -qiE "rank [0-9]|peer" "$tmp/cut.$r.log" ||
+  grep -qE "peer rank [0-9]|peers on other hosts \(rank [0-9]" "$tmp/cut.$r.log" ||
     { echo "FAIL: host $r's error names no peer:"; tail -10 "$tmp/cut.$r.log"; exit 1; }
 done
 grep -iE "error|fail" "$tmp/cut.0.log" | head -3
