@@ -25,8 +25,9 @@ struct ParallelState {
   int dp_size = 1;   // ranks that split each global batch
   std::vector<std::unique_ptr<StepParticipant>> participants;
   // Sums a one-element f32 device tensor over the data-parallel ranks, in
-  // place (losses for logging). Null when dp_size == 1.
-  std::function<absl::Status(Tensor&)> dp_sum;
+  // place (losses for logging), ordered on the given stream (the stream that
+  // produced the tensor; it waits for the result). Null when dp_size == 1.
+  std::function<absl::Status(Tensor&, NativeStream)> dp_sum;
   // Strategies applied, in order, for the log ("ddp", "fsdp", ...).
   std::vector<std::string> strategy_names;
   // The model-parallel (cp x tp) group gradient norms sum sharded

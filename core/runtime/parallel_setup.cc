@@ -112,8 +112,13 @@ absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(const TrainConfig& c
   if (state->dp_size > 1) {
     WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> dp,
                           state->mesh->FlatGroup({"dp_replicate", "dp_shard"}));
-    state->dp_sum = [dp](Tensor& t) -> absl::Status {
-      return dp->AllReduce(t, {.op = comm::ReduceOp::kSum})->Synchronize();
+    // Ordered after the work already queued on `stream` (the compute stream
+    // that produced `t`), and `stream` waits for the result; without the
+    // stream NCCL would order the op on the legacy default stream, which the
+    // non-blocking compute stream does not synchronize with. The caller's
+    // host read of `t` (ToFloats) is then the one host wait.
+    state->dp_sum = [dp](Tensor& t, NativeStream stream) -> absl::Status {
+      return dp->AllReduce(t, {.op = comm::ReduceOp::kSum, .stream = stream})->Wait();
     };
   }
   return state;

@@ -321,7 +321,7 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
                                                         .max_grad_norm = clip,
                                                         .grad_norm_sq = grad_norm_sq_}));
   for (auto& p : parallel_->participants) WEFT_RETURN_IF_ERROR(p->AfterOptimizerStep());
-  if (parallel_->dp_sum) WEFT_RETURN_IF_ERROR(parallel_->dp_sum(loss_sum_));
+  if (parallel_->dp_sum) WEFT_RETURN_IF_ERROR(parallel_->dp_sum(loss_sum_, ctx_.stream));
 
   // The one host synchronization of the step.
   WEFT_ASSIGN_OR_RETURN(std::vector<float> loss_host, loss_sum_.ToFloats());
@@ -377,7 +377,7 @@ absl::StatusOr<double> Trainer::Evaluate(int max_batches) {
     targets += static_cast<double>(y.numel());
   }
   ctx_.training = true;
-  if (parallel_->dp_sum) WEFT_RETURN_IF_ERROR(parallel_->dp_sum(sum));
+  if (parallel_->dp_sum) WEFT_RETURN_IF_ERROR(parallel_->dp_sum(sum, ctx_.stream));
   WEFT_ASSIGN_OR_RETURN(std::vector<float> host, sum.ToFloats());
   return host[0] / (targets * parallel_->dp_size);
 }

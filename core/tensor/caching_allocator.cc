@@ -61,9 +61,11 @@ CachingAllocator::Block* CachingAllocator::FindFree(Pool& pool, NativeStream str
   auto it = pool.lower_bound(&key);
   if (it == pool.end() || (*it)->stream != stream) return nullptr;
   Block* block = *it;
-  // Do not carve a small request out of a huge cached block: it would pin
-  // the whole segment. Large requests take any fit.
-  if (!block->small && size < kLargeSegmentMax && block->size >= kLargeSegmentMax) return nullptr;
+  // Do not carve a sub-10 MiB request out of an oversize cached block (one
+  // from a segment made for a >= 10 MiB request): it would pin the whole
+  // segment. Blocks up to the 20 MiB shared segment size are exactly what
+  // those segments exist for, so they are reused. Large requests take any fit.
+  if (!block->small && size < kLargeSegmentMax && block->size > kLargeSegment) return nullptr;
   pool.erase(it);
   return block;
 }

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -167,6 +168,80 @@ TEST_F(CachingAllocatorTest, LargeRequestsDoNotCarveHugeCachedBlocks) {
   void* mid = *alloc_.Allocate(2u << 20, S(1));
   EXPECT_NE(mid, big);  // took a fresh 20 MiB segment instead of pinning 64 MiB
   alloc_.Free(mid);
+}
+
+TEST_F(CachingAllocatorTest, MidSizeRequestsReuseTheirSharedSegment) {
+  // A 3 MiB request is served from a 20 MiB segment; freeing and asking again
+  // must reuse it instead of calling the device malloc again.
+  void* a = *alloc_.Allocate(3u << 20, S(1));
+  alloc_.Free(a);
+  void* b = *alloc_.Allocate(3u << 20, S(1));
+  EXPECT_EQ(state_.mallocs, 1);
+  alloc_.Free(b);
+  // The probe from the review: three 3 MiB blocks allocated and freed five
+  // times fit in one 20 MiB segment.
+  for (int round = 0; round < 5; ++round) {
+    void* p[3];
+    for (void*& q : p) q = *alloc_.Allocate(3u << 20, S(1));
+    for (void* q : p) alloc_.Free(q);
+  }
+  EXPECT_EQ(state_.mallocs, 1);
+  EXPECT_EQ(alloc_.Stats().reserved_bytes, 20 << 20);
+}
+
+TEST_F(CachingAllocatorTest, ReservedStaysBoundedOverTrainingSteps) {
+  // GPT-2 124M shapes (fp32): weights, grads and two Adam moments persist;
+  // activations of a micro-batch (B=8, T=1024) come and go every step.
+  const size_t V = 50257, T = 1024, C = 768, L = 12, B = 8, F = 4;
+  std::vector<size_t> params = {V * C * F, T * C * F};
+  for (size_t l = 0; l < L; ++l) {
+    for (size_t s : {C, C, 3 * C * C, 3 * C, C * C, C, C, C, 4 * C * C, 4 * C, 4 * C * C, C}) {
+      params.push_back(s * F);
+    }
+  }
+  params.push_back(C * F);
+  params.push_back(C * F);
+  std::vector<void*> persistent;
+  for (int copy = 0; copy < 4; ++copy) {  // weights, grads, m, v
+    for (size_t s : params) persistent.push_back(*alloc_.Allocate(s, S(1)));
+  }
+  auto step = [&] {
+    std::vector<void*> acts;
+    for (size_t l = 0; l < L; ++l) {
+      for (size_t s : {B * T * C, B * T * 3 * C, B * 12 * T * T, B * T * C, B * T * C,
+                       B * T * 4 * C, B * T * 4 * C, B * T * C}) {
+        acts.push_back(*alloc_.Allocate(s * F, S(1)));
+      }
+    }
+    void* logits = *alloc_.Allocate(B * T * V * F, S(1));
+    // Backward: temporaries of mid sizes, freed quickly.
+    for (size_t l = 0; l < L; ++l) {
+      void* t1 = *alloc_.Allocate(B * T * 4 * C * F, S(1));
+      void* t2 = *alloc_.Allocate(3u << 20, S(1));
+      void* t3 = *alloc_.Allocate(C * C * F, S(1));
+      alloc_.Free(t3);
+      alloc_.Free(t2);
+      alloc_.Free(t1);
+      for (int k = 0; k < 8; ++k) {
+        alloc_.Free(acts.back());
+        acts.pop_back();
+      }
+    }
+    alloc_.Free(logits);
+    EXPECT_TRUE(acts.empty());
+  };
+  step();
+  step();
+  const AllocatorStats warm = alloc_.Stats();
+  const int warm_mallocs = state_.mallocs;
+  for (int i = 0; i < 20; ++i) step();
+  const AllocatorStats s = alloc_.Stats();
+  EXPECT_EQ(s.reserved_bytes, warm.reserved_bytes) << "reserved grew after warm-up";
+  EXPECT_EQ(state_.mallocs, warm_mallocs) << "device mallocs after warm-up";
+  EXPECT_LE(static_cast<double>(s.peak_reserved_bytes),
+            1.25 * static_cast<double>(s.peak_allocated_bytes))
+      << s.ToString();
+  for (void* p : persistent) alloc_.Free(p);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #define WEFT_CORE_TENSOR_DEVICE_BACKEND_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "absl/status/status.h"
@@ -44,15 +45,23 @@ class DeviceBackend {
   virtual absl::Status SynchronizeEvent(int index, NativeEvent event) = 0;
   virtual absl::StatusOr<float> ElapsedMs(int index, NativeEvent start, NativeEvent end) = 0;
 
-  // Copies `bytes` between host and device or within the device. With
-  // async=true the copy is ordered on `stream` and the host does not wait;
-  // the host side should then be pinned memory.
+  // Copies `bytes` between host and device or within the device, ordered on
+  // `stream`. Device-to-device copies never block the host. With async=false
+  // a copy touching host memory returns once it is done (it waits for
+  // `stream` only); with async=true the host does not wait and the host side
+  // should be pinned memory. A null stream with async=false waits for the
+  // whole device first (the source may come from any stream).
   virtual absl::Status Copy(void* dst, Device dst_device, const void* src, Device src_device,
                             size_t bytes, NativeStream stream, bool async) = 0;
   // Element-wise copy between strided views on this backend's device, with
   // dtype conversion (round to nearest even) when the dtypes differ.
   virtual absl::Status CopyStrided(int index, const StridedView& dst, const StridedView& src,
                                    NativeStream stream) = 0;
+  // Host-blocking synchronizations (stream/event/device waits, blocking
+  // copies) this backend performed since start; for tests that count syncs
+  // per step. Backends that never block the host return 0.
+  virtual int64_t HostSyncCount() const { return 0; }
+
   virtual absl::Status Memset(int index, void* dst, int value, size_t bytes,
                               NativeStream stream) = 0;
 };

@@ -4,6 +4,8 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -17,11 +19,16 @@
 #include "core/tensor/cuda/device_guard.h"
 #include "core/tensor/cuda/pinned_allocator.h"
 #include "core/tensor/device_backend.h"
+#include "core/tensor/device_count_status.h"
 
 namespace weft::cuda {
 namespace {
 
 constexpr int kMaxGpus = 64;
+
+static_assert(kCudaSuccess == cudaSuccess);
+static_assert(kCudaErrorNoDevice == cudaErrorNoDevice);
+static_assert(kCudaErrorInsufficientDriver == cudaErrorInsufficientDriver);
 
 cudaStream_t AsStream(NativeStream s) { return static_cast<cudaStream_t>(s); }
 cudaEvent_t AsEvent(NativeEvent e) { return static_cast<cudaEvent_t>(e); }
@@ -72,13 +79,12 @@ class CudaBackend : public DeviceBackend {
   absl::StatusOr<int> DeviceCount() override {
     int n = 0;
     const cudaError_t err = cudaGetDeviceCount(&n);
-    if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver) {
-      (void)cudaGetLastError();
-      return 0;
-    }
-    WEFT_CUDA_RETURN_IF_ERROR(err);
-    return n;
+    if (err != cudaSuccess) (void)cudaGetLastError();
+    return DeviceCountFromResult(static_cast<int>(err), n, cudaGetErrorName(err),
+                                 cudaGetErrorString(err));
   }
+
+  int64_t HostSyncCount() const override { return host_syncs_.load(std::memory_order_relaxed); }
 
   absl::StatusOr<Allocator*> GetAllocator(int index) override {
     WEFT_RETURN_IF_ERROR(CheckIndex(index));
@@ -111,6 +117,7 @@ class CudaBackend : public DeviceBackend {
   }
   absl::Status SynchronizeStream(int index, NativeStream stream) override {
     DeviceGuard guard(index);
+    CountHostSync();
     WEFT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(AsStream(stream)));
     return absl::OkStatus();
   }
@@ -144,6 +151,7 @@ class CudaBackend : public DeviceBackend {
     return true;
   }
   absl::Status SynchronizeEvent(int, NativeEvent event) override {
+    CountHostSync();
     WEFT_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(AsEvent(event)));
     return absl::OkStatus();
   }
@@ -162,13 +170,27 @@ class CudaBackend : public DeviceBackend {
     }
     const int index = dst_device.is_cuda() ? dst_device.index : src_device.index;
     DeviceGuard guard(index);
-    if (!async) {
-      // A synchronous copy sees the results of all work queued on any stream.
+    const bool device_to_device = dst_device.is_cuda() && src_device.is_cuda();
+    if (stream == nullptr && !async) {
+      // No stream named: the source may have been written on any (non-blocking)
+      // stream, which the legacy default stream does not order with. Keep the
+      // conservative device-wide wait for this case only.
+      CountHostSync();
       WEFT_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+      WEFT_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, AsStream(stream)));
+      WEFT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(AsStream(stream)));
+      return absl::OkStatus();
     }
+    // Stream-ordered: the copy runs after the work queued on `stream`.
     WEFT_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, AsStream(stream)));
-    if (!async) WEFT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(AsStream(stream)));
+    if (!async && !device_to_device) {
+      // Host memory (pageable) must not be read or reused before the copy
+      // finished: wait for this stream only.
+      CountHostSync();
+      WEFT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(AsStream(stream)));
+    }
     return absl::OkStatus();
   }
 
@@ -196,6 +218,9 @@ class CudaBackend : public DeviceBackend {
     return absl::OkStatus();
   }
 
+  void CountHostSync() { host_syncs_.fetch_add(1, std::memory_order_relaxed); }
+
+  std::atomic<int64_t> host_syncs_{0};
   std::mutex mu_;
   std::array<std::unique_ptr<CachingAllocator>, kMaxGpus> allocators_;
   std::unique_ptr<CudaPinnedAllocator> pinned_;

@@ -5,6 +5,7 @@
 
 #include "core/tensor/allocator.h"
 #include "core/tensor/caching_allocator.h"
+#include "core/tensor/device_backend.h"
 #include "core/tensor/stream.h"
 #include "core/tensor/tensor.h"
 #include "gtest/gtest.h"
@@ -13,6 +14,20 @@ namespace weft {
 namespace {
 
 const Device kGpu = Device::Cuda(0);
+
+TEST(CudaBackendTest, DeviceToDeviceCopyOnAStreamDoesNotBlockTheHost) {
+  DeviceBackend* backend = *GetDeviceBackend(DeviceType::kCUDA);
+  Stream s = *Stream::Create(kGpu);
+  Tensor host = *Tensor::FromFloats({1.f, 2.f, 3.f, 4.f}, {4});
+  Tensor a = *host.To(kGpu, s.native());  // H2D on a stream: one stream wait
+  const int64_t before = backend->HostSyncCount();
+  Tensor b = *a.Clone(s.native());  // D2D: stream-ordered, no host wait
+  ASSERT_TRUE(b.CopyFrom(a, s.native()).ok());
+  EXPECT_EQ(backend->HostSyncCount(), before);
+  Tensor back = *b.To(Device::Cpu(), s.native());  // D2H: exactly one wait
+  EXPECT_EQ(backend->HostSyncCount(), before + 1);
+  EXPECT_EQ(*back.ToFloats(), std::vector<float>({1.f, 2.f, 3.f, 4.f}));
+}
 
 TEST(CudaBackendTest, PinnedAllocatorIsRealPinnedMemory) {
   Allocator* pinned = PinnedHostAllocator();
