@@ -2,14 +2,14 @@
 # Runs //tools/bench:cpu_step (weft) and cpu_step_torch.py (PyTorch eager)
 # alternately, shape by shape, ROUNDS times, and prints the median ms of each
 # and the ratio torch/weft (> 1: weft is faster). Machine noise hits both.
-#   bazel build -c opt //tools/bench:cpu_step
+#   bazel build -c opt //tools/bench:cpu_step   (or WEFT_BIN=path/to/cpu_step)
 #   tools/bench/cpu_step_compare.sh [ROUNDS=3] [THREADS=2] [extra flags, e.g. --full]
 set -eu
 ROUNDS=${1:-3}
 THREADS=${2:-2}
 shift 2 2>/dev/null || shift $#
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WEFT="$ROOT/bazel-bin/tools/bench/cpu_step"
+WEFT="${WEFT_BIN:-$ROOT/bazel-out/k8-opt/bin/tools/bench/cpu_step}"
 TORCH="$ROOT/tools/bench/cpu_step_torch.py"
 SHAPES=$(python3 -c "
 import sys; sys.argv=['x']+sys.argv[1:]
