@@ -1,10 +1,10 @@
-// Registers the CPU kernels for DeviceType::kCPU when this target is linked.
-#include "core/kernels/cpu/cpu_ops.h"
+// Registers the production CPU kernels (FastCpuKernelOps) for DeviceType::kCPU when this target is linked.
+#include "core/kernels/cpu/fast_ops.h"
 
 namespace weft::cpu {
 namespace {
 
-const bool kRegistered = RegisterKernelOpsAtStartup(DeviceType::kCPU, new CpuKernelOps());
+const bool kRegistered = RegisterKernelOpsAtStartup(DeviceType::kCPU, new FastCpuKernelOps());
 
 }  // namespace
 }  // namespace weft::cpu
