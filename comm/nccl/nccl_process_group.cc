@@ -245,7 +245,13 @@ NcclProcessGroup::~NcclProcessGroup() {
     }
   }
   if (barrier_buffer_ != nullptr) (void)cudaFree(barrier_buffer_);
-  if (comm_stream_ != nullptr) (void)cudaStreamDestroy(comm_stream_);
+  // The stream is retired, not destroyed. Tensors this group used stay
+  // recorded on comm_stream_ in their caching allocator until they are freed,
+  // which can be after the group is gone (the model outlives the parallel
+  // state that reduced its gradients). Freeing them then records an event on
+  // the stream, and on a destroyed handle that crashed ddp/zero teardown on an
+  // H100. One idle stream per group is the price.
+  if (comm_stream_ != nullptr) (void)cudaStreamSynchronize(comm_stream_);
 }
 
 std::shared_ptr<Work> NcclProcessGroup::Launch(

@@ -112,6 +112,19 @@ TEST_F(NcclTest, WaitOrdersTheCallersStreamWithoutBlockingTheHost) {
   cudaStreamDestroy(stream);
 }
 
+// ddp/zero-1/zero-2 crashed at exit on an H100: the trainer destroys the
+// process group before the model, whose gradient buckets were recorded on the
+// group's stream; freeing them recorded an event on a destroyed stream.
+TEST_F(NcclTest, TensorsOutliveTheGroupThatReducedThem) {
+  Tensor t = Gpu(DType::kF32, {1, 2, 3, 4});
+  ASSERT_TRUE(pg_->AllReduce(t)->Synchronize(absl::Seconds(30)).ok());
+  pg_.reset();
+  t = Tensor();  // frees into the caching allocator after the group is gone
+  Tensor u = Gpu(DType::kF32, {5, 6});
+  EXPECT_TRUE(ExpectTensor(u, {5, 6}, "after the group").ok());
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
 TEST_F(NcclTest, CpuTensorsAreRejected) {
   auto host = MakeTensor(DType::kF32, {1});
   absl::Status s = pg_->AllReduce(*host)->Wait();

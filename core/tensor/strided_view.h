@@ -24,6 +24,10 @@ struct StridedView {
     return n;
   }
   bool contiguous() const {
+    // An empty tensor has no elements to misplace, whatever its strides.
+    for (int i = 0; i < ndim; ++i) {
+      if (shape[i] == 0) return true;
+    }
     int64_t expected = 1;
     for (int i = ndim - 1; i >= 0; --i) {
       if (shape[i] != 1 && strides[i] != expected) return false;

@@ -24,6 +24,13 @@ TEST(TensorTest, EmptyHasContiguousStrides) {
   EXPECT_EQ(t.DebugString(), "Tensor(f32[2, 3, 4] on cpu)");
 }
 
+TEST(TensorTest, ZeroSizedTensorsAreContiguous) {
+  // {4, 0} has strides {0, 1}; kernels that require contiguity must accept it.
+  for (const Shape& shape : {Shape{4, 0}, Shape{0, 8}, Shape{2, 0, 3}}) {
+    EXPECT_TRUE(Tensor::Empty(shape, DType::kF32)->is_contiguous());
+  }
+}
+
 TEST(TensorTest, ZeroSizedTensorsAreValid) {
   Tensor t = *Tensor::Zeros({0, 5}, DType::kBF16);
   EXPECT_EQ(t.numel(), 0);

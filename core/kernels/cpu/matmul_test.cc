@@ -54,6 +54,22 @@ TEST(GemmTest, AccumulateAddsToOutput) {
   EXPECT_LT(RelativeError(Values(out), expect), 1e-6);
 }
 
+// An empty inner dimension is a valid GEMM: out = 0 (or unchanged when
+// accumulating). Host tensors made from an empty vector must be accepted;
+// the CUDA parity test found they were not.
+TEST(GemmTest, EmptyInnerDimensionFromHostVectors) {
+  CpuKernelOps ops;
+  for (bool accumulate : {false, true}) {
+    Tensor a = *Tensor::FromFloats({}, {4, 0}, DType::kF32);
+    Tensor b = *Tensor::FromFloats({}, {0, 8}, DType::kF32);
+    Tensor out = *Tensor::FromFloats(std::vector<float>(32, 2.f), {4, 8}, DType::kF32);
+    GemmArgs g{.out = out, .a = a, .b = b, .accumulate = accumulate};
+    const absl::Status st = ops.Gemm(kCtx, g);
+    ASSERT_TRUE(st.ok()) << st;
+    for (float v : Values(out)) EXPECT_EQ(v, accumulate ? 2.f : 0.f);
+  }
+}
+
 TEST(GemmTest, ShapeMismatchIsAnError) {
   CpuKernelOps ops;
   Tensor a = RandomTensor({4, 3}, 1), b = RandomTensor({4, 2}, 2);
