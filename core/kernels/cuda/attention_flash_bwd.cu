@@ -11,8 +11,10 @@
 //
 // With S = scale * Q K^T, P = softmax(S), D_i = rowsum(dO_i * O_i):
 //   dV = P^T dO,  dS = P * (dP - D),  dQ = scale * dS K,  dK = scale * dS^T Q.
-// Operands of each product live in shared memory (row-major and, where a
-// product needs the other orientation, transposed), padded by 8 bf16 per row.
+// Operands of each product live in shared memory row-major, padded by 8 bf16
+// per row; a product that needs the other orientation reads them through
+// ldmatrix.trans. The tiles a loop walks over are double-buffered with
+// cp.async, so the next tile loads while this one is multiplied.
 #include "core/kernels/cuda/attention_internal.h"
 #include "core/kernels/cuda/attention_mma.cuh"
 #include "core/kernels/cuda/common.cuh"
@@ -36,20 +38,19 @@ template <int HS>
 struct KvSmem {
   static constexpr int kBr = KvStepRows<HS>();
   static constexpr int kLd = HS + 8;
-  static constexpr int kLdT = kBr + 8;
   static constexpr int kK = kTile * kLd;  // K and V of the block, row-major
-  static constexpr int kQ = kBr * kLd;    // Q and dO of the step, row-major
-  static constexpr int kQt = HS * kLdT;   // Q and dO of the step, transposed
-  static constexpr int kBytes = (2 * kK + 2 * kQ + 2 * kQt) * 2 + 2 * kBr * 4;
+  static constexpr int kQ = kBr * kLd;    // Q or dO of one step, row-major
+  // K, V, then two stages of (Q, dO) and of (lse, D): the next step's tiles
+  // load while this step's are used.
+  static constexpr int kBytes = (2 * kK + 4 * kQ) * 2 + 4 * kBr * 4;
 };
 
 template <int HS>
 struct QSmem {
   static constexpr int kLd = HS + 8;
-  static constexpr int kLdT = kTile + 8;
-  static constexpr int kRows = kTile * kLd;  // Q, dO, K, V row-major
-  static constexpr int kKt = HS * kLdT;      // K transposed
-  static constexpr int kBytes = (4 * kRows + kKt) * 2;
+  static constexpr int kRows = kTile * kLd;  // one 64-row tile, row-major
+  // Q, dO, then two stages of (K, V).
+  static constexpr int kBytes = 6 * kRows * 2;
 };
 
 // grid (B * NH, ceil(T / 64)); block y owns keys [64y, 64y + 64).
@@ -64,12 +65,8 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ __align__(16) unsigned char smem[];
   bf16* k_s = reinterpret_cast<bf16*>(smem);
   bf16* v_s = k_s + S::kK;
-  bf16* q_s = v_s + S::kK;
-  bf16* do_s = q_s + S::kQ;
-  bf16* qt_s = do_s + S::kQ;
-  bf16* dot_s = qt_s + S::kQt;
-  float* lse_s = reinterpret_cast<float*>(dot_s + S::kQt);  // log2 units
-  float* d_s = lse_s + kBr;
+  bf16* qdo_s = v_s + S::kK;                                  // stage i: Q at 2i * kQ, dO next
+  float* stat_s = reinterpret_cast<float*>(qdo_s + 4 * S::kQ);  // stage i: lse, D at 2i * kBr
 
   const int C = NH * HS;
   const int64_t ld = 3 * int64_t(C);
@@ -84,8 +81,23 @@ __global__ void __launch_bounds__(kThreads)
   const int g = lane >> 2, t = lane & 3;
   const int key0 = k0 + warp * 16 + g;  // this thread's keys: key0 and key0 + 8
 
-  LoadTile<HS>(k_s, S::kLd, nullptr, 0, q_g + C, ld, k0, kTile, T);
-  LoadTile<HS>(v_s, S::kLd, nullptr, 0, q_g + 2 * C, ld, k0, kTile, T);
+  // Starts loading the step at queries [q, q + kBr) into stage st.
+  auto load_step = [&](int q, int st) {
+    bf16* dst = qdo_s + st * 2 * S::kQ;
+    LoadTileAsync<HS>(dst, S::kLd, q_g, ld, q, kBr, T);
+    LoadTileAsync<HS>(dst + S::kQ, S::kLd, do_g, C, q, kBr, T);
+    CpAsyncCommit();
+    float* stat = stat_s + st * 2 * kBr;
+    for (int r = threadIdx.x; r < kBr; r += kThreads) {
+      const bool live = q + r < T;
+      stat[r] = live ? lse_g[q + r] * kLog2e : 0.0f;  // log2 units
+      stat[kBr + r] = live ? dsum_g[q + r] : 0.0f;
+    }
+  };
+
+  LoadTileAsync<HS>(k_s, S::kLd, q_g + C, ld, k0, kTile, T);
+  LoadTileAsync<HS>(v_s, S::kLd, q_g + 2 * C, ld, k0, kTile, T);
+  load_step(k0, 0);
 
   float dk[HS / 8][4], dv[HS / 8][4];
 #pragma unroll
@@ -95,16 +107,19 @@ __global__ void __launch_bounds__(kThreads)
   }
 
   // Query tiles below k0 are entirely masked (query < key).
-  for (int q0 = k0; q0 < T; q0 += kBr) {
-    __syncthreads();  // previous step's Q/dO reads are done
-    LoadTile<HS>(q_s, S::kLd, qt_s, S::kLdT, q_g, ld, q0, kBr, T);
-    LoadTile<HS>(do_s, S::kLd, dot_s, S::kLdT, do_g, C, q0, kBr, T);
-    for (int r = threadIdx.x; r < kBr; r += kThreads) {
-      const bool live = q0 + r < T;
-      lse_s[r] = live ? lse_g[q0 + r] * kLog2e : 0.0f;
-      d_s[r] = live ? dsum_g[q0 + r] : 0.0f;
+  for (int q0 = k0, step = 0; q0 < T; q0 += kBr, ++step) {
+    const int st = step & 1;
+    if (q0 + kBr < T) {
+      load_step(q0 + kBr, st ^ 1);  // that stage was last read before the previous barrier
+      CpAsyncWait<1>();
+    } else {
+      CpAsyncWait<0>();
     }
     __syncthreads();
+    const bf16* q_s = qdo_s + st * 2 * S::kQ;
+    const bf16* do_s = q_s + S::kQ;
+    const float* lse_s = stat_s + st * 2 * kBr;
+    const float* d_s = lse_s + kBr;
 
     // S^T (16 keys x kBr queries) = K Q^T and dP^T = V dO^T.
     float p[kBr / 8][4], ds[kBr / 8][4];
@@ -150,12 +165,13 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int n = 0; n < HS / 8; ++n) {
         uint32_t bf[2];
-        LoadFragB(bf, dot_s, S::kLdT, n * 8, kk * 16);
+        LoadFragBTrans(bf, do_s, S::kLd, kk * 16, n * 8);
         MmaBf16(dv[n], pf, bf);
-        LoadFragB(bf, qt_s, S::kLdT, n * 8, kk * 16);
+        LoadFragBTrans(bf, q_s, S::kLd, kk * 16, n * 8);
         MmaBf16(dk[n], dsf, bf);
       }
     }
+    __syncthreads();  // the next step refills this stage
   }
 
   bf16* dk0 = dqkv + (int64_t(b) * T + key0) * ld + C + h * HS + 2 * t;
@@ -186,9 +202,7 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ __align__(16) unsigned char smem[];
   bf16* q_s = reinterpret_cast<bf16*>(smem);
   bf16* do_s = q_s + S::kRows;
-  bf16* k_s = do_s + S::kRows;
-  bf16* v_s = k_s + S::kRows;
-  bf16* kt_s = v_s + S::kRows;
+  bf16* kv_s = do_s + S::kRows;  // stage i: K at 2i * kRows, V next
 
   const int C = NH * HS;
   const int64_t ld = 3 * int64_t(C);
@@ -201,8 +215,15 @@ __global__ void __launch_bounds__(kThreads)
   const int g = lane >> 2, t = lane & 3;
   const int row0 = q0 + warp * 16 + g;  // this thread's queries: row0 and row0 + 8
 
-  LoadTile<HS>(q_s, S::kLd, nullptr, 0, q_g, ld, q0, kTile, T);
-  LoadTile<HS>(do_s, S::kLd, nullptr, 0, dout + int64_t(b) * T * C + h * HS, C, q0, kTile, T);
+  auto load_kv = [&](int k, int st) {
+    bf16* dst = kv_s + st * 2 * S::kRows;
+    LoadTileAsync<HS>(dst, S::kLd, q_g + C, ld, k, kTile, T);
+    LoadTileAsync<HS>(dst + S::kRows, S::kLd, q_g + 2 * C, ld, k, kTile, T);
+    CpAsyncCommit();
+  };
+  LoadTileAsync<HS>(q_s, S::kLd, q_g, ld, q0, kTile, T);
+  LoadTileAsync<HS>(do_s, S::kLd, dout + int64_t(b) * T * C + h * HS, C, q0, kTile, T);
+  load_kv(0, 0);
   const float* lse_g = lse + int64_t(bh) * T;
   const float* dsum_g = dsum + int64_t(bh) * T;
   const float lse0 = row0 < T ? lse_g[row0] * kLog2e : 0.0f;
@@ -216,10 +237,15 @@ __global__ void __launch_bounds__(kThreads)
 
   for (int kt = 0; kt <= qt; ++kt) {
     const int k0 = kt * kTile;
-    __syncthreads();  // previous K/V reads are done (and Q/dO stores visible)
-    LoadTile<HS>(k_s, S::kLd, kt_s, S::kLdT, q_g + C, ld, k0, kTile, T);
-    LoadTile<HS>(v_s, S::kLd, nullptr, 0, q_g + 2 * C, ld, k0, kTile, T);
+    if (kt < qt) {
+      load_kv(k0 + kTile, (kt + 1) & 1);  // that stage was last read before the previous barrier
+      CpAsyncWait<1>();
+    } else {
+      CpAsyncWait<0>();
+    }
     __syncthreads();
+    const bf16* k_s = kv_s + (kt & 1) * 2 * S::kRows;
+    const bf16* v_s = k_s + S::kRows;
 
     // S = Q K^T and dP = dO V^T (16 queries x 64 keys per warp).
     float p[kTile / 8][4], ds[kTile / 8][4];
@@ -254,7 +280,7 @@ __global__ void __launch_bounds__(kThreads)
         ds[j][e] = pv * (ds[j][e] - (upper ? d1 : d0));
       }
     }
-    // dQ += dS K (k dimension: this tile's keys; B from K transposed).
+    // dQ += dS K (k dimension: this tile's keys; B is K read through .trans).
 #pragma unroll
     for (int kk = 0; kk < kTile / 16; ++kk) {
       uint32_t dsf[4];
@@ -262,10 +288,11 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int n = 0; n < HS / 8; ++n) {
         uint32_t bf[2];
-        LoadFragB(bf, kt_s, S::kLdT, n * 8, kk * 16);
+        LoadFragBTrans(bf, k_s, S::kLd, kk * 16, n * 8);
         MmaBf16(dq[n], dsf, bf);
       }
     }
+    __syncthreads();  // the next iteration refills this stage
   }
 
   bf16* dq0 = dqkv + (int64_t(b) * T + row0) * ld + h * HS + 2 * t;

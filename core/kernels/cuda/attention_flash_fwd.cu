@@ -6,6 +6,9 @@
 // (running max m and sum l per row, in the log2 domain so exp is one exp2),
 // and O += P V with P repacked straight from the S accumulators. Nothing of
 // size T x T touches memory; logsumexp per row is saved for backward.
+// K/V tiles are double-buffered: cp.async fetches tile kt + 1 while tile kt
+// is multiplied, and fragments come from shared memory through ldmatrix (V
+// through its .trans form, so V is never stored transposed).
 //
 // Masking: on the diagonal tile (k0 == q0) keys above the query are -inf.
 // Keys at or past T only occur in the last tile, where they are also above
@@ -27,12 +30,11 @@ constexpr float kLn2 = 0.6931471805599453f;
 
 template <int HS>
 struct FwdSmem {
-  static constexpr int kLdQ = HS + 8;   // +8 bf16 (16 B) per row: conflict-free fragment loads
-  static constexpr int kLdVt = kBc + 8;
-  static constexpr int kQ = kBr * kLdQ;
-  static constexpr int kK = kBc * kLdQ;
-  static constexpr int kVt = HS * kLdVt;
-  static constexpr int kBytes = (kQ + kK + kVt) * 2;
+  static constexpr int kLd = HS + 8;  // +8 bf16 (16 B) per row: conflict-free ldmatrix
+  static constexpr int kQ = kBr * kLd;
+  static constexpr int kKv = kBc * kLd;  // one K or V tile, row-major
+  // Q, then two stages of (K, V): the next tile loads while this one is used.
+  static constexpr int kBytes = (kQ + 4 * kKv) * 2;
 };
 
 // grid (B * NH, ceil(T / 64)); the heaviest query tiles (largest qt) launch first.
@@ -42,9 +44,8 @@ __global__ void __launch_bounds__(kThreads)
                        const bf16* __restrict__ qkv, int T, int NH, float scale_log2) {
   using S = FwdSmem<HS>;
   extern __shared__ __align__(16) unsigned char smem[];
-  bf16* q_s = reinterpret_cast<bf16*>(smem);  // [kBr][kLdQ]
-  bf16* k_s = q_s + S::kQ;                     // [kBc][kLdQ]
-  bf16* vt_s = k_s + S::kK;                    // [HS][kLdVt], V transposed
+  bf16* q_s = reinterpret_cast<bf16*>(smem);  // [kBr][kLd]
+  bf16* kv_s = q_s + S::kQ;                    // stage i: K at 2i * kKv, V at (2i+1) * kKv
 
   const int C = NH * HS;
   const int64_t ld = 3 * int64_t(C);
@@ -59,11 +60,11 @@ __global__ void __launch_bounds__(kThreads)
   const int g = lane >> 2, t = lane & 3;
   const int row0 = q0 + warp * 16 + g;  // this thread's rows: row0 and row0 + 8
 
-  LoadTile<HS>(q_s, S::kLdQ, nullptr, 0, q_g, ld, q0, kBr, T);
-  __syncthreads();
+  LoadTileAsync<HS>(q_s, S::kLd, q_g, ld, q0, kBr, T);
+  LoadTileAsync<HS>(kv_s, S::kLd, k_g, ld, 0, kBc, T);
+  LoadTileAsync<HS>(kv_s + S::kKv, S::kLd, v_g, ld, 0, kBc, T);
+  CpAsyncCommit();
   uint32_t qf[HS / 16][4];
-#pragma unroll
-  for (int kk = 0; kk < HS / 16; ++kk) LoadFragA(qf[kk], q_s, S::kLdQ, warp * 16, kk * 16);
 
   float o[HS / 8][4];
 #pragma unroll
@@ -73,10 +74,24 @@ __global__ void __launch_bounds__(kThreads)
 
   for (int kt = 0; kt <= qt; ++kt) {
     const int k0 = kt * kBc;
-    __syncthreads();  // everyone is done reading the previous K/V tile
-    LoadTile<HS>(k_s, S::kLdQ, nullptr, 0, k_g, ld, k0, kBc, T);
-    LoadTile<HS>(nullptr, 0, vt_s, S::kLdVt, v_g, ld, k0, kBc, T);
+    // Prefetch the next tile into the other stage (last read in iteration
+    // kt - 1, which ended with a barrier), then wait for this one.
+    if (kt < qt) {
+      bf16* next = kv_s + ((kt + 1) & 1) * 2 * S::kKv;
+      LoadTileAsync<HS>(next, S::kLd, k_g, ld, k0 + kBc, kBc, T);
+      LoadTileAsync<HS>(next + S::kKv, S::kLd, v_g, ld, k0 + kBc, kBc, T);
+      CpAsyncCommit();
+      CpAsyncWait<1>();
+    } else {
+      CpAsyncWait<0>();
+    }
     __syncthreads();
+    if (kt == 0) {
+#pragma unroll
+      for (int kk = 0; kk < HS / 16; ++kk) LoadFragA(qf[kk], q_s, S::kLd, warp * 16, kk * 16);
+    }
+    const bf16* k_s = kv_s + (kt & 1) * 2 * S::kKv;
+    const bf16* v_s = k_s + S::kKv;
 
     float s[kBc / 8][4];
 #pragma unroll
@@ -86,7 +101,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int j = 0; j < kBc / 8; ++j) {
         uint32_t bf[2];
-        LoadFragB(bf, k_s, S::kLdQ, j * 8, kk * 16);
+        LoadFragB(bf, k_s, S::kLd, j * 8, kk * 16);
         MmaBf16(s[j], qf[kk], bf);
       }
     }
@@ -143,10 +158,11 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int n = 0; n < HS / 8; ++n) {
         uint32_t bf[2];
-        LoadFragB(bf, vt_s, S::kLdVt, n * 8, kk * 16);
+        LoadFragBTrans(bf, v_s, S::kLd, kk * 16, n * 8);
         MmaBf16(o[n], pf, bf);
       }
     }
+    __syncthreads();  // the next iteration refills this stage with tile kt + 2
   }
 
   l0 += __shfl_xor_sync(0xffffffffu, l0, 1);

@@ -1,7 +1,7 @@
 // Warp-level bf16 tensor-core helpers for the flash-attention kernels:
 // mma.sync.m16n8k16 (f32 accumulate) and its fragment loads from shared
-// memory, written with plain 32-bit shared loads rather than ldmatrix so the
-// fragment layout is spelled out in one place.
+// memory (ldmatrix, plain and .trans), and the asynchronous tile copies
+// (cp.async) that let the next tile load while this one is multiplied.
 //
 // Fragment layout (PTX ISA, "Matrix Fragments for mma.m16n8k16", bf16), with
 // g = lane / 4 (group) and t = lane % 4 (thread in group):
@@ -38,33 +38,50 @@ __device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
   return *reinterpret_cast<uint32_t*>(&v);
 }
 
-__device__ __forceinline__ uint32_t LoadPair(const __nv_bfloat16* p) {
-  return *reinterpret_cast<const uint32_t*>(p);
+__device__ __forceinline__ uint32_t SharedAddress(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
 // A fragment of the 16x16 tile at (row0, col0) of a row-major shared matrix
-// with leading dimension ld (elements; even, so pairs are 4-byte aligned).
+// with leading dimension ld (elements; a multiple of 8, so every row address
+// is 16-byte aligned). One ldmatrix.x4: lanes 8i..8i+7 address the rows of
+// 8x8 matrix i = a[i] (i & 1: lower 8 rows, i >> 1: right 8 columns).
 __device__ __forceinline__ void LoadFragA(uint32_t (&a)[4], const __nv_bfloat16* s, int ld,
                                           int row0, int col0) {
   const int lane = threadIdx.x % 32;
-  const int g = lane >> 2, t = lane & 3;
-  const __nv_bfloat16* p = s + (row0 + g) * ld + col0 + 2 * t;
-  a[0] = LoadPair(p);
-  a[1] = LoadPair(p + 8 * ld);
-  a[2] = LoadPair(p + 8);
-  a[3] = LoadPair(p + 8 * ld + 8);
+  const int m = lane >> 3, r = lane & 7;
+  const __nv_bfloat16* p = s + (row0 + r + (m & 1) * 8) * ld + col0 + (m >> 1) * 8;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(SharedAddress(p)));
 }
 
 // B fragment of the 16x8 (k x n) tile with k in [k0, k0+16), n in [n0, n0+8),
 // read from shared memory holding B transposed: s[n * ld + k] = B[k][n]. For
-// S = Q K^T that is K itself (row per key); for O = P V it is V^T.
+// S = Q K^T that is K itself (row per key). ldmatrix.x2: matrix 0 holds
+// k0..k0+7, matrix 1 k0+8..k0+15 (lanes 16-31 repeat valid addresses).
 __device__ __forceinline__ void LoadFragB(uint32_t (&b)[2], const __nv_bfloat16* s, int ld,
                                           int n0, int k0) {
   const int lane = threadIdx.x % 32;
-  const int g = lane >> 2, t = lane & 3;
-  const __nv_bfloat16* p = s + (n0 + g) * ld + k0 + 2 * t;
-  b[0] = LoadPair(p);
-  b[1] = LoadPair(p + 8);
+  const int m = (lane >> 3) & 1, r = lane & 7;
+  const __nv_bfloat16* p = s + (n0 + r) * ld + k0 + m * 8;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(b[0]), "=r"(b[1])
+               : "r"(SharedAddress(p)));
+}
+
+// The same B fragment read from B stored as is, row-major: s[k * ld + n] =
+// B[k][n] (V for O = P V, K for dQ = dS K, Q and dO for dK and dV). The
+// .trans form transposes each 8x8 matrix in flight, so no operand is ever
+// stored transposed in shared memory.
+__device__ __forceinline__ void LoadFragBTrans(uint32_t (&b)[2], const __nv_bfloat16* s, int ld,
+                                               int k0, int n0) {
+  const int lane = threadIdx.x % 32;
+  const int m = (lane >> 3) & 1, r = lane & 7;
+  const __nv_bfloat16* p = s + (k0 + m * 8 + r) * ld + n0;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(b[0]), "=r"(b[1])
+               : "r"(SharedAddress(p)));
 }
 
 // The A fragment for k-step kk (columns [16kk, 16kk+16)) of a 16-row matrix
@@ -77,27 +94,31 @@ __device__ __forceinline__ void AccToFragA(uint32_t (&a)[4], const float (&c)[N]
   a[3] = PackBf16(c[2 * kk + 1][2], c[2 * kk + 1][3]);
 }
 
-// Copies rows [row0, row0 + rows) of a (T, ld_global)-strided bf16 head slice
-// (cols [0, HS)) into shared memory: row-major (s[r * ld + d]) when s is
-// non-null, transposed (st[d * ldt + r]) when st is non-null. Rows at or past
-// T are zero. 16-byte global loads: the caller guarantees alignment.
+// Starts copying rows [row0, row0 + rows) of a (T, ld_global)-strided bf16
+// head slice (cols [0, HS)) into the row-major shared tile s (s[r * ld + d])
+// with 16-byte cp.async; rows at or past T are zero-filled. The caller
+// commits (CpAsyncCommit) and waits (CpAsyncWait<N>) before reading s.
 template <int HS>
-__device__ __forceinline__ void LoadTile(__nv_bfloat16* s, int ld, __nv_bfloat16* st, int ldt,
-                                         const __nv_bfloat16* g, int64_t ld_global, int row0,
-                                         int rows, int T) {
+__device__ __forceinline__ void LoadTileAsync(__nv_bfloat16* s, int ld, const __nv_bfloat16* g,
+                                              int64_t ld_global, int row0, int rows, int T) {
   constexpr int kChunks = HS / 8;  // 16-byte chunks per row
   for (int idx = threadIdx.x; idx < rows * kChunks; idx += blockDim.x) {
     const int r = idx / kChunks;
     const int c = (idx % kChunks) * 8;
-    int4 v = make_int4(0, 0, 0, 0);
-    if (row0 + r < T) v = *reinterpret_cast<const int4*>(g + int64_t(row0 + r) * ld_global + c);
-    if (s != nullptr) *reinterpret_cast<int4*>(s + r * ld + c) = v;
-    if (st != nullptr) {
-      const __nv_bfloat16* e = reinterpret_cast<const __nv_bfloat16*>(&v);
-#pragma unroll
-      for (int k = 0; k < 8; ++k) st[(c + k) * ldt + r] = e[k];
-    }
+    const bool live = row0 + r < T;
+    const __nv_bfloat16* src = g + int64_t(live ? row0 + r : 0) * ld_global + c;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(
+                     SharedAddress(s + r * ld + c)),
+                 "l"(src), "r"(live ? 16 : 0));
   }
+}
+
+__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+// Waits until at most `kPending` committed groups are still in flight.
+template <int kPending>
+__device__ __forceinline__ void CpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
 }  // namespace weft::cuda
