@@ -324,6 +324,7 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
   if (parallel_->dp_sum) WEFT_RETURN_IF_ERROR(parallel_->dp_sum(loss_sum_, ctx_.stream));
 
   // The one host synchronization of the step.
+  const auto t_issued = std::chrono::steady_clock::now();
   WEFT_ASSIGN_OR_RETURN(std::vector<float> loss_host, loss_sum_.ToFloats());
   double grad_norm = 0;
   if (clip > 0) {
@@ -340,6 +341,7 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
   s.grad_norm = grad_norm;
   s.step_ms = HostMs(t0, t1);
   s.data_wait_ms = data_wait_ms;
+  s.host_issue_ms = HostMs(t0, t_issued);
   s.tokens_per_s = global_targets / (s.step_ms / 1000.0);
   // MFU needs the device's peak; unknown (CPU without --peak_tflops) is NaN,
   // which the JSON log writes as null rather than a made-up number.
@@ -398,7 +400,7 @@ absl::Status Trainer::Run() {
       MetricsLogger::Record r;
       r.Add("step", s.step).Add("loss", s.loss).Add("lr", s.lr).Add("step_ms", s.step_ms);
       r.Add("tokens_per_s", s.tokens_per_s).Add("mfu", s.mfu).Add("peak_mem_mb", s.peak_mem_mb);
-      r.Add("data_wait_ms", s.data_wait_ms);
+      r.Add("data_wait_ms", s.data_wait_ms).Add("host_issue_ms", s.host_issue_ms);
       if (c.optim().grad_clip() > 0) r.Add("grad_norm", s.grad_norm);
       for (const auto& [k, v] : s.extra) r.Add(k, v);
       logger_->Log(r);

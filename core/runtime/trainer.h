@@ -57,6 +57,9 @@ struct StepStats {
   double mfu = 0;        // fraction of peak; NaN when the peak is unknown
   double peak_mem_mb = 0;
   double data_wait_ms = 0;  // host time blocked in the data loader this step
+  // Host time from the step's start to its one synchronization: the time to
+  // enqueue the step. Close to step_ms means the device waits on the host.
+  double host_issue_ms = 0;
   // Strategy-specific numbers (e.g. ddp_wait_ms).
   std::vector<std::pair<std::string, double>> extra;
 };

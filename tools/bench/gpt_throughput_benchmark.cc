@@ -100,9 +100,10 @@ absl::Status Run(const GptJob& job, int warmup) {
   std::vector<StepStats> measured;
   for (int64_t i = 0; i < job.train().steps(); ++i) {
     WEFT_ASSIGN_OR_RETURN(StepStats s, trainer->TrainStep());
-    std::printf("step %3lld  loss %.4f  %8.2f ms  %10.0f tok/s  mfu %.3f  data wait %.3f ms\n",
-                static_cast<long long>(s.step), s.loss, s.step_ms, s.tokens_per_s, s.mfu,
-                s.data_wait_ms);
+    std::printf(
+        "step %3lld  loss %.4f  %8.2f ms  %10.0f tok/s  mfu %.3f  data wait %.3f ms  issue %.2f ms\n",
+        static_cast<long long>(s.step), s.loss, s.step_ms, s.tokens_per_s, s.mfu, s.data_wait_ms,
+        s.host_issue_ms);
     if (i >= warmup) measured.push_back(s);
   }
   if (measured.empty()) return absl::InvalidArgumentError("--steps must exceed --warmup");
@@ -117,13 +118,14 @@ absl::Status Run(const GptJob& job, int warmup) {
   std::printf(
       "{\"bench\":\"gpt_throughput\",\"impl\":\"weft\",\"model\":\"%s\",\"device\":\"%s\","
       "\"dtype\":\"%s\",\"global_batch\":%lld,\"seq_len\":%lld,\"step_ms_median\":%.3f,"
-      "\"tokens_per_s\":%.1f,\"mfu\":%s,\"peak_mem_mb\":%.1f,\"data_wait_fraction\":%.5f}\n",
+      "\"tokens_per_s\":%.1f,\"mfu\":%s,\"peak_mem_mb\":%.1f,\"data_wait_fraction\":%.5f,"
+      "\"host_issue_ms\":%.3f}\n",
       trainer->model().Summary().c_str(), job.train().device().c_str(),
       std::string(DTypeName(trainer->context().compute_dtype)).c_str(),
       static_cast<long long>(job.train().global_batch()),
       static_cast<long long>(job.train().seq_len()), med.step_ms, med.tokens_per_s,
       std::isfinite(med.mfu) ? absl::StrFormat("%.4f", med.mfu).c_str() : "null",
-      med.peak_mem_mb, wait / total);
+      med.peak_mem_mb, wait / total, med.host_issue_ms);
   return absl::OkStatus();
 }
 
