@@ -23,18 +23,21 @@ absl::StatusOr<JobTopology> ResolveTopology(const std::optional<JobTopology>& in
   return t;
 }
 
-StrategyOptions StrategyOptionsFromConfig(const ParallelConfig& c) {
-  StrategyOptions o;
-  o.zero_stage = c.zero_stage();
-  o.bucket_mb = c.bucket_mb();
-  o.reshard_after_forward = c.reshard_after_forward();
-  o.overlap = c.overlap();
-  o.reduce_dtype = c.reduce_dtype();
-  o.dp_devices = c.dp_devices();
-  for (absl::string_view kv : absl::StrSplit(c.strategy_options(), ',', absl::SkipEmpty())) {
-    std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
-    o.extra[p.first] = p.second;
+absl::StatusOr<StrategyOptionValues> StrategyOptionsFromConfig(const ParallelConfig& c) {
+  StrategyOptionValues o;
+  WEFT_ASSIGN_OR_RETURN(o.given, ParseOptionList(c.strategy_options()));
+  // The convenience flags, only when set, so each strategy's schema keeps
+  // its own defaults.
+  if (c.has_zero_stage()) o.from_flags["zero_stage"] = absl::StrCat(c.zero_stage());
+  if (c.has_bucket_mb()) o.from_flags["bucket_mb"] = absl::StrCat(c.bucket_mb());
+  if (c.has_reshard_after_forward()) {
+    o.from_flags["reshard_after_forward"] = c.reshard_after_forward() ? "true" : "false";
   }
+  if (c.has_overlap()) o.from_flags["overlap"] = c.overlap() ? "true" : "false";
+  if (c.has_reduce_dtype()) {
+    o.from_flags["reduce_dtype"] = c.reduce_dtype().empty() ? "auto" : c.reduce_dtype();
+  }
+  if (c.has_dp_devices()) o.from_flags["dp_devices"] = absl::StrCat(c.dp_devices());
   return o;
 }
 
@@ -116,7 +119,8 @@ absl::Status ApplyStrategies(const TrainConfig& config, std::unique_ptr<Model>& 
   WEFT_ASSIGN_OR_RETURN(std::vector<std::string> names,
                         ParseStrategyList(config.parallel().strategy()));
   if (names.empty()) return absl::OkStatus();
-  const StrategyOptions options = StrategyOptionsFromConfig(config.parallel());
+  WEFT_ASSIGN_OR_RETURN(const StrategyOptionValues options,
+                        StrategyOptionsFromConfig(config.parallel()));
   StrategyContext sc;
   sc.model_slot = &model;
   sc.mesh = state.mesh.get();
@@ -124,9 +128,8 @@ absl::Status ApplyStrategies(const TrainConfig& config, std::unique_ptr<Model>& 
   sc.param_allocator = param_allocator;
   sc.grad_allocator = grad_allocator;
   sc.grad_dtype = grad_dtype;
-  sc.options = &options;
   sc.state = &state;
-  return ComposeStrategies(names, sc);
+  return ComposeStrategies(names, options, sc);
 }
 
 }  // namespace weft

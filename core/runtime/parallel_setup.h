@@ -16,6 +16,7 @@
 #include "core/nn/model.h"
 #include "core/parallel/parallel_state.h"
 #include "core/parallel/strategy.h"
+#include "core/parallel/strategy_options.h"
 #include "core/runtime/train_config.pb.h"
 
 namespace weft {
@@ -36,7 +37,8 @@ absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(const TrainConfig& c
                                                             JobTopology& topology,
                                                             Device device);
 
-StrategyOptions StrategyOptionsFromConfig(const ParallelConfig& config);
+// --strategy_options plus the convenience flags that were set.
+absl::StatusOr<StrategyOptionValues> StrategyOptionsFromConfig(const ParallelConfig& config);
 
 absl::Status ApplyStrategies(const TrainConfig& config, std::unique_ptr<Model>& model,
                              RunContext& ctx, Allocator* param_allocator,

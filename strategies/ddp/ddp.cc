@@ -121,14 +121,22 @@ class DdpParticipant : public StepParticipant {
 
 }  // namespace
 
-absl::Status DdpStrategy::Validate(const StrategyOptions& options,
+OptionSchema DdpStrategy::Options() const {
+  OptionSchema s;
+  s.Double("bucket_mb", 25, "gradient bucket size in MiB; buckets are all-reduced as they fill");
+  s.Bool("overlap", true, "launch bucket all-reduces during backward (false: all at the end)");
+  return s;
+}
+
+absl::Status DdpStrategy::Validate(const StrategyOptionSet& options,
                                    const comm::MeshLayout* mesh) const {
   if (mesh == nullptr) {
     return FailedPrecondition("ddp without a device mesh", "a job started with a mesh",
                               "the runtime builds one whenever --strategy is set");
   }
-  if (!(options.bucket_mb > 0)) {
-    return InvalidArgument(absl::StrCat("bucket_mb=", options.bucket_mb), "bucket_mb > 0");
+  if (!(options.GetDouble("bucket_mb") > 0)) {
+    return InvalidArgument(absl::StrCat("bucket_mb=", options.GetDouble("bucket_mb")),
+                           "bucket_mb > 0");
   }
   return absl::OkStatus();
 }
@@ -143,8 +151,8 @@ absl::Status DdpStrategy::Apply(StrategyContext& ctx) {
         group->Broadcast(p->value, {.root = 0, .stream = ctx.run->stream})->Wait());
   }
   auto participant =
-      std::make_unique<DdpParticipant>(group, ctx.run->stream, ctx.options->overlap);
-  WEFT_RETURN_IF_ERROR(participant->Build(model, ctx.options->bucket_mb, ctx.grad_dtype,
+      std::make_unique<DdpParticipant>(group, ctx.run->stream, ctx.options->GetBool("overlap"));
+  WEFT_RETURN_IF_ERROR(participant->Build(model, ctx.options->GetDouble("bucket_mb"), ctx.grad_dtype,
                                           ctx.run->device, ctx.grad_allocator));
   ctx.state->participants.push_back(std::move(participant));
   return absl::OkStatus();
