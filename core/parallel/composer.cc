@@ -30,6 +30,16 @@ std::vector<std::string> StrategiesUsing(const std::string& axis) {
   return users;
 }
 
+absl::Status UnusedAxis(const std::string& axis, int size, const std::string& where) {
+  const std::vector<std::string> users = StrategiesUsing(axis);
+  return FailedPrecondition(
+      absl::StrCat("no strategy uses mesh axis ", axis, " of size ", size, where),
+      users.empty() ? absl::StrCat("a strategy that works on ", axis, " (none is registered)")
+                    : absl::StrCat("one of the strategies that work on it: ",
+                                   absl::StrJoin(users, ", ")),
+      absl::StrCat("add a ", axis, " strategy or set --", axis, "=1"));
+}
+
 absl::Status CheckAxes(const std::vector<std::unique_ptr<Strategy>>& strategies,
                        const comm::MeshLayout& mesh) {
   if (mesh.world_size() <= 1) return absl::OkStatus();  // one rank: nothing to split
@@ -50,15 +60,7 @@ absl::Status CheckAxes(const std::vector<std::unique_ptr<Strategy>>& strategies,
       const std::vector<std::string> axes = s->RequiredAxes();
       return std::find(axes.begin(), axes.end(), a.name) != axes.end();
     });
-    if (used) continue;
-    const std::vector<std::string> users = StrategiesUsing(a.name);
-    return FailedPrecondition(
-        absl::StrCat("no strategy uses mesh axis ", a.name, " of size ", a.size, " (mesh ",
-                     mesh.ToString(), ")"),
-        users.empty() ? absl::StrCat("a strategy that works on ", a.name, " (none is registered)")
-                      : absl::StrCat("one of the strategies that work on it: ",
-                                     absl::StrJoin(users, ", ")),
-        absl::StrCat("add a ", a.name, " strategy or set --", a.name, "=1"));
+    if (!used) return UnusedAxis(a.name, a.size, absl::StrCat(" (mesh ", mesh.ToString(), ")"));
   }
   return absl::OkStatus();
 }
@@ -115,6 +117,17 @@ absl::StatusOr<std::vector<std::string>> ParseStrategyList(const std::string& li
     names.push_back(n);
   }
   return names;
+}
+
+absl::Status CheckAxisUsed(const std::vector<std::string>& names, const std::string& axis,
+                           int size) {
+  if (size <= 1) return absl::OkStatus();
+  for (const std::string& n : names) {
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Strategy> s, CreateStrategy(n));
+    const std::vector<std::string> axes = s->RequiredAxes();
+    if (std::find(axes.begin(), axes.end(), axis) != axes.end()) return absl::OkStatus();
+  }
+  return UnusedAxis(axis, size, "");
 }
 
 absl::Status ValidateStrategies(const std::vector<std::string>& names,

@@ -28,6 +28,11 @@ absl::Status ValidateStrategies(const std::vector<std::string>& names,
                                 const StrategyOptionValues& options,
                                 const comm::MeshLayout* mesh);
 
+// An axis that is not a mesh dimension (ep, carved from dp_shard x cp) of
+// size > 1: some strategy in `names` must list it in RequiredAxes.
+absl::Status CheckAxisUsed(const std::vector<std::string>& names, const std::string& axis,
+                           int size);
+
 // ctx.options is set to each strategy's own set while it is applied.
 absl::Status ComposeStrategies(const std::vector<std::string>& names,
                                const StrategyOptionValues& options, StrategyContext& ctx);

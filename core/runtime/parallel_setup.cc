@@ -4,6 +4,7 @@
 #include "absl/strings/str_split.h"
 #include "comm/env/dist_env.h"
 #include "comm/env/init.h"
+#include "comm/device_mesh/training_mesh.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/parallel/composer.h"
@@ -63,14 +64,20 @@ absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(const TrainConfig& c
     return state;
   }
 
-  // The data-parallel mesh: dp_replicate x dp_shard = world.
-  const int replicate = pc.dp_replicate();
-  if (replicate < 1 || topology.world_size % replicate != 0) {
-    return InvalidArgument(absl::StrCat("dp_replicate=", replicate, " with world size ",
-                                        topology.world_size),
-                           "a dp_replicate >= 1 that divides the world size");
+  // The mesh [pp, dp_replicate, dp_shard, cp, tp], ep carved from dp_shard x cp.
+  absl::StatusOr<comm::TrainingMesh> shape = comm::TrainingMesh::Create(
+      {.pp = pc.pp(),
+       .dp_replicate = pc.dp_replicate(),
+       .dp_shard = pc.dp_shard(),
+       .cp = pc.cp(),
+       .tp = pc.tp(),
+       .ep = pc.ep()},
+      topology.world_size);
+  if (!shape.ok()) {
+    return Annotate(shape.status(), absl::StrCat("the mesh of ", topology.world_size, " ranks (",
+                                                 topology.description, ")"));
   }
-  const int shard = pc.dp_shard() > 0 ? pc.dp_shard() : topology.world_size / replicate;
+  if (shape->ep() > 1) WEFT_RETURN_IF_ERROR(CheckAxisUsed(names, "ep", shape->ep()));
   std::string backend = pc.backend();
   if (backend == "auto") backend = device.is_cuda() ? "nccl" : "gloo";
   if (backend == "nccl" && !device.is_cuda()) {
@@ -92,17 +99,19 @@ absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(const TrainConfig& c
   mesh_options.group.timeout = timeout;
   if (!topology.multi_node) mesh_options.group.gloo.hostname = "127.0.0.1";
   mesh_options.group.nccl.device = device.is_cuda() ? device.index : -1;
-  absl::StatusOr<std::unique_ptr<comm::DeviceMesh>> mesh = comm::DeviceMesh::Create(
-      {{"dp_replicate", replicate}, {"dp_shard", shard}}, topology.rank, topology.world_size,
-      topology.store, mesh_options);
+  // Groups on first use: most axes have size 1 and are never asked for.
+  mesh_options.eager = false;
+  absl::StatusOr<std::unique_ptr<comm::DeviceMesh>> mesh =
+      comm::DeviceMesh::Create(shape->layout().axes(), topology.rank, topology.world_size,
+                               topology.store, mesh_options);
   if (!mesh.ok()) {
-    return Annotate(mesh.status(), absl::StrCat("building the mesh [dp_replicate=", replicate,
-                                                ", dp_shard=", shard, "]"));
+    return Annotate(mesh.status(), "building the mesh " + shape->ToString());
   }
   state->mesh = std::move(*mesh);
-  // Every rank of the mesh is a data-parallel rank (no tp/pp axes yet).
-  state->dp_rank = topology.rank;
-  state->dp_size = topology.world_size;
+  // The data-parallel coordinates, not the world rank: ranks of one tp, cp
+  // or pp group read the same samples.
+  state->dp_rank = shape->DataParallelRank(topology.rank);
+  state->dp_size = shape->DataParallelSize();
   if (state->dp_size > 1) {
     WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> dp,
                           state->mesh->FlatGroup({"dp_replicate", "dp_shard"}));

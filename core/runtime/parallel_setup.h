@@ -1,8 +1,9 @@
 // Parallel setup, in the order the trainer needs it:
 //   ResolveTopology  where this process sits: injected (tests) or read from
 //                    the launcher's / torchrun's / Slurm's environment.
-//   InitParallel     the store, the device mesh [dp_replicate, dp_shard] and
-//                    data-parallel coordinates: enough to shard the data.
+//   InitParallel     the store, the device mesh [pp, dp_replicate, dp_shard,
+//                    cp, tp] (comm/device_mesh/training_mesh.h) and the
+//                    data-parallel coordinates from it: enough to shard the data.
 //   ApplyStrategies  applies --strategy to the materialized model, after
 //                    loading --plugin shared objects.
 #ifndef WEFT_CORE_RUNTIME_PARALLEL_SETUP_H_
