@@ -66,9 +66,9 @@ class Module {
   // Direct children and parameters in registration order.
   std::vector<Module*> children() const;
   const std::vector<std::unique_ptr<Parameter>>& own_parameters() const { return params_; }
-  // Every parameter in the subtree, depth-first in registration order, plus
-  // parameters this module uses but does not own (tied weights) are NOT
-  // included: each parameter appears exactly once, under its owner.
+  // Every parameter owned in the subtree, depth-first in registration order.
+  // A parameter a module uses but does not own (a tied weight) is not
+  // listed again: each parameter appears exactly once, under its owner.
   std::vector<Parameter*> Parameters();
   // Every module in the subtree, this one first (pre-order).
   std::vector<Module*> Modules();

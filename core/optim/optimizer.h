@@ -3,7 +3,9 @@
 // fused multi-tensor update per step through KernelOps.
 //
 // Targets are whatever a strategy says this rank updates: whole parameters
-// for ddp, flat shards for zero/fsdp. The optimizer never communicates.
+// for ddp (named like the parameter), and for zero/fsdp the part of each
+// parameter inside this rank's flat shard (named "<param>[lo:hi]", element
+// offsets into the parameter). The optimizer never communicates.
 #ifndef WEFT_CORE_OPTIM_OPTIMIZER_H_
 #define WEFT_CORE_OPTIM_OPTIMIZER_H_
 
@@ -18,7 +20,7 @@
 namespace weft {
 
 struct OptimTarget {
-  std::string name;   // for checkpoints ("blocks.0.attn.qkv.weight" or "flat.3")
+  std::string name;   // for checkpoints ("blocks.0.attn.qkv.weight" or "...weight[0:96]")
   Tensor value;       // updated in place; f32 or bf16
   Tensor grad;        // same numel
   bool weight_decay = true;
