@@ -20,7 +20,7 @@ TEST(StrategyErrorsTest, UnknownStrategyListsTheRegisteredOnes) {
   absl::Status s = testing::MakeGptTrainer(job).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
   EXPECT_NE(s.message().find("unknown strategy 'fsdpp'"), std::string::npos) << s;
-  EXPECT_NE(s.message().find("ddp, dp, fsdp, zero"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("ddp, dp, fsdp, recompute, zero"), std::string::npos) << s;
 }
 
 TEST(StrategyErrorsTest, ZeroStageFourIsRejected) {
@@ -60,6 +60,53 @@ TEST(StrategyErrorsTest, FsdpOnAMeshWithoutShards) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("dp_shard axis has size 1"), std::string::npos)
       << r.status();
+}
+
+TEST(StrategyErrorsTest, MeshAxisNoStrategyUses) {
+  GptJob job = Job();
+  job.mutable_train()->mutable_parallel()->set_strategy("ddp");
+  job.mutable_train()->mutable_parallel()->set_tp(2);
+  job.mutable_train()->set_micro_batch(8);
+  auto r = testing::RunMultiProcess(job, 2);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("no strategy uses mesh axis tp of size 2"),
+            std::string::npos)
+      << r.status();
+  EXPECT_NE(r.status().message().find("set --tp=1"), std::string::npos) << r.status();
+
+  job.mutable_train()->mutable_parallel()->set_tp(1);
+  job.mutable_train()->mutable_parallel()->set_ep(2);
+  job.mutable_train()->set_micro_batch(4);
+  r = testing::RunMultiProcess(job, 2);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("no strategy uses mesh axis ep of size 2"),
+            std::string::npos)
+      << r.status();
+}
+
+TEST(StrategyErrorsTest, MeshSizesThatDoNotFitTheWorld) {
+  GptJob job = Job();
+  job.mutable_train()->mutable_parallel()->set_strategy("ddp");
+  job.mutable_train()->mutable_parallel()->set_dp_shard(3);
+  job.mutable_train()->set_micro_batch(4);
+  auto r = testing::RunMultiProcess(job, 2);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("multiply to 3 but the world size is 2"), std::string::npos)
+      << r.status();
+}
+
+TEST(StrategyErrorsTest, UnknownStrategyOption) {
+  GptJob job = Job();
+  job.mutable_train()->mutable_parallel()->set_strategy("ddp");
+  job.mutable_train()->mutable_parallel()->set_strategy_options("zero_stage=2");
+  job.mutable_train()->set_micro_batch(4);
+  auto r = testing::RunMultiProcess(job, 2);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("unknown strategy option 'zero_stage'"), std::string::npos)
+      << r.status();
+  EXPECT_NE(r.status().message().find("ddp: bucket_mb, overlap"), std::string::npos)
+      << r.status();
+  EXPECT_NE(r.status().message().find("belongs to zero"), std::string::npos) << r.status();
 }
 
 TEST(StrategyErrorsTest, SeveralRanksWithoutAStrategy) {

@@ -4,8 +4,8 @@
 // Ranks are laid out row-major in the order the axes are given: the last
 // axis varies fastest, so its groups hold adjacent ranks. By convention the
 // axes go from outermost to innermost as
-//     pp, dp_replicate, dp_shard, cp, ep, tp
-// which keeps tp (the most bandwidth-hungry axis) on adjacent ranks, i.e.
+//     pp, dp_replicate, dp_shard, cp, tp
+// (ep is carved from dp_shard x cp, see training_mesh.h), which keeps tp (the most bandwidth-hungry axis) on adjacent ranks, i.e.
 // on one node of a real cluster. For mesh [dp=2, tp=2]:
 //     rank:  0      1      2      3
 //     (dp,tp)(0,0)  (0,1)  (1,0)  (1,1)

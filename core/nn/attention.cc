@@ -9,9 +9,9 @@ namespace weft {
 CausalSelfAttention::CausalSelfAttention(int64_t channels, int num_heads, float init_std,
                                          float proj_init_std, float dropout)
     : Module("CausalSelfAttention"), c_(channels), num_heads_(num_heads) {
-  qkv_ = RegisterModule("qkv", std::make_unique<Linear>(
+  RegisterSwappableModule("qkv", std::make_unique<Linear>(
                                    channels, 3 * channels, Linear::Options{.init_std = init_std}));
-  proj_ = RegisterModule("proj", std::make_unique<Linear>(
+  RegisterSwappableModule("proj", std::make_unique<Linear>(
                                      channels, channels, Linear::Options{.init_std = proj_init_std}));
   dropout_ = RegisterModule("dropout", std::make_unique<Dropout>(dropout));
 }
@@ -22,7 +22,7 @@ absl::StatusOr<Tensor> CausalSelfAttention::Forward(RunContext& ctx, const Tenso
                            absl::StrCat("(B, T, ", c_, ")"));
   }
   const int64_t b = x.dim(0), t = x.dim(1);
-  WEFT_ASSIGN_OR_RETURN(Tensor qkv_out, qkv_->CallForward(ctx, x));  // (B, T, 3C)
+  WEFT_ASSIGN_OR_RETURN(Tensor qkv_out, child("qkv")->CallForward(ctx, x));  // (B, T, 3C)
   WEFT_ASSIGN_OR_RETURN(Tensor att, ctx.Empty({b, t, c_}, ctx.compute_dtype));
   WEFT_ASSIGN_OR_RETURN(Tensor lse, ctx.Empty({b, num_heads_, t}, DType::kF32));
   WEFT_RETURN_IF_ERROR(ctx.ops->AttentionForward(ctx.kernel(), att, lse, qkv_out, num_heads_));
@@ -32,7 +32,7 @@ absl::StatusOr<Tensor> CausalSelfAttention::Forward(RunContext& ctx, const Tenso
     saved[kAttention] = att;
     saved[kLogSumExp] = lse;
   }
-  WEFT_ASSIGN_OR_RETURN(Tensor y, proj_->CallForward(ctx, att));
+  WEFT_ASSIGN_OR_RETURN(Tensor y, child("proj")->CallForward(ctx, att));
   return dropout_->CallForward(ctx, y);
 }
 
@@ -43,14 +43,14 @@ absl::StatusOr<Tensor> CausalSelfAttention::Backward(RunContext& ctx, const Tens
                               "Forward in training mode before Backward");
   }
   WEFT_ASSIGN_OR_RETURN(Tensor dproj, dropout_->CallBackward(ctx, dy));
-  WEFT_ASSIGN_OR_RETURN(Tensor datt, proj_->CallBackward(ctx, dproj));
+  WEFT_ASSIGN_OR_RETURN(Tensor datt, child("proj")->CallBackward(ctx, dproj));
   const Tensor& qkv_out = (*saved)[kQkv];
   WEFT_ASSIGN_OR_RETURN(Tensor dqkv, ctx.Empty(qkv_out.shape(), ctx.compute_dtype));
   WEFT_RETURN_IF_ERROR(ctx.ops->AttentionBackward(ctx.kernel(), dqkv, datt, qkv_out,
                                                   (*saved)[kAttention], (*saved)[kLogSumExp],
                                                   num_heads_));
   ctx.DropSaved(this);
-  return qkv_->CallBackward(ctx, dqkv);
+  return child("qkv")->CallBackward(ctx, dqkv);
 }
 
 }  // namespace weft

@@ -20,15 +20,11 @@ class CausalSelfAttention : public Module {
   absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) override;
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
 
-  Linear* qkv() const { return qkv_; }
-  Linear* proj() const { return proj_; }
   int num_heads() const { return num_heads_; }
 
  private:
   const int64_t c_;
   const int num_heads_;
-  Linear* qkv_;
-  Linear* proj_;
   Dropout* dropout_;
   // Saved per micro-batch: (B, T, 3C), (B, T, C), (B, NH, T).
   enum { kQkv, kAttention, kLogSumExp };

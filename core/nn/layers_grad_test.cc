@@ -121,15 +121,15 @@ TEST(LayersGradTest, DropoutIsIdentityWhenEvaluating) {
 class Holder : public Module {
  public:
   Holder() : Module("Holder") {
-    RegisterModule("block", std::make_unique<TransformerBlock>(
+    RegisterSwappableModule("block", std::make_unique<TransformerBlock>(
                                 TransformerBlockConfig{.channels = 8, .num_heads = 2,
                                                        .mlp_hidden = 16, .dropout = 0.2f}));
   }
   absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) override {
-    return children()[0]->CallForward(ctx, x);
+    return child("block")->CallForward(ctx, x);
   }
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override {
-    return children()[0]->CallBackward(ctx, dy);
+    return child("block")->CallBackward(ctx, dy);
   }
 };
 

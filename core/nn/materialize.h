@@ -22,7 +22,9 @@ struct MaterializeOptions {
   bool allocate_grads = true;
 };
 
-// value = init(seed, name) converted to param_dtype; grad = zeros.
+// value = init(seed, name) converted to param_dtype; grad = zeros when
+// allocate_grads (otherwise grad stays undefined, e.g. for a strategy that
+// owns gradient storage).
 absl::Status MaterializeParameters(Module& root, const MaterializeOptions& options);
 
 // This rank's piece of a parameter's initial value (its local shape; the

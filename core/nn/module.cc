@@ -25,10 +25,11 @@ std::vector<Module*> Module::children() const {
   return out;
 }
 
-void Module::AdoptChild(std::string local_name, std::unique_ptr<Module> child) {
+void Module::AdoptChild(std::string local_name, std::unique_ptr<Module> child, bool swappable) {
   for (const auto& [n, c] : children_) {
     WEFT_CHECK(n != local_name || local_name.empty()) << "duplicate child name " << local_name;
   }
+  if (!swappable) pinned_children_.push_back(local_name);
   child->local_name_ = local_name;
   child->parent_ = this;
   children_.emplace_back(std::move(local_name), std::move(child));
@@ -94,8 +95,31 @@ void Module::ReleaseActivationsRecursive(RunContext& ctx) {
   for (auto& [n, c] : children_) c->ReleaseActivationsRecursive(ctx);
 }
 
+Module* Module::child(const std::string& local_name) const {
+  for (const auto& [n, c] : children_) {
+    if (n == local_name) return c.get();
+  }
+  return nullptr;
+}
+
+bool Module::swappable(const std::string& local_name) const {
+  return child(local_name) != nullptr &&
+         std::find(pinned_children_.begin(), pinned_children_.end(), local_name) ==
+             pinned_children_.end();
+}
+
 absl::StatusOr<std::unique_ptr<Module>> Module::ReplaceChild(
     const std::string& local_name, std::unique_ptr<Module> replacement) {
+  if (child(local_name) != nullptr && !swappable(local_name)) {
+    // Swapping it would leave the parent calling the old module through its
+    // typed pointer: a silent no-op at best, a dangling pointer at worst.
+    return FailedPrecondition(
+        absl::StrCat("module '", name(), "' (", type_name(), ") uses its child '", local_name,
+                     "' through its own type, so it cannot be swapped"),
+        "a child registered with RegisterSwappableModule",
+        "swap the parent instead, or register the child as swappable and call it through "
+        "child()");
+  }
   for (auto& [n, c] : children_) {
     if (n != local_name) continue;
     std::unique_ptr<Module> old = std::move(c);

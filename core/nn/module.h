@@ -69,9 +69,9 @@ class Module {
   // Direct children and parameters in registration order.
   std::vector<Module*> children() const;
   const std::vector<std::unique_ptr<Parameter>>& own_parameters() const { return params_; }
-  // Every parameter in the subtree, depth-first in registration order, plus
-  // parameters this module uses but does not own (tied weights) are NOT
-  // included: each parameter appears exactly once, under its owner.
+  // Every parameter owned in the subtree, depth-first in registration order.
+  // A parameter a module uses but does not own (a tied weight) is not
+  // listed again: each parameter appears exactly once, under its owner.
   std::vector<Parameter*> Parameters();
   // Every module in the subtree, this one first (pre-order).
   std::vector<Module*> Modules();
@@ -80,16 +80,34 @@ class Module {
   // Drops what this subtree saved for the micro-batch ctx.slot (recompute).
   void ReleaseActivationsRecursive(RunContext& ctx);
 
+  // The child registered as `local_name`, or nullptr.
+  Module* child(const std::string& local_name) const;
+  // Whether ReplaceChild may swap that child (RegisterSwappableModule).
+  bool swappable(const std::string& local_name) const;
+
   // Swaps the child registered as `local_name` for `replacement`, which takes
-  // its name; returns the old child. Parameters' names are refreshed.
+  // its name; returns the old child. Parameters' names are refreshed. A
+  // pinned child (one its parent uses through its own type) is an error.
   absl::StatusOr<std::unique_ptr<Module>> ReplaceChild(const std::string& local_name,
                                                        std::unique_ptr<Module> replacement);
 
  protected:
+  // A child the parent calls through its own type (it keeps the returned
+  // pointer and uses M's methods): pinned, ReplaceChild refuses to swap it.
   template <typename M>
   M* RegisterModule(std::string local_name, std::unique_ptr<M> child) {
     M* raw = child.get();
-    AdoptChild(std::move(local_name), std::move(child));
+    AdoptChild(std::move(local_name), std::move(child), /*swappable=*/false);
+    return raw;
+  }
+  // A child the parent reaches only through Module (CallForward and
+  // CallBackward on child(local_name), looked up at each call): strategies
+  // may swap it for a parallel version or a recompute wrapper. The returned
+  // pointer is for construction only.
+  template <typename M>
+  M* RegisterSwappableModule(std::string local_name, std::unique_ptr<M> child) {
+    M* raw = child.get();
+    AdoptChild(std::move(local_name), std::move(child), /*swappable=*/true);
     return raw;
   }
   Parameter* RegisterParameter(std::string local_name, Shape shape, InitSpec init,
@@ -101,7 +119,7 @@ class Module {
     HookPoint point;
     Hook hook;
   };
-  void AdoptChild(std::string local_name, std::unique_ptr<Module> child);
+  void AdoptChild(std::string local_name, std::unique_ptr<Module> child, bool swappable);
   void RefreshNames();
   absl::Status RunHooks(HookPoint point, RunContext& ctx);
 
@@ -109,6 +127,7 @@ class Module {
   std::string local_name_;
   Module* parent_ = nullptr;
   std::vector<std::pair<std::string, std::unique_ptr<Module>>> children_;
+  std::vector<std::string> pinned_children_;  // registered with RegisterModule
   std::vector<std::unique_ptr<Parameter>> params_;
   std::vector<HookEntry> hooks_;
   int next_hook_id_ = 0;

@@ -15,7 +15,7 @@ class Stack : public Module {
  public:
   explicit Stack(int n) : Module("Stack") {
     for (int i = 0; i < n; ++i) {
-      RegisterModule(std::to_string(i), std::make_unique<Linear>(4, 4, Linear::Options{}));
+      RegisterSwappableModule(std::to_string(i), std::make_unique<Linear>(4, 4, Linear::Options{}));
     }
   }
   absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) override {
@@ -97,6 +97,25 @@ TEST(ModuleTest, ReplaceChildKeepsNames) {
       s.ReplaceChild("7", std::make_unique<Linear>(4, 4, Linear::Options{}));
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(missing.status().message().find("one of [0, 1]"), std::string::npos);
+}
+
+// A parent that calls a child through its own type cannot have it swapped:
+// the parent would keep calling the old one. Children reached through
+// Module (child()) can be swapped.
+TEST(ModuleTest, PinnedChildrenCannotBeSwapped) {
+  TransformerBlock block({.channels = 8, .num_heads = 2, .mlp_hidden = 16});
+  EXPECT_FALSE(block.swappable("ln1"));
+  EXPECT_TRUE(block.swappable("attn"));
+  auto pinned = block.ReplaceChild("ln1", std::make_unique<Linear>(8, 8, Linear::Options{}));
+  EXPECT_EQ(pinned.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(pinned.status().message().find("uses its child 'ln1' through its own type"),
+            std::string::npos)
+      << pinned.status();
+  EXPECT_EQ(block.child("ln1")->type_name(), "LayerNorm");  // untouched
+  auto swapped = block.ReplaceChild("mlp", std::make_unique<Linear>(8, 8, Linear::Options{}));
+  ASSERT_TRUE(swapped.ok()) << swapped.status();
+  EXPECT_EQ((*swapped)->type_name(), "Mlp");
+  EXPECT_EQ(block.child("mlp")->type_name(), "Linear");
 }
 
 TEST(ModuleTest, BackwardWithoutForwardIsAnError) {

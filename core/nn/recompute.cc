@@ -23,7 +23,11 @@ absl::StatusOr<Tensor> Recompute::Backward(RunContext& ctx, const Tensor& dy) {
   // Same ctx (same dropout seed) as the first forward: identical activations.
   const Tensor input = (*saved)[0];
   ctx.DropSaved(this);
-  WEFT_RETURN_IF_ERROR(inner_->CallForward(ctx, input).status());
+  const bool was_recomputing = ctx.recomputing;
+  ctx.recomputing = true;
+  const absl::Status replay = inner_->CallForward(ctx, input).status();
+  ctx.recomputing = was_recomputing;
+  WEFT_RETURN_IF_ERROR(replay);
   return inner_->CallBackward(ctx, dy);
 }
 

@@ -20,6 +20,10 @@ struct RunContext {
   KernelOps* ops = nullptr;
   DType compute_dtype = DType::kF32;  // activations and forward weights
   bool training = true;
+  // True while a Recompute re-runs its module's forward just before that
+  // module's backward: hooks must not prefetch later modules (their backward
+  // is done) or free what the imminent backward needs.
+  bool recomputing = false;
   // Dropout masks are Philox(dropout_seed, module offset + index); the
   // runtime changes the seed every micro-step.
   uint64_t dropout_seed = 0;

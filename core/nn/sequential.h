@@ -13,9 +13,11 @@ class Sequential : public Module {
  public:
   Sequential() : Module("Sequential") {}
 
+  // Children are called in order through Module, so any can be swapped;
+  // the returned pointer is for construction only.
   template <typename M>
   M* Append(std::unique_ptr<M> module) {
-    return RegisterModule(std::to_string(children().size()), std::move(module));
+    return RegisterSwappableModule(std::to_string(children().size()), std::move(module));
   }
   int size() const { return static_cast<int>(children().size()); }
 

@@ -6,20 +6,23 @@ namespace weft {
 
 TransformerBlock::TransformerBlock(const TransformerBlockConfig& c) : Module("TransformerBlock") {
   ln1_ = RegisterModule("ln1", std::make_unique<LayerNorm>(c.channels, c.ln_eps));
-  attn_ = RegisterModule("attn", std::make_unique<CausalSelfAttention>(
+  // attn and mlp are called only through Module, so tp can swap them for
+  // parallel versions and recompute can wrap them; ln1/ln2 are used through
+  // LayerNorm's residual entry points and stay pinned.
+  RegisterSwappableModule("attn", std::make_unique<CausalSelfAttention>(
                                      c.channels, c.num_heads, c.init_std, c.proj_init_std,
                                      c.dropout));
   ln2_ = RegisterModule("ln2", std::make_unique<LayerNorm>(c.channels, c.ln_eps));
-  mlp_ = RegisterModule("mlp", std::make_unique<Mlp>(c.channels, c.mlp_hidden, c.init_std,
+  RegisterSwappableModule("mlp", std::make_unique<Mlp>(c.channels, c.mlp_hidden, c.init_std,
                                                      c.proj_init_std, c.dropout));
 }
 
 absl::StatusOr<Tensor> TransformerBlock::Forward(RunContext& ctx, const Tensor& x) {
   WEFT_ASSIGN_OR_RETURN(Tensor h, ln1_->CallForward(ctx, x));
-  WEFT_ASSIGN_OR_RETURN(Tensor a, attn_->CallForward(ctx, h));
+  WEFT_ASSIGN_OR_RETURN(Tensor a, child("attn")->CallForward(ctx, h));
   WEFT_ASSIGN_OR_RETURN(auto residual_and_normed, ln2_->ForwardResidual(ctx, x, a));
   Tensor& r = residual_and_normed.first;
-  WEFT_ASSIGN_OR_RETURN(Tensor m, mlp_->CallForward(ctx, residual_and_normed.second));
+  WEFT_ASSIGN_OR_RETURN(Tensor m, child("mlp")->CallForward(ctx, residual_and_normed.second));
   WEFT_ASSIGN_OR_RETURN(Tensor out, ctx.Empty(r.shape(), ctx.compute_dtype));
   WEFT_RETURN_IF_ERROR(ctx.ops->Add(ctx.kernel(), out, r, m));
   return out;
@@ -27,11 +30,11 @@ absl::StatusOr<Tensor> TransformerBlock::Forward(RunContext& ctx, const Tensor& 
 
 absl::StatusOr<Tensor> TransformerBlock::Backward(RunContext& ctx, const Tensor& dy) {
   // d(out)/d(r) is identity, and r feeds ln2 as well: dr = dy + ln2'(mlp'(dy)).
-  WEFT_ASSIGN_OR_RETURN(Tensor dm, mlp_->CallBackward(ctx, dy));
+  WEFT_ASSIGN_OR_RETURN(Tensor dm, child("mlp")->CallBackward(ctx, dy));
   WEFT_ASSIGN_OR_RETURN(Tensor dr, dy.Clone(ctx.stream));
   WEFT_RETURN_IF_ERROR(ln2_->BackwardAccumulate(ctx, dm, dr));
   // r = x + a: both get dr; x also feeds ln1.
-  WEFT_ASSIGN_OR_RETURN(Tensor dh, attn_->CallBackward(ctx, dr));
+  WEFT_ASSIGN_OR_RETURN(Tensor dh, child("attn")->CallBackward(ctx, dr));
   WEFT_RETURN_IF_ERROR(ln1_->BackwardAccumulate(ctx, dh, dr));
   return dr;
 }

@@ -29,15 +29,11 @@ class TransformerBlock : public Module {
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
 
   LayerNorm* ln1() const { return ln1_; }
-  CausalSelfAttention* attn() const { return attn_; }
   LayerNorm* ln2() const { return ln2_; }
-  Mlp* mlp() const { return mlp_; }
 
  private:
   LayerNorm* ln1_;
-  CausalSelfAttention* attn_;
   LayerNorm* ln2_;
-  Mlp* mlp_;
 };
 
 }  // namespace weft

@@ -3,7 +3,9 @@
 // fused multi-tensor update per step through KernelOps.
 //
 // Targets are whatever a strategy says this rank updates: whole parameters
-// for ddp, flat shards for zero/fsdp. The optimizer never communicates.
+// for ddp (named like the parameter), and for zero/fsdp the part of each
+// parameter inside this rank's flat shard (named "<param>[lo:hi]", element
+// offsets into the parameter). The optimizer never communicates.
 #ifndef WEFT_CORE_OPTIM_OPTIMIZER_H_
 #define WEFT_CORE_OPTIM_OPTIMIZER_H_
 

@@ -13,10 +13,63 @@
 namespace weft {
 namespace {
 
-absl::StatusOr<std::vector<std::unique_ptr<Strategy>>> CreateOrdered(
-    const std::vector<std::string>& names, const StrategyOptions& options,
-    const comm::MeshLayout* mesh) {
+struct Ordered {
   std::vector<std::unique_ptr<Strategy>> strategies;
+  std::vector<StrategyOptionSet> options;  // parallel to strategies
+};
+
+// Registered strategies that list `axis` in RequiredAxes (for hints).
+std::vector<std::string> StrategiesUsing(const std::string& axis) {
+  std::vector<std::string> users;
+  for (const std::string& name : RegisteredStrategies()) {
+    absl::StatusOr<std::unique_ptr<Strategy>> s = CreateStrategy(name);
+    if (!s.ok()) continue;
+    const std::vector<std::string> axes = (*s)->RequiredAxes();
+    if (std::find(axes.begin(), axes.end(), axis) != axes.end()) users.push_back(name);
+  }
+  return users;
+}
+
+absl::Status UnusedAxis(const std::string& axis, int size, const std::string& where) {
+  const std::vector<std::string> users = StrategiesUsing(axis);
+  return FailedPrecondition(
+      absl::StrCat("no strategy uses mesh axis ", axis, " of size ", size, where),
+      users.empty() ? absl::StrCat("a strategy that works on ", axis, " (none is registered)")
+                    : absl::StrCat("one of the strategies that work on it: ",
+                                   absl::StrJoin(users, ", ")),
+      absl::StrCat("add a ", axis, " strategy or set --", axis, "=1"));
+}
+
+absl::Status CheckAxes(const std::vector<std::unique_ptr<Strategy>>& strategies,
+                       const comm::MeshLayout& mesh) {
+  if (mesh.world_size() <= 1) return absl::OkStatus();  // one rank: nothing to split
+  for (const auto& s : strategies) {
+    for (const std::string& axis : s->RequiredAxes()) {
+      if (!mesh.AxisSize(axis).ok()) {
+        return FailedPrecondition(
+            absl::StrCat("strategy '", s->Name(), "' works on mesh axis ", axis, " but mesh ",
+                         mesh.ToString(), " has none"),
+            absl::StrCat("a mesh with axes ", absl::StrJoin(s->RequiredAxes(), ", ")),
+            absl::StrCat("set --", axis, " to the size it should have"));
+      }
+    }
+  }
+  for (const comm::MeshAxis& a : mesh.axes()) {
+    if (a.size <= 1) continue;
+    const bool used = std::any_of(strategies.begin(), strategies.end(), [&](const auto& s) {
+      const std::vector<std::string> axes = s->RequiredAxes();
+      return std::find(axes.begin(), axes.end(), a.name) != axes.end();
+    });
+    if (!used) return UnusedAxis(a.name, a.size, absl::StrCat(" (mesh ", mesh.ToString(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Ordered> CreateOrdered(const std::vector<std::string>& names,
+                                      const StrategyOptionValues& values,
+                                      const comm::MeshLayout* mesh) {
+  Ordered out;
+  std::vector<std::unique_ptr<Strategy>>& strategies = out.strategies;
   for (const std::string& n : names) {
     if (std::count(names.begin(), names.end(), n) > 1) {
       return InvalidArgument(absl::StrCat("strategy '", n, "' is listed twice"),
@@ -39,11 +92,15 @@ absl::StatusOr<std::vector<std::unique_ptr<Strategy>>> CreateOrdered(
         "at most one of dp, ddp, zero, fsdp",
         "fsdp with dp_replicate > 1 already gives hybrid sharding (HSDP)");
   }
-  for (const auto& s : strategies) {
-    absl::Status v = s->Validate(options, mesh);
-    if (!v.ok()) return Annotate(v, absl::StrCat("strategy '", s->Name(), "'"));
+  std::vector<const Strategy*> raw;
+  for (const auto& s : strategies) raw.push_back(s.get());
+  WEFT_ASSIGN_OR_RETURN(out.options, ResolveStrategyOptions(raw, values));
+  if (mesh != nullptr) WEFT_RETURN_IF_ERROR(CheckAxes(strategies, *mesh));
+  for (size_t i = 0; i < strategies.size(); ++i) {
+    absl::Status v = strategies[i]->Validate(out.options[i], mesh);
+    if (!v.ok()) return Annotate(v, absl::StrCat("strategy '", strategies[i]->Name(), "'"));
   }
-  return strategies;
+  return out;
 }
 
 }  // namespace
@@ -62,19 +119,34 @@ absl::StatusOr<std::vector<std::string>> ParseStrategyList(const std::string& li
   return names;
 }
 
+absl::Status CheckAxisUsed(const std::vector<std::string>& names, const std::string& axis,
+                           int size) {
+  if (size <= 1) return absl::OkStatus();
+  for (const std::string& n : names) {
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Strategy> s, CreateStrategy(n));
+    const std::vector<std::string> axes = s->RequiredAxes();
+    if (std::find(axes.begin(), axes.end(), axis) != axes.end()) return absl::OkStatus();
+  }
+  return UnusedAxis(axis, size, "");
+}
+
 absl::Status ValidateStrategies(const std::vector<std::string>& names,
-                                const StrategyOptions& options, const comm::MeshLayout* mesh) {
+                                const StrategyOptionValues& options,
+                                const comm::MeshLayout* mesh) {
   return CreateOrdered(names, options, mesh).status();
 }
 
-absl::Status ComposeStrategies(const std::vector<std::string>& names, StrategyContext& ctx) {
-  WEFT_ASSIGN_OR_RETURN(
-      std::vector<std::unique_ptr<Strategy>> strategies,
-      CreateOrdered(names, *ctx.options, ctx.mesh ? &ctx.mesh->layout() : nullptr));
-  for (auto& s : strategies) {
-    absl::Status a = s->Apply(ctx);
-    if (!a.ok()) return Annotate(a, absl::StrCat("applying strategy '", s->Name(), "'"));
-    ctx.state->strategy_names.push_back(s->Name());
+absl::Status ComposeStrategies(const std::vector<std::string>& names,
+                               const StrategyOptionValues& options, StrategyContext& ctx) {
+  WEFT_ASSIGN_OR_RETURN(Ordered ordered,
+                        CreateOrdered(names, options, ctx.mesh ? &ctx.mesh->layout() : nullptr));
+  for (size_t i = 0; i < ordered.strategies.size(); ++i) {
+    Strategy& s = *ordered.strategies[i];
+    ctx.options = &ordered.options[i];
+    absl::Status a = s.Apply(ctx);
+    ctx.options = nullptr;
+    if (!a.ok()) return Annotate(a, absl::StrCat("applying strategy '", s.Name(), "'"));
+    ctx.state->strategy_names.push_back(s.Name());
   }
   return absl::OkStatus();
 }

@@ -12,8 +12,13 @@ class Fake : public Strategy {
   std::string Name() const override { return name_; }
   StrategyPhase Phase() const override { return phase_; }
   std::vector<std::string> RequiredAxes() const override { return {}; }
-  absl::Status Validate(const StrategyOptions& o, const comm::MeshLayout*) const override {
-    if (o.extra.count("fail_" + name_)) return absl::InvalidArgumentError("nope");
+  OptionSchema Options() const override {
+    OptionSchema s;
+    s.Bool("fail_" + name_, false, "fail validation");
+    return s;
+  }
+  absl::Status Validate(const StrategyOptionSet& o, const comm::MeshLayout*) const override {
+    if (o.GetBool("fail_" + name_)) return absl::InvalidArgumentError("nope");
     return absl::OkStatus();
   }
   absl::Status Apply(StrategyContext&) override {
@@ -53,26 +58,73 @@ TEST(StrategyRegistryTest, DuplicateNameIsAHardError) {
 TEST(ComposerTest, AppliesInPhaseOrderAfterValidatingAll) {
   applied.clear();
   ParallelState state;
-  StrategyOptions options;
-  StrategyContext ctx{.options = &options, .state = &state};
-  ASSERT_TRUE(ComposeStrategies({"fake_dp", "fake_tp"}, ctx).ok());
+  StrategyOptionValues options;
+  StrategyContext ctx{.state = &state};
+  ASSERT_TRUE(ComposeStrategies({"fake_dp", "fake_tp"}, options, ctx).ok());
   EXPECT_EQ(applied, (std::vector<std::string>{"fake_tp", "fake_dp"}));
   EXPECT_EQ(state.strategy_names, applied);
 
   applied.clear();
-  options.extra["fail_fake_dp"] = "1";
-  absl::Status s = ComposeStrategies({"fake_tp", "fake_dp"}, ctx);
+  options.given["fail_fake_dp"] = "true";
+  absl::Status s = ComposeStrategies({"fake_tp", "fake_dp"}, options, ctx);
   EXPECT_NE(s.message().find("strategy 'fake_dp': nope"), std::string::npos);
   EXPECT_TRUE(applied.empty());  // nothing applied when any validation fails
 }
 
 TEST(ComposerTest, TwoDataParallelStrategiesOrDuplicatesAreRejected) {
-  StrategyOptions options;
+  StrategyOptionValues options;
   EXPECT_NE(ValidateStrategies({"fake_dp", "fake_dp2"}, options, nullptr).message().find(
                 "at most one of"),
             std::string::npos);
   EXPECT_NE(ValidateStrategies({"fake_tp", "fake_tp"}, options, nullptr).message().find("twice"),
             std::string::npos);
+}
+
+TEST(ComposerTest, UnknownOptionNamesTheValidOnesAndTheirOwner) {
+  StrategyOptionValues options;
+  options.given["fail_fake_dp2"] = "true";
+  absl::Status s = ValidateStrategies({"fake_tp", "fake_dp"}, options, nullptr);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("unknown strategy option 'fail_fake_dp2'"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("fake_tp: fail_fake_tp; fake_dp: fail_fake_dp"), std::string::npos)
+      << s;
+  EXPECT_NE(s.message().find("belongs to fake_dp2, which is not in --strategy"),
+            std::string::npos)
+      << s;
+  options.given = {{"fail_fake_dp", "maybe"}};
+  s = ValidateStrategies({"fake_dp"}, options, nullptr);
+  EXPECT_NE(s.message().find("a value of type bool"), std::string::npos) << s;
+}
+
+TEST(ComposerTest, QualifiedKeysAndFlagValues) {
+  StrategyOptionValues options;
+  options.from_flags["fail_fake_dp"] = "true";    // a flag
+  options.given["fake_dp.fail_fake_dp"] = "false";  // --strategy_options wins
+  EXPECT_TRUE(ValidateStrategies({"fake_dp"}, options, nullptr).ok());
+  options.given.clear();
+  EXPECT_FALSE(ValidateStrategies({"fake_dp"}, options, nullptr).ok());
+  // A flag no applied strategy declares is not an error.
+  options.from_flags = {{"zero_stage", "2"}};
+  EXPECT_TRUE(ValidateStrategies({"fake_dp"}, options, nullptr).ok());
+}
+
+TEST(ComposerTest, RequiredAxesAndUnusedAxes) {
+  StrategyOptionValues options;
+  auto mesh = *comm::MeshLayout::Create({{"dp_shard", 2}, {"tp", 2}}, 4);
+  absl::Status s = ValidateStrategies({"fake_dp"}, options, &mesh);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("no strategy uses mesh axis dp_shard of size 2"), std::string::npos)
+      << s;
+  EXPECT_NE(s.message().find("set --dp_shard=1"), std::string::npos) << s;
+  auto one = *comm::MeshLayout::Create({{"dp_shard", 1}}, 1);
+  EXPECT_TRUE(ValidateStrategies({"fake_dp"}, options, &one).ok());
+}
+
+TEST(ComposerTest, DescribeListsOptions) {
+  const std::string d = DescribeRegisteredStrategies();
+  EXPECT_NE(d.find("fake_dp\n    fail_fake_dp (bool, default 'false'): fail validation"),
+            std::string::npos)
+      << d;
 }
 
 TEST(ComposerTest, ParseStrategyList) {

@@ -23,6 +23,7 @@
 #include "comm/device_mesh/mesh_layout.h"
 #include "core/nn/model.h"
 #include "core/nn/run_context.h"
+#include "core/parallel/option_schema.h"
 #include "core/parallel/parallel_state.h"
 
 namespace weft {
@@ -33,18 +34,6 @@ enum class StrategyPhase {
   kPipeline = 2,
   kRecompute = 3,
   kDataParallel = 4,
-};
-
-// Options every strategy can read; unknown keys for out-of-tree plugins go
-// in `extra` (from --strategy_options=key=value,...).
-struct StrategyOptions {
-  int zero_stage = 1;
-  double bucket_mb = 25.0;
-  bool reshard_after_forward = true;
-  bool overlap = true;          // ddp: launch bucket all-reduces during backward
-  std::string reduce_dtype;     // fsdp/zero: "" (= grad dtype), "f32", "bf16"
-  int dp_devices = 2;           // dp: replicas in one process
-  std::map<std::string, std::string> extra;
 };
 
 struct StrategyContext {
@@ -59,7 +48,8 @@ struct StrategyContext {
   Allocator* param_allocator = nullptr;
   Allocator* grad_allocator = nullptr;
   DType grad_dtype = DType::kF32;
-  const StrategyOptions* options = nullptr;
+  // The applied strategy's own options (set by the composer per strategy).
+  const StrategyOptionSet* options = nullptr;
   ParallelState* state = nullptr;     // participants, dp_sum, full_value
 };
 
@@ -68,11 +58,16 @@ class Strategy {
   virtual ~Strategy() = default;
   virtual std::string Name() const = 0;
   virtual StrategyPhase Phase() const = 0;
-  // Mesh axes the strategy works on (e.g. {"dp_shard"}).
+  // Mesh axes the strategy works on (e.g. {"dp_shard"}). The composer
+  // checks each exists in a multi-rank mesh, and rejects a mesh axis of
+  // size > 1 that no applied strategy lists.
   virtual std::vector<std::string> RequiredAxes() const = 0;
+  // The options the strategy reads, with types, defaults and help; the
+  // composer parses the job's values against it (option_schema.h).
+  virtual OptionSchema Options() const { return OptionSchema(); }
   // Checks options against the mesh (null: single process) before anything
   // is applied; errors say what was wrong, what was expected and a hint.
-  virtual absl::Status Validate(const StrategyOptions& options,
+  virtual absl::Status Validate(const StrategyOptionSet& options,
                                 const comm::MeshLayout* mesh) const = 0;
   virtual absl::Status Apply(StrategyContext& ctx) = 0;
 };

@@ -1,9 +1,12 @@
 #include "core/runtime/parallel_setup.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "comm/env/dist_env.h"
 #include "comm/env/init.h"
+#include "comm/device_mesh/training_mesh.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/parallel/composer.h"
@@ -24,18 +27,21 @@ absl::StatusOr<JobTopology> ResolveTopology(const std::optional<JobTopology>& in
   return t;
 }
 
-StrategyOptions StrategyOptionsFromConfig(const ParallelConfig& c) {
-  StrategyOptions o;
-  o.zero_stage = c.zero_stage();
-  o.bucket_mb = c.bucket_mb();
-  o.reshard_after_forward = c.reshard_after_forward();
-  o.overlap = c.overlap();
-  o.reduce_dtype = c.reduce_dtype();
-  o.dp_devices = c.dp_devices();
-  for (absl::string_view kv : absl::StrSplit(c.strategy_options(), ',', absl::SkipEmpty())) {
-    std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
-    o.extra[p.first] = p.second;
+absl::StatusOr<StrategyOptionValues> StrategyOptionsFromConfig(const ParallelConfig& c) {
+  StrategyOptionValues o;
+  WEFT_ASSIGN_OR_RETURN(o.given, ParseOptionList(c.strategy_options()));
+  // The convenience flags, only when set, so each strategy's schema keeps
+  // its own defaults.
+  if (c.has_zero_stage()) o.from_flags["zero_stage"] = absl::StrCat(c.zero_stage());
+  if (c.has_bucket_mb()) o.from_flags["bucket_mb"] = absl::StrCat(c.bucket_mb());
+  if (c.has_reshard_after_forward()) {
+    o.from_flags["reshard_after_forward"] = c.reshard_after_forward() ? "true" : "false";
   }
+  if (c.has_overlap()) o.from_flags["overlap"] = c.overlap() ? "true" : "false";
+  if (c.has_reduce_dtype()) {
+    o.from_flags["reduce_dtype"] = c.reduce_dtype().empty() ? "auto" : c.reduce_dtype();
+  }
+  if (c.has_dp_devices()) o.from_flags["dp_devices"] = absl::StrCat(c.dp_devices());
   return o;
 }
 
@@ -61,14 +67,20 @@ absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(const TrainConfig& c
     return state;
   }
 
-  // The data-parallel mesh: dp_replicate x dp_shard = world.
-  const int replicate = pc.dp_replicate();
-  if (replicate < 1 || topology.world_size % replicate != 0) {
-    return InvalidArgument(absl::StrCat("dp_replicate=", replicate, " with world size ",
-                                        topology.world_size),
-                           "a dp_replicate >= 1 that divides the world size");
+  // The mesh [pp, dp_replicate, dp_shard, cp, tp], ep carved from dp_shard x cp.
+  absl::StatusOr<comm::TrainingMesh> shape = comm::TrainingMesh::Create(
+      {.pp = pc.pp(),
+       .dp_replicate = pc.dp_replicate(),
+       .dp_shard = pc.dp_shard(),
+       .cp = pc.cp(),
+       .tp = pc.tp(),
+       .ep = pc.ep()},
+      topology.world_size);
+  if (!shape.ok()) {
+    return Annotate(shape.status(), absl::StrCat("the mesh of ", topology.world_size, " ranks (",
+                                                 topology.description, ")"));
   }
-  const int shard = pc.dp_shard() > 0 ? pc.dp_shard() : topology.world_size / replicate;
+  if (shape->ep() > 1) WEFT_RETURN_IF_ERROR(CheckAxisUsed(names, "ep", shape->ep()));
   std::string backend = pc.backend();
   if (backend == "auto") backend = device.is_cuda() ? "nccl" : "gloo";
   if (backend == "nccl" && !device.is_cuda()) {
@@ -98,17 +110,24 @@ absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(const TrainConfig& c
   mesh_options.group.timeout = timeout;
   mesh_options.group.gloo.hostname = bind_address;
   mesh_options.group.nccl.device = device.is_cuda() ? device.index : -1;
-  absl::StatusOr<std::unique_ptr<comm::DeviceMesh>> mesh = comm::DeviceMesh::Create(
-      {{"dp_replicate", replicate}, {"dp_shard", shard}}, topology.rank, topology.world_size,
-      topology.store, mesh_options);
+  // Groups on first use: most axes have size 1 and are never asked for.
+  mesh_options.eager = false;
+  absl::StatusOr<std::unique_ptr<comm::DeviceMesh>> mesh =
+      comm::DeviceMesh::Create(shape->layout().axes(), topology.rank, topology.world_size,
+                               topology.store, mesh_options);
   if (!mesh.ok()) {
-    return Annotate(mesh.status(), absl::StrCat("building the mesh [dp_replicate=", replicate,
-                                                ", dp_shard=", shard, "]"));
+    return Annotate(mesh.status(), "building the mesh " + shape->ToString());
   }
   state->mesh = std::move(*mesh);
-  // Every rank of the mesh is a data-parallel rank (no tp/pp axes yet).
-  state->dp_rank = topology.rank;
-  state->dp_size = topology.world_size;
+  // The data-parallel coordinates, not the world rank: ranks of one tp, cp
+  // or pp group read the same samples.
+  state->dp_rank = shape->DataParallelRank(topology.rank);
+  state->dp_size = shape->DataParallelSize();
+  // Sharded (tp/cp) parameters' squared gradient norms are summed over the
+  // model-parallel ranks; replicated ones are counted once (grad_norm.h).
+  if (shape->size("cp") * shape->size("tp") > 1) {
+    WEFT_ASSIGN_OR_RETURN(state->model_parallel, state->mesh->FlatGroup({"cp", "tp"}));
+  }
   if (state->dp_size > 1) {
     WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> dp,
                           state->mesh->FlatGroup({"dp_replicate", "dp_shard"}));
@@ -129,8 +148,13 @@ absl::Status ApplyStrategies(const TrainConfig& config, std::unique_ptr<Model>& 
                              Allocator* grad_allocator, DType grad_dtype, ParallelState& state) {
   WEFT_ASSIGN_OR_RETURN(std::vector<std::string> names,
                         ParseStrategyList(config.parallel().strategy()));
+  // --recompute is shorthand for the recompute strategy; it needs no mesh.
+  if (config.recompute() && std::find(names.begin(), names.end(), "recompute") == names.end()) {
+    names.push_back("recompute");
+  }
   if (names.empty()) return absl::OkStatus();
-  const StrategyOptions options = StrategyOptionsFromConfig(config.parallel());
+  WEFT_ASSIGN_OR_RETURN(const StrategyOptionValues options,
+                        StrategyOptionsFromConfig(config.parallel()));
   StrategyContext sc;
   sc.model_slot = &model;
   sc.mesh = state.mesh.get();
@@ -138,9 +162,8 @@ absl::Status ApplyStrategies(const TrainConfig& config, std::unique_ptr<Model>& 
   sc.param_allocator = param_allocator;
   sc.grad_allocator = grad_allocator;
   sc.grad_dtype = grad_dtype;
-  sc.options = &options;
   sc.state = &state;
-  return ComposeStrategies(names, sc);
+  return ComposeStrategies(names, options, sc);
 }
 
 }  // namespace weft

@@ -1,8 +1,9 @@
 // Parallel setup, in the order the trainer needs it:
 //   ResolveTopology  where this process sits: injected (tests) or read from
 //                    the launcher's / torchrun's / Slurm's environment.
-//   InitParallel     the store, the device mesh [dp_replicate, dp_shard] and
-//                    data-parallel coordinates: enough to shard the data.
+//   InitParallel     the store, the device mesh [pp, dp_replicate, dp_shard,
+//                    cp, tp] (comm/device_mesh/training_mesh.h) and the
+//                    data-parallel coordinates from it: enough to shard the data.
 //   ApplyStrategies  applies --strategy to the materialized model, after
 //                    loading --plugin shared objects.
 #ifndef WEFT_CORE_RUNTIME_PARALLEL_SETUP_H_
@@ -16,6 +17,7 @@
 #include "core/nn/model.h"
 #include "core/parallel/parallel_state.h"
 #include "core/parallel/strategy.h"
+#include "core/parallel/strategy_options.h"
 #include "core/runtime/train_config.pb.h"
 
 namespace weft {
@@ -38,7 +40,8 @@ absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(const TrainConfig& c
                                                             JobTopology& topology,
                                                             Device device);
 
-StrategyOptions StrategyOptionsFromConfig(const ParallelConfig& config);
+// --strategy_options plus the convenience flags that were set.
+absl::StatusOr<StrategyOptionValues> StrategyOptionsFromConfig(const ParallelConfig& config);
 
 absl::Status ApplyStrategies(const TrainConfig& config, std::unique_ptr<Model>& model,
                              RunContext& ctx, Allocator* param_allocator,

@@ -9,7 +9,6 @@
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/nn/materialize.h"
-#include "core/nn/recompute.h"
 #include "core/parallel/grad_norm.h"
 #include "core/runtime/parallel_setup.h"
 
@@ -22,18 +21,6 @@ uint64_t MixSeed(uint64_t a, uint64_t b) {
   x *= 0xff51afd7ed558ccdull;
   x ^= x >> 33;
   return x;
-}
-
-// Wraps every TransformerBlock in the tree in a Recompute.
-absl::Status WrapBlocksForRecompute(Module& root) {
-  for (Module* m : root.Modules()) {
-    for (Module* child : m->children()) {
-      if (child->type_name() == "TransformerBlock") {
-        WEFT_RETURN_IF_ERROR(EnableRecompute(*m, child->local_name()));
-      }
-    }
-  }
-  return absl::OkStatus();
 }
 
 // --step_schedule: a name, or a fixed order over the step's micro-batches.
@@ -214,7 +201,6 @@ absl::Status Trainer::Init() {
   if (loaders_.train == nullptr) return Internal("open_data returned no training loader");
   WEFT_ASSIGN_OR_RETURN(model_, options_.make_model(loaders_));
 
-  if (c.recompute()) WEFT_RETURN_IF_ERROR(WrapBlocksForRecompute(*model_));
   WEFT_RETURN_IF_ERROR(MaterializeParameters(
       *model_, {.device = ctx_.device,
                 .param_dtype = ctx_.compute_dtype,

@@ -7,12 +7,16 @@
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/parallel/bucketing.h"
+#include "core/parallel/reduce_groups.h"
 
 namespace weft {
 namespace {
 
+const std::vector<std::string> kDataParallelAxes = {"dp_replicate", "dp_shard"};
+
 struct Bucket {
   std::vector<Parameter*> params;
+  std::shared_ptr<comm::ProcessGroup> group;  // the params' data-parallel axes
   Tensor flat;  // grad dtype, all params' gradients back to back
   int pending = 0;
   std::shared_ptr<comm::Work> work;
@@ -20,13 +24,36 @@ struct Bucket {
 
 class DdpParticipant : public StepParticipant {
  public:
-  DdpParticipant(std::shared_ptr<comm::ProcessGroup> group, NativeStream stream, bool overlap)
-      : group_(std::move(group)), stream_(stream), overlap_(overlap) {}
+  DdpParticipant(NativeStream stream, bool overlap) : stream_(stream), overlap_(overlap) {}
 
-  absl::Status Build(Model& model, double bucket_mb, DType grad_dtype, Device device,
-                     Allocator* allocator) {
+  // Buckets each reduce group (core/parallel/reduce_groups.h) separately;
+  // a group sharded over every data-parallel axis needs no reduction.
+  absl::Status Build(Model& model, comm::DeviceMesh& mesh, double bucket_mb, DType grad_dtype,
+                     Device device, Allocator* allocator) {
+    for (const ReduceGroup& rg : GroupByReduceAxes(model.Parameters(), kDataParallelAxes)) {
+      if (rg.axes.empty()) continue;
+      WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> group, mesh.FlatGroup(rg.axes));
+      WEFT_RETURN_IF_ERROR(AddBuckets(rg.params, group, bucket_mb, grad_dtype, device, allocator));
+    }
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      for (Parameter* p : buckets_[b].params) bucket_of_[p] = b;
+    }
+    // Readiness: a parameter is final once the module that owns it has
+    // finished its backward (a tied weight's owner runs last).
+    for (Module* m : model.Modules()) {
+      if (m->own_parameters().empty()) continue;
+      m->AddHook(Module::HookPoint::kPostBackward, [this](Module& mod, RunContext&) {
+        return OnModuleBackwardDone(mod);
+      });
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status AddBuckets(const std::vector<Parameter*>& group_params,
+                          std::shared_ptr<comm::ProcessGroup> group, double bucket_mb,
+                          DType grad_dtype, Device device, Allocator* allocator) {
     for (std::vector<Parameter*>& params :
-         BucketInBackwardOrder(model.Parameters(), bucket_mb, DTypeSize(grad_dtype))) {
+         BucketInBackwardOrder(group_params, bucket_mb, DTypeSize(grad_dtype))) {
       int64_t numel = 0;
       for (Parameter* p : params) {
         if (p->grad.dtype() != grad_dtype) {
@@ -43,18 +70,8 @@ class DdpParticipant : public StepParticipant {
         off += p->numel();
       }
       b.params = std::move(params);
+      b.group = group;
       buckets_.push_back(std::move(b));
-    }
-    for (size_t b = 0; b < buckets_.size(); ++b) {
-      for (Parameter* p : buckets_[b].params) bucket_of_[p] = b;
-    }
-    // Readiness: a parameter is final once the module that owns it has
-    // finished its backward (a tied weight's owner runs last).
-    for (Module* m : model.Modules()) {
-      if (m->own_parameters().empty()) continue;
-      m->AddHook(Module::HookPoint::kPostBackward, [this](Module& mod, RunContext&) {
-        return OnModuleBackwardDone(mod);
-      });
     }
     return absl::OkStatus();
   }
@@ -106,11 +123,10 @@ class DdpParticipant : public StepParticipant {
 
   absl::Status Launch(size_t i) {
     Bucket& b = buckets_[i];
-    b.work = group_->AllReduce(b.flat, {.op = comm::ReduceOp::kSum, .stream = stream_});
+    b.work = b.group->AllReduce(b.flat, {.op = comm::ReduceOp::kSum, .stream = stream_});
     return absl::OkStatus();
   }
 
-  std::shared_ptr<comm::ProcessGroup> group_;
   NativeStream stream_;
   bool overlap_;
   std::vector<Bucket> buckets_;
@@ -121,31 +137,41 @@ class DdpParticipant : public StepParticipant {
 
 }  // namespace
 
-absl::Status DdpStrategy::Validate(const StrategyOptions& options,
+OptionSchema DdpStrategy::Options() const {
+  OptionSchema s;
+  s.Double("bucket_mb", 25, "gradient bucket size in MiB; buckets are all-reduced as they fill");
+  s.Bool("overlap", true, "launch bucket all-reduces during backward (false: all at the end)");
+  return s;
+}
+
+absl::Status DdpStrategy::Validate(const StrategyOptionSet& options,
                                    const comm::MeshLayout* mesh) const {
   if (mesh == nullptr) {
     return FailedPrecondition("ddp without a device mesh", "a job started with a mesh",
                               "the runtime builds one whenever --strategy is set");
   }
-  if (!(options.bucket_mb > 0)) {
-    return InvalidArgument(absl::StrCat("bucket_mb=", options.bucket_mb), "bucket_mb > 0");
+  if (!(options.GetDouble("bucket_mb") > 0)) {
+    return InvalidArgument(absl::StrCat("bucket_mb=", options.GetDouble("bucket_mb")),
+                           "bucket_mb > 0");
   }
   return absl::OkStatus();
 }
 
 absl::Status DdpStrategy::Apply(StrategyContext& ctx) {
-  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> group,
-                        ctx.mesh->FlatGroup({"dp_replicate", "dp_shard"}));
   Model& model = ctx.model();
-  // Every replica starts from rank 0's parameters.
+  // Every replica starts from the parameters of the first rank of its
+  // reduce group (a parameter sharded over an axis differs along it).
   for (Parameter* p : model.Parameters()) {
+    const std::vector<std::string> axes = ReduceAxes(*p, kDataParallelAxes);
+    if (axes.empty()) continue;
+    WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> group, ctx.mesh->FlatGroup(axes));
     WEFT_RETURN_IF_ERROR(
         group->Broadcast(p->value, {.root = 0, .stream = ctx.run->stream})->Wait());
   }
   auto participant =
-      std::make_unique<DdpParticipant>(group, ctx.run->stream, ctx.options->overlap);
-  WEFT_RETURN_IF_ERROR(participant->Build(model, ctx.options->bucket_mb, ctx.grad_dtype,
-                                          ctx.run->device, ctx.grad_allocator));
+      std::make_unique<DdpParticipant>(ctx.run->stream, ctx.options->GetBool("overlap"));
+  WEFT_RETURN_IF_ERROR(participant->Build(model, *ctx.mesh, ctx.options->GetDouble("bucket_mb"),
+                                          ctx.grad_dtype, ctx.run->device, ctx.grad_allocator));
   ctx.state->participants.push_back(std::move(participant));
   return absl::OkStatus();
 }

@@ -8,7 +8,13 @@
 
 namespace weft {
 
-absl::Status DpStrategy::Validate(const StrategyOptions& options,
+OptionSchema DpStrategy::Options() const {
+  OptionSchema s;
+  s.Int("dp_devices", 2, "replicas (devices) inside the one process");
+  return s;
+}
+
+absl::Status DpStrategy::Validate(const StrategyOptionSet& options,
                                   const comm::MeshLayout* mesh) const {
   if (mesh != nullptr && mesh->world_size() > 1) {
     return FailedPrecondition(
@@ -16,15 +22,16 @@ absl::Status DpStrategy::Validate(const StrategyOptions& options,
         "a single process: dp replicates over devices inside one process",
         "use --strategy=ddp for one process per device");
   }
-  if (options.dp_devices < 1) {
-    return InvalidArgument(absl::StrCat("dp_devices=", options.dp_devices), "dp_devices >= 1");
+  if (options.GetInt("dp_devices") < 1) {
+    return InvalidArgument(absl::StrCat("dp_devices=", options.GetInt("dp_devices")),
+                           "dp_devices >= 1");
   }
   return absl::OkStatus();
 }
 
 absl::Status DpStrategy::Apply(StrategyContext& ctx) {
   const Device master = ctx.run->device;
-  const int n = ctx.options->dp_devices;
+  const int n = static_cast<int>(ctx.options->GetInt("dp_devices"));
   std::vector<Device> devices;
   if (master.is_cuda()) {
     WEFT_ASSIGN_OR_RETURN(DeviceBackend * backend, GetDeviceBackend(DeviceType::kCUDA));

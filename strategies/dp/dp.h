@@ -27,7 +27,8 @@ class DpStrategy : public Strategy {
   std::string Name() const override { return "dp"; }
   StrategyPhase Phase() const override { return StrategyPhase::kDataParallel; }
   std::vector<std::string> RequiredAxes() const override { return {}; }
-  absl::Status Validate(const StrategyOptions& options,
+  OptionSchema Options() const override;
+  absl::Status Validate(const StrategyOptionSet& options,
                         const comm::MeshLayout* mesh) const override;
   absl::Status Apply(StrategyContext& ctx) override;
 };

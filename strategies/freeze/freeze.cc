@@ -25,10 +25,15 @@ class FreezeStrategy : public Strategy {
   StrategyPhase Phase() const override { return StrategyPhase::kRecompute; }
   std::vector<std::string> RequiredAxes() const override { return {}; }
 
-  absl::Status Validate(const StrategyOptions& options,
+  OptionSchema Options() const override {
+    OptionSchema s;
+    s.String("freeze", "", "module name prefixes to freeze, separated by '|' (e.g. embed)");
+    return s;
+  }
+
+  absl::Status Validate(const StrategyOptionSet& options,
                         const comm::MeshLayout*) const override {
-    auto it = options.extra.find("freeze");
-    if (it == options.extra.end() || it->second.empty()) {
+    if (options.GetString("freeze").empty()) {
       return InvalidArgument("freeze without module names",
                              "--strategy_options=freeze=<module prefix>[|<prefix>...]",
                              "e.g. freeze=embed to freeze the embeddings");
@@ -38,7 +43,7 @@ class FreezeStrategy : public Strategy {
 
   absl::Status Apply(StrategyContext& ctx) override {
     const std::vector<std::string> prefixes =
-        absl::StrSplit(ctx.options->extra.at("freeze"), '|', absl::SkipEmpty());
+        absl::StrSplit(ctx.options->GetString("freeze"), '|', absl::SkipEmpty());
     int frozen = 0;
     for (Module* m : ctx.model().Modules()) {
       bool match = false;
@@ -56,7 +61,7 @@ class FreezeStrategy : public Strategy {
       });
     }
     if (frozen == 0) {
-      return NotFound("no parameters under " + ctx.options->extra.at("freeze"),
+      return NotFound("no parameters under " + ctx.options->GetString("freeze"),
                       "module name prefixes of the model", "e.g. embed, blocks.0, ln_f");
     }
     return absl::OkStatus();

@@ -4,11 +4,23 @@
 #include "absl/strings/str_split.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
+#include "core/parallel/reduce_dtype.h"
+#include "core/parallel/reduce_groups.h"
 #include "strategies/fsdp/fsdp_participant.h"
 
 namespace weft {
 
-absl::Status FsdpStrategy::Validate(const StrategyOptions& options,
+OptionSchema FsdpStrategy::Options() const {
+  OptionSchema s;
+  s.Bool("reshard_after_forward", true,
+         "free gathered parameters after forward and gather again for backward");
+  s.String("fsdp_wrap", "TransformerBlock",
+           "module types that form one FSDP unit, separated by '|'");
+  AddReduceDTypeOption(s);
+  return s;
+}
+
+absl::Status FsdpStrategy::Validate(const StrategyOptionSet& options,
                                     const comm::MeshLayout* mesh) const {
   if (mesh == nullptr) {
     return FailedPrecondition("fsdp without a device mesh", "a job started with a mesh");
@@ -25,31 +37,28 @@ absl::Status FsdpStrategy::Validate(const StrategyOptions& options,
         "dp_shard > 1 when the job has several ranks",
         "lower --dp_replicate (or raise --dp_shard); ddp is the strategy for pure replication");
   }
-  if (!options.reduce_dtype.empty() && options.reduce_dtype != "f32" &&
-      options.reduce_dtype != "bf16") {
-    return InvalidArgument("reduce_dtype=" + options.reduce_dtype, "f32 or bf16");
-  }
   return absl::OkStatus();
 }
 
 absl::Status FsdpStrategy::Apply(StrategyContext& ctx) {
+  // Shards every parameter over the data-parallel ranks itself; one already
+  // sharded over them (an expert) needs ddp (core/parallel/reduce_groups.h).
+  for (const char* axis : {"dp_replicate", "dp_shard"}) {
+    WEFT_RETURN_IF_ERROR(CheckNotShardedOver(ctx.model().Parameters(), axis, "fsdp"));
+  }
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> shard, ctx.mesh->Group("dp_shard"));
   std::shared_ptr<comm::ProcessGroup> replicate;
   if (ctx.mesh->AxisSize("dp_replicate").value_or(1) > 1) {
     WEFT_ASSIGN_OR_RETURN(replicate, ctx.mesh->Group("dp_replicate"));
   }
   FsdpParticipant::Config config;
-  auto wrap = ctx.options->extra.find("fsdp_wrap");
-  const std::string wrap_types = wrap == ctx.options->extra.end() ? "TransformerBlock" : wrap->second;
+  const std::string& wrap_types = ctx.options->GetString("fsdp_wrap");
   for (absl::string_view t : absl::StrSplit(wrap_types, '|', absl::SkipEmpty())) {
     config.wrap_types.insert(std::string(t));
   }
-  config.reshard_after_forward = ctx.options->reshard_after_forward;
+  config.reshard_after_forward = ctx.options->GetBool("reshard_after_forward");
   config.grad_dtype = ctx.grad_dtype;
-  config.reduce_dtype = ctx.grad_dtype;
-  if (!ctx.options->reduce_dtype.empty()) {
-    WEFT_ASSIGN_OR_RETURN(config.reduce_dtype, ParseDType(ctx.options->reduce_dtype));
-  }
+  WEFT_ASSIGN_OR_RETURN(config.reduce_dtype, ReduceDType(*ctx.options, ctx.grad_dtype));
   auto participant = std::make_unique<FsdpParticipant>(std::move(config), shard, replicate,
                                                        ctx.run->stream);
   WEFT_RETURN_IF_ERROR(participant->Build(ctx));

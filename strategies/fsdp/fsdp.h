@@ -40,7 +40,8 @@ class FsdpStrategy : public Strategy {
   std::string Name() const override { return "fsdp"; }
   StrategyPhase Phase() const override { return StrategyPhase::kDataParallel; }
   std::vector<std::string> RequiredAxes() const override { return {"dp_replicate", "dp_shard"}; }
-  absl::Status Validate(const StrategyOptions& options,
+  OptionSchema Options() const override;
+  absl::Status Validate(const StrategyOptionSet& options,
                         const comm::MeshLayout* mesh) const override;
   absl::Status Apply(StrategyContext& ctx) override;
 };

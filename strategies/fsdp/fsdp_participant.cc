@@ -111,11 +111,16 @@ void FsdpParticipant::InstallHooks(Model& model) {
   });
   for (int u = 1; u < static_cast<int>(units_.size()); ++u) {
     Module* m = unit_module_[u];
-    m->AddHook(HP::kPreForward, [this, u](Module&, RunContext&) -> absl::Status {
+    // A recompute replay runs inside the unit's backward: unit u + 1 has
+    // already reduced and released (prefetching it would bind parameters the
+    // optimizer is about to change, and the next forward would use them),
+    // and unit u's backward needs its parameters right after.
+    m->AddHook(HP::kPreForward, [this, u](Module&, RunContext& ctx) -> absl::Status {
       WEFT_RETURN_IF_ERROR(Gathered(u));
-      return Prefetch(u + 1);
+      return ctx.recomputing ? absl::OkStatus() : Prefetch(u + 1);
     });
     m->AddHook(HP::kPostForward, [this, u](Module&, RunContext& ctx) -> absl::Status {
+      if (ctx.recomputing) return absl::OkStatus();
       if (config_.reshard_after_forward || !ctx.training) units_[u]->ReleaseFull();
       return absl::OkStatus();
     });

@@ -1,5 +1,6 @@
 #include "strategies/fsdp/fsdp.h"
 
+#include "core/parallel/strategy_options.h"
 #include "gtest/gtest.h"
 
 namespace weft {
@@ -7,7 +8,7 @@ namespace {
 
 TEST(FsdpValidateTest, NeedsAShardAxis) {
   FsdpStrategy f;
-  StrategyOptions o;
+  StrategyOptionSet o = (*ResolveStrategyOptions({&f}, {}))[0];
   auto no_axis = *comm::MeshLayout::Create({{"dp_replicate", 4}}, 4);
   absl::Status s = f.Validate(o, &no_axis);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);

@@ -34,7 +34,8 @@ class ZeroStrategy : public Strategy {
   std::string Name() const override { return "zero"; }
   StrategyPhase Phase() const override { return StrategyPhase::kDataParallel; }
   std::vector<std::string> RequiredAxes() const override { return {"dp_replicate", "dp_shard"}; }
-  absl::Status Validate(const StrategyOptions& options,
+  OptionSchema Options() const override;
+  absl::Status Validate(const StrategyOptionSet& options,
                         const comm::MeshLayout* mesh) const override;
   absl::Status Apply(StrategyContext& ctx) override;
 };

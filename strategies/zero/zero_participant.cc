@@ -4,6 +4,7 @@
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/parallel/bucketing.h"
+#include "core/parallel/reduce_dtype.h"
 
 namespace weft {
 namespace {
@@ -23,10 +24,7 @@ std::vector<Parameter*> OwnParams(Module& m) {
 absl::Status ZeroParticipant::AddGroup(const std::string& name, std::vector<Parameter*> params,
                                        StrategyContext& ctx) {
   if (params.empty()) return absl::OkStatus();
-  DType reduce = ctx.grad_dtype;
-  if (!ctx.options->reduce_dtype.empty()) {
-    WEFT_ASSIGN_OR_RETURN(reduce, ParseDType(ctx.options->reduce_dtype));
-  }
+  WEFT_ASSIGN_OR_RETURN(DType reduce, ReduceDType(*ctx.options, ctx.grad_dtype));
   ShardedGroup::Options o;
   o.params = stage_ == 3 ? ShardedGroup::Mode::kSharded : ShardedGroup::Mode::kFull;
   o.grads = stage_ == 1 ? ShardedGroup::Mode::kFull : ShardedGroup::Mode::kSharded;
@@ -74,7 +72,7 @@ absl::Status ZeroParticipant::Build(StrategyContext& ctx) {
     }
   } else {
     for (std::vector<Parameter*>& bucket : BucketInBackwardOrder(
-             model.Parameters(), ctx.options->bucket_mb, DTypeSize(ctx.grad_dtype))) {
+             model.Parameters(), ctx.options->GetDouble("bucket_mb"), DTypeSize(ctx.grad_dtype))) {
       WEFT_RETURN_IF_ERROR(
           AddGroup(absl::StrCat("bucket", groups_.size()), std::move(bucket), ctx));
     }

@@ -1,5 +1,6 @@
 #include "strategies/zero/zero.h"
 
+#include "core/parallel/strategy_options.h"
 #include "gtest/gtest.h"
 
 namespace weft {
@@ -9,33 +10,45 @@ comm::MeshLayout Mesh() {
   return *comm::MeshLayout::Create({{"dp_replicate", 1}, {"dp_shard", 4}}, 4);
 }
 
+absl::StatusOr<StrategyOptionSet> Options(const Strategy& s,
+                                          std::map<std::string, std::string> given) {
+  absl::StatusOr<std::vector<StrategyOptionSet>> sets =
+      ResolveStrategyOptions({&s}, {.given = std::move(given)});
+  if (!sets.ok()) return sets.status();
+  return (*sets)[0];
+}
+
 TEST(ZeroValidateTest, StagesOneToThreeOnly) {
   ZeroStrategy z;
   comm::MeshLayout mesh = Mesh();
-  StrategyOptions o;
-  for (int stage : {1, 2, 3}) {
-    o.zero_stage = stage;
-    EXPECT_TRUE(z.Validate(o, &mesh).ok()) << stage;
+  for (const char* stage : {"1", "2", "3"}) {
+    EXPECT_TRUE(z.Validate(*Options(z, {{"zero_stage", stage}}), &mesh).ok()) << stage;
   }
-  o.zero_stage = 4;
-  absl::Status s = z.Validate(o, &mesh);
+  absl::Status s = z.Validate(*Options(z, {{"zero_stage", "4"}}), &mesh);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("zero_stage=4"), std::string::npos);
   EXPECT_NE(s.message().find("never falls back"), std::string::npos);
-  o.zero_stage = 0;
-  EXPECT_FALSE(z.Validate(o, &mesh).ok());
+  EXPECT_FALSE(z.Validate(*Options(z, {{"zero_stage", "0"}}), &mesh).ok());
 }
 
 TEST(ZeroValidateTest, BadOptions) {
   ZeroStrategy z;
   comm::MeshLayout mesh = Mesh();
-  StrategyOptions o;
-  o.bucket_mb = 0;
-  EXPECT_FALSE(z.Validate(o, &mesh).ok());
-  o = StrategyOptions();
-  o.reduce_dtype = "f8";
-  EXPECT_NE(z.Validate(o, &mesh).message().find("f32 or bf16"), std::string::npos);
-  EXPECT_FALSE(z.Validate(StrategyOptions(), nullptr).ok());
+  EXPECT_FALSE(z.Validate(*Options(z, {{"bucket_mb", "0"}}), &mesh).ok());
+  absl::Status s = Options(z, {{"reduce_dtype", "f8"}}).status();
+  EXPECT_NE(s.message().find("one of: auto, f32, bf16"), std::string::npos) << s;
+  EXPECT_FALSE(z.Validate(*Options(z, {}), nullptr).ok());
+}
+
+TEST(ZeroOptionsTest, DefaultsAndTypes) {
+  ZeroStrategy z;
+  StrategyOptionSet o = *Options(z, {});
+  EXPECT_EQ(o.GetInt("zero_stage"), 1);
+  EXPECT_EQ(o.GetDouble("bucket_mb"), 25);
+  EXPECT_EQ(o.GetEnum("reduce_dtype"), "auto");
+  absl::Status s = Options(z, {{"zero_stage", "two"}}).status();
+  EXPECT_NE(s.message().find("zero.zero_stage='two'"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("type int"), std::string::npos) << s;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "core/parallel/strategy_options.h"
 #include "core/runtime/config_loader.h"
 #include "tools/launch/relaunch.h"
 
@@ -40,6 +41,9 @@ int TrainMain(int argc, char** argv, const std::string& usage, google::protobuf:
   absl::Status parsed = LoadConfigFromArgs(args, job);
   if (help) {
     std::printf("%s\n\nFlags (current values):\n%s", usage.c_str(), DescribeConfig(*job).c_str());
+    std::printf("\nStrategies (--strategy) and their options "
+                "(--strategy_options=key=value,... or strategy.key=value):\n%s",
+                DescribeRegisteredStrategies().c_str());
     return parsed.ok() ? 0 : 2;
   }
   if (!parsed.ok()) {
