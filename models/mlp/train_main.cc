@@ -8,7 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
-#include "core/runtime/evaluation.h"
+#include "models/mlp/classifier_evaluation.h"
 #include "tools/train_main/train_main.h"
 #include "core/runtime/trainer.h"
 #include "data/data.h"

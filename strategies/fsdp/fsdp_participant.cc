@@ -7,7 +7,6 @@
 namespace weft {
 namespace {
 
-constexpr size_t kMaxReducesInFlight = 2;
 
 void Collect(Module& m, std::vector<Parameter*>* out) {
   for (Parameter* p : m.Parameters()) out->push_back(p);
@@ -137,19 +136,7 @@ void FsdpParticipant::InstallHooks(Model& model) {
   }
 }
 
-absl::Status FsdpParticipant::ReduceUnit(int u) {
-  WEFT_RETURN_IF_ERROR(units_[u]->ReduceGrads(/*async=*/true));
-  in_flight_.push_back(u);
-  return DrainReduces(kMaxReducesInFlight);
-}
-
-absl::Status FsdpParticipant::DrainReduces(size_t keep_in_flight) {
-  while (in_flight_.size() > keep_in_flight) {
-    WEFT_RETURN_IF_ERROR(units_[in_flight_.front()]->FinishReduce());
-    in_flight_.pop_front();
-  }
-  return absl::OkStatus();
-}
+absl::Status FsdpParticipant::ReduceUnit(int u) { return reduces_.Launch(*units_[u]); }
 
 absl::Status FsdpParticipant::ZeroGrad() {
   for (auto& u : units_) {
@@ -160,11 +147,11 @@ absl::Status FsdpParticipant::ZeroGrad() {
 
 absl::Status FsdpParticipant::BeforeBackward(const BackwardInfo&) {
   // The previous backward's reductions own their full gradient buffers.
-  return DrainReduces(0);
+  return reduces_.Drain();
 }
 
 absl::Status FsdpParticipant::FinishGradients() {
-  WEFT_RETURN_IF_ERROR(DrainReduces(0));
+  WEFT_RETURN_IF_ERROR(reduces_.Drain());
   if (replicate_ == nullptr || replicate_->size() == 1) return absl::OkStatus();
   // HSDP: shards are replicated over dp_replicate; sum their gradients.
   std::vector<std::shared_ptr<comm::Work>> works;

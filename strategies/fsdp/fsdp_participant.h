@@ -3,13 +3,13 @@
 #ifndef WEFT_STRATEGIES_FSDP_FSDP_PARTICIPANT_H_
 #define WEFT_STRATEGIES_FSDP_FSDP_PARTICIPANT_H_
 
-#include <deque>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "core/parallel/reduce_queue.h"
 #include "core/parallel/sharded_group.h"
 #include "core/parallel/strategy.h"
 
@@ -49,7 +49,6 @@ class FsdpParticipant : public StepParticipant {
   absl::Status Gathered(int unit);  // gathered and complete
   absl::Status Prefetch(int unit);  // starts a gather; no-op out of range
   absl::Status ReduceUnit(int unit);
-  absl::Status DrainReduces(size_t keep_in_flight);
 
   Config config_;
   std::shared_ptr<comm::ProcessGroup> shard_;
@@ -59,7 +58,8 @@ class FsdpParticipant : public StepParticipant {
   std::vector<std::unique_ptr<ShardedGroup>> units_;
   std::vector<Module*> unit_module_;
   absl::flat_hash_map<const Parameter*, int> unit_of_;
-  std::deque<int> in_flight_;
+  // At most two full gradient buffers in flight.
+  ReduceQueue reduces_{2};
 };
 
 }  // namespace weft

@@ -11,7 +11,6 @@ namespace {
 
 // Reduce-scatters in flight at once (stages 2 and 3): bounds the transient
 // full-gradient memory while still overlapping communication with backward.
-constexpr size_t kMaxReducesInFlight = 2;
 
 std::vector<Parameter*> OwnParams(Module& m) {
   std::vector<Parameter*> out;
@@ -155,18 +154,9 @@ absl::Status ZeroParticipant::OnPostBackward(Module& m) {
 
 absl::Status ZeroParticipant::LaunchReduce(size_t g) {
   ShardedGroup& group = *groups_[g];
-  WEFT_RETURN_IF_ERROR(group.ReduceGrads(/*async=*/true));
+  WEFT_RETURN_IF_ERROR(reduces_.Launch(group));
   // Parameters of a finished layer are not needed until the next forward.
   if (stage_ == 3 && !resident_[g]) group.ReleaseFull();
-  in_flight_.push_back(g);
-  return DrainReduces(kMaxReducesInFlight);
-}
-
-absl::Status ZeroParticipant::DrainReduces(size_t keep_in_flight) {
-  while (in_flight_.size() > keep_in_flight) {
-    WEFT_RETURN_IF_ERROR(groups_[in_flight_.front()]->FinishReduce());
-    in_flight_.pop_front();
-  }
   return absl::OkStatus();
 }
 
@@ -178,7 +168,7 @@ absl::Status ZeroParticipant::ZeroGrad() {
 absl::Status ZeroParticipant::BeforeBackward(const BackwardInfo&) {
   // A reduce-scatter still running from the previous backward owns its
   // full gradient buffer: finish it before backward writes new gradients.
-  WEFT_RETURN_IF_ERROR(DrainReduces(0));
+  WEFT_RETURN_IF_ERROR(reduces_.Drain());
   for (size_t g = 0; g < groups_.size(); ++g) {
     pending_[g] = static_cast<int>(groups_[g]->flat().params().size());
   }
@@ -192,7 +182,7 @@ absl::Status ZeroParticipant::FinishGradients() {
     for (auto& g : groups_) WEFT_RETURN_IF_ERROR(g->FinishReduce());
     return absl::OkStatus();
   }
-  WEFT_RETURN_IF_ERROR(DrainReduces(0));
+  WEFT_RETURN_IF_ERROR(reduces_.Drain());
   for (size_t g = 0; g < groups_.size(); ++g) {
     if (pending_[g] > 0) {
       // Some parameters took no part in backward (unused); whatever

@@ -3,11 +3,11 @@
 #ifndef WEFT_STRATEGIES_ZERO_ZERO_PARTICIPANT_H_
 #define WEFT_STRATEGIES_ZERO_ZERO_PARTICIPANT_H_
 
-#include <deque>
 #include <memory>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "core/parallel/reduce_queue.h"
 #include "core/parallel/sharded_group.h"
 #include "core/parallel/strategy.h"
 
@@ -37,7 +37,6 @@ class ZeroParticipant : public StepParticipant {
   absl::Status OnPreBackward(Module& m);
   absl::Status OnPostBackward(Module& m);
   absl::Status LaunchReduce(size_t g);
-  absl::Status DrainReduces(size_t keep_in_flight);
 
   const int stage_;
   std::shared_ptr<comm::ProcessGroup> group_;
@@ -47,7 +46,8 @@ class ZeroParticipant : public StepParticipant {
   std::vector<bool> resident_;  // stage 3: gathered for the whole step (shared/root params)
   absl::flat_hash_map<const Parameter*, size_t> group_of_;
   absl::flat_hash_map<const Module*, std::vector<size_t>> groups_of_module_;  // stage 3
-  std::deque<size_t> in_flight_;  // reduce-scatters not finished yet
+  // At most two full gradient buffers in flight.
+  ReduceQueue reduces_{2};
 };
 
 }  // namespace weft

@@ -1,7 +1,7 @@
 // Classifier evaluation: accuracy and mean loss over one full pass of the
 // trainer's validation (test) loader, summed over data-parallel ranks.
-#ifndef WEFT_CORE_RUNTIME_EVALUATION_H_
-#define WEFT_CORE_RUNTIME_EVALUATION_H_
+#ifndef WEFT_MODELS_MLP_CLASSIFIER_EVALUATION_H_
+#define WEFT_MODELS_MLP_CLASSIFIER_EVALUATION_H_
 
 #include <cstdint>
 
@@ -23,4 +23,4 @@ absl::StatusOr<ClassificationResult> EvaluateClassifier(Trainer& trainer);
 
 }  // namespace weft
 
-#endif  // WEFT_CORE_RUNTIME_EVALUATION_H_
+#endif  // WEFT_MODELS_MLP_CLASSIFIER_EVALUATION_H_

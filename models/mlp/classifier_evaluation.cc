@@ -1,4 +1,4 @@
-#include "core/runtime/evaluation.h"
+#include "models/mlp/classifier_evaluation.h"
 
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
