@@ -35,6 +35,43 @@ __global__ void ColumnPartialsKernel(const T* __restrict__ src, float* __restric
   }
 }
 
+// The same sums with each thread owning V adjacent columns read by one
+// 16-byte load per row: a warp covers 32 * V columns of a row at once instead
+// of 32. Rows are assigned and added in the same order as above, so every
+// column's sum is bitwise the same.
+template <typename T>
+__global__ void ColumnPartialsVecKernel(const T* __restrict__ src, float* __restrict__ partials,
+                                        int64_t rows, int64_t cols, int rows_per_chunk) {
+  constexpr int V = Packed128<T>::kSize;
+  __shared__ float s[kColRowLanes][kColTile * V];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t c = (int64_t(blockIdx.x) * kColTile + tx) * V;
+  const int64_t r0 = int64_t(blockIdx.y) * rows_per_chunk;
+  const int64_t r1 = min(rows, r0 + rows_per_chunk);
+  float acc[V] = {};
+  if (c < cols) {
+    for (int64_t r = r0 + ty; r < r1; r += kColRowLanes) {
+      float f[V];
+      LoadF<V>(src + r * cols + c, f);
+#pragma unroll
+      for (int k = 0; k < V; ++k) acc[k] += f[k];
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < V; ++k) s[ty][tx * V + k] = acc[k];
+  __syncthreads();
+  // All 256 threads finalize: thread i sums column i of the block over ty.
+  const int i = ty * kColTile + tx;
+  for (int col = i; col < kColTile * V; col += kColTile * kColRowLanes) {
+    const int64_t gc = int64_t(blockIdx.x) * kColTile * V + col;
+    if (gc >= cols) continue;
+    float total = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kColRowLanes; ++k) total += s[k][col];
+    partials[int64_t(blockIdx.y) * cols + gc] = total;
+  }
+}
+
 template <typename T, typename B>
 __global__ void AddBiasKernel(T* out, const B* __restrict__ bias, int64_t rows, int64_t cols) {
   const int64_t n = rows * cols;
@@ -68,8 +105,15 @@ __global__ void DGeluKernel(T* out, const A* __restrict__ aux, int64_t n) {
 template <typename T>
 absl::Status ColumnPartials(const void* src, float* scratch, int64_t rows, int64_t cols,
                             const ColumnChunking& ch, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(CeilDiv(cols, kColTile)), ch.chunks);
   const dim3 block(kColTile, kColRowLanes);
+  constexpr int V = Packed128<T>::kSize;
+  if (cols % V == 0 && Aligned16(src)) {
+    const dim3 grid(static_cast<unsigned>(CeilDiv(cols, kColTile * V)), ch.chunks);
+    ColumnPartialsVecKernel<T><<<grid, block, 0, stream>>>(static_cast<const T*>(src), scratch,
+                                                           rows, cols, ch.rows_per_chunk);
+    return CheckLaunch("ColumnPartialsVecKernel");
+  }
+  const dim3 grid(static_cast<unsigned>(CeilDiv(cols, kColTile)), ch.chunks);
   ColumnPartialsKernel<T><<<grid, block, 0, stream>>>(static_cast<const T*>(src), scratch, rows,
                                                       cols, ch.rows_per_chunk);
   return CheckLaunch("ColumnPartialsKernel");

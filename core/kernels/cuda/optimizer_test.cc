@@ -111,6 +111,39 @@ TEST(AdamWParityTest, ThreeStepsWithClippingAndMixedSegments) {
   CompareState(st, segs, true);
 }
 
+// The kernel takes 4 elements per thread when every pointer is aligned and
+// falls back per element otherwise: views one element into their buffers
+// take the fallback, and must give the same numbers.
+TEST(AdamWParityTest, UnalignedViewsMatchTheCpu) {
+  const std::vector<SegmentData> segs = MakeSegments(12);
+  State st = MakeState(segs, /*adam=*/true, /*gpu_momentum=*/true);
+  auto shifted = [](const Tensor& t) {
+    if (!t.defined() || t.numel() == 0) return t;
+    const std::vector<float> v = Floats(t);
+    std::vector<float> padded(v.size() + 1, 0.0f);
+    std::copy(v.begin(), v.end(), padded.begin() + 1);
+    return Gpu(padded, {static_cast<int64_t>(padded.size())}, t.dtype())
+        .Slice(0, 1, static_cast<int64_t>(padded.size()));
+  };
+  for (OptimSegment& g : st.gpu) {
+    g.master = shifted(g.master);
+    g.grad = shifted(g.grad);
+    g.exp_avg = shifted(g.exp_avg);
+    g.exp_avg_sq = shifted(g.exp_avg_sq);
+    g.param = shifted(g.param);
+  }
+  AdamWHyper h;
+  h.lr = 1e-2f;
+  h.weight_decay = 0.1f;
+  for (int step = 1; step <= 2; ++step) {
+    h.step = step;
+    ASSERT_TRUE(CpuOps().AdamW(kCpuCtx, absl::MakeSpan(st.cpu), h).ok());
+    const absl::Status s = GpuOps().AdamW(GpuCtx(), absl::MakeSpan(st.gpu), h);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  CompareState(st, segs, true);
+}
+
 TEST(AdamWParityTest, NoClipping) {
   const std::vector<SegmentData> segs = MakeSegments(5);
   State st = MakeState(segs, true, true);
