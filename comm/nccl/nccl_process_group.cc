@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "comm/nccl/abortable_poll.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/tensor/cuda/cuda_check.h"
@@ -133,19 +134,18 @@ absl::Status NcclProcessGroup::Init(Store& store, const Deadline& deadline) {
 }
 
 absl::Status NcclProcessGroup::AwaitComm(const Deadline& deadline) {
-  absl::Duration backoff = absl::Microseconds(20);
-  while (true) {
-    ncclResult_t state = ncclInProgress;
-    const ncclResult_t rc = ncclCommGetAsyncError(comm_, &state);
-    if (rc != ncclSuccess) return NcclError(rc, "ncclCommGetAsyncError", __FILE__, __LINE__);
-    if (state == ncclSuccess) return absl::OkStatus();
-    if (state != ncclInProgress) {
-      return NcclError(state, "NCCL operation (async)", __FILE__, __LINE__);
-    }
-    if (deadline.Expired()) return absl::DeadlineExceededError("NCCL operation still in progress");
-    absl::SleepFor(std::min(backoff, deadline.Remaining()));
-    backoff = std::min(backoff * 2, absl::Milliseconds(1));
-  }
+  return PollUntilDone(
+      [this]() -> absl::StatusOr<PollState> {
+        ncclResult_t state = ncclInProgress;
+        const ncclResult_t rc = ncclCommGetAsyncError(comm_, &state);
+        if (rc != ncclSuccess) return NcclError(rc, "ncclCommGetAsyncError", __FILE__, __LINE__);
+        if (state == ncclSuccess) return PollState::kDone;
+        if (state != ncclInProgress) {
+          return NcclError(state, "NCCL operation (async)", __FILE__, __LINE__);
+        }
+        return PollState::kInProgress;
+      },
+      deadline, abort_requested_);
 }
 
 void NcclProcessGroup::AbortLocked() {
@@ -157,6 +157,9 @@ void NcclProcessGroup::AbortLocked() {
 }
 
 void NcclProcessGroup::Fail(const absl::Status& error) {
+  // First, without mu_: a Launch polling a stuck enqueue under mu_ returns
+  // within a millisecond instead of at its op timeout.
+  abort_requested_.store(true, std::memory_order_release);
   MarkBroken(error);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -178,7 +181,7 @@ void NcclProcessGroup::WatchdogLoop() {
     {
       std::unique_lock<std::mutex> lock(watch_mu_);
       watch_cv_.wait_for(lock, kWatchdogPeriod);
-      if (stopping_ && in_flight_.empty()) return;
+      if (stopping_ && (in_flight_.empty() || stop_deadline_.Expired())) return;
       snapshot = in_flight_;
     }
     absl::Status failure;
@@ -196,8 +199,10 @@ void NcclProcessGroup::WatchdogLoop() {
       }
       ncclResult_t async = ncclSuccess;
       {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (!aborted_) (void)ncclCommGetAsyncError(comm_, &async);
+        // A Launch holding mu_ polls the same error itself; never queue
+        // behind it.
+        std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+        if (lock.owns_lock() && !aborted_) (void)ncclCommGetAsyncError(comm_, &async);
       }
       if (async != ncclSuccess && async != ncclInProgress) {
         failure = f.work->info().Error(
@@ -225,14 +230,23 @@ void NcclProcessGroup::WatchdogLoop() {
 }
 
 NcclProcessGroup::~NcclProcessGroup() {
+  bool stuck = false;
   {
     std::lock_guard<std::mutex> lock(watch_mu_);
     stopping_ = true;
+    // In-flight ops get a short grace, not their whole timeout.
+    stop_deadline_ = Deadline::After(absl::Seconds(10));
   }
   watch_cv_.notify_all();
-  if (watchdog_.joinable()) watchdog_.join();  // ends once in-flight ops finish or fail
+  if (watchdog_.joinable()) watchdog_.join();  // in-flight ops finished, failed or ran out of grace
+  {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    stuck = !in_flight_.empty();
+  }
+  if (stuck) abort_requested_.store(true, std::memory_order_release);
   std::lock_guard<std::mutex> lock(mu_);
   cuda::DeviceGuard guard(device_);
+  if (stuck) AbortLocked();
   if (comm_ != nullptr && !aborted_) {
     // Flush outstanding work, then free; abort if that does not settle.
     const ncclResult_t rc = ncclCommFinalize(comm_);

@@ -28,6 +28,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <list>
@@ -93,6 +94,9 @@ class NcclProcessGroup final : public ProcessGroup {
   std::mutex mu_;  // guards comm_ and every NCCL call
   ncclComm_t comm_ = nullptr;
   bool aborted_ = false;
+  // Set (without mu_) before an abort: a thread polling under mu_ sees it
+  // within a millisecond and lets go (abortable_poll.h).
+  std::atomic<bool> abort_requested_{false};
   cudaStream_t comm_stream_ = nullptr;
   int* barrier_buffer_ = nullptr;  // one device int for Barrier
 
@@ -104,6 +108,8 @@ class NcclProcessGroup final : public ProcessGroup {
   std::condition_variable watch_cv_;
   std::list<InFlight> in_flight_;
   bool stopping_ = false;
+  // While stopping, how long the watchdog still waits for in-flight ops.
+  Deadline stop_deadline_ = Deadline::After(absl::InfiniteDuration());
   std::thread watchdog_;
 };
 
