@@ -245,8 +245,11 @@ absl::Status Trainer::Init() {
   WEFT_ASSIGN_OR_RETURN(LrSchedule sched, LrSchedule::Create(o.lr(), o.min_lr(), o.warmup_steps(),
                                                              c.steps(), o.lr_schedule()));
   schedule_.emplace(sched);
-  WEFT_ASSIGN_OR_RETURN(loss_sum_, ctx_.Zeros({1}, DType::kF32));
-  WEFT_ASSIGN_OR_RETURN(grad_norm_sq_, ctx_.Zeros({1}, DType::kF32));
+  // Loss sum and squared gradient norm side by side, so the step's one host
+  // read fetches both.
+  WEFT_ASSIGN_OR_RETURN(step_scalars_, ctx_.Zeros({2}, DType::kF32));
+  loss_sum_ = step_scalars_.Slice(0, 0, 1);
+  grad_norm_sq_ = step_scalars_.Slice(0, 1, 2);
   WEFT_ASSIGN_OR_RETURN(MetricsLogger logger,
                         MetricsLogger::Open(c.metrics_out(), !c.quiet(),
                                             parallel_->world_rank == 0));
@@ -311,18 +314,14 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
 
   // The one host synchronization of the step.
   const auto t_issued = std::chrono::steady_clock::now();
-  WEFT_ASSIGN_OR_RETURN(std::vector<float> loss_host, loss_sum_.ToFloats());
-  double grad_norm = 0;
-  if (clip > 0) {
-    WEFT_ASSIGN_OR_RETURN(std::vector<float> norm_host, grad_norm_sq_.ToFloats());
-    grad_norm = std::sqrt(static_cast<double>(norm_host[0]));
-  }
+  WEFT_ASSIGN_OR_RETURN(std::vector<float> scalars, step_scalars_.ToFloats());
+  const double grad_norm = clip > 0 ? std::sqrt(static_cast<double>(scalars[1])) : 0.0;
   const auto t1 = std::chrono::steady_clock::now();
 
   StepStats s;
   s.step = step_;
   const double global_targets = static_cast<double>(c.global_batch() * targets_per_sample);
-  s.loss = loss_host[0] / global_targets;
+  s.loss = scalars[0] / global_targets;
   s.lr = lr;
   s.grad_norm = grad_norm;
   s.step_ms = HostMs(t0, t1);

@@ -137,8 +137,9 @@ class Trainer {
   std::optional<LrSchedule> schedule_;
   std::shared_ptr<const StepSchedule> step_schedule_;
   std::optional<MetricsLogger> logger_;
-  Tensor loss_sum_;      // f32 scalar on the device
-  Tensor grad_norm_sq_;  // f32 scalar on the device
+  Tensor step_scalars_;  // f32 [2] on the device: read once per step
+  Tensor loss_sum_;      // view of step_scalars_[0]
+  Tensor grad_norm_sq_;  // view of step_scalars_[1]
   JobTopology topology_;
   DType grad_dtype_ = DType::kF32;
   int64_t accum_steps_ = 1;

@@ -61,6 +61,9 @@ class DeviceBackend {
   // copies) this backend performed since start; for tests that count syncs
   // per step. Backends that never block the host return 0.
   virtual int64_t HostSyncCount() const { return 0; }
+  // The same, counting only the calling thread's waits (a training loop's
+  // stalls, without the data loader's workers waiting on their own copies).
+  virtual int64_t HostSyncCountOnThisThread() const { return 0; }
 
   virtual absl::Status Memset(int index, void* dst, int value, size_t bytes,
                               NativeStream stream) = 0;

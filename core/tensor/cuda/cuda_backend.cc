@@ -85,6 +85,7 @@ class CudaBackend : public DeviceBackend {
   }
 
   int64_t HostSyncCount() const override { return host_syncs_.load(std::memory_order_relaxed); }
+  int64_t HostSyncCountOnThisThread() const override { return thread_host_syncs_; }
 
   absl::StatusOr<Allocator*> GetAllocator(int index) override {
     WEFT_RETURN_IF_ERROR(CheckIndex(index));
@@ -218,7 +219,11 @@ class CudaBackend : public DeviceBackend {
     return absl::OkStatus();
   }
 
-  void CountHostSync() { host_syncs_.fetch_add(1, std::memory_order_relaxed); }
+  void CountHostSync() {
+    host_syncs_.fetch_add(1, std::memory_order_relaxed);
+    ++thread_host_syncs_;
+  }
+  static inline thread_local int64_t thread_host_syncs_ = 0;
 
   std::atomic<int64_t> host_syncs_{0};
   std::mutex mu_;
