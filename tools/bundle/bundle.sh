@@ -85,6 +85,12 @@ for t in "${targets[@]}"; do
     tar -C "$bin.runfiles" -chf - --exclude='_solib_*' --exclude='local_cuda' . |
       tar -C "$out/bin/$name.runfiles" -xf -
     chmod -R u+w "$out/bin/$name.runfiles"
+    # The runfiles tree holds the binary again: link it to bin/ instead of a
+    # second (unstripped) copy, which doubled the bundle.
+    find "$out/bin/$name.runfiles" -type f -name "$name" | while read -r copy; do
+      rm -f "$copy"
+      ln -s "$(realpath --relative-to="$(dirname "$copy")" "$out/bin/$name")" "$copy"
+    done
   fi
   # ldd resolves what the binary really loads here; copy what the target lacks.
   while read -r lib path; do
@@ -95,22 +101,6 @@ for t in "${targets[@]}"; do
   echo "bundle: $t -> $out/bin/$name"
 done
 
-cat > "$out/run" <<'RUN'
-#!/bin/sh
-# Runs a bundled binary: ./run <name> [args...]
-here="$(cd "$(dirname "$0")" && pwd)"
-name="$1"; shift
-if [ ! -x "$here/bin/$name" ]; then
-  echo "run: no binary '$name' in $here/bin; have: $(ls "$here/bin" | grep -v runfiles | tr '\n' ' ')" >&2
-  exit 2
-fi
-export LD_LIBRARY_PATH="$here/lib:${CUDA_HOME:-/usr/local/cuda}/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-if [ -d "$here/bin/$name.runfiles" ]; then
-  export RUNFILES_DIR="$here/bin/$name.runfiles"
-  export TEST_SRCDIR="$RUNFILES_DIR"
-fi
-export TEST_TMPDIR="${TEST_TMPDIR:-$(mktemp -d)}"
-exec "$here/bin/$name" "$@"
-RUN
+cp -f "$(dirname "$(readlink -f "$0")")/run.sh" "$out/run"
 chmod +x "$out/run"
 du -sh "$out" | awk '{print "bundle: " $1 " in " $2}'
