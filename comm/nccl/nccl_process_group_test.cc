@@ -4,6 +4,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
+#include <thread>
+
 #include "absl/strings/match.h"
 #include "comm/process_group/registry.h"
 #include "comm/store/hash_store.h"
@@ -123,6 +126,31 @@ TEST_F(NcclTest, TensorsOutliveTheGroupThatReducedThem) {
   Tensor u = Gpu(DType::kF32, {5, 6});
   EXPECT_TRUE(ExpectTensor(u, {5, 6}, "after the group").ok());
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+// The loss all-reduce (dp_sum) runs on the compute stream: an op given
+// `stream` starts only after the work already queued there. Here the
+// producer is delayed on the stream (a 200 ms host callback, then the copy
+// of the new value) and the op writes a separate output, so an op ordered
+// on the legacy default stream instead would gather the old value.
+void CUDART_CB SleepOnStream(void*) { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }
+
+TEST_F(NcclTest, OpOnAStreamWaitsForADelayedProducer) {
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  Tensor in = Gpu(DType::kF32, {1});
+  Tensor out = Gpu(DType::kF32, {0});
+  static float host_value = 0;  // source of the delayed copy; outlives it
+  host_value = 7;
+  ASSERT_EQ(cudaLaunchHostFunc(stream, SleepOnStream, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(in.raw_data(), &host_value, sizeof(float), cudaMemcpyHostToDevice,
+                            stream),
+            cudaSuccess);
+  auto work = pg_->AllGather(in, out, {.stream = stream});
+  ASSERT_TRUE(work->Wait().ok());
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_TRUE(ExpectTensor(out, {7}, "gathered after the producer").ok());
+  cudaStreamDestroy(stream);
 }
 
 TEST_F(NcclTest, CpuTensorsAreRejected) {
