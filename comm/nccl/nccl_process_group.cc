@@ -1,6 +1,7 @@
 #include "comm/nccl/nccl_process_group.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,7 +18,11 @@ namespace weft::comm {
 namespace {
 
 constexpr char kUniqueIdKey[] = "nccl_unique_id";
-constexpr auto kWatchdogPeriod = std::chrono::milliseconds(20);
+constexpr absl::Duration kWatchdogPeriod = absl::Milliseconds(20);
+// The destructor's bound: in-flight ops and the finalize share this grace,
+// then the communicator is aborted; the comm stream then gets kStreamDrain.
+constexpr absl::Duration kShutdownGrace = absl::Seconds(10);
+constexpr absl::Duration kStreamDrain = absl::Seconds(1);
 
 ncclDataType_t NcclDataType(DType dtype) {
   switch (dtype) {
@@ -51,6 +56,21 @@ ncclRedOp_t NcclRedOp(ReduceOp op) {
   return ncclSum;
 }
 
+// Polls until `stream` is idle; false if it is not by `deadline` (or the
+// query fails).
+bool StreamDrained(cudaStream_t stream, const Deadline& deadline) {
+  static const std::atomic<bool> kNoAbort{false};
+  return PollUntilDone(
+             [stream]() -> absl::StatusOr<PollState> {
+               const cudaError_t err = cudaStreamQuery(stream);
+               if (err == cudaSuccess) return PollState::kDone;
+               if (err == cudaErrorNotReady) return PollState::kInProgress;
+               return CudaError(err, "cudaStreamQuery(comm_stream)", __FILE__, __LINE__);
+             },
+             deadline, kNoAbort)
+      .ok();
+}
+
 bool Overlaps(const Tensor& a, const Tensor& b) {
   const auto* pa = static_cast<const char*>(a.raw_data());
   const auto* pb = static_cast<const char*>(b.raw_data());
@@ -65,7 +85,40 @@ NcclProcessGroup::NcclProcessGroup(int rank, int size, int device,
     : ProcessGroup("nccl", options.name, rank, size, Device::Cuda(device), options.timeout),
       device_(device),
       exit_on_error_(options.nccl.exit_on_error),
-      high_priority_stream_(options.nccl.high_priority_stream) {}
+      high_priority_stream_(options.nccl.high_priority_stream),
+      comm_handle_(MakeCommOps()) {}
+
+CommOps NcclProcessGroup::MakeCommOps() {
+  return {
+      .poll = [this]() -> absl::StatusOr<PollState> {
+        if (comm_ == nullptr) return absl::FailedPreconditionError("no NCCL communicator");
+        ncclResult_t state = ncclInProgress;
+        const ncclResult_t rc = ncclCommGetAsyncError(comm_, &state);
+        if (rc != ncclSuccess) return NcclError(rc, "ncclCommGetAsyncError", __FILE__, __LINE__);
+        if (state == ncclSuccess) return PollState::kDone;
+        if (state != ncclInProgress) {
+          return NcclError(state, "NCCL operation (async)", __FILE__, __LINE__);
+        }
+        return PollState::kInProgress;
+      },
+      .finalize = [this]() -> absl::Status {
+        if (comm_ == nullptr) return absl::FailedPreconditionError("no NCCL communicator");
+        WEFT_NCCL_RETURN_IF_ERROR(ncclCommFinalize(comm_));
+        return absl::OkStatus();
+      },
+      .destroy =
+          [this] {
+            cuda::DeviceGuard guard(device_);
+            (void)ncclCommDestroy(comm_);
+          },
+      .abort =
+          [this] {
+            if (comm_ == nullptr) return;
+            cuda::DeviceGuard guard(device_);
+            (void)ncclCommAbort(comm_);
+          },
+  };
+}
 
 absl::StatusOr<std::shared_ptr<ProcessGroup>> NcclProcessGroup::Create(
     std::shared_ptr<Store> store, int rank, int size, const ProcessGroupOptions& options) {
@@ -80,7 +133,14 @@ absl::StatusOr<std::shared_ptr<ProcessGroup>> NcclProcessGroup::Create(
   }
   std::shared_ptr<NcclProcessGroup> group(new NcclProcessGroup(rank, size, device, options));
   WEFT_RETURN_IF_ERROR(group->Init(*store, Deadline::After(options.timeout)));
-  group->watchdog_ = std::thread([raw = group.get()] { raw->WatchdogLoop(); });
+  NcclProcessGroup* raw = group.get();
+  group->watchdog_ = std::make_unique<OpWatchdog>(
+      OpWatchdog::Hooks{
+          .comm_error = [raw] { return raw->comm_handle_.AsyncError(); },
+          .group_error = [raw] { return raw->UnhandledGroupError(); },
+          .on_failure = [raw](const absl::Status& error) { raw->Fail(error); },
+      },
+      kWatchdogPeriod);
   return group;
 }
 
@@ -116,11 +176,13 @@ absl::Status NcclProcessGroup::Init(Store& store, const Deadline& deadline) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // init and enqueue return at once; we poll with a deadline
   config.commName = name().c_str();
-  std::lock_guard<std::mutex> lock(mu_);
-  WEFT_NCCL_RETURN_IF_ERROR(ncclCommInitRankConfig(&comm_, size(), id, rank(), &config));
-  absl::Status ready = AwaitComm(deadline);
+  absl::Status ready = comm_handle_.Run([&]() -> absl::Status {
+    WEFT_NCCL_RETURN_IF_ERROR(ncclCommInitRankConfig(&comm_, size(), id, rank(), &config));
+    return absl::OkStatus();
+  });
+  if (ready.ok()) ready = comm_handle_.Await(deadline);
   if (!ready.ok()) {
-    AbortLocked();
+    comm_handle_.Abort();
     if (ready.code() == absl::StatusCode::kDeadlineExceeded) {
       return DeadlineExceeded(
           absl::StrCat("the NCCL communicator of group '", name(), "' (rank ", rank(), " of ",
@@ -133,38 +195,9 @@ absl::Status NcclProcessGroup::Init(Store& store, const Deadline& deadline) {
   return absl::OkStatus();
 }
 
-absl::Status NcclProcessGroup::AwaitComm(const Deadline& deadline) {
-  return PollUntilDone(
-      [this]() -> absl::StatusOr<PollState> {
-        ncclResult_t state = ncclInProgress;
-        const ncclResult_t rc = ncclCommGetAsyncError(comm_, &state);
-        if (rc != ncclSuccess) return NcclError(rc, "ncclCommGetAsyncError", __FILE__, __LINE__);
-        if (state == ncclSuccess) return PollState::kDone;
-        if (state != ncclInProgress) {
-          return NcclError(state, "NCCL operation (async)", __FILE__, __LINE__);
-        }
-        return PollState::kInProgress;
-      },
-      deadline, abort_requested_);
-}
-
-void NcclProcessGroup::AbortLocked() {
-  if (comm_ != nullptr && !aborted_) {
-    cuda::DeviceGuard guard(device_);
-    (void)ncclCommAbort(comm_);
-  }
-  aborted_ = true;
-}
-
 void NcclProcessGroup::Fail(const absl::Status& error) {
-  // First, without mu_: a Launch polling a stuck enqueue under mu_ returns
-  // within a millisecond instead of at its op timeout.
-  abort_requested_.store(true, std::memory_order_release);
   MarkBroken(error);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    AbortLocked();
-  }
+  comm_handle_.Abort();  // does not wait for a Launch stuck in its enqueue
   std::fprintf(stderr, "weft nccl watchdog: %s\n", health().ToString().c_str());
   if (exit_on_error_) {
     std::fprintf(stderr,
@@ -175,103 +208,40 @@ void NcclProcessGroup::Fail(const absl::Status& error) {
   }
 }
 
-void NcclProcessGroup::WatchdogLoop() {
-  while (true) {
-    std::list<InFlight> snapshot;
-    {
-      std::unique_lock<std::mutex> lock(watch_mu_);
-      watch_cv_.wait_for(lock, kWatchdogPeriod);
-      if (stopping_ && (in_flight_.empty() || stop_deadline_.Expired())) return;
-      snapshot = in_flight_;
-    }
-    absl::Status failure;
-    for (const InFlight& f : snapshot) {
-      absl::StatusOr<bool> done = f.work->Query();
-      if (!done.ok()) {
-        failure = f.work->info().Error(absl::StatusCode::kInternal, done.status().message());
-        break;
-      }
-      if (*done) {
-        f.work->Release();
-        std::lock_guard<std::mutex> lock(watch_mu_);
-        in_flight_.remove_if([&](const InFlight& x) { return x.work == f.work; });
-        continue;
-      }
-      ncclResult_t async = ncclSuccess;
-      {
-        // A Launch holding mu_ polls the same error itself; never queue
-        // behind it.
-        std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
-        if (lock.owns_lock() && !aborted_) (void)ncclCommGetAsyncError(comm_, &async);
-      }
-      if (async != ncclSuccess && async != ncclInProgress) {
-        failure = f.work->info().Error(
-            absl::StatusCode::kInternal,
-            absl::StrCat("NCCL reported an asynchronous error: ", ncclGetErrorString(async)));
-        break;
-      }
-      if (f.deadline.Expired()) {
-        failure = f.work->info().Error(absl::StatusCode::kDeadlineExceeded,
-                                       "the op did not finish on the GPU within its timeout");
-        break;
-      }
-    }
-    // A Synchronize that gave up breaks the group without the watchdog.
-    if (failure.ok() && !health().ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!aborted_) failure = health();
-    }
-    if (!failure.ok()) {
-      Fail(failure);
-      std::lock_guard<std::mutex> lock(watch_mu_);
-      in_flight_.clear();
-    }
-  }
+absl::Status NcclProcessGroup::UnhandledGroupError() {
+  if (comm_handle_.abort_requested()) return absl::OkStatus();
+  return health();
 }
 
 NcclProcessGroup::~NcclProcessGroup() {
-  bool stuck = false;
-  {
-    std::lock_guard<std::mutex> lock(watch_mu_);
-    stopping_ = true;
-    // In-flight ops get a short grace, not their whole timeout.
-    stop_deadline_ = Deadline::After(absl::Seconds(10));
-  }
-  watch_cv_.notify_all();
-  if (watchdog_.joinable()) watchdog_.join();  // in-flight ops finished, failed or ran out of grace
-  {
-    std::lock_guard<std::mutex> lock(watch_mu_);
-    stuck = !in_flight_.empty();
-  }
-  if (stuck) abort_requested_.store(true, std::memory_order_release);
-  std::lock_guard<std::mutex> lock(mu_);
+  const Deadline grace = Deadline::After(kShutdownGrace);
+  // Ops still running when the grace ends are aborted, not waited for.
+  if (watchdog_ != nullptr && !watchdog_->Stop(grace)) comm_handle_.Abort();
+  comm_handle_.Close(grace);  // finalize and destroy, or abort
+  watchdog_.reset();
   cuda::DeviceGuard guard(device_);
-  if (stuck) AbortLocked();
-  if (comm_ != nullptr && !aborted_) {
-    // Flush outstanding work, then free; abort if that does not settle.
-    const ncclResult_t rc = ncclCommFinalize(comm_);
-    const bool finalized = (rc == ncclSuccess || rc == ncclInProgress) &&
-                           AwaitComm(Deadline::After(absl::Seconds(10))).ok();
-    if (finalized) {
-      (void)ncclCommDestroy(comm_);
-    } else {
-      (void)ncclCommAbort(comm_);
-    }
-  }
-  if (barrier_buffer_ != nullptr) (void)cudaFree(barrier_buffer_);
   // The stream is retired, not destroyed. Tensors this group used stay
   // recorded on comm_stream_ in their caching allocator until they are freed,
   // which can be after the group is gone (the model outlives the parallel
   // state that reduced its gradients). Freeing them then records an event on
   // the stream, and on a destroyed handle that crashed ddp/zero teardown on an
-  // H100. One idle stream per group is the price.
-  if (comm_stream_ != nullptr) (void)cudaStreamSynchronize(comm_stream_);
+  // H100. One idle stream per group is the price. The barrier int is freed
+  // only once the stream is idle (cudaFree would wait for a stuck kernel).
+  const bool drained =
+      comm_stream_ == nullptr || StreamDrained(comm_stream_, Deadline::After(kStreamDrain));
+  if (!drained) {
+    std::fprintf(stderr,
+                 "weft nccl: group '%s' still had work on its comm stream at shutdown; "
+                 "leaving it behind\n",
+                 name().c_str());
+  }
+  if (barrier_buffer_ != nullptr && drained) (void)cudaFree(barrier_buffer_);
 }
 
 std::shared_ptr<Work> NcclProcessGroup::Launch(
     const OpContext& ctx, std::vector<Tensor> tensors,
     const std::function<absl::Status(std::vector<Tensor>* keep)>& enqueue) {
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(launch_mu_);
   if (absl::Status h = health(); !h.ok()) {
     return MakeCompletedWork(
         ctx.info,
@@ -293,8 +263,9 @@ std::shared_ptr<Work> NcclProcessGroup::Launch(
         WEFT_RETURN_IF_ERROR(allocator->RecordStream(t.storage()->data(), comm_stream_));
       }
     }
-    WEFT_RETURN_IF_ERROR(enqueue(&tensors));
-    WEFT_RETURN_IF_ERROR(AwaitComm(Deadline::After(ctx.info.timeout)));
+    WEFT_RETURN_IF_ERROR(comm_handle_.Run([&] { return enqueue(&tensors); }));
+    // Polls without holding what Fail needs: an abort ends it at once.
+    WEFT_RETURN_IF_ERROR(comm_handle_.Await(Deadline::After(ctx.info.timeout)));
     WEFT_CUDA_RETURN_IF_ERROR(cudaEventRecord(done, comm_stream_));
     return absl::OkStatus();
   }();
@@ -303,17 +274,18 @@ std::shared_ptr<Work> NcclProcessGroup::Launch(
     if (done != nullptr) (void)cudaEventDestroy(done);
     const absl::Status error = ctx.info.Error(s.code(), s.message());
     MarkBroken(error);
-    AbortLocked();
+    comm_handle_.Abort();
     return MakeCompletedWork(ctx.info, error);
   }
   lock.unlock();
   auto work = std::make_shared<NcclWork>(ctx.info, health_state(), device_, done, caller,
                                          std::move(tensors));
-  {
-    std::lock_guard<std::mutex> watch_lock(watch_mu_);
-    in_flight_.push_back({work, Deadline::After(ctx.info.timeout)});
-  }
-  watch_cv_.notify_one();
+  watchdog_->Track({
+      .info = ctx.info,
+      .deadline = Deadline::After(ctx.info.timeout),
+      .finished = [work] { return work->Query(); },
+      .release = [work] { work->Release(); },
+  });
   return work;
 }
 

@@ -14,11 +14,16 @@
 // Work::Synchronize blocks the host. Tensors used on the comm stream are
 // recorded with their caching allocator so their memory is not reused early.
 //
-// Watchdog: a thread polls in-flight ops. An op past its timeout, or an
-// asynchronous NCCL error, breaks the group with the same rich error as the
-// gloo backend and aborts the communicator (ncclCommAbort), which unblocks
-// the GPU. With NcclOptions::exit_on_error (default) it then prints the
-// error and exits the process with code 1.
+// Watchdog: a thread polls in-flight ops (op_watchdog.h). An op past its
+// timeout, or an asynchronous NCCL error, breaks the group with the same rich
+// error as the gloo backend and aborts the communicator (ncclCommAbort),
+// which unblocks the GPU. With NcclOptions::exit_on_error (default) it then
+// prints the error and exits the process with code 1. The abort never waits
+// for a Launch that is waiting on a stuck enqueue (abortable_comm.h).
+//
+// Destruction is bounded: in-flight ops and the communicator's finalize
+// share a grace of a few seconds (kShutdownGrace in the .cc), after which the
+// communicator is aborted instead; the ops' own timeouts do not apply.
 //
 // Compiled only when the CUDA toolkit is present; link //comm/nccl (an
 // alwayslink target) to make CreateProcessGroup("nccl", ...) available.
@@ -28,16 +33,14 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include <atomic>
-#include <condition_variable>
 #include <functional>
-#include <list>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <vector>
 
+#include "comm/nccl/abortable_comm.h"
 #include "comm/nccl/nccl_work.h"
+#include "comm/nccl/op_watchdog.h"
 #include "comm/process_group/process_group.h"
 #include "comm/store/store.h"
 #include "comm/util/deadline.h"
@@ -75,42 +78,32 @@ class NcclProcessGroup final : public ProcessGroup {
   NcclProcessGroup(int rank, int size, int device, const ProcessGroupOptions& options);
 
   absl::Status Init(Store& store, const Deadline& deadline);
+  // The NCCL calls behind comm_handle_.
+  CommOps MakeCommOps();
   // Orders the comm stream after ctx.stream, runs `enqueue` (NCCL calls on
   // comm_stream_), waits for the non-blocking enqueue to settle, records the
   // end event and hands the op to the watchdog.
   // `enqueue` may add temporaries that must outlive the op to `keep`.
   std::shared_ptr<Work> Launch(const OpContext& ctx, std::vector<Tensor> tensors,
                                const std::function<absl::Status(std::vector<Tensor>* keep)>& enqueue);
-  // Polls ncclCommGetAsyncError until it leaves ncclInProgress.
-  absl::Status AwaitComm(const Deadline& deadline);
   // Breaks the group, aborts the communicator and, if configured, exits.
+  // Called by the watchdog; never waits for Launch.
   void Fail(const absl::Status& error);
-  void AbortLocked();
-  void WatchdogLoop();
+  // The watchdog's view of failures found outside it (a Synchronize that
+  // gave up): the group's error until the communicator is aborted.
+  absl::Status UnhandledGroupError();
 
   const int device_;
   const bool exit_on_error_;
   const bool high_priority_stream_;
-  std::mutex mu_;  // guards comm_ and every NCCL call
-  ncclComm_t comm_ = nullptr;
-  bool aborted_ = false;
-  // Set (without mu_) before an abort: a thread polling under mu_ sees it
-  // within a millisecond and lets go (abortable_poll.h).
-  std::atomic<bool> abort_requested_{false};
+  // Serializes Launch, so this rank enqueues ops in issue order. The
+  // watchdog, Fail and the destructor never take it.
+  std::mutex launch_mu_;
+  ncclComm_t comm_ = nullptr;  // used only under comm_handle_ (its CommOps and Run)
+  AbortableComm comm_handle_;
   cudaStream_t comm_stream_ = nullptr;
   int* barrier_buffer_ = nullptr;  // one device int for Barrier
-
-  struct InFlight {
-    std::shared_ptr<NcclWork> work;
-    Deadline deadline;
-  };
-  std::mutex watch_mu_;
-  std::condition_variable watch_cv_;
-  std::list<InFlight> in_flight_;
-  bool stopping_ = false;
-  // While stopping, how long the watchdog still waits for in-flight ops.
-  Deadline stop_deadline_ = Deadline::After(absl::InfiniteDuration());
-  std::thread watchdog_;
+  std::unique_ptr<OpWatchdog> watchdog_;  // started once Init succeeded
 };
 
 }  // namespace weft::comm
