@@ -11,7 +11,8 @@
 #                           the OS (libc, libstdc++, ...) or, by default, of the
 #                           CUDA driver/toolkit/NCCL, which GPU machines provide
 # DIR/run <name> [args]     runs a binary with LD_LIBRARY_PATH, RUNFILES_DIR and
-#                           TEST_SRCDIR/TEST_TMPDIR set, so gtest binaries work too
+#                           TEST_SRCDIR/TEST_TMPDIR set, so gtest binaries work too;
+#                           it first prints where the CUDA libraries resolve (run.sh)
 #
 # Binaries are linked with --dynamic_mode=off so Bazel's own libraries are
 # inside them; only system packages' .so files (absl, protobuf, gloo,
@@ -31,7 +32,7 @@ for arg in "$@"; do
     --no_strip) strip_bins=0 ;;
     --include_cuda_libs) include_cuda=1 ;;
     --bazel_arg=*) bazel_args+=("${arg#--bazel_arg=}") ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
     //*|:*|@*) targets+=("$arg") ;;
     *) echo "bundle: unknown argument '$arg'; expected --out=DIR and //targets (see --help)" >&2; exit 2 ;;
   esac
