@@ -72,7 +72,7 @@ class AbortableComm {
  private:
   const CommOps ops_;
   std::atomic<bool> abort_requested_{false};
-  std::mutex mu_;  // one call on the communicator at a time
+  std::mutex mu_;        // one call on the communicator at a time
   bool closed_ = false;  // aborted or destroyed (guarded by mu_)
 };
 

@@ -87,7 +87,8 @@ TEST(AbortableCommTest, NothingReachesTheCommunicatorAfterAnAbort) {
   EXPECT_EQ(comm.Run([&] {
                   ran = true;
                   return absl::OkStatus();
-                }).code(),
+                })
+                .code(),
             absl::StatusCode::kAborted);
   EXPECT_FALSE(ran);
   EXPECT_EQ(comm.Await(Deadline::After(absl::Seconds(10))).code(), absl::StatusCode::kAborted);

@@ -30,11 +30,18 @@ class FakeComm {
         .finalize = [this]() -> absl::Status {
           Call call(this);
           ++finalizes;
-          return finalize_fails.load() ? absl::InternalError("finalize failed")
-                                       : absl::OkStatus();
+          return finalize_fails.load() ? absl::InternalError("finalize failed") : absl::OkStatus();
         },
-        .destroy = [this] { Call call(this); ++destroys; },
-        .abort = [this] { Call call(this); ++aborts; },
+        .destroy =
+            [this] {
+              Call call(this);
+              ++destroys;
+            },
+        .abort =
+            [this] {
+              Call call(this);
+              ++aborts;
+            },
     };
   }
 

@@ -24,7 +24,9 @@ using testing::FakeComm;
 constexpr absl::Duration kPeriod = absl::Milliseconds(5);
 
 OpInfo AllReduceInfo() {
-  return {.group = "group 'test' (nccl, rank 0 of 2)", .seq = 7, .op = "all_reduce",
+  return {.group = "group 'test' (nccl, rank 0 of 2)",
+          .seq = 7,
+          .op = "all_reduce",
           .detail = "sum, f32[4] = 16 B"};
 }
 
@@ -45,7 +47,9 @@ class Failures {
       if (!seen_.HasBeenNotified()) seen_.Notify();
     }};
   }
-  bool WaitForFirst(absl::Duration timeout) { return seen_.WaitForNotificationWithTimeout(timeout); }
+  bool WaitForFirst(absl::Duration timeout) {
+    return seen_.WaitForNotificationWithTimeout(timeout);
+  }
   absl::Status first() {
     std::lock_guard<std::mutex> lock(mu_);
     return first_;
