@@ -14,7 +14,7 @@ namespace weft::cuda {
 
 constexpr int kColTile = 32;     // columns per block (one warp-wide row segment)
 constexpr int kColRowLanes = 8;  // warps per block, each striding over rows
-constexpr int kMaxColumnChunks = 64;
+constexpr int kMaxColumnChunks = 256;
 
 struct ColumnChunking {
   int chunks;          // R: row chunks (stage-1 grid.y)
@@ -22,7 +22,7 @@ struct ColumnChunking {
 };
 
 inline ColumnChunking ColumnChunks(int64_t rows) {
-  const int chunks = static_cast<int>(std::clamp<int64_t>(CeilDiv(rows, 256), 1, kMaxColumnChunks));
+  const int chunks = static_cast<int>(std::clamp<int64_t>(CeilDiv(rows, 64), 1, kMaxColumnChunks));
   return {chunks, static_cast<int>(CeilDiv(rows, chunks))};
 }
 

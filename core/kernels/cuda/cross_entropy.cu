@@ -48,9 +48,33 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t i = int64_t(threadIdx.x) * V; i < padded; i += int64_t(blockDim.x) * V) {
     float f[V];
     LoadF<V>(z + i, f);
+    if (i + V <= vocab) {
+      // A whole vector of real logits: rescale at most once per vector
+      // instead of branching per element.
+      float m = f[0];
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-      if (i + k < vocab) Accumulate(st, f[k]);
+      for (int k = 1; k < V; ++k) m = fmaxf(m, f[k]);
+      bool nan = false;
+#pragma unroll
+      for (int k = 0; k < V; ++k) nan |= f[k] != f[k];
+      if (nan) {
+        st.s = NAN;  // NaN logits propagate to the loss
+        continue;
+      }
+      if (m == -INFINITY) continue;  // adds nothing
+      if (m > st.m) {
+        st.s *= expf(st.m - m);  // 0 * exp(-inf) = 0 on the first vector
+        st.m = m;
+      }
+      float add = 0.0f;
+#pragma unroll
+      for (int k = 0; k < V; ++k) add += expf(f[k] - st.m);
+      st.s += add;
+    } else {
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        if (i + k < vocab) Accumulate(st, f[k]);
+      }
     }
   }
   st = WarpCombine(st);
