@@ -203,7 +203,8 @@ TEST(CheckpointTest, ADifferentModelIsRejectedWithTheNamesThatDiffer) {
   auto ckpt = OpenCheckpoint(dir + "/step_1");
   ASSERT_TRUE(ckpt.ok());
   std::vector<StatePiece> other = {FlatPiece("a", {4, 3}, w, 0, 12), FlatPiece("c", {3, 4}, w, 0, 12)};
-  absl::Status s = LoadState(*ckpt, other, Stream::Default(Device::Cpu()), {}, nullptr);
+  const std::set<std::string> job = {"a", "c"};
+  absl::Status s = LoadState(*ckpt, other, Stream::Default(Device::Cpu()), {.job_entries = &job}, nullptr);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(s.message().find("not in the checkpoint: c"), std::string::npos) << s;
   EXPECT_NE(s.message().find("only in the checkpoint: a:exp_avg, b"), std::string::npos) << s;

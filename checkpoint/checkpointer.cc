@@ -163,10 +163,10 @@ absl::Status Checkpointer::Save(const SaveRequest& request) {
   if (!options_.async) {
     absl::Status s = WriteAndCommit(*job);
     last_ = job->stats;
-    last_.blocked_ms = MsSince(t0);
+    last_.blocked_ms = blocked_ms_ = MsSince(t0);
     return s;
   }
-  job->stats.blocked_ms = MsSince(t0);
+  job->stats.blocked_ms = blocked_ms_ = MsSince(t0);
   pending_ = std::move(job);
   thread_ = std::thread([this, job = pending_.get()] { thread_status_ = WriteAndCommit(*job); });
   return absl::OkStatus();

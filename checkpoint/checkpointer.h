@@ -80,6 +80,9 @@ class Checkpointer {
   absl::Status Wait();
   // The last finished save (after Wait, or a synchronous Save).
   const SaveStats& last() const { return last_; }
+  // Training time the latest Save call took (for async: the copy to host,
+  // plus joining the previous save if it was still writing).
+  double last_blocked_ms() const { return blocked_ms_; }
 
  private:
   explicit Checkpointer(CheckpointerOptions options);
@@ -96,6 +99,7 @@ class Checkpointer {
   std::thread thread_;
   absl::Status thread_status_;
   SaveStats last_;
+  double blocked_ms_ = 0;
 };
 
 }  // namespace weft::ckpt

@@ -142,7 +142,9 @@ absl::Status CheckCompatible(const Checkpoint& ckpt, const std::vector<StatePiec
     saved.insert(e.name());
     auto it = here.find(e.name());
     if (it == here.end()) {
-      extra.push_back(e.name());
+      if (options.job_entries != nullptr && !options.job_entries->count(e.name())) {
+        extra.push_back(e.name());
+      }
       continue;
     }
     std::vector<int64_t> s(e.global_shape().begin(), e.global_shape().end());

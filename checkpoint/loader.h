@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ struct LoadOptions {
   // Only parameter values: optimizer entries ("<param>:<kind>") are neither
   // required nor read, and the checkpoint may hold state this run lacks.
   bool weights_only = false;
+  // Every entry name of the whole job (all ranks together). A rank holds
+  // only some entries under sharded strategies, so checkpoint entries the
+  // job lacks can only be found against this list; null skips that check.
+  const std::set<std::string>* job_entries = nullptr;
 };
 
 struct LoadStats {
@@ -43,8 +48,8 @@ struct LoadStats {
 };
 
 // Every local piece must exist in the checkpoint with the same global
-// shape, and (unless weights_only) every checkpoint entry must exist here;
-// otherwise the error lists the names that differ.
+// shape, and (with job_entries, unless weights_only) every checkpoint entry
+// must exist in the job; otherwise the error lists the names that differ.
 absl::Status CheckCompatible(const Checkpoint& ckpt, const std::vector<StatePiece>& local,
                              const LoadOptions& options);
 

@@ -202,6 +202,42 @@ TEST(DataLoaderTest, RanksTogetherCoverEachGlobalBatch) {
   }
 }
 
+TEST(DataLoaderTest, ARescaledStateContinuesWithTheSameSamplesOnAnotherWorld) {
+  // One rank saves after 3 global batches of 12; two ranks with 6 each, or
+  // four with 3, resume and together see the single rank's next batches.
+  auto ds = std::make_shared<SyntheticDataset>(101);
+  auto single = Make(ds, Opts(12, 1));
+  Take(*single, 3);
+  const LoaderState saved = single->State();
+  const auto next = Take(*single, 4);
+  for (int world : {2, 4}) {
+    auto rescaled = saved.Rescaled(12 / world, world);
+    ASSERT_TRUE(rescaled.ok()) << rescaled.status();
+    EXPECT_EQ(rescaled->batch, 3);
+    std::vector<std::vector<std::vector<int32_t>>> per_rank;
+    for (int r = 0; r < world; ++r) {
+      DataLoader::Options o = Opts(12 / world, 1);
+      o.rank = r;
+      o.world_size = world;
+      auto loader = Make(ds, o);
+      ASSERT_TRUE(loader->Restore(*rescaled).ok());
+      per_rank.push_back(Take(*loader, 4));
+    }
+    for (int step = 0; step < 4; ++step) {
+      std::vector<int32_t> got;
+      for (int r = 0; r < world; ++r) got.insert(got.end(), per_rank[r][step].begin(), per_rank[r][step].end());
+      std::vector<int32_t> want = next[step];
+      std::sort(got.begin(), got.end());
+      std::sort(want.begin(), want.end());
+      EXPECT_EQ(got, want) << "world " << world << " step " << step;
+    }
+  }
+  // 3 batches x 12 samples is not a whole number of global batches of 5 x 2.
+  absl::StatusOr<LoaderState> odd = saved.Rescaled(5, 2);
+  EXPECT_FALSE(odd.ok());
+  EXPECT_THAT(odd.status().message(), HasSubstr("36 samples"));
+}
+
 TEST(DataLoaderTest, WithoutDropLastTheLastBatchIsShort) {
   DataLoader::Options o = Opts(4, 2);
   o.drop_last = false;

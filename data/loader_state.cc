@@ -48,4 +48,27 @@ absl::StatusOr<LoaderState> LoaderState::Parse(absl::string_view text) {
   return s;
 }
 
+absl::StatusOr<LoaderState> LoaderState::Rescaled(int64_t new_batch_size,
+                                                 int new_world_size) const {
+  if (new_batch_size < 1 || new_world_size < 1) {
+    return InvalidArgument(absl::StrCat("batch size ", new_batch_size, ", world ", new_world_size),
+                           "both >= 1");
+  }
+  const int64_t consumed = batch * batch_size * world_size;
+  const int64_t global = new_batch_size * new_world_size;
+  if (consumed % global != 0) {
+    return InvalidArgument(
+        absl::StrCat("a loader position of ", consumed, " samples into epoch ", epoch,
+                     " (batch ", batch, " x ", batch_size, " per rank x ", world_size, " ranks)"),
+        absl::StrCat("a multiple of the new global micro-batch ", new_batch_size, " x ",
+                     new_world_size, " = ", global),
+        "resume with a micro_batch x data-parallel size that divides the saved position");
+  }
+  LoaderState s = *this;
+  s.batch = consumed / global;
+  s.batch_size = new_batch_size;
+  s.world_size = new_world_size;
+  return s;
+}
+
 }  // namespace weft::data

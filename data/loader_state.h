@@ -32,6 +32,13 @@ struct LoaderState {
   bool drop_last = true;
 
   std::string Serialize() const;
+  // The same position for another per-rank batch size and world size (a
+  // resume under a different mesh): the samples consumed so far in the
+  // epoch, batch x batch_size x world, must be a whole number of the new
+  // global batches. The sampler's global order does not depend on the
+  // world size, so the resumed run sees the samples the saved one would
+  // have seen next.
+  absl::StatusOr<LoaderState> Rescaled(int64_t new_batch_size, int new_world_size) const;
   static absl::StatusOr<LoaderState> Parse(absl::string_view text);
 
   friend bool operator==(const LoaderState& a, const LoaderState& b) {

@@ -87,21 +87,26 @@ absl::Status ReadPieces(const std::string& path, std::vector<HostPiece>& out) {
 }
 
 absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> topology,
-                                const std::string& pieces_path = "") {
+                                const std::string& pieces_path, const RunOptions& options) {
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, MakeGptTrainer(job, topology));
   WEFT_ASSIGN_OR_RETURN(auto groups, MeshGroups(trainer->parallel()));
   for (auto& g : groups) g->ResetStats();
   ParityRun run;
-  for (int64_t i = 0; i < job.train().steps(); ++i) {
+  const int64_t steps = options.steps >= 0 ? options.steps : job.train().steps() - trainer->step();
+  for (int64_t i = 0; i < steps; ++i) {
     WEFT_ASSIGN_OR_RETURN(StepStats s, trainer->TrainStep());
     run.losses.push_back(s.loss);
+  }
+  if (options.save_at_end) {
+    WEFT_RETURN_IF_ERROR(trainer->SaveCheckpoint());
+    WEFT_RETURN_IF_ERROR(trainer->FinishCheckpoints());
   }
   for (auto& g : groups) {
     const comm::CommStats stats = g->stats();
     for (int k = 0; k < comm::kNumOpKinds; ++k) {
       if (stats.by_op[k].calls == 0) continue;
       run.comm[std::string(comm::OpKindName(static_cast<comm::OpKind>(k)))] +=
-          stats.by_op[k].bus_bytes / static_cast<double>(job.train().steps());
+          stats.by_op[k].bus_bytes / static_cast<double>(std::max<int64_t>(1, steps));
     }
   }
   const Trainer::MemoryStats mem = trainer->ModelMemory();
@@ -160,7 +165,9 @@ absl::StatusOr<ParityRun> Read(const std::string& path) {
 
 }  // namespace
 
-absl::StatusOr<ParityRun> RunSingleProcess(GptJob job) { return Train(job, std::nullopt); }
+absl::StatusOr<ParityRun> RunSingleProcess(GptJob job, const RunOptions& options) {
+  return Train(job, std::nullopt, "", options);
+}
 
 namespace {
 std::string PiecesPath(const std::string& out, int rank) {
@@ -168,7 +175,7 @@ std::string PiecesPath(const std::string& out, int rank) {
 }
 }  // namespace
 
-absl::StatusOr<ParityRun> RunMultiProcess(GptJob job, int world) {
+absl::StatusOr<ParityRun> RunMultiProcess(GptJob job, int world, const RunOptions& options) {
   static int run_id = 0;
   const std::string out =
       absl::StrCat(std::getenv("TEST_TMPDIR"), "/parity_", getpid(), "_", run_id++, ".txt");
@@ -182,7 +189,7 @@ absl::StatusOr<ParityRun> RunMultiProcess(GptJob job, int world) {
         topo.local_rank = rc.rank;
         topo.store = rc.store;
         topo.description = absl::StrCat("test rank ", rc.rank, " of ", rc.world_size);
-        WEFT_ASSIGN_OR_RETURN(ParityRun r, Train(job, topo, PiecesPath(out, rc.rank)));
+        WEFT_ASSIGN_OR_RETURN(ParityRun r, Train(job, topo, PiecesPath(out, rc.rank), options));
         if (rc.rank == 0) Write(r, out);
         return absl::OkStatus();
       },

@@ -26,12 +26,19 @@ struct ParityRun {
 // export (core/parallel/sharding_export.h), so each run also checks that the
 // strategies describe their shards correctly.
 
+// How much of the job to run: checkpoint tests train part of a job (whose
+// train().steps() fixes the LR schedule), save, and resume it elsewhere.
+struct RunOptions {
+  int64_t steps = -1;        // optimizer steps to take here; -1: until train().steps()
+  bool save_at_end = false;  // SaveCheckpoint() after them (needs checkpoint_dir)
+};
+
 // One process, no strategy: the reference.
-absl::StatusOr<ParityRun> RunSingleProcess(GptJob job);
+absl::StatusOr<ParityRun> RunSingleProcess(GptJob job, const RunOptions& options = {});
 
 // `world` ranks as forked processes sharing a TCP store on loopback; the
 // result is rank 0's view (losses are global, parameters gathered in full).
-absl::StatusOr<ParityRun> RunMultiProcess(GptJob job, int world);
+absl::StatusOr<ParityRun> RunMultiProcess(GptJob job, int world, const RunOptions& options = {});
 
 // gtest expectations: per-step relative loss difference <= loss_rtol and
 // max parameter and optimizer-state difference (relative to max(1, |x|))

@@ -72,6 +72,13 @@ absl::Status Optimizer::Step(const KernelContext& ctx, const StepArgs& a) {
   return ops_->Sgd(ctx, absl::MakeSpan(segments_), h);
 }
 
+absl::Status Optimizer::RefreshParamsFromMasters(NativeStream stream) {
+  for (OptimSegment& s : segments_) {
+    if (s.param.defined()) WEFT_RETURN_IF_ERROR(s.param.CopyFrom(s.master, stream));
+  }
+  return absl::OkStatus();
+}
+
 std::vector<std::pair<std::string, Tensor>> Optimizer::TargetState(size_t i) const {
   std::vector<std::pair<std::string, Tensor>> out;
   if (segments_[i].param.defined()) out.push_back({"master", segments_[i].master});

@@ -66,6 +66,11 @@ class Optimizer {
 
   absl::Status Step(const KernelContext& ctx, const StepArgs& args);
 
+  // Sets every lower-precision parameter from its fp32 master (rounding to
+  // nearest even, as the update does): after the masters were loaded from a
+  // checkpoint.
+  absl::Status RefreshParamsFromMasters(NativeStream stream);
+
   // Named state tensors for checkpoints: "<target>.master|exp_avg|exp_avg_sq".
   std::vector<std::pair<std::string, Tensor>> StateTensors() const;
   // Target i's state by kind: "master" (f32 copy of a lower-precision

@@ -158,11 +158,6 @@ absl::Status Trainer::Init() {
         absl::StrCat("global_batch=", c.global_batch(), " micro_batch=", c.micro_batch()),
         "both >= 1");
   }
-  if (!c.checkpoint_dir().empty()) {
-    return absl::UnimplementedError(
-        "--checkpoint_dir is set but checkpointing is not available in this build yet; "
-        "remove the flag to train without checkpoints");
-  }
   WEFT_ASSIGN_OR_RETURN(topology_, ResolveTopology(options_.topology));
   WEFT_RETURN_IF_ERROR(ResolveDevice(topology_));
   WEFT_ASSIGN_OR_RETURN(Allocator * device_alloc, DefaultAllocator(ctx_.device));
@@ -276,7 +271,7 @@ absl::Status Trainer::Init() {
       parallel_->world_size, parallel_->dp_size, topology_.launcher,
       parallel_->strategy_names.empty() ? "none" : absl::StrJoin(parallel_->strategy_names, ","),
       c.global_batch(), c.micro_batch(), parallel_->dp_size, accum_steps_));
-  return absl::OkStatus();
+  return InitCheckpointing();
 }
 
 absl::StatusOr<StepStats> Trainer::TrainStep() {
@@ -379,7 +374,8 @@ absl::StatusOr<std::vector<StatePiece>> Trainer::ExportState() const {
 
 absl::Status Trainer::Run() {
   const TrainConfig& c = cfg();
-  for (int64_t i = 0; i < c.steps(); ++i) {
+  // A resumed trainer starts at its checkpoint's step.
+  while (step_ < c.steps()) {
     WEFT_ASSIGN_OR_RETURN(StepStats s, TrainStep());
     if (c.log_every() > 0 && (s.step % c.log_every() == 0 || s.step == 1 || s.step == c.steps())) {
       MetricsLogger::Record r;
@@ -395,7 +391,11 @@ absl::Status Trainer::Run() {
       WEFT_ASSIGN_OR_RETURN(double v, Evaluate(c.eval_batches()));
       logger_->Log(MetricsLogger::Record().Add("step", s.step).Add("val_loss", v));
     }
+    if (c.checkpoint_every() > 0 && (s.step % c.checkpoint_every() == 0 || s.step == c.steps())) {
+      WEFT_RETURN_IF_ERROR(SaveCheckpoint());
+    }
   }
+  WEFT_RETURN_IF_ERROR(FinishCheckpoints());
   if (loaders_.val != nullptr) {
     WEFT_ASSIGN_OR_RETURN(double v, Evaluate(c.eval_batches()));
     logger_->Log(MetricsLogger::Record().Add("step", step_).Add("val_loss", v));

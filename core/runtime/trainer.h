@@ -20,12 +20,15 @@
 #define WEFT_CORE_RUNTIME_TRAINER_H_
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "checkpoint/checkpointer.h"
+#include "checkpoint/host_tensor.h"
 #include "core/nn/model.h"
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
@@ -81,6 +84,9 @@ class Trainer {
     // The order of each step's forwards and backwards; null: gradient
     // accumulation (F0 B0 F1 B1 ...).
     std::shared_ptr<const StepSchedule> schedule;
+    // The whole job's config (model and training), protobuf text format,
+    // recorded in checkpoints; empty records the TrainConfig alone.
+    std::string job_config_text;
   };
 
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(Options options);
@@ -114,10 +120,32 @@ class Trainer {
   // Where this rank's model and optimizer state lives (sharding_export.h).
   absl::StatusOr<std::vector<StatePiece>> ExportState() const;
 
+  // Checkpoints (checkpoint/): every rank calls these at the same step.
+  // Saves the state after the current step into --checkpoint_dir.
+  absl::Status SaveCheckpoint();
+  // Waits for an async save in flight and returns its outcome.
+  absl::Status FinishCheckpoints();
+  // Loads a checkpoint (resharding it to this rank's pieces) and continues
+  // from its step: what --resume does at startup.
+  absl::Status Resume(const std::string& step_dir);
+  // Sets parameters from full tensors by name (a foreign format such as
+  // llm.c's); optimizer state stays fresh. Names this model lacks are an
+  // error; parameters missing from `full` keep their initialization and are
+  // returned.
+  absl::StatusOr<std::vector<std::string>> LoadWeights(
+      const std::map<std::string, ckpt::HostTensor>& full);
+  int64_t step() const { return step_; }
+
  private:
   explicit Trainer(Options options) : options_(std::move(options)) {}
   absl::Status Init();
   absl::Status ResolveDevice(const JobTopology& topology);
+  absl::Status InitCheckpointing();
+  // After state was loaded into the optimizer's targets: lower-precision
+  // parameters from their masters, and replicas (zero-1/2's full
+  // parameters) from the shards.
+  absl::Status PublishLoadedState();
+  void LogCheckpoint(bool after_save);
   class StepRunner;
 
   Options options_;
@@ -147,6 +175,8 @@ class Trainer {
   double flops_per_target_ = 0;
   double peak_flops_ = 0;
   std::vector<StepStats> history_;
+  std::unique_ptr<ckpt::Checkpointer> checkpointer_;
+  int64_t logged_save_step_ = 0;
 };
 
 }  // namespace weft
