@@ -50,8 +50,9 @@ GptJob TinyGptJob(const std::string& corpus) {
   return job;
 }
 
-absl::StatusOr<std::unique_ptr<Trainer>> MakeGptTrainer(const GptJob& job,
-                                                        std::optional<JobTopology> topology) {
+absl::StatusOr<std::unique_ptr<Trainer>> MakeGptTrainer(
+    const GptJob& job, std::optional<JobTopology> topology,
+    const std::function<void(Trainer::Options&)>& customize) {
   Trainer::Options o;
   o.config = job.train();
   o.topology = std::move(topology);
@@ -71,6 +72,8 @@ absl::StatusOr<std::unique_ptr<Trainer>> MakeGptTrainer(const GptJob& job,
     WEFT_ASSIGN_OR_RETURN(auto gpt, Gpt::Create(c, job.train().seq_len()));
     return std::unique_ptr<Model>(std::move(gpt));
   };
+  o.job_config_text = job.DebugString();
+  if (customize) customize(o);
   return Trainer::Create(std::move(o));
 }
 

@@ -3,6 +3,7 @@
 #ifndef WEFT_TESTS_TINY_GPT_H_
 #define WEFT_TESTS_TINY_GPT_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -23,8 +24,10 @@ std::string WriteCorpus(const std::string& dir);
 GptJob TinyGptJob(const std::string& corpus);
 
 // `topology` injects ranks and a shared store (multi-process tests).
+// `customize` may set further trainer options (test hooks).
 absl::StatusOr<std::unique_ptr<Trainer>> MakeGptTrainer(
-    const GptJob& job, std::optional<JobTopology> topology = std::nullopt);
+    const GptJob& job, std::optional<JobTopology> topology = std::nullopt,
+    const std::function<void(Trainer::Options&)>& customize = nullptr);
 
 // Full parameter values by name on the host as f32, reassembled from the
 // trainer's sharding export; for a single process (each rank of a job holds

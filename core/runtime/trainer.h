@@ -87,6 +87,9 @@ class Trainer {
     // The whole job's config (model and training), protobuf text format,
     // recorded in checkpoints; empty records the TrainConfig alone.
     std::string job_config_text;
+    // Test hook: called at named points of every checkpoint save (see
+    // checkpoint/checkpointer.h); the crash test kills the process there.
+    std::function<void(absl::string_view point)> checkpoint_fault_point;
   };
 
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(Options options);

@@ -69,7 +69,8 @@ absl::Status Trainer::InitCheckpointing() {
                                     .rank = parallel_->world_rank,
                                     .world_size = parallel_->world_size,
                                     .store = topology_.store,
-                                    .timeout = absl::Seconds(c.parallel().timeout_s())}));
+                                    .timeout = absl::Seconds(c.parallel().timeout_s()),
+                                    .fault_point = options_.checkpoint_fault_point}));
   }
   if (!c.resume().empty()) {
     WEFT_ASSIGN_OR_RETURN(std::string dir, ckpt::ResolveResume(c.checkpoint_dir(), c.resume()));
