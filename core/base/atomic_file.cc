@@ -11,21 +11,17 @@
 
 namespace weft {
 
-absl::StatusOr<std::unique_ptr<AtomicFileWriter>>
-AtomicFileWriter::Open(const std::string &path) {
+absl::StatusOr<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::Open(const std::string &path) {
   std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
   std::FILE *f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) {
-    return InvalidArgument(
-        absl::StrCat("cannot create '", tmp, "': ", std::strerror(errno)),
-        "a writable directory", "create the output directory first");
+    return InvalidArgument(absl::StrCat("cannot create '", tmp, "': ", std::strerror(errno)),
+                           "a writable directory", "create the output directory first");
   }
-  return std::unique_ptr<AtomicFileWriter>(
-      new AtomicFileWriter(path, std::move(tmp), f));
+  return std::unique_ptr<AtomicFileWriter>(new AtomicFileWriter(path, std::move(tmp), f));
 }
 
-AtomicFileWriter::AtomicFileWriter(std::string path, std::string tmp,
-                                   std::FILE *file)
+AtomicFileWriter::AtomicFileWriter(std::string path, std::string tmp, std::FILE *file)
     : path_(std::move(path)), tmp_(std::move(tmp)), file_(file) {}
 
 AtomicFileWriter::~AtomicFileWriter() {
@@ -37,22 +33,19 @@ AtomicFileWriter::~AtomicFileWriter() {
 
 absl::Status AtomicFileWriter::Write(absl::string_view bytes) {
   if (file_ == nullptr) {
-    return FailedPrecondition(
-        absl::StrCat("write to '", path_, "' after Commit"),
-        "all writes before Commit");
+    return FailedPrecondition(absl::StrCat("write to '", path_, "' after Commit"),
+                              "all writes before Commit");
   }
   if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
-    return Internal(
-        absl::StrCat("short write to '", tmp_, "': ", std::strerror(errno)), "",
-        "check free disk space");
+    return Internal(absl::StrCat("short write to '", tmp_, "': ", std::strerror(errno)), "",
+                    "check free disk space");
   }
   return absl::OkStatus();
 }
 
 absl::Status AtomicFileWriter::Commit() {
   if (file_ == nullptr) {
-    return FailedPrecondition(absl::StrCat("'", path_, "' committed twice"),
-                              "one Commit");
+    return FailedPrecondition(absl::StrCat("'", path_, "' committed twice"), "one Commit");
   }
   std::FILE *f = file_;
   file_ = nullptr;
@@ -63,20 +56,18 @@ absl::Status AtomicFileWriter::Commit() {
   const bool closed = std::fclose(f) == 0;
   if (!flushed || !closed) {
     std::remove(tmp_.c_str());
-    return Internal(
-        absl::StrCat("cannot flush '", tmp_, "': ", std::strerror(flush_errno)),
-        "", "check free disk space");
+    return Internal(absl::StrCat("cannot flush '", tmp_, "': ", std::strerror(flush_errno)), "",
+                    "check free disk space");
   }
   if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
     const int err = errno;
     std::remove(tmp_.c_str());
-    return Internal(absl::StrCat("cannot rename '", tmp_, "' to '", path_,
-                                 "': ", std::strerror(err)));
+    return Internal(
+        absl::StrCat("cannot rename '", tmp_, "' to '", path_, "': ", std::strerror(err)));
   }
   // The rename itself is durable only once the directory entry is synced.
   const size_t slash = path_.rfind('/');
-  const std::string dir =
-      slash == std::string::npos ? "." : path_.substr(0, slash + 1);
+  const std::string dir = slash == std::string::npos ? "." : path_.substr(0, slash + 1);
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
   if (dfd >= 0) {
     ::fsync(dfd);
@@ -85,4 +76,4 @@ absl::Status AtomicFileWriter::Commit() {
   return absl::OkStatus();
 }
 
-} // namespace weft
+}  // namespace weft

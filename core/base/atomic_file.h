@@ -17,9 +17,8 @@
 namespace weft {
 
 class AtomicFileWriter {
-public:
-  static absl::StatusOr<std::unique_ptr<AtomicFileWriter>>
-  Open(const std::string &path);
+ public:
+  static absl::StatusOr<std::unique_ptr<AtomicFileWriter>> Open(const std::string &path);
   ~AtomicFileWriter();
   AtomicFileWriter(const AtomicFileWriter &) = delete;
   AtomicFileWriter &operator=(const AtomicFileWriter &) = delete;
@@ -30,13 +29,13 @@ public:
 
   const std::string &temp_path() const { return tmp_; }
 
-private:
+ private:
   AtomicFileWriter(std::string path, std::string tmp, std::FILE *file);
 
   std::string path_, tmp_;
   std::FILE *file_;
 };
 
-} // namespace weft
+}  // namespace weft
 
-#endif // WEFT_CORE_BASE_ATOMIC_FILE_H_
+#endif  // WEFT_CORE_BASE_ATOMIC_FILE_H_

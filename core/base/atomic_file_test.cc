@@ -27,7 +27,7 @@ TEST(AtomicFileTest, CommitReplacesTheFileAndRemovesTheTemporary) {
   auto w = *AtomicFileWriter::Open(path);
   ASSERT_TRUE(w->Write("new ").ok());
   ASSERT_TRUE(w->Write(std::string("bytes\0!", 7)).ok());
-  EXPECT_EQ(Slurp(path), "old"); // untouched until Commit
+  EXPECT_EQ(Slurp(path), "old");  // untouched until Commit
   ASSERT_TRUE(w->Commit().ok());
   EXPECT_EQ(Slurp(path), std::string("new bytes\0!", 11));
   EXPECT_FALSE(std::filesystem::exists(w->temp_path()));
@@ -52,9 +52,8 @@ TEST(AtomicFileTest, MissingDirectoryIsAClearError) {
   auto w = AtomicFileWriter::Open(TempPath("no/such/dir/x.bin"));
   ASSERT_FALSE(w.ok());
   EXPECT_NE(w.status().message().find("cannot create"), std::string::npos);
-  EXPECT_NE(w.status().message().find("create the output directory"),
-            std::string::npos);
+  EXPECT_NE(w.status().message().find("create the output directory"), std::string::npos);
 }
 
-} // namespace
-} // namespace weft
+}  // namespace
+}  // namespace weft
