@@ -84,6 +84,20 @@ int64_t FileElements(const LlmcTensor& t) {
   return static_cast<int64_t>(t.weft_names.size()) * NumElements(t.piece_shape);
 }
 
+// Sizes the llm.c layout divides by or multiplies with; Gpt::Create checks
+// the rest of the config.
+absl::Status CheckSizes(const GptConfig& c) {
+  if (c.n_layer() < 1 || c.n_head() < 1 || c.d_model() < 1 || c.vocab_size() < 1 ||
+      c.max_seq_len() < 1 || c.vocab_pad_multiple() < 1) {
+    return InvalidArgument(
+        absl::StrCat("model config n_layer=", c.n_layer(), " n_head=", c.n_head(), " d_model=",
+                     c.d_model(), " vocab_size=", c.vocab_size(), " max_seq_len=", c.max_seq_len(),
+                     " vocab_pad_multiple=", c.vocab_pad_multiple()),
+        "all >= 1", "set vocab_size (0 means 'from the tokenizer' only at training time)");
+  }
+  return absl::OkStatus();
+}
+
 int64_t PaddedVocab(const GptConfig& c) {
   const int64_t m = c.vocab_pad_multiple();
   return (int64_t{c.vocab_size()} + m - 1) / m * m;
@@ -274,6 +288,7 @@ absl::StatusOr<GptConfig> LlmcConfig(const std::string& path) {
 }
 
 absl::StatusOr<GptWeights> ReadLlmcCheckpoint(const std::string& path, const GptConfig& config) {
+  WEFT_RETURN_IF_ERROR(CheckSizes(config));
   WEFT_ASSIGN_OR_RETURN(File f, OpenForRead(path));
   WEFT_ASSIGN_OR_RETURN(LlmcHeader hd, ReadHeader(f.get(), path));
   WEFT_RETURN_IF_ERROR(CheckMatchesConfig(hd, config, path));
@@ -300,6 +315,7 @@ absl::StatusOr<GptWeights> ReadLlmcCheckpoint(const std::string& path, const Gpt
 
 absl::Status WriteLlmcCheckpoint(const std::string& path, const GptConfig& config,
                                  const GptWeights& weights) {
+  WEFT_RETURN_IF_ERROR(CheckSizes(config));
   if (!config.tie_weights()) {
     return InvalidArgument("an untied GPT (its own lm_head.weight)",
                            "a model with tie_weights=true",

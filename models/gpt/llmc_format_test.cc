@@ -422,6 +422,11 @@ TEST(LlmcFormatTest, MismatchedConfigListsEveryDifferenceAndTheFlags) {
   const std::string msg2 = ReadError(h, "mismatch2.bin", c);
   EXPECT_NE(msg2.find("vocab_size 11 in the file vs 50"), std::string::npos) << msg2;
   EXPECT_NE(msg2.find("--model.tie_weights=true"), std::string::npos) << msg2;
+
+  c = Tiny();
+  c.set_vocab_size(0);  // "from the tokenizer": unknown here
+  const std::string msg3 = ReadError(h, "mismatch3.bin", c);
+  EXPECT_NE(msg3.find("vocab_size=0"), std::string::npos) << msg3;
 }
 
 TEST(LlmcFormatTest, WriterRefusesWhatLlmcCannotHold) {
