@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -40,7 +41,7 @@ struct LlmcTensor {
 };
 
 // llm.c's order (fill_in_parameter_sizes in train_gpt2.c). `file` gives
-// the header's Vp and maxT; `rows` weft's padded vocabulary and max_seq_len.
+// the header's L, C, Vp and maxT; wte and wpe get weft's row counts.
 std::vector<LlmcTensor> Layout(const LlmcHeader& file, int64_t weft_vocab_rows,
                                int64_t weft_positions) {
   const int64_t c = file.channels;
@@ -151,9 +152,13 @@ absl::StatusOr<LlmcHeader> ReadHeader(std::FILE* f, const std::string& path) {
 }
 
 absl::Status CheckFileSize(std::FILE* f, const LlmcHeader& hd, const std::string& path) {
-  int64_t elements = 0;
-  for (const LlmcTensor& t : Layout(hd, hd.padded_vocab, hd.max_t)) elements += FileElements(t);
-  const int64_t expected = kHeaderBytes + elements * hd.ElementBytes();
+  // Counted from the header in 128 bits, so a corrupt header with huge sizes
+  // is a clear error rather than an overflow: per layer 12 C^2 + 13 C.
+  using Wide = __int128;
+  const Wide c = hd.channels;
+  const Wide elements = Wide{hd.padded_vocab} * c + Wide{hd.max_t} * c +
+                        Wide{hd.layers} * (12 * c * c + 13 * c) + 2 * c;
+  const Wide expected = kHeaderBytes + elements * hd.ElementBytes();
   const long here = std::ftell(f);
   std::fseek(f, 0, SEEK_END);
   const int64_t actual = std::ftell(f);
@@ -161,8 +166,11 @@ absl::Status CheckFileSize(std::FILE* f, const LlmcHeader& hd, const std::string
   if (actual != expected) {
     return InvalidArgument(
         absl::StrCat("'", path, "' has ", actual, " bytes"),
-        absl::StrCat(expected, " (header + ", elements, " parameters as ",
-                     hd.version == kVersionF32 ? "fp32" : "bf16", ")"),
+        expected > std::numeric_limits<int64_t>::max()
+            ? std::string("a size beyond 2^63 bytes, which the header's sizes imply")
+            : absl::StrCat(static_cast<int64_t>(expected), " (header + ",
+                           static_cast<int64_t>(elements), " parameters as ",
+                           hd.version == kVersionF32 ? "fp32" : "bf16", ")"),
         actual < expected ? "the file is truncated" : "the file has trailing data or is corrupt");
   }
   return absl::OkStatus();

@@ -396,6 +396,17 @@ TEST(LlmcFormatTest, BadFilesAreRejectedClearly) {
   std::ofstream(cut, std::ios::binary) << full.substr(0, 100);
   s = ReadLlmcCheckpoint(cut, Tiny()).status();
   EXPECT_NE(s.message().find("shorter than the llm.c header"), std::string::npos) << s;
+  // A corrupt header claiming enormous sizes is caught by the size check.
+  Handmade huge = h;
+  huge.layers = 2;
+  huge.channels = 2000000000;
+  huge.heads = 1;
+  msg = ReadError(huge, "huge.bin", Tiny());
+  EXPECT_NE(msg.find("d_model 2000000000 in the file"), std::string::npos) << msg;
+  absl::StatusOr<GptConfig> huge_config = LlmcConfig(TempPath("huge.bin"));
+  ASSERT_TRUE(huge_config.ok());
+  msg = ReadError(huge, "huge.bin", *huge_config);
+  EXPECT_NE(msg.find("beyond 2^63 bytes"), std::string::npos) << msg;
   EXPECT_EQ(ReadLlmcCheckpoint(TempPath("missing.bin"), Tiny()).status().code(),
             absl::StatusCode::kNotFound);
 }
