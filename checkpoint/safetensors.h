@@ -9,21 +9,14 @@
 #ifndef WEFT_CHECKPOINT_SAFETENSORS_H_
 #define WEFT_CHECKPOINT_SAFETENSORS_H_
 
-#include <cstdint>
 #include <map>
 #include <string>
-#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "checkpoint/host_tensor.h"
 
 namespace weft::ckpt {
-
-// A dense row-major f32 tensor on the host. A scalar has shape {} and one value.
-struct HostTensor {
-  std::vector<int64_t> shape;
-  std::vector<float> values;
-};
 
 struct SafetensorsWriteOptions {
   // Stored element type: "F32" (exact), "BF16" or "F16" (round to nearest even).
@@ -31,8 +24,8 @@ struct SafetensorsWriteOptions {
   std::map<std::string, std::string> metadata;  // written as "__metadata__"
 };
 
-// Writes every tensor, in name order, through a temporary file that is
-// fsynced and renamed over `path`.
+// Writes every tensor in name order (a scalar is shape {} with one value)
+// through a temporary file that is fsynced and renamed over `path`.
 absl::Status WriteSafetensors(const std::string& path,
                               const std::map<std::string, HostTensor>& tensors,
                               const SafetensorsWriteOptions& options = {});

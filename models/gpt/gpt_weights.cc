@@ -29,8 +29,9 @@ absl::StatusOr<GptWeights> ExportWeights(Module& model) {
   GptWeights out;
   for (Parameter* p : model.Parameters()) {
     WEFT_RETURN_IF_ERROR(CheckWhole(*p));
-    WEFT_ASSIGN_OR_RETURN(Tensor host, p->value.To(Device::Cpu()));
-    WEFT_ASSIGN_OR_RETURN(out[p->name()], host.ToDType(DType::kF32));
+    ckpt::HostTensor& t = out[p->name()];
+    t.shape.assign(p->shape().begin(), p->shape().end());
+    WEFT_ASSIGN_OR_RETURN(t.values, p->value.ToFloats());
   }
   return out;
 }
@@ -47,11 +48,14 @@ absl::Status ImportWeights(const GptWeights& weights, Module& model) {
       continue;
     }
     WEFT_RETURN_IF_ERROR(CheckWhole(*p));
-    if (it->second.shape() != p->global_shape()) {
-      return InvalidArgument(absl::StrCat("weights for '", p->name(), "' have shape ",
-                                          ShapeString(it->second.shape())),
-                             absl::StrCat("the parameter's ", ShapeString(p->global_shape())),
-                             "the weights come from a differently configured model");
+    const ckpt::HostTensor& t = it->second;
+    if (Shape(t.shape.begin(), t.shape.end()) != p->global_shape() ||
+        t.values.size() != static_cast<size_t>(p->global_numel())) {
+      return InvalidArgument(
+          absl::StrCat("weights for '", p->name(), "' have shape ", ShapeString(t.shape), " and ",
+                       t.values.size(), " values"),
+          absl::StrCat("the parameter's ", ShapeString(p->global_shape())),
+          "the weights come from a differently configured model");
     }
   }
   if (!missing.empty()) {
@@ -70,8 +74,9 @@ absl::Status ImportWeights(const GptWeights& weights, Module& model) {
   }
   for (Parameter* p : params) {
     // Convert on the host, then copy across devices (which needs equal dtypes).
-    WEFT_ASSIGN_OR_RETURN(Tensor converted, weights.at(p->name()).ToDType(p->value.dtype()));
-    WEFT_RETURN_IF_ERROR(p->value.CopyFrom(converted));
+    WEFT_ASSIGN_OR_RETURN(Tensor host, Tensor::FromFloats(weights.at(p->name()).values, p->shape(),
+                                                          p->value.dtype()));
+    WEFT_RETURN_IF_ERROR(p->value.CopyFrom(host));
   }
   return absl::OkStatus();
 }

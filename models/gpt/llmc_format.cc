@@ -1,5 +1,6 @@
 #include "models/gpt/llmc_format.h"
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/tensor/dtype.h"
+#include "core/tensor/tensor.h"
 
 namespace weft {
 namespace {
@@ -36,7 +38,7 @@ struct LlmcHeader {
 struct LlmcTensor {
   std::string llmc_name;
   std::vector<std::string> weft_names;
-  Shape piece_shape;
+  std::vector<int64_t> piece_shape;
   int64_t file_rows = 0;  // wte/wpe only: rows in the file (Vp or maxT)
 };
 
@@ -48,7 +50,7 @@ std::vector<LlmcTensor> Layout(const LlmcHeader& file, int64_t weft_vocab_rows,
   struct PerLayer {
     const char* llmc;
     const char* weft;
-    Shape shape;
+    std::vector<int64_t> shape;
   };
   const PerLayer per_layer[] = {
       {"ln1w", "ln1.weight", {c}},
@@ -226,11 +228,11 @@ absl::StatusOr<std::vector<float>> ReadFloats(std::FILE* f, int64_t count, const
 }
 
 // wte and wpe: the first weft rows of the file's rows; missing rows are zero.
-absl::StatusOr<Tensor> CopyRows(const std::vector<float>& file_values, int64_t file_rows,
-                                const Shape& weft_shape) {
-  WEFT_ASSIGN_OR_RETURN(Tensor t, Tensor::Zeros(weft_shape, DType::kF32));
+ckpt::HostTensor CopyRows(const std::vector<float>& file_values, int64_t file_rows,
+                          const std::vector<int64_t>& weft_shape) {
+  ckpt::HostTensor t{weft_shape, std::vector<float>(NumElements(weft_shape), 0.0f)};
   const int64_t rows = std::min(file_rows, weft_shape[0]);
-  std::memcpy(t.data<float>(), file_values.data(), rows * weft_shape[1] * sizeof(float));
+  std::copy_n(file_values.begin(), rows * weft_shape[1], t.values.begin());
   return t;
 }
 
@@ -245,12 +247,13 @@ absl::Status CheckWeights(const GptWeights& weights, const std::vector<LlmcTenso
             absl::StrCat("no weights for '", name, "' (llm.c ", t.llmc_name, ")"),
             "every parameter of the tied GPT", "export with ExportWeights");
       }
-      const Tensor& v = it->second;
-      if (v.shape() != t.piece_shape || v.dtype() != DType::kF32 || !v.device().is_cpu() ||
-          !v.is_contiguous()) {
+      const ckpt::HostTensor& v = it->second;
+      if (v.shape != t.piece_shape ||
+          v.values.size() != static_cast<size_t>(NumElements(t.piece_shape))) {
         return InvalidArgument(
-            absl::StrCat("weights for '", name, "': ", v.DebugString()),
-            absl::StrCat("a contiguous f32 CPU tensor of shape ", ShapeString(t.piece_shape)),
+            absl::StrCat("weights for '", name, "' have shape ", ShapeString(v.shape), " and ",
+                         v.values.size(), " values"),
+            absl::StrCat("shape ", ShapeString(t.piece_shape)),
             "export with ExportWeights from a model built with this config");
       }
     }
@@ -308,14 +311,13 @@ absl::StatusOr<GptWeights> ReadLlmcCheckpoint(const std::string& path, const Gpt
     if (t.file_rows > 0) {
       // wte keeps only the V real rows: llm.c's padding rows are not weft's.
       const int64_t rows = t.llmc_name == "wte" ? hd.vocab : t.file_rows;
-      WEFT_ASSIGN_OR_RETURN(out[t.weft_names[0]], CopyRows(values, rows, t.piece_shape));
+      out[t.weft_names[0]] = CopyRows(values, rows, t.piece_shape);
       continue;
     }
     const int64_t n = NumElements(t.piece_shape);
     for (size_t l = 0; l < t.weft_names.size(); ++l) {
-      WEFT_ASSIGN_OR_RETURN(
-          out[t.weft_names[l]],
-          Tensor::FromFloats(absl::MakeConstSpan(values).subspan(l * n, n), t.piece_shape));
+      out[t.weft_names[l]] = {
+          t.piece_shape, std::vector<float>(values.begin() + l * n, values.begin() + (l + 1) * n)};
     }
   }
   return out;
@@ -351,17 +353,17 @@ absl::Status WriteLlmcCheckpoint(const std::string& path, const GptConfig& confi
       file->Write(absl::string_view(reinterpret_cast<const char*>(header), kHeaderBytes)));
   for (const LlmcTensor& t : layout) {
     for (const std::string& name : t.weft_names) {
-      const Tensor& v = weights.at(name);
+      const std::vector<float>& v = weights.at(name).values;
+      const char* bytes = reinterpret_cast<const char*>(v.data());
+      const size_t size = v.size() * sizeof(float);
       if (t.llmc_name != "wte") {
-        WEFT_RETURN_IF_ERROR(
-            file->Write(absl::string_view(static_cast<const char*>(v.raw_data()), v.nbytes())));
+        WEFT_RETURN_IF_ERROR(file->Write(absl::string_view(bytes, size)));
         continue;
       }
       // llm.c keeps wte's padding rows at zero; weft's hold unused init noise.
-      const int64_t real = int64_t{hd.vocab} * hd.channels * 4;
-      WEFT_RETURN_IF_ERROR(
-          file->Write(absl::string_view(static_cast<const char*>(v.raw_data()), real)));
-      WEFT_RETURN_IF_ERROR(file->Write(std::string(v.nbytes() - real, '\0')));
+      const size_t real = static_cast<size_t>(hd.vocab) * hd.channels * sizeof(float);
+      WEFT_RETURN_IF_ERROR(file->Write(absl::string_view(bytes, real)));
+      WEFT_RETURN_IF_ERROR(file->Write(std::string(size - real, '\0')));
     }
   }
   return file->Commit();
