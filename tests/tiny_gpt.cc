@@ -72,7 +72,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> MakeGptTrainer(
     WEFT_ASSIGN_OR_RETURN(auto gpt, Gpt::Create(c, job.train().seq_len()));
     return std::unique_ptr<Model>(std::move(gpt));
   };
-  o.job_config_text = job.DebugString();
+  o.describe_job = [job] { return job.DebugString(); };
   if (customize) customize(o);
   return Trainer::Create(std::move(o));
 }

@@ -84,9 +84,10 @@ class Trainer {
     // The order of each step's forwards and backwards; null: gradient
     // accumulation (F0 B0 F1 B1 ...).
     std::shared_ptr<const StepSchedule> schedule;
-    // The whole job's config (model and training), protobuf text format,
-    // recorded in checkpoints; empty records the TrainConfig alone.
-    std::string job_config_text;
+    // The whole job's config (model and training, with values resolved at
+    // startup such as the vocabulary size) in protobuf text format, recorded
+    // in checkpoints; null records the TrainConfig alone.
+    std::function<std::string()> describe_job;
     // Test hook: called at named points of every checkpoint save (see
     // checkpoint/checkpointer.h); the crash test kills the process there.
     std::function<void(absl::string_view point)> checkpoint_fault_point;

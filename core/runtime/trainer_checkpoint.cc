@@ -105,7 +105,7 @@ absl::Status Trainer::SaveCheckpoint() {
   r.state.set_train_loader(loaders_.train->State().Serialize());
   if (loaders_.val != nullptr) r.state.set_val_loader(loaders_.val->State().Serialize());
   r.strategies = absl::StrJoin(parallel_->strategy_names, ",");
-  r.job_config = options_.job_config_text.empty() ? cfg().DebugString() : options_.job_config_text;
+  r.job_config = options_.describe_job ? options_.describe_job() : cfg().DebugString();
   r.model_summary = model_->Summary();
   r.optimizer = optimizer_->config().name;
   WEFT_RETURN_IF_ERROR(Annotate(checkpointer_->Save(r), absl::StrCat("checkpoint at step ", step_)));

@@ -5,6 +5,8 @@
 // directory of shards. Without --data it trains on Debian's fortunes corpus.
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -16,6 +18,7 @@
 #include "data/data.h"
 #include "models/gpt/gpt.h"
 #include "models/gpt/gpt_config.pb.h"
+#include "models/gpt/llmc_format.h"
 
 namespace weft {
 namespace {
@@ -49,6 +52,12 @@ absl::Status Run(const GptJob& job) {
   WEFT_ASSIGN_OR_RETURN(std::string path, DataPath(job));
   Trainer::Options o;
   o.config = job.train();
+  // `bazel run` starts in the runfiles tree: user paths are relative to
+  // where the command was typed.
+  o.config.set_checkpoint_dir(ResolveUserPath(o.config.checkpoint_dir()));
+  if (o.config.resume() != "latest") o.config.set_resume(ResolveUserPath(o.config.resume()));
+  auto resolved = std::make_shared<GptJob>(job);  // with the vocabulary filled in
+  o.describe_job = [resolved] { return resolved->DebugString(); };
   o.open_data = [&](const data::DataLoader::Options& base) -> absl::StatusOr<DataLoaders> {
     data::TextDataOptions t;
     t.path = path;
@@ -63,10 +72,21 @@ absl::Status Run(const GptJob& job) {
   o.make_model = [&](const DataLoaders& d) -> absl::StatusOr<std::unique_ptr<Model>> {
     GptConfig config = job.model();
     if (config.vocab_size() == 0) config.set_vocab_size(static_cast<int32_t>(d.vocab_size));
+    *resolved->mutable_model() = config;
     WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Gpt> gpt, Gpt::Create(config, job.train().seq_len()));
     return std::unique_ptr<Model>(std::move(gpt));
   };
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(o)));
+  if (!job.init_from().empty() && job.train().resume().empty()) {
+    const std::string from = ResolveUserPath(job.init_from());
+    WEFT_ASSIGN_OR_RETURN(GptWeights weights, ReadLlmcCheckpoint(from, resolved->model()));
+    WEFT_ASSIGN_OR_RETURN(std::vector<std::string> kept, trainer->LoadWeights(weights));
+    if (!kept.empty()) {
+      return FailedPrecondition(absl::StrCat(from, " has no weights for ", absl::StrJoin(kept, ", ")),
+                                "every parameter of the model in the file");
+    }
+    std::printf("initialized from llm.c checkpoint %s\n", from.c_str());
+  }
   return trainer->Run();
 }
 

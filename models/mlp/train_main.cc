@@ -21,6 +21,9 @@ namespace {
 absl::Status Run(const MlpJob& job) {
   Trainer::Options o;
   o.config = job.train();
+  o.config.set_checkpoint_dir(ResolveUserPath(o.config.checkpoint_dir()));
+  if (o.config.resume() != "latest") o.config.set_resume(ResolveUserPath(o.config.resume()));
+  o.describe_job = [job] { return job.DebugString(); };
   o.input_field = "image";
   o.target_field = "label";
   o.open_data = [&](const data::DataLoader::Options& base) -> absl::StatusOr<DataLoaders> {

@@ -1,0 +1,191 @@
+// bazel run //tools:ckpt -- <command> CHECKPOINT [flags]
+//
+//   inspect      entries, shapes, placements (which rank holds which box and
+//                range), checksums, and the run the checkpoint came from
+//   verify       reads every byte and checks every CRC-32C
+//   consolidate  --out=FILE: one safetensors file with the full state
+//                (parameters and optimizer state, unsharded) and the run's
+//                metadata
+//   export       --format=safetensors|llmc --out=FILE [--dtype=F32|BF16]:
+//                model weights only, for the safetensors Python package or
+//                for llm.c (GPT checkpoints)
+//
+// CHECKPOINT is a step directory, or a --checkpoint_dir (its newest one).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "checkpoint/layout.h"
+#include "checkpoint/loader.h"
+#include "checkpoint/safetensors.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "google/protobuf/text_format.h"
+#include "models/gpt/gpt_config.pb.h"
+#include "models/gpt/llmc_format.h"
+#include "tools/train_main/train_main.h"
+
+namespace weft::ckpt {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: ckpt inspect|verify CHECKPOINT\n"
+    "       ckpt consolidate CHECKPOINT --out=FILE.safetensors\n"
+    "       ckpt export CHECKPOINT --format=safetensors|llmc --out=FILE [--dtype=F32|BF16]\n"
+    "CHECKPOINT: a step_<N> directory, or a checkpoint directory (its newest step)";
+
+struct Args {
+  std::string command, path, out, format = "safetensors", dtype = "F32";
+};
+
+absl::StatusOr<Args> Parse(int argc, char** argv) {
+  Args a;
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; ++i) {
+    const std::string s = argv[i];
+    if (absl::StartsWith(s, "--out=")) a.out = s.substr(6);
+    else if (absl::StartsWith(s, "--format=")) a.format = s.substr(9);
+    else if (absl::StartsWith(s, "--dtype=")) a.dtype = s.substr(8);
+    else if (absl::StartsWith(s, "--")) return InvalidArgument(absl::StrCat("unknown flag ", s), kUsage);
+    else positional.push_back(s);
+  }
+  if (positional.size() != 2) return InvalidArgument("a command and a checkpoint", kUsage);
+  a.command = positional[0];
+  a.path = weft::ResolveUserPath(positional[1]);
+  a.out = weft::ResolveUserPath(a.out);
+  return a;
+}
+
+std::string Shape(const google::protobuf::RepeatedField<int64_t>& s) {
+  return absl::StrCat("[", absl::StrJoin(s, ", "), "]");
+}
+
+// A box and range as "rows 0:8, cols 4:8, elements [0, 32)".
+std::string Placement(const Piece& p) {
+  std::vector<std::string> dims;
+  for (int d = 0; d < p.box_shape_size(); ++d) {
+    dims.push_back(absl::StrCat(p.box_offsets(d), ":", p.box_offsets(d) + p.box_shape(d)));
+  }
+  return absl::StrCat("box [", absl::StrJoin(dims, ", "), "] elements [", p.begin(), ", ", p.end(),
+                      ")");
+}
+
+absl::StatusOr<Checkpoint> Open(const std::string& path) {
+  absl::StatusOr<Checkpoint> c = OpenCheckpoint(path);
+  if (c.ok() || !absl::IsNotFound(c.status())) return c;
+  // A checkpoint root: take its newest step.
+  WEFT_ASSIGN_OR_RETURN(std::string latest, ResolveResume(path, "latest"));
+  return OpenCheckpoint(latest);
+}
+
+void Inspect(const Checkpoint& c) {
+  const Metadata& m = c.meta;
+  std::vector<std::string> mesh;
+  for (const MeshAxis& a : m.mesh()) mesh.push_back(absl::StrCat(a.name(), "=", a.size()));
+  std::printf("checkpoint %s\n", c.dir.c_str());
+  std::printf("  step %lld, %d rank%s%s%s, strategy %s, optimizer %s\n",
+              static_cast<long long>(m.step()), m.world_size(), m.world_size() == 1 ? "" : "s",
+              mesh.empty() ? "" : ", mesh ", absl::StrJoin(mesh, " x ").c_str(),
+              m.strategies().empty() ? "none" : m.strategies().c_str(), m.optimizer().c_str());
+  std::printf("  %.3f MB in %d data file%s, %d entries, chunk %lld bytes, written %s\n",
+              m.total_bytes() / 1e6, m.world_size(), m.world_size() == 1 ? "" : "s",
+              m.entries_size(), static_cast<long long>(m.chunk_bytes()),
+              absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixMillis(m.created_unix_ms()),
+                               absl::UTCTimeZone())
+                  .c_str());
+  std::printf("  model %s\n", m.model_summary().c_str());
+  if (m.ranks_size() > 0) {
+    std::printf("  data position (rank 0): %s\n", m.ranks(0).train_loader().c_str());
+  }
+  for (const Entry& e : m.entries()) {
+    std::printf("%s %s %s, %d piece%s\n", e.name().c_str(), Shape(e.global_shape()).c_str(),
+                e.dtype().c_str(), e.pieces_size(), e.pieces_size() == 1 ? "" : "s");
+    for (const Piece& p : e.pieces()) {
+      std::vector<std::string> crcs;
+      for (uint32_t crc : p.chunk_crc32c()) crcs.push_back(absl::StrFormat("%08x", crc));
+      if (crcs.size() > 4) crcs.resize(4), crcs.push_back("...");
+      std::printf("    rank %d %s%s @%lld +%lld %s crc32c %s\n", p.rank(), p.file().c_str(),
+                  p.replica() == 0 ? "" : absl::StrCat(" (replica ", p.replica(), ")").c_str(),
+                  static_cast<long long>(p.offset()), static_cast<long long>(p.length()),
+                  Placement(p).c_str(), absl::StrJoin(crcs, ",").c_str());
+    }
+  }
+  std::printf("job config:\n%s\n", m.job_config().c_str());
+}
+
+std::map<std::string, std::string> RunMetadata(const Checkpoint& c) {
+  std::map<std::string, std::string> md = {
+      {"format", "weft-consolidated"},
+      {"step", absl::StrCat(c.meta.step())},
+      {"strategies", c.meta.strategies()},
+      {"optimizer", c.meta.optimizer()},
+      {"job_config", c.meta.job_config()},
+      {"model", c.meta.model_summary()},
+  };
+  if (c.meta.ranks_size() > 0) md["train_loader"] = c.meta.ranks(0).train_loader();
+  return md;
+}
+
+absl::Status Run(const Args& a) {
+  WEFT_ASSIGN_OR_RETURN(Checkpoint c, Open(a.path));
+  if (a.command == "inspect") {
+    Inspect(c);
+    return absl::OkStatus();
+  }
+  if (a.command == "verify") {
+    int64_t bytes = 0;
+    WEFT_RETURN_IF_ERROR(VerifyChecksums(c, &bytes));
+    int64_t pieces = 0;
+    for (const Entry& e : c.meta.entries()) pieces += e.pieces_size();
+    std::printf("OK: %s: %lld pieces, %.3f MB, every CRC-32C matches\n", c.dir.c_str(),
+                static_cast<long long>(pieces), bytes / 1e6);
+    return absl::OkStatus();
+  }
+  if (a.out.empty()) return InvalidArgument(absl::StrCat(a.command, " without --out"), kUsage);
+  if (a.command == "consolidate") {
+    WEFT_ASSIGN_OR_RETURN(auto full, ReadFullTensors(c, nullptr));
+    WEFT_RETURN_IF_ERROR(WriteSafetensors(a.out, full, {.dtype = "F32", .metadata = RunMetadata(c)}));
+    std::printf("wrote %s: %zu tensors (parameters and optimizer state) at step %lld\n",
+                a.out.c_str(), full.size(), static_cast<long long>(c.meta.step()));
+    return absl::OkStatus();
+  }
+  if (a.command != "export") return InvalidArgument(absl::StrCat("command ", a.command), kUsage);
+  WEFT_ASSIGN_OR_RETURN(auto weights, ReadFullTensors(c, [](const std::string& name) {
+                          return name.find(':') == std::string::npos;
+                        }));
+  if (a.format == "safetensors") {
+    WEFT_RETURN_IF_ERROR(WriteSafetensors(a.out, weights, {.dtype = a.dtype, .metadata = RunMetadata(c)}));
+  } else if (a.format == "llmc") {
+    GptJob job;
+    if (!google::protobuf::TextFormat::ParseFromString(c.meta.job_config(), &job) ||
+        !job.has_model()) {
+      return FailedPrecondition(absl::StrCat(c.dir, " does not record a GPT job config"),
+                                "a checkpoint of //models/gpt:train",
+                                "llm.c's format holds GPT-2 models only");
+    }
+    WEFT_RETURN_IF_ERROR(WriteLlmcCheckpoint(a.out, job.model(), weights));
+  } else {
+    return InvalidArgument(absl::StrCat("--format=", a.format), "safetensors or llmc");
+  }
+  std::printf("wrote %s (%s): %zu weight tensors at step %lld\n", a.out.c_str(), a.format.c_str(),
+              weights.size(), static_cast<long long>(c.meta.step()));
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace weft::ckpt
+
+int main(int argc, char** argv) {
+  absl::StatusOr<weft::ckpt::Args> args = weft::ckpt::Parse(argc, argv);
+  absl::Status s = args.ok() ? weft::ckpt::Run(*args) : args.status();
+  if (!s.ok()) {
+    std::fprintf(stderr, "ckpt: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Checkpoints through the binaries users run: //models/gpt:train saves,
+# prunes and resumes bitwise from a step directory; //tools:ckpt inspects,
+# verifies (and catches a flipped byte), consolidates and exports to
+# safetensors and llm.c, and train --init_from loads the llm.c export.
+set -euo pipefail
+
+train="$TEST_SRCDIR/weft/models/gpt/train"
+ckpt="$TEST_SRCDIR/weft/tools/ckpt/ckpt"
+config="$TEST_SRCDIR/weft/models/gpt/configs/tiny.textproto"
+tmp="$TEST_TMPDIR"
+for i in $(seq 1 300); do
+  echo "the quick brown fox $i jumps over the lazy dog; a stitch in time saves nine."
+done > "$tmp/corpus.txt"
+common=(--config="$config" --data="$tmp/corpus.txt" --steps=12 --log_every=1 --quiet
+        --num_workers=1 --eval_batches=2 --n_layer=2 --d_model=64 --seq_len=32)
+losses() { grep '"loss"' "$1" | sed 's/.*"step":\([0-9]*\),"loss":\([0-9.e+-]*\).*/\1 \2/'; }
+
+# Straight 12 steps, saving at 6 and 12.
+"$train" "${common[@]}" --checkpoint_dir="$tmp/ck" --checkpoint_every=6 --metrics_out="$tmp/a.jsonl"
+[ -f "$tmp/ck/step_6/metadata.pb" ] && [ -f "$tmp/ck/step_12/rank_00000.bin" ] ||
+  { echo "FAIL: expected step_6 and step_12"; ls -R "$tmp/ck"; exit 1; }
+grep -q '"ckpt_write_ms"' "$tmp/a.jsonl" || { echo "FAIL: no ckpt_write_ms metric"; exit 1; }
+
+# Resume from step 6 in a new process (async saves on): steps 7..12 equal.
+"$train" "${common[@]}" --resume="$tmp/ck/step_6" --checkpoint_dir="$tmp/ck2" \
+  --checkpoint_every=3 --checkpoint_async --keep_last=1 --metrics_out="$tmp/b.jsonl" 2> "$tmp/b.err" ||
+  { cat "$tmp/b.err"; exit 1; }
+diff <(losses "$tmp/a.jsonl" | awk '$1 > 6') <(losses "$tmp/b.jsonl") ||
+  { echo "FAIL: resumed losses differ from the straight run"; exit 1; }
+[ "$(ls "$tmp/ck2")" = "step_12" ] || { echo "FAIL: keep_last=1 left: $(ls "$tmp/ck2")"; exit 1; }
+echo "resume from step 6: steps 7-12 bitwise equal; keep_last=1 kept $(ls "$tmp/ck2")"
+
+# inspect / verify.
+"$ckpt" inspect "$tmp/ck" > "$tmp/inspect.txt"
+for want in "step 12, 1 rank" "embed.wte" "blocks.1.mlp.fc.weight:exp_avg_sq" "crc32c" "n_layer: 2"; do
+  grep -q -- "$want" "$tmp/inspect.txt" || { echo "FAIL: inspect lacks '$want'"; cat "$tmp/inspect.txt"; exit 1; }
+done
+"$ckpt" verify "$tmp/ck/step_6" | grep -q "^OK" || { echo "FAIL: verify"; exit 1; }
+cp -r "$tmp/ck/step_6" "$tmp/bad"
+printf '\x55' | dd of="$tmp/bad/rank_00000.bin" bs=1 seek=5000 conv=notrunc status=none
+if "$ckpt" verify "$tmp/bad" 2> "$tmp/verify.err"; then echo "FAIL: a flipped byte verified"; exit 1; fi
+grep -q "checksum mismatch in rank_00000.bin" "$tmp/verify.err" || { cat "$tmp/verify.err"; exit 1; }
+if "$train" "${common[@]}" --resume="$tmp/bad" 2> "$tmp/resume_bad.err"; then
+  echo "FAIL: resumed from a corrupt checkpoint"; exit 1
+fi
+grep -q "checksum mismatch" "$tmp/resume_bad.err" || { cat "$tmp/resume_bad.err"; exit 1; }
+
+# A different model is refused with the names that differ.
+if "$train" "${common[@]}" --d_model=32 --resume="$tmp/ck/step_6" 2> "$tmp/mismatch.err"; then
+  echo "FAIL: resumed a d_model=64 checkpoint into d_model=32"; exit 1
+fi
+grep -q "shapes differ: .*embed.wte" "$tmp/mismatch.err" || { cat "$tmp/mismatch.err"; exit 1; }
+
+# consolidate / export.
+"$ckpt" consolidate "$tmp/ck" --out="$tmp/full.safetensors"
+"$ckpt" export "$tmp/ck" --format=safetensors --out="$tmp/w.safetensors"
+"$ckpt" export "$tmp/ck" --format=llmc --out="$tmp/w.bin"
+for f in full.safetensors w.safetensors w.bin; do [ -s "$tmp/$f" ] || { echo "FAIL: $f empty"; exit 1; }; done
+grep -c "exp_avg" "$tmp/full.safetensors" > /dev/null || { echo "FAIL: consolidated file lacks optimizer state"; exit 1; }
+if grep -q "exp_avg" "$tmp/w.safetensors"; then echo "FAIL: weights export holds optimizer state"; exit 1; fi
+
+# llm.c's file back into training: load it with --init_from, take one step
+# with lr 1e-30 (below the last bit of every weight), save, export again:
+# the same bytes.
+"$train" "${common[@]}" --steps=1 --init_from="$tmp/w.bin" --lr=1e-30 --min_lr=0 --weight_decay=0 \
+  --checkpoint_dir="$tmp/ck3" --checkpoint_every=1
+"$ckpt" export "$tmp/ck3" --format=llmc --out="$tmp/w2.bin"
+cmp "$tmp/w.bin" "$tmp/w2.bin" || { echo "FAIL: llm.c import/export is not exact"; exit 1; }
+echo "PASS"
