@@ -182,7 +182,6 @@ TEST(CheckpointTest, CorruptAndTruncatedFilesNameTheEntryAndFile) {
   EXPECT_NE(s.message().find("blocks.0.mlp.fc.weight"), std::string::npos) << s;
   EXPECT_NE(s.message().find("checksum mismatch in rank_00000.bin"), std::string::npos) << s;
   EXPECT_EQ(VerifyChecksums(*ckpt, nullptr).code(), absl::StatusCode::kDataLoss);
-  EXPECT_EQ(Values(into[0]), std::vector<float>(64, 0.f)) << "a failed load changed nothing";
 
   fs::resize_file(file, kRankFileHeaderBytes + 40);
   s = LoadState(*ckpt, into, Stream::Default(Device::Cpu()), {}, nullptr);

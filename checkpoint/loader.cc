@@ -181,14 +181,19 @@ absl::Status LoadState(const Checkpoint& ckpt, const std::vector<StatePiece>& lo
                        const Stream& stream, const LoadOptions& options, LoadStats* stats) {
   WEFT_RETURN_IF_ERROR(CheckCompatible(ckpt, local, options));
   PieceReader reader(ckpt.dir, ckpt.meta.chunk_bytes());
-  std::vector<uint8_t> bytes;
+  std::vector<float> staging;
   for (const StatePiece& lp : local) {
     if (options.weights_only && IsOptimizerState(lp.info.name)) continue;
     const Entry& e = *ckpt.Find(lp.info.name);
     WEFT_ASSIGN_OR_RETURN(DType dtype, EntryDType(e));
     const int64_t es = static_cast<int64_t>(DTypeSize(dtype));
     const int64_t n = lp.info.end - lp.info.begin;
-    std::vector<float> values(static_cast<size_t>(n));
+    // f32 pieces in host memory are filled in place; others go through a
+    // host buffer and one copy.
+    const bool direct = lp.data.device().is_cpu() && lp.data.dtype() == DType::kF32 &&
+                        lp.data.is_contiguous();
+    if (!direct) staging.assign(static_cast<size_t>(n), 0.f);
+    float* dst = direct ? lp.data.data<float>() : staging.data();
     int64_t covered = 0;
     const std::vector<IndexRun> mine = GlobalRuns(Geometry(lp.info));
     for (const Piece& p : e.pieces()) {
@@ -199,11 +204,18 @@ absl::Status LoadState(const Checkpoint& ckpt, const std::vector<StatePiece>& lo
                                             " elements"),
                                absl::StrCat(es, " bytes per element"), "metadata.pb is corrupt");
       }
-      for (const Overlap& o : Intersect(mine, GlobalRuns(Geometry(e, p)))) {
-        bytes.resize(static_cast<size_t>(o.length * es));
-        WEFT_RETURN_IF_ERROR(
-            reader.Read(e.name(), p, o.b_local * es, (o.b_local + o.length) * es, bytes.data()));
-        WEFT_RETURN_IF_ERROR(Decode(bytes.data(), dtype, o.length, values.data() + o.a_local));
+      const std::vector<Overlap> overlaps = Intersect(mine, GlobalRuns(Geometry(e, p)));
+      if (overlaps.empty()) continue;
+      // One read of the span the overlaps touch: each chunk is read and
+      // verified once however finely the layouts interleave.
+      int64_t lo = overlaps.front().b_local, hi = lo;
+      for (const Overlap& o : overlaps) {
+        lo = std::min(lo, o.b_local);
+        hi = std::max(hi, o.b_local + o.length);
+      }
+      WEFT_ASSIGN_OR_RETURN(const uint8_t* bytes, reader.View(e.name(), p, lo * es, hi * es));
+      for (const Overlap& o : overlaps) {
+        WEFT_RETURN_IF_ERROR(Decode(bytes + (o.b_local - lo) * es, dtype, o.length, dst + o.a_local));
         covered += o.length;
       }
     }
@@ -214,7 +226,7 @@ absl::Status LoadState(const Checkpoint& ckpt, const std::vector<StatePiece>& lo
           "bazel run //tools:ckpt -- verify ",
           ckpt.dir));
     }
-    WEFT_RETURN_IF_ERROR(Store(lp, values, stream));
+    if (!direct) WEFT_RETURN_IF_ERROR(Store(lp, staging, stream));
     if (stats != nullptr) stats->elements_loaded += n;
   }
   if (stats != nullptr) stats->bytes_read += reader.bytes_read();
@@ -249,13 +261,11 @@ absl::Status VerifyChecksums(const Checkpoint& ckpt, int64_t* bytes_checked) {
   PieceReader reader(ckpt.dir, ckpt.meta.chunk_bytes());
   const int64_t step = std::max<int64_t>(ckpt.meta.chunk_bytes(), 64 << 20) /
                        ckpt.meta.chunk_bytes() * ckpt.meta.chunk_bytes();
-  std::vector<uint8_t> buf;
   for (const Entry& e : ckpt.meta.entries()) {
     for (const Piece& p : e.pieces()) {
       for (int64_t from = 0; from < p.length(); from += step) {
         const int64_t to = std::min(p.length(), from + step);
-        buf.resize(static_cast<size_t>(to - from));
-        WEFT_RETURN_IF_ERROR(reader.Read(e.name(), p, from, to, buf.data()));
+        WEFT_RETURN_IF_ERROR(reader.View(e.name(), p, from, to).status());
       }
     }
   }
@@ -267,7 +277,6 @@ absl::StatusOr<std::map<std::string, HostTensor>> ReadFullTensors(
     const Checkpoint& ckpt, const std::function<bool(const std::string&)>& want) {
   std::map<std::string, HostTensor> out;
   PieceReader reader(ckpt.dir, ckpt.meta.chunk_bytes());
-  std::vector<uint8_t> bytes;
   for (const Entry& e : ckpt.meta.entries()) {
     if (want && !want(e.name())) continue;
     WEFT_ASSIGN_OR_RETURN(DType dtype, EntryDType(e));
@@ -279,11 +288,10 @@ absl::StatusOr<std::map<std::string, HostTensor>> ReadFullTensors(
     t.values.assign(static_cast<size_t>(n), 0.f);
     int64_t covered = 0;
     for (const Piece& p : e.pieces()) {
-      if (p.replica() != 0) continue;
+      if (p.replica() != 0 || p.end() == p.begin()) continue;
+      WEFT_ASSIGN_OR_RETURN(const uint8_t* bytes, reader.View(e.name(), p, 0, p.length()));
       for (const IndexRun& r : GlobalRuns(Geometry(e, p))) {
-        bytes.resize(static_cast<size_t>(r.length * es));
-        WEFT_RETURN_IF_ERROR(reader.Read(e.name(), p, r.local * es, (r.local + r.length) * es, bytes.data()));
-        WEFT_RETURN_IF_ERROR(Decode(bytes.data(), dtype, r.length, t.values.data() + r.global));
+        WEFT_RETURN_IF_ERROR(Decode(bytes + r.local * es, dtype, r.length, t.values.data() + r.global));
         covered += r.length;
       }
     }

@@ -122,11 +122,19 @@ absl::StatusOr<int> PieceReader::Open(const std::string& file) {
 
 absl::Status PieceReader::Read(const std::string& name, const Piece& piece, int64_t from,
                                int64_t to, uint8_t* out) {
+  absl::StatusOr<const uint8_t*> bytes = View(name, piece, from, to);
+  if (!bytes.ok()) return bytes.status();
+  std::memcpy(out, *bytes, static_cast<size_t>(to - from));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const uint8_t*> PieceReader::View(const std::string& name, const Piece& piece,
+                                                 int64_t from, int64_t to) {
   if (from < 0 || to > piece.length() || from > to) {
     return Internal(absl::StrCat("read of bytes [", from, ", ", to, ") of a ", piece.length(),
                                  "-byte piece of ", name));
   }
-  if (from == to) return absl::OkStatus();
+  if (from == to) return scratch_.data();
   absl::StatusOr<int> fd = Open(piece.file());
   if (!fd.ok()) return fd.status();
   const int64_t c0 = from / chunk_bytes_, c1 = (to - 1) / chunk_bytes_;
@@ -165,8 +173,7 @@ absl::Status PieceReader::Read(const std::string& name, const Piece& piece, int6
           "). Hint: the file is corrupt; resume from an earlier step"));
     }
   }
-  std::memcpy(out, scratch_.data() + (from - lo), static_cast<size_t>(to - from));
-  return absl::OkStatus();
+  return scratch_.data() + (from - lo);
 }
 
 }  // namespace weft::ckpt

@@ -46,6 +46,9 @@ class PieceReader {
   // chunks around the range and checks their CRC-32C; a mismatch or a short
   // file is an error naming the entry and the file.
   absl::Status Read(const std::string& name, const Piece& piece, int64_t from, int64_t to, uint8_t* out);
+  // The same bytes without the copy: valid until the next call.
+  absl::StatusOr<const uint8_t*> View(const std::string& name, const Piece& piece, int64_t from,
+                                      int64_t to);
   int64_t bytes_read() const { return bytes_read_; }
 
  private:
