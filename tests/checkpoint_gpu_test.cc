@@ -76,6 +76,7 @@ TEST(CheckpointGpuTest, ResumeIsBitwiseWithBf16MastersAndPinnedAsyncCopies) {
       cpu.mutable_train()->set_dtype("f32");
       cpu.mutable_train()->mutable_parallel()->set_backend("gloo");
       cpu.mutable_train()->set_checkpoint_dir("");
+      cpu.mutable_train()->set_checkpoint_async(false);
       cpu.mutable_train()->set_resume(dir + "/step_4");
       auto on_cpu = testing::MakeGptTrainer(cpu);
       ASSERT_TRUE(on_cpu.ok()) << on_cpu.status();
