@@ -93,7 +93,8 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
   for (auto& g : groups) g->ResetStats();
   ParityRun run;
   const int64_t steps = options.steps >= 0 ? options.steps : job.train().steps() - trainer->step();
-  for (int64_t i = 0; i < steps; ++i) {
+  if (options.use_run) WEFT_RETURN_IF_ERROR(trainer->Run());
+  for (int64_t i = 0; i < steps && !options.use_run; ++i) {
     WEFT_ASSIGN_OR_RETURN(StepStats s, trainer->TrainStep());
     run.losses.push_back(s.loss);
   }

@@ -31,6 +31,9 @@ struct ParityRun {
 struct RunOptions {
   int64_t steps = -1;        // optimizer steps to take here; -1: until train().steps()
   bool save_at_end = false;  // SaveCheckpoint() after them (needs checkpoint_dir)
+  // Trainer::Run() (periodic checkpoints, evaluation) instead of TrainStep
+  // calls; losses are then not recorded.
+  bool use_run = false;
 };
 
 // One process, no strategy: the reference.
