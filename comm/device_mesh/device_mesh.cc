@@ -83,6 +83,25 @@ absl::StatusOr<std::shared_ptr<ProcessGroup>> DeviceMesh::FlatGroup(
   return *group;
 }
 
+absl::StatusOr<std::shared_ptr<ProcessGroup>> DeviceMesh::NewGroup(const std::vector<int>& ranks,
+                                                                   absl::string_view label) {
+  const auto me = std::find(ranks.begin(), ranks.end(), rank_);
+  if (me == ranks.end()) {
+    return InvalidArgument(absl::StrCat("rank ", rank_, " creating group '", label, "' of ranks [",
+                                        absl::StrJoin(ranks, ", "), "]"),
+                           "only the group's members create it");
+  }
+  ProcessGroupOptions group_options = options_.group;
+  group_options.name = absl::StrCat(options_.group.name, "/", label, "[", absl::StrJoin(ranks, ","), "]");
+  absl::StatusOr<std::shared_ptr<ProcessGroup>> group =
+      CreateProcessGroup(options_.backend, store_, static_cast<int>(me - ranks.begin()),
+                         static_cast<int>(ranks.size()), group_options);
+  if (!group.ok()) {
+    return Annotate(group.status(), absl::StrCat("creating group '", label, "' of ", ToString()));
+  }
+  return *group;
+}
+
 std::string DeviceMesh::ToString() const {
   return absl::StrCat("mesh ", layout_.ToString(), ", rank ", rank_, " at (",
                       absl::StrJoin(layout_.Coordinates(rank_), ", "), ")");

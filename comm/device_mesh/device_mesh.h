@@ -67,6 +67,14 @@ class DeviceMesh {
   // This rank's group spanning every axis in `axes` (created on first use).
   absl::StatusOr<std::shared_ptr<ProcessGroup>> FlatGroup(absl::Span<const std::string> axes);
 
+  // A new group of the given global ranks (this rank among them), named
+  // "<label>" so two groups of the same ranks get separate communicators
+  // (a pipeline keeps activations and gradients on separate links). Not
+  // cached: every member calls it once, in the same order as its other
+  // group creations.
+  absl::StatusOr<std::shared_ptr<ProcessGroup>> NewGroup(const std::vector<int>& ranks,
+                                                         absl::string_view label);
+
   // "mesh [dp_shard=2, tp=2], rank 3 at (1, 1)"
   std::string ToString() const;
 

@@ -57,9 +57,33 @@ void Module::RefreshNames() {
   for (auto& [n, c] : children_) c->RefreshNames();
 }
 
+std::vector<Parameter*> Module::held_own_parameters() const {
+  std::vector<Parameter*> out;
+  for (const auto& p : params_) {
+    if (p->held()) out.push_back(p.get());
+  }
+  return out;
+}
+
+namespace {
+// True when the subtree owns parameters and this rank holds none of them.
+bool HeldElsewhere(Module& m, bool* any) {
+  for (const auto& p : m.own_parameters()) {
+    *any = true;
+    if (p->held()) return false;
+  }
+  for (Module* c : m.children()) {
+    if (!HeldElsewhere(*c, any)) return false;
+  }
+  return true;
+}
+}  // namespace
+
 std::vector<Parameter*> Module::Parameters() {
   std::vector<Parameter*> out;
-  for (auto& p : params_) out.push_back(p.get());
+  for (auto& p : params_) {
+    if (p->held()) out.push_back(p.get());
+  }
   for (auto& [n, c] : children_) {
     std::vector<Parameter*> sub = c->Parameters();
     out.insert(out.end(), sub.begin(), sub.end());
@@ -70,6 +94,8 @@ std::vector<Parameter*> Module::Parameters() {
 std::vector<Module*> Module::Modules() {
   std::vector<Module*> out = {this};
   for (auto& [n, c] : children_) {
+    bool any = false;
+    if (HeldElsewhere(*c, &any) && any) continue;
     std::vector<Module*> sub = c->Modules();
     out.insert(out.end(), sub.begin(), sub.end());
   }

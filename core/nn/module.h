@@ -69,11 +69,15 @@ class Module {
   // Direct children and parameters in registration order.
   std::vector<Module*> children() const;
   const std::vector<std::unique_ptr<Parameter>>& own_parameters() const { return params_; }
-  // Every parameter owned in the subtree, depth-first in registration order.
-  // A parameter a module uses but does not own (a tied weight) is not
-  // listed again: each parameter appears exactly once, under its owner.
+  // The owned parameters this rank holds (Parameter::held): what strategies
+  // shard, reduce and update.
+  std::vector<Parameter*> held_own_parameters() const;
+  // Every parameter owned in the subtree that this rank holds, depth-first
+  // in registration order. A parameter a module uses but does not own (a
+  // tied weight) is not listed again: each appears once, under its owner.
   std::vector<Parameter*> Parameters();
-  // Every module in the subtree, this one first (pre-order).
+  // Every module in the subtree, this one first (pre-order), except
+  // subtrees whose parameters are all held by other ranks.
   std::vector<Module*> Modules();
   Module* FindModule(const std::string& dotted_name);
   Parameter* FindParameter(const std::string& dotted_name);

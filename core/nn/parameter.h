@@ -74,6 +74,17 @@ class Parameter {
   // sharding strategies must keep it gathered across the whole step.
   bool shared() const { return shared_; }
   void MarkShared() { shared_ = true; }
+  // False when another rank holds this parameter (a pipeline stage placed
+  // elsewhere): Module::Parameters() leaves it out, so strategies,
+  // optimizers, gradient norms and checkpoints see only what this rank has.
+  bool held() const { return held_; }
+  void set_held(bool held) { held_ = held; }
+  // Copies of one parameter on several ranks of a model-parallel axis (a
+  // tied embedding on the first and last pipeline stage): 0 on the rank
+  // that owns it, k > 0 on the others, which leave it out of gradient norms
+  // and save it as a replica. Their gradients are summed by the strategy.
+  int copy_index() const { return copy_index_; }
+  void set_copy_index(int k) { copy_index_ = k; }
 
   Tensor value;  // what Forward reads (compute dtype); may be a view or a shard
   Tensor grad;   // accumulated by Backward (grad dtype)
@@ -88,6 +99,8 @@ class Parameter {
   InitSpec init_;
   bool weight_decay_;
   bool shared_ = false;
+  bool held_ = true;
+  int copy_index_ = 0;
 };
 
 // Fills elements [offset, offset + out.numel()) of `param`'s flattened

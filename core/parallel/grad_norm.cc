@@ -11,6 +11,8 @@ absl::Status GradNormSquared(KernelOps& ops, const KernelContext& ctx,
                              comm::ProcessGroup* model_parallel, Tensor& out) {
   std::vector<Tensor> sharded, replicated;
   for (const OptimTarget& t : targets) {
+    // Copies (a tied weight's second holder) are counted by their owner.
+    if (t.param != nullptr && t.param->copy_index() > 0) continue;
     const bool split = t.param != nullptr && t.param->placement().HasDimShards();
     (split ? sharded : replicated).push_back(t.grad);
   }

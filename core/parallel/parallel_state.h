@@ -15,6 +15,7 @@
 #include "comm/device_mesh/device_mesh.h"
 #include "core/nn/parameter.h"
 #include "core/parallel/step_participant.h"
+#include "core/parallel/step_schedule.h"
 
 namespace weft {
 
@@ -35,6 +36,9 @@ struct ParallelState {
   std::shared_ptr<comm::ProcessGroup> model_parallel;
   // The job's device mesh (null for a single process).
   std::shared_ptr<comm::DeviceMesh> mesh;
+  // The step's order of forwards and backwards when a strategy owns it (a
+  // pipeline); null leaves it to the trainer (--step_schedule).
+  std::shared_ptr<const StepSchedule> step_schedule;
   // Keeps communication objects alive for the job (process groups, mesh).
   std::vector<std::shared_ptr<void>> keep_alive;
 };

@@ -19,7 +19,9 @@ PieceInfo Geometry(const OptimTarget& t, std::string name, const std::vector<int
   info.box_shape = p.shape();
   info.begin = t.param_offset;
   info.end = t.param_offset + t.value.numel();
-  info.replica = t.replica;
+  // A copy of a parameter another model-parallel rank owns (a tied
+  // embedding on the last pipeline stage) is never the replica-0 holder.
+  info.replica = p.copy_index() > 0 ? 1 + t.replica : t.replica;
   info.mesh_coords = coords;
   return info;
 }

@@ -6,6 +6,8 @@
 //   the schedule's forwards and backwards, in its order (step_schedule.h);
 //     before each backward: BeforeBackward({micro, last})
 //   FinishGradients               gradients final and synchronized
+//   AfterAllGradients(targets)    every participant finished; e.g. sum a
+//                                 tied weight's gradients across pipeline ends
 //   OptimizerTargets (once, at setup)
 //   ReduceGradNormSq              only when clipping
 //   optimizer update
@@ -48,6 +50,12 @@ class StepParticipant {
     return absl::OkStatus();
   }
   virtual absl::Status FinishGradients() { return absl::OkStatus(); }
+  // After every participant's FinishGradients, with the optimizer's targets
+  // (whole gradients, or this rank's shards of them).
+  virtual absl::Status AfterAllGradients(const std::vector<OptimTarget>& targets) {
+    (void)targets;
+    return absl::OkStatus();
+  }
   // What this rank's optimizer updates, when the strategy re-placed the
   // parameters (zero, fsdp); nullopt keeps the model's parameters.
   virtual std::optional<std::vector<OptimTarget>> OptimizerTargets() { return std::nullopt; }

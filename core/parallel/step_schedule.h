@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/nn/run_context.h"
 #include "core/parallel/step_participant.h"
 
 namespace weft {
@@ -40,6 +41,27 @@ class MicroBatchRunner {
   virtual absl::Status Forward(int micro) = 0;
   // Backward of micro-batch `micro` from its loss; frees slot `micro`.
   virtual absl::Status Backward(int micro) = 0;
+
+  // For schedules that run the model piecewise (pipelines): load
+  // micro-batch `micro`'s batch (once, in micro-batch order), enter its
+  // context (activation slot, dropout keys), and add the losses its last
+  // stage produced to the step's loss.
+  struct MicroBatch {
+    Tensor inputs, targets;
+    float dloss_scale = 1.f;
+  };
+  virtual absl::StatusOr<MicroBatch> Load(int micro) {
+    (void)micro;
+    return absl::UnimplementedError("this runner cannot run a model piecewise");
+  }
+  virtual RunContext* Enter(int micro) {
+    (void)micro;
+    return nullptr;
+  }
+  virtual absl::Status AddLosses(const Tensor& losses) {
+    (void)losses;
+    return absl::UnimplementedError("this runner cannot run a model piecewise");
+  }
 };
 
 class StepSchedule {

@@ -27,6 +27,15 @@ absl::StatusOr<JobTopology> ResolveTopology(const std::optional<JobTopology>& in
   return t;
 }
 
+// --strategy, plus pp when --pp > 1 asks for pipeline ranks.
+absl::StatusOr<std::vector<std::string>> StrategyNames(const ParallelConfig& c) {
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> names, ParseStrategyList(c.strategy()));
+  if (c.pp() > 1 && std::find(names.begin(), names.end(), "pp") == names.end()) {
+    names.insert(names.begin(), "pp");
+  }
+  return names;
+}
+
 absl::StatusOr<StrategyOptionValues> StrategyOptionsFromConfig(const ParallelConfig& c) {
   StrategyOptionValues o;
   WEFT_ASSIGN_OR_RETURN(o.given, ParseOptionList(c.strategy_options()));
@@ -42,6 +51,11 @@ absl::StatusOr<StrategyOptionValues> StrategyOptionsFromConfig(const ParallelCon
     o.from_flags["reduce_dtype"] = c.reduce_dtype().empty() ? "auto" : c.reduce_dtype();
   }
   if (c.has_dp_devices()) o.from_flags["dp_devices"] = absl::StrCat(c.dp_devices());
+  if (c.has_pp_schedule()) o.from_flags["pp_schedule"] = c.pp_schedule();
+  if (c.has_pp_virtual_stages()) {
+    o.from_flags["pp_virtual_stages"] = absl::StrCat(c.pp_virtual_stages());
+  }
+  if (c.has_pp_split()) o.from_flags["pp_split"] = c.pp_split();
   return o;
 }
 
@@ -52,7 +66,7 @@ absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(const TrainConfig& c
   for (absl::string_view plugin : absl::StrSplit(pc.plugin(), ',', absl::SkipEmpty())) {
     WEFT_RETURN_IF_ERROR(LoadStrategyPlugin(std::string(plugin)));
   }
-  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> names, ParseStrategyList(pc.strategy()));
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> names, StrategyNames(pc));
   auto state = std::make_unique<ParallelState>();
   state->world_rank = topology.rank;
   state->world_size = topology.world_size;
@@ -146,8 +160,7 @@ absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(const TrainConfig& c
 absl::Status ApplyStrategies(const TrainConfig& config, std::unique_ptr<Model>& model,
                              RunContext& ctx, Allocator* param_allocator,
                              Allocator* grad_allocator, DType grad_dtype, ParallelState& state) {
-  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> names,
-                        ParseStrategyList(config.parallel().strategy()));
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> names, StrategyNames(config.parallel()));
   // --recompute is shorthand for the recompute strategy; it needs no mesh.
   if (config.recompute() && std::find(names.begin(), names.end(), "recompute") == names.end()) {
     names.push_back("recompute");

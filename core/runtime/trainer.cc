@@ -68,18 +68,29 @@ class Trainer::StepRunner : public MicroBatchRunner {
   explicit StepRunner(Trainer& t) : t_(t) {}
 
   absl::Status Forward(int micro) override {
+    WEFT_ASSIGN_OR_RETURN(MicroBatch mb, Load(micro));
+    Enter(micro);
+    WEFT_ASSIGN_OR_RETURN(Tensor losses,
+                          t_.model_->ForwardLoss(t_.ctx_, mb.inputs, mb.targets, mb.dloss_scale));
+    return AddLosses(losses);
+  }
+
+  absl::StatusOr<MicroBatch> Load(int micro) override {
+    (void)micro;  // batches come in micro-batch order
     const TrainConfig& c = t_.cfg();
     const auto wait_start = std::chrono::steady_clock::now();
     WEFT_ASSIGN_OR_RETURN(data::Batch batch, t_.loaders_.train->Next());
     data_wait_ms_ += HostMs(wait_start, std::chrono::steady_clock::now());
     WEFT_RETURN_IF_ERROR(batch.WaitOn(t_.compute_stream()));
-    const Tensor& x = batch.Get(t_.options_.input_field);
-    const Tensor& y = batch.Get(t_.options_.target_field);
-    targets_per_sample_ = t_.model_->TargetsPerSample(y);
-    const float dloss_scale =
-        1.0f / static_cast<float>(c.global_batch() * targets_per_sample_);
-    Enter(micro);
-    WEFT_ASSIGN_OR_RETURN(Tensor losses, t_.model_->ForwardLoss(t_.ctx_, x, y, dloss_scale));
+    MicroBatch mb;
+    mb.inputs = batch.Get(t_.options_.input_field);
+    mb.targets = batch.Get(t_.options_.target_field);
+    targets_per_sample_ = t_.model_->TargetsPerSample(mb.targets);
+    mb.dloss_scale = 1.0f / static_cast<float>(c.global_batch() * targets_per_sample_);
+    return mb;
+  }
+
+  absl::Status AddLosses(const Tensor& losses) override {
     return t_.ctx_.ops->Sum(t_.ctx_.kernel(), t_.loss_sum_, losses, /*accumulate=*/true);
   }
 
@@ -97,11 +108,12 @@ class Trainer::StepRunner : public MicroBatchRunner {
  private:
   // The context of micro-batch `micro`: its activation slot and its dropout
   // masks, the same for its forward, recompute and backward.
-  void Enter(int micro) {
+  RunContext* Enter(int micro) override {
     t_.ctx_.slot = micro;
     t_.ctx_.dropout_seed =
         MixSeed(MixSeed(static_cast<uint64_t>(t_.cfg().seed()), t_.step_ * 1000003 + micro),
                 t_.parallel_->dp_rank);
+    return &t_.ctx_;
   }
 
   Trainer& t_;
@@ -256,6 +268,14 @@ absl::Status Trainer::Init() {
     a->ResetPeak();
   }
   step_schedule_ = options_.schedule;
+  if (parallel_->step_schedule != nullptr) {
+    if (step_schedule_ != nullptr || c.step_schedule() != "grad_accum") {
+      return InvalidArgument(absl::StrCat("--step_schedule=", c.step_schedule(), " with strategy ",
+                                          absl::StrJoin(parallel_->strategy_names, ",")),
+                             "the strategy's own schedule (e.g. --pp_schedule for pp)");
+    }
+    step_schedule_ = parallel_->step_schedule;
+  }
   if (step_schedule_ == nullptr) {
     WEFT_ASSIGN_OR_RETURN(step_schedule_, MakeStepSchedule(c.step_schedule(), accum_steps_));
   }
@@ -292,6 +312,9 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
   const int64_t targets_per_sample = runner.targets_per_sample();
   const double data_wait_ms = runner.data_wait_ms();
   for (auto& p : parallel_->participants) WEFT_RETURN_IF_ERROR(p->FinishGradients());
+  for (auto& p : parallel_->participants) {
+    WEFT_RETURN_IF_ERROR(p->AfterAllGradients(optimizer_->targets()));
+  }
 
   const float clip = c.optim().grad_clip();
   if (clip > 0) {

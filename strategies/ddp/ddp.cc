@@ -41,7 +41,7 @@ class DdpParticipant : public StepParticipant {
     // Readiness: a parameter is final once the module that owns it has
     // finished its backward (a tied weight's owner runs last).
     for (Module* m : model.Modules()) {
-      if (m->own_parameters().empty()) continue;
+      if (m->held_own_parameters().empty()) continue;
       m->AddHook(Module::HookPoint::kPostBackward, [this](Module& mod, RunContext&) {
         return OnModuleBackwardDone(mod);
       });
@@ -112,8 +112,8 @@ class DdpParticipant : public StepParticipant {
 
  private:
   absl::Status OnModuleBackwardDone(Module& m) {
-    for (const auto& p : m.own_parameters()) {
-      auto it = bucket_of_.find(p.get());
+    for (Parameter* p : m.held_own_parameters()) {
+      auto it = bucket_of_.find(p);
       if (it == bucket_of_.end()) continue;
       Bucket& b = buckets_[it->second];
       if (--b.pending == 0 && sync_ && overlap_) WEFT_RETURN_IF_ERROR(Launch(it->second));

@@ -48,13 +48,13 @@ class FreezeStrategy : public Strategy {
     for (Module* m : ctx.model().Modules()) {
       bool match = false;
       for (const std::string& p : prefixes) match |= absl::StartsWith(m->name(), p);
-      if (!match || m->own_parameters().empty()) continue;
-      for (const auto& p : m->own_parameters()) {
+      if (!match || m->held_own_parameters().empty()) continue;
+      for (Parameter* p : m->held_own_parameters()) {
         p->set_weight_decay(false);
         ++frozen;
       }
       m->AddHook(Module::HookPoint::kPostBackward, [](Module& mod, RunContext& rc) {
-        for (const auto& p : mod.own_parameters()) {
+        for (Parameter* p : mod.held_own_parameters()) {
           if (p->grad.defined()) WEFT_RETURN_IF_ERROR(p->grad.Zero(rc.stream));
         }
         return absl::OkStatus();

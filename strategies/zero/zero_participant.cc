@@ -14,7 +14,7 @@ namespace {
 
 std::vector<Parameter*> OwnParams(Module& m) {
   std::vector<Parameter*> out;
-  for (const auto& p : m.own_parameters()) out.push_back(p.get());
+  for (Parameter* p : m.held_own_parameters()) out.push_back(p);
   return out;
 }
 
@@ -123,7 +123,7 @@ void ZeroParticipant::InstallHooks(Model& model) {
       return absl::OkStatus();
     });
     for (Module* m : model.Modules()) {
-      if (m->own_parameters().empty()) continue;
+      if (m->held_own_parameters().empty()) continue;
       m->AddHook(HP::kPreBackward,
                  [this](Module& mod, RunContext&) { return OnPreBackward(mod); });
       m->AddHook(HP::kPostBackward,
@@ -133,8 +133,8 @@ void ZeroParticipant::InstallHooks(Model& model) {
 }
 
 absl::Status ZeroParticipant::OnPreBackward(Module& m) {
-  for (const auto& p : m.own_parameters()) {
-    auto it = group_of_.find(p.get());
+  for (Parameter* p : m.held_own_parameters()) {
+    auto it = group_of_.find(p);
     if (it == group_of_.end()) continue;
     ShardedGroup& g = *groups_[it->second];
     if (stage_ == 3) WEFT_RETURN_IF_ERROR(g.Gather(false));
@@ -144,8 +144,8 @@ absl::Status ZeroParticipant::OnPreBackward(Module& m) {
 }
 
 absl::Status ZeroParticipant::OnPostBackward(Module& m) {
-  for (const auto& p : m.own_parameters()) {
-    auto it = group_of_.find(p.get());
+  for (Parameter* p : m.held_own_parameters()) {
+    auto it = group_of_.find(p);
     if (it == group_of_.end()) continue;
     if (--pending_[it->second] == 0) WEFT_RETURN_IF_ERROR(LaunchReduce(it->second));
   }

@@ -1,0 +1,161 @@
+#include "strategies/pp/pipeline_model.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "strategies/pp/pipeline_schedule.h"
+
+namespace weft::pp {
+
+PipelineModel::PipelineModel(std::unique_ptr<Model> inner, std::vector<Stage> stages,
+                             std::vector<ChunkRange> chunks, int virtual_stages,
+                             std::unique_ptr<PipeLinks> links)
+    : Model("Pipeline"),
+      inner_(inner.get()),
+      stages_(std::move(stages)),
+      chunks_(std::move(chunks)),
+      virtual_stages_(virtual_stages),
+      links_(std::move(links)) {
+  RegisterModule("", std::move(inner));  // unnamed: parameter names stay the model's
+}
+
+std::string PipelineModel::Summary() const {
+  std::string s = absl::StrCat(inner_->Summary(), " | pipeline rank ", links_->rank(), "/",
+                               links_->size(), ":");
+  for (const ChunkRange& c : chunks_) {
+    absl::StrAppend(&s, " ", stages_[c.first].name, "..", stages_[c.last - 1].name);
+  }
+  return s;
+}
+
+absl::StatusOr<Tensor> PipelineModel::ForwardChunk(RunContext& ctx, int chunk, int micro,
+                                                   const MicroBatchRunner::MicroBatch& batch) {
+  const ChunkRange& c = chunks_[chunk];
+  const int vs = VirtualStage(chunk);
+  const bool first = vs == 0, last = vs == virtual_stages_ - 1;
+  Tensor x = batch.inputs;
+  if (!first) {
+    WEFT_ASSIGN_OR_RETURN(x, links_->RecvForward(Tag(micro, vs - 1), ctx));
+  }
+  Tensor out;
+  // Root hooks (e.g. fsdp's root unit) wrap every chunk this rank runs.
+  WEFT_RETURN_IF_ERROR(RunHooked(ctx, /*backward=*/false, [&]() -> absl::Status {
+    LossInputs loss;
+    if (last) loss = {&batch.targets, batch.dloss_scale};
+    WEFT_ASSIGN_OR_RETURN(out, ForwardStages(ctx, stages_, c.first, c.last, x, loss));
+    return absl::OkStatus();
+  }));
+  if (last) return out;
+  WEFT_RETURN_IF_ERROR(links_->SendForward(out, Tag(micro, vs), ctx.stream));
+  return Tensor();
+}
+
+absl::Status PipelineModel::BackwardChunk(RunContext& ctx, int chunk, int micro) {
+  const ChunkRange& c = chunks_[chunk];
+  const int vs = VirtualStage(chunk);
+  Tensor dy;
+  if (vs != virtual_stages_ - 1) {
+    WEFT_ASSIGN_OR_RETURN(dy, links_->RecvBackward(Tag(micro, vs), ctx));
+  }
+  Tensor dx;
+  WEFT_RETURN_IF_ERROR(RunHooked(ctx, /*backward=*/true, [&]() -> absl::Status {
+    WEFT_ASSIGN_OR_RETURN(dx, BackwardStages(ctx, stages_, c.first, c.last, dy));
+    return absl::OkStatus();
+  }));
+  if (vs == 0) return absl::OkStatus();
+  if (!dx.defined()) {
+    return Internal(absl::StrCat("stage ", stages_[c.first].name, " gave no input gradient"),
+                    "a gradient to send to the previous pipeline stage");
+  }
+  return links_->SendBackward(dx, Tag(micro, vs - 1), ctx.stream);
+}
+
+absl::StatusOr<Tensor> PipelineModel::ForwardLoss(RunContext& ctx, const Tensor& inputs,
+                                                  const Tensor& targets, float dloss_scale) {
+  if (ctx.training) {
+    return FailedPrecondition("a pipeline model trained without its step schedule",
+                              "the pp strategy's schedule to drive training");
+  }
+  MicroBatchRunner::MicroBatch batch{inputs, targets, dloss_scale};
+  Tensor losses;
+  for (int c = 0; c < num_chunks(); ++c) {
+    WEFT_ASSIGN_OR_RETURN(Tensor out, ForwardChunk(ctx, c, /*micro=*/0, batch));
+    if (out.defined()) losses = out;
+  }
+  WEFT_RETURN_IF_ERROR(links_->WaitSends());
+  if (losses.defined()) return losses;
+  return ctx.Zeros({1}, DType::kF32);
+}
+
+absl::Status PipelineModel::BackwardFromLoss(RunContext&) {
+  return FailedPrecondition("a pipeline backward outside its step schedule",
+                            "the pp strategy's schedule to drive training");
+}
+
+absl::StatusOr<Tensor> PipelineModel::Forward(RunContext&, const Tensor&) {
+  return absl::UnimplementedError("a pipeline model has no single-rank forward to predictions");
+}
+
+absl::StatusOr<Tensor> PipelineModel::Backward(RunContext&, const Tensor&) {
+  return absl::UnimplementedError("a pipeline model has no single-rank backward");
+}
+
+PipelineStepSchedule::PipelineStepSchedule(PipelineModel* model, std::string schedule_name)
+    : model_(model), schedule_name_(std::move(schedule_name)) {}
+
+std::vector<ScheduleAction> PipelineStepSchedule::Actions(int num_micro) const {
+  std::vector<ScheduleAction> out;
+  auto s = MakePipelineSchedule(schedule_name_);
+  if (!s.ok()) return out;
+  auto t = (*s)->Build({model_->links().size(), model_->num_chunks(), num_micro});
+  if (!t.ok()) return out;
+  for (const PipeAction& a : (*t)[model_->links().rank()]) {
+    if (a.kind == PipeAction::Kind::kWeight) continue;
+    out.push_back({a.kind == PipeAction::Kind::kForward ? ScheduleAction::Kind::kForward
+                                                        : ScheduleAction::Kind::kBackward,
+                   a.micro});
+  }
+  return out;
+}
+
+absl::Status PipelineStepSchedule::Run(
+    int num_micro, MicroBatchRunner& runner,
+    const std::vector<std::unique_ptr<StepParticipant>>& participants) const {
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<PipelineSchedule> schedule,
+                        MakePipelineSchedule(schedule_name_));
+  const PipelineShape shape{model_->links().size(), model_->num_chunks(), num_micro};
+  WEFT_ASSIGN_OR_RETURN(Timeline timeline, schedule->Build(shape));
+  const std::vector<PipeAction>& mine = timeline[model_->links().rank()];
+  size_t last_backward = 0;
+  for (size_t i = 0; i < mine.size(); ++i) {
+    if (mine[i].kind == PipeAction::Kind::kBackward) last_backward = i;
+  }
+  std::vector<std::optional<MicroBatchRunner::MicroBatch>> batches(num_micro);
+  std::vector<int> backwards_done(num_micro, 0);
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const PipeAction& a = mine[i];
+    if (a.kind == PipeAction::Kind::kForward && !batches[a.micro]) {
+      WEFT_ASSIGN_OR_RETURN(batches[a.micro], runner.Load(a.micro));
+    }
+    RunContext* ctx = runner.Enter(a.micro);
+    if (ctx == nullptr) return Internal("a step runner that cannot run a pipeline");
+    if (a.kind == PipeAction::Kind::kForward) {
+      WEFT_ASSIGN_OR_RETURN(Tensor losses,
+                            model_->ForwardChunk(*ctx, a.chunk, a.micro, *batches[a.micro]));
+      if (losses.defined()) WEFT_RETURN_IF_ERROR(runner.AddLosses(losses));
+    } else if (a.kind == PipeAction::Kind::kBackward) {
+      for (auto& p : participants) {
+        WEFT_RETURN_IF_ERROR(p->BeforeBackward({.micro = a.micro, .last = i == last_backward}));
+      }
+      WEFT_RETURN_IF_ERROR(model_->BackwardChunk(*ctx, a.chunk, a.micro));
+      if (++backwards_done[a.micro] == model_->num_chunks()) ctx->store().DropSlot(a.micro);
+    } else {
+      return absl::UnimplementedError("W actions (split backward) are not supported yet");
+    }
+  }
+  return model_->links().WaitSends();
+}
+
+}  // namespace weft::pp

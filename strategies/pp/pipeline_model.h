@@ -1,0 +1,88 @@
+// PipelineModel: the root model on one pipeline rank after pp split it.
+//
+// It keeps the whole model (so parameter names do not change) but runs only
+// this rank's chunks: contiguous ranges of Model::Stages(). Chunk c of pp
+// rank r is virtual stage c * pp + r; a forward of a chunk takes its input
+// from the previous virtual stage (or the batch, on virtual stage 0) and
+// sends its output on (or ends in the loss, on the last one); a backward
+// takes the gradient from the next virtual stage and sends the input's
+// gradient back. The step's order of chunk forwards and backwards comes
+// from PipelineStepSchedule; evaluation (ForwardLoss outside training)
+// runs one micro-batch through every chunk in order.
+#ifndef WEFT_STRATEGIES_PP_PIPELINE_MODEL_H_
+#define WEFT_STRATEGIES_PP_PIPELINE_MODEL_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/nn/model.h"
+#include "core/parallel/step_schedule.h"
+#include "strategies/pp/pipe_links.h"
+
+namespace weft::pp {
+
+struct ChunkRange {
+  int first = 0, last = 0;  // stages [first, last) of the model
+};
+
+class PipelineModel : public Model {
+ public:
+  // `chunks[c]` is this rank's chunk c; `virtual_stages` = pp x chunks.
+  PipelineModel(std::unique_ptr<Model> inner, std::vector<Stage> stages,
+                std::vector<ChunkRange> chunks, int virtual_stages, std::unique_ptr<PipeLinks> links);
+
+  // Forward of chunk `chunk` for micro-batch `micro` (in its context): the
+  // per-target losses on the last virtual stage, else an undefined tensor.
+  absl::StatusOr<Tensor> ForwardChunk(RunContext& ctx, int chunk, int micro,
+                                      const MicroBatchRunner::MicroBatch& batch);
+  absl::Status BackwardChunk(RunContext& ctx, int chunk, int micro);
+
+  // Evaluation through the whole pipeline: the losses on the rank holding
+  // the last stage, one zero elsewhere (so sums over ranks are the loss).
+  absl::StatusOr<Tensor> ForwardLoss(RunContext& ctx, const Tensor& inputs, const Tensor& targets,
+                                     float dloss_scale) override;
+  absl::Status BackwardFromLoss(RunContext& ctx) override;
+  absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) override;
+  absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
+  double TrainingFlopsPerTarget() const override { return inner_->TrainingFlopsPerTarget(); }
+  int64_t TargetsPerSample(const Tensor& t) const override { return inner_->TargetsPerSample(t); }
+  absl::StatusOr<std::unique_ptr<Model>> CloneArchitecture() const override {
+    return inner_->CloneArchitecture();
+  }
+  std::string Summary() const override;
+
+  PipeLinks& links() { return *links_; }
+  int num_chunks() const { return static_cast<int>(chunks_.size()); }
+  int virtual_stages() const { return virtual_stages_; }
+
+ private:
+  int VirtualStage(int chunk) const { return chunk * links_->size() + links_->rank(); }
+  int Tag(int micro, int boundary) const { return micro * virtual_stages_ + boundary; }
+
+  Model* inner_;  // owned as this module's unnamed child
+  std::vector<Stage> stages_;
+  std::vector<ChunkRange> chunks_;
+  int virtual_stages_;
+  std::unique_ptr<PipeLinks> links_;
+};
+
+// Runs one step's chunk forwards and backwards in the order of this rank's
+// pipeline timeline (pipeline_schedule.h).
+class PipelineStepSchedule : public StepSchedule {
+ public:
+  PipelineStepSchedule(PipelineModel* model, std::string schedule_name);
+  std::string Name() const override { return "pp:" + schedule_name_; }
+  // This rank's actions as F/B per micro-batch (chunks flattened).
+  std::vector<ScheduleAction> Actions(int num_micro) const override;
+  absl::Status Run(int num_micro, MicroBatchRunner& runner,
+                   const std::vector<std::unique_ptr<StepParticipant>>& participants) const override;
+
+ private:
+  PipelineModel* model_;
+  std::string schedule_name_;
+};
+
+}  // namespace weft::pp
+
+#endif  // WEFT_STRATEGIES_PP_PIPELINE_MODEL_H_
