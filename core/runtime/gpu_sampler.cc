@@ -43,6 +43,8 @@ struct GpuSampler::Nvml {
   }
 };
 
+GpuSampler::GpuSampler(Options options) : options_(std::move(options)) {}
+
 GpuSampler::~GpuSampler() {
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -40,7 +40,7 @@ class GpuSampler {
     std::string library = "libnvidia-ml.so.1";
   };
 
-  explicit GpuSampler(Options options) : options_(std::move(options)) {}
+  explicit GpuSampler(Options options);
   ~GpuSampler();
   GpuSampler(const GpuSampler&) = delete;
   GpuSampler& operator=(const GpuSampler&) = delete;

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "absl/strings/match.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 
 namespace weft {

@@ -69,6 +69,8 @@ Instruments::Instruments(Options options)
 
 Instruments::~Instruments() { observer_->Detach(); }
 
+std::shared_ptr<comm::OpObserver> Instruments::comm_observer() const { return observer_; }
+
 std::function<void(int, int64_t, int64_t, int64_t)> Instruments::loader_hook() {
   if (trace_ == nullptr) return nullptr;
   return [this](int worker, int64_t seq, int64_t begin_us, int64_t end_us) {

@@ -62,7 +62,7 @@ class Instruments {
   explicit Instruments(Options options);
   ~Instruments();
 
-  std::shared_ptr<comm::OpObserver> comm_observer() const { return observer_; }
+  std::shared_ptr<comm::OpObserver> comm_observer() const;
   std::function<void(int, int64_t, int64_t, int64_t)> loader_hook();
   StepTimer* timer() { return &timer_; }
   Progress& progress() { return progress_; }

@@ -1,5 +1,6 @@
 #include "core/runtime/progress.h"
 
+#include <cmath>
 #include <cstdio>
 #include <string>
 
