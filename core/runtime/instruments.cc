@@ -144,6 +144,7 @@ absl::StatusOr<Instruments::StepReport> Instruments::EndStep(double step_ms) {
     trace_->Add(TraceWriter::kStepTrack, absl::StrCat("step ", step_), "step", step_begin_us_,
                 static_cast<int64_t>(step_ms * 1000), parts_args);
     for (const PartSpan& s : spans) {
+      if (s.dur_ms < 0.001) continue;  // a switch with nothing in between
       // On CUDA span times are device times from the step's first event,
       // placed on the host clock at the step's start.
       trace_->Add(TraceWriter::kStepTrack, std::string(StepPartName(s.part)), "phase",
