@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/base/status_macros.h"
+#include "core/runtime/nvtx_ranges.h"
 
 namespace weft {
 
@@ -37,6 +38,7 @@ void StepTimer::BeginStep() {
   part_after_.clear();
   stack_.assign(1, StepPart::kOther);
   error_ = absl::OkStatus();
+  NvtxPush("step");
   Mark(StepPart::kOther);
 }
 
@@ -61,18 +63,21 @@ void StepTimer::Mark(StepPart part_after) {
 void StepTimer::Enter(StepPart part) {
   if (!InStepOnThisThread()) return;
   stack_.push_back(part);
+  NvtxPush(StepPartName(part).data());
   Mark(part);
 }
 
 void StepTimer::Leave() {
   if (!InStepOnThisThread() || stack_.size() <= 1) return;
   stack_.pop_back();
+  NvtxPop();
   Mark(stack_.back());
 }
 
 void StepTimer::MarkEnd() {
   if (!InStepOnThisThread()) return;
   Mark(StepPart::kOther);
+  NvtxPop();  // "step"
   active_ = false;
 }
 

@@ -121,6 +121,7 @@ class Trainer {
     return {param_alloc_->Stats(), grad_alloc_->Stats(), optim_alloc_->Stats()};
   }
   MetricsLogger& logger() { return *logger_; }
+  const TrainConfig& config() const { return options_.config; }
   // Where this rank's model and optimizer state lives (sharding_export.h).
   absl::StatusOr<std::vector<StatePiece>> ExportState() const;
 

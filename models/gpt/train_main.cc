@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
+#include "tools/report/run_report.h"
 #include "tools/train_main/train_main.h"
 #include "core/runtime/trainer.h"
 #include "data/data.h"
@@ -49,6 +50,7 @@ absl::Status Run(const GptJob& job) {
   WEFT_ASSIGN_OR_RETURN(std::string path, DataPath(job));
   Trainer::Options o;
   o.config = job.train();
+  report::PrepareRunReport(&o.config);
   o.open_data = [&](const data::DataLoader::Options& base) -> absl::StatusOr<DataLoaders> {
     data::TextDataOptions t;
     t.path = path;
@@ -67,7 +69,8 @@ absl::Status Run(const GptJob& job) {
     return std::unique_ptr<Model>(std::move(gpt));
   };
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(o)));
-  return trainer->Run();
+  WEFT_RETURN_IF_ERROR(trainer->Run());
+  return report::FinishRunReport(trainer->config(), trainer->parallel().world_rank);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "models/mlp/classifier_evaluation.h"
+#include "tools/report/run_report.h"
 #include "tools/train_main/train_main.h"
 #include "core/runtime/trainer.h"
 #include "data/data.h"
@@ -21,6 +22,7 @@ namespace {
 absl::Status Run(const MlpJob& job) {
   Trainer::Options o;
   o.config = job.train();
+  report::PrepareRunReport(&o.config);
   o.input_field = "image";
   o.target_field = "label";
   o.open_data = [&](const data::DataLoader::Options& base) -> absl::StatusOr<DataLoaders> {
@@ -53,7 +55,7 @@ absl::Status Run(const MlpJob& job) {
                             .Add("test_accuracy", r.accuracy)
                             .Add("test_correct", static_cast<double>(r.correct))
                             .Add("test_total", static_cast<double>(r.total)));
-  return absl::OkStatus();
+  return report::FinishRunReport(trainer->config(), trainer->parallel().world_rank);
 }
 
 }  // namespace
