@@ -99,7 +99,9 @@ DataLoader::~DataLoader() {
 }
 
 void DataLoader::StartWorkers() {
-  for (int i = 0; i < options_.num_workers; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  for (int i = 0; i < options_.num_workers; ++i) {
+    workers_.emplace_back([this, i] { WorkerLoop(i); });
+  }
 }
 
 void DataLoader::StopWorkers() {

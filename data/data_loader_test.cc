@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <map>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <vector>
 

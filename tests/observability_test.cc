@@ -33,8 +33,8 @@ GptJob Job(int steps) {
 
 void ExpectPartsAddUp(const StepStats& s, const std::string& label) {
   SCOPED_TRACE(absl::StrCat(label, " step ", s.step));
-  const double parts[] = {s.data_wait_ms,      s.forward_ms,   s.backward_ms,
-                          s.exposed_comm_ms,   s.optimizer_ms, s.other_ms};
+  const double parts[] = {s.data_wait_ms,    s.forward_ms,   s.backward_ms,
+                          s.exposed_comm_ms, s.optimizer_ms, s.other_ms};
   double sum = 0;
   for (double p : parts) {
     EXPECT_GE(p, 0);
@@ -65,8 +65,8 @@ void WriteSteps(const std::vector<StepStats>& steps, const std::string& path) {
   std::ofstream out(path);
   for (const StepStats& s : steps) {
     out << s.step << " " << s.step_ms << " " << s.data_wait_ms << " " << s.forward_ms << " "
-        << s.backward_ms << " " << s.exposed_comm_ms << " " << s.optimizer_ms << " "
-        << s.other_ms << " " << s.comm_mb << "\n";
+        << s.backward_ms << " " << s.exposed_comm_ms << " " << s.optimizer_ms << " " << s.other_ms
+        << " " << s.comm_mb << "\n";
   }
 }
 

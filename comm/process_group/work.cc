@@ -13,8 +13,7 @@ int64_t WallMicros() {
       .count();
 }
 
-void Work::Observe(std::shared_ptr<OpObserver> observer, int64_t payload_bytes,
-                   int64_t issued_us) {
+void Work::Observe(std::shared_ptr<OpObserver> observer, int64_t payload_bytes, int64_t issued_us) {
   observer_ = std::move(observer);
   payload_bytes_ = payload_bytes;
   issued_us_ = issued_us;

@@ -65,9 +65,11 @@ std::string GpuSampler::Start() {
     fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(nvml->lib, name));
     return fn != nullptr;
   };
-  if (!sym(nvml->init, "nvmlInit_v2") || !sym(nvml->handle_by_index, "nvmlDeviceGetHandleByIndex_v2") ||
+  if (!sym(nvml->init, "nvmlInit_v2") ||
+      !sym(nvml->handle_by_index, "nvmlDeviceGetHandleByIndex_v2") ||
       !sym(nvml->utilization, "nvmlDeviceGetUtilizationRates") ||
-      !sym(nvml->memory, "nvmlDeviceGetMemoryInfo") || !sym(nvml->power, "nvmlDeviceGetPowerUsage") ||
+      !sym(nvml->memory, "nvmlDeviceGetMemoryInfo") ||
+      !sym(nvml->power, "nvmlDeviceGetPowerUsage") ||
       !sym(nvml->temperature, "nvmlDeviceGetTemperature")) {
     return absl::StrCat("GPU sampling off: ", options_.library, " lacks the NVML functions used");
   }
@@ -77,8 +79,7 @@ std::string GpuSampler::Start() {
   sym(nvml->shutdown, "nvmlShutdown");
   if (int rc = nvml->handle_by_index(static_cast<unsigned int>(options_.device), &nvml->device);
       rc != 0) {
-    return absl::StrCat("GPU sampling off: NVML has no GPU ", options_.device, " (error ", rc,
-                        ")");
+    return absl::StrCat("GPU sampling off: NVML has no GPU ", options_.device, " (error ", rc, ")");
   }
   nvml_ = std::move(nvml);
   thread_ = std::thread([this] { Loop(); });

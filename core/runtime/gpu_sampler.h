@@ -24,7 +24,7 @@ namespace weft {
 struct GpuSample {
   int64_t wall_us = 0;
   int device = 0;
-  double util_pct = 0;     // SM busy over the driver's last sample window
+  double util_pct = 0;  // SM busy over the driver's last sample window
   double mem_used_mb = 0;
   double mem_total_mb = 0;
   double power_w = 0;

@@ -20,8 +20,8 @@ absl::StatusOr<StepRange> ParseStepRange(const std::string& spec) {
   if (spec.empty()) return r;
   std::vector<std::string> parts = absl::StrSplit(spec, ':');
   const bool ok = (parts.size() == 1 || parts.size() == 2) &&
-                  absl::SimpleAtoi(parts[0], &r.first) &&
-                  absl::SimpleAtoi(parts.back(), &r.last) && r.first >= 1 && r.last >= r.first;
+                  absl::SimpleAtoi(parts[0], &r.first) && absl::SimpleAtoi(parts.back(), &r.last) &&
+                  r.first >= 1 && r.last >= r.first;
   if (!ok) {
     return InvalidArgument(absl::StrCat("--trace_steps=", spec),
                            "FIRST:LAST with 1 <= FIRST <= LAST (steps are 1-based), or one step",
@@ -112,13 +112,12 @@ void Instruments::OnCollective(const comm::ObservedOp& op) {
   const bool host_timed = op.started_us.has_value();
   const int64_t begin = host_timed ? *op.started_us : op.issued_us;
   const int64_t end = host_timed ? *op.finished_us : op.wait_end_us;
-  trace_->Add(CommTrack(op.info->group), op.info->op, "comm", begin, end - begin,
-              absl::StrCat("\"group\":\"", JsonEscape(op.info->group), "\",\"seq\":",
-                           op.info->seq, ",\"bytes\":", op.payload_bytes,
-                           ",\"detail\":\"", JsonEscape(op.info->detail),
-                           "\",\"wait_us\":", op.wait_end_us - op.wait_begin_us,
-                           ",\"timing\":\"", host_timed ? "host" : "issue_to_wait",
-                           "\",\"ok\":", op.ok ? "true" : "false"));
+  trace_->Add(
+      CommTrack(op.info->group), op.info->op, "comm", begin, end - begin,
+      absl::StrCat("\"group\":\"", JsonEscape(op.info->group), "\",\"seq\":", op.info->seq,
+                   ",\"bytes\":", op.payload_bytes, ",\"detail\":\"", JsonEscape(op.info->detail),
+                   "\",\"wait_us\":", op.wait_end_us - op.wait_begin_us, ",\"timing\":\"",
+                   host_timed ? "host" : "issue_to_wait", "\",\"ok\":", op.ok ? "true" : "false"));
 }
 
 void Instruments::BeginStep(int64_t step) {
@@ -188,8 +187,9 @@ absl::Status Instruments::Finish() {
   // Other ranks write theirs at the same step; on hosts that do not share
   // the directory they never appear here, and the merge names who is missing.
   std::vector<std::string> found, missing;
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(static_cast<int64_t>(options_.merge_wait_s * 1e3));
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::milliseconds(static_cast<int64_t>(options_.merge_wait_s * 1e3));
   for (int r = 0; r < options_.world_size; ++r) {
     const std::string path = RankTracePath(options_.trace_dir, r);
     struct stat st;

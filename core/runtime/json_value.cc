@@ -26,11 +26,12 @@ class Parser {
 
  private:
   absl::Status Error() const {
-    return InvalidArgument(absl::StrCat("invalid JSON at offset ", i_, ": ", what_),
-                           "a JSON value", absl::StrCat("near \"", t_.substr(i_, 20), "\""));
+    return InvalidArgument(absl::StrCat("invalid JSON at offset ", i_, ": ", what_), "a JSON value",
+                           absl::StrCat("near \"", t_.substr(i_, 20), "\""));
   }
   void Space() {
-    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\n' || t_[i_] == '\r' || t_[i_] == '\t')) {
+    while (i_ < t_.size() &&
+           (t_[i_] == ' ' || t_[i_] == '\n' || t_[i_] == '\r' || t_[i_] == '\t')) {
       ++i_;
     }
   }
@@ -92,12 +93,26 @@ class Parser {
       if (i_ >= t_.size()) return Fail("unfinished escape");
       c = t_[i_++];
       switch (c) {
-        case '"': case '\\': case '/': out.push_back(c); break;
-        case 'b': out.push_back('\b'); break;
-        case 'f': out.push_back('\f'); break;
-        case 'n': out.push_back('\n'); break;
-        case 'r': out.push_back('\r'); break;
-        case 't': out.push_back('\t'); break;
+        case '"':
+        case '\\':
+        case '/':
+          out.push_back(c);
+          break;
+        case 'b':
+          out.push_back('\b');
+          break;
+        case 'f':
+          out.push_back('\f');
+          break;
+        case 'n':
+          out.push_back('\n');
+          break;
+        case 'r':
+          out.push_back('\r');
+          break;
+        case 't':
+          out.push_back('\t');
+          break;
         case 'u': {
           if (i_ + 4 > t_.size()) return Fail("short \\u escape");
           const unsigned code = std::strtoul(std::string(t_.substr(i_, 4)).c_str(), nullptr, 16);
@@ -201,11 +216,21 @@ std::string JsonEscape(absl::string_view s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           out += absl::StrFormat("\\u%04x", c);

@@ -6,8 +6,8 @@ namespace weft {
 namespace {
 
 TEST(JsonValueTest, ParsesNestedValuesInOrder) {
-  absl::StatusOr<JsonValue> v = ParseJson(
-      R"({"b":1.5e2,"a":[true,false,null,"x\"\n\u00e9"],"o":{"k":-3}} )");
+  absl::StatusOr<JsonValue> v =
+      ParseJson(R"({"b":1.5e2,"a":[true,false,null,"x\"\n\u00e9"],"o":{"k":-3}} )");
   ASSERT_TRUE(v.ok()) << v.status();
   ASSERT_TRUE(v->is_object());
   EXPECT_EQ(v->object[0].first, "b");

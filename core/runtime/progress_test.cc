@@ -41,8 +41,9 @@ TEST(ProgressTest, BarRedrawsOneLineWithStepEtaLossAndThroughput) {
     p.Finish();
   });
   // No line breaks between updates: each starts with a carriage return.
-  EXPECT_TRUE(absl::StrContains(out, "\r[##########..........]  50/100  50% | eta 1m40s | "
-                                     "loss 2.3104 | 41.2k tok/s\033[K"))
+  EXPECT_TRUE(absl::StrContains(out,
+                                "\r[##########..........]  50/100  50% | eta 1m40s | "
+                                "loss 2.3104 | 41.2k tok/s\033[K"))
       << out;
   EXPECT_TRUE(absl::StrContains(out, "\r\033[Kstep 50 | val_loss 2.4\n")) << out;
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 2) << out;  // the message and Finish

@@ -66,9 +66,7 @@ class StepTimer {
   // mark hit (event creation or recording).
   absl::StatusOr<StepBreakdown> Finish(double step_ms, std::vector<PartSpan>* spans = nullptr);
 
-  bool InStepOnThisThread() const {
-    return active_ && owner_ == std::this_thread::get_id();
-  }
+  bool InStepOnThisThread() const { return active_ && owner_ == std::this_thread::get_id(); }
 
   // Enter on construction, Leave on destruction.
   class Scope {
@@ -90,7 +88,7 @@ class StepTimer {
   void Mark(StepPart part_after);
 
   const Stream& stream_;
-  std::vector<Event> events_;  // reused across steps
+  std::vector<Event> events_;         // reused across steps
   std::vector<StepPart> part_after_;  // the part each mark starts
   std::vector<StepPart> stack_;
   size_t used_ = 0;

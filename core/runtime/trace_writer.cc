@@ -47,11 +47,11 @@ void TraceWriter::NameTrack(int tid, const std::string& name) {
   track_names_[tid] = name;
 }
 
-void TraceWriter::Add(int tid, const std::string& name, const std::string& category,
-                      int64_t ts_us, int64_t dur_us, const std::string& args) {
-  std::string e = absl::StrCat("{\"ph\":\"X\",\"pid\":", rank_, ",\"tid\":", tid,
-                               ",\"name\":\"", JsonEscape(name), "\",\"cat\":\"", category,
-                               "\",\"ts\":", ts_us, ",\"dur\":", std::max<int64_t>(0, dur_us));
+void TraceWriter::Add(int tid, const std::string& name, const std::string& category, int64_t ts_us,
+                      int64_t dur_us, const std::string& args) {
+  std::string e = absl::StrCat("{\"ph\":\"X\",\"pid\":", rank_, ",\"tid\":", tid, ",\"name\":\"",
+                               JsonEscape(name), "\",\"cat\":\"", category, "\",\"ts\":", ts_us,
+                               ",\"dur\":", std::max<int64_t>(0, dur_us));
   if (!args.empty()) absl::StrAppend(&e, ",\"args\":{", args, "}");
   e += "}";
   std::lock_guard<std::mutex> lock(mu_);
@@ -67,9 +67,9 @@ std::string TraceWriter::ToJson() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> all;
   all.push_back(Metadata(rank_, 0, "process_name", absl::StrCat("rank ", rank_)));
-  all.push_back(absl::StrCat("{\"ph\":\"M\",\"pid\":", rank_,
-                             ",\"tid\":0,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":",
-                             rank_, "}}"));
+  all.push_back(absl::StrCat(
+      "{\"ph\":\"M\",\"pid\":", rank_,
+      ",\"tid\":0,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":", rank_, "}}"));
   for (const auto& [tid, name] : track_names_) {
     all.push_back(Metadata(rank_, tid, "thread_name", name));
   }

@@ -189,10 +189,10 @@ absl::Status Trainer::Init() {
       .trace_dir = c.trace_dir(),
       .trace_steps = trace_steps,
       .gpu_sample_s = c.gpu_sample_s(),
-      .progress = Progress::PickMode(topology_.rank == 0, Progress::StdoutIsTerminal(),
-                                     c.quiet())});
-  WEFT_ASSIGN_OR_RETURN(parallel_, InitParallel(c, topology_, ctx_.device,
-                                                instruments_->comm_observer()));
+      .progress =
+          Progress::PickMode(topology_.rank == 0, Progress::StdoutIsTerminal(), c.quiet())});
+  WEFT_ASSIGN_OR_RETURN(parallel_,
+                        InitParallel(c, topology_, ctx_.device, instruments_->comm_observer()));
   const int64_t per_step = c.micro_batch() * parallel_->dp_size;
   if (c.global_batch() % per_step != 0) {
     return InvalidArgument(
@@ -273,9 +273,8 @@ absl::Status Trainer::Init() {
   instruments_->set_logger(&*logger_);
   // A progress bar owns the terminal's last line: console lines go above it.
   if (instruments_->progress().mode() == Progress::Mode::kBar) {
-    logger_->set_console_sink([p = &instruments_->progress()](const std::string& line) {
-      p->Message(line);
-    });
+    logger_->set_console_sink(
+        [p = &instruments_->progress()](const std::string& line) { p->Message(line); });
   }
 
   // Setup copies (materialized tensors before strategies re-placed them)

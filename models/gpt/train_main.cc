@@ -11,12 +11,12 @@
 #include "absl/strings/str_split.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
-#include "tools/report/run_report.h"
-#include "tools/train_main/train_main.h"
 #include "core/runtime/trainer.h"
 #include "data/data.h"
 #include "models/gpt/gpt.h"
 #include "models/gpt/gpt_config.pb.h"
+#include "tools/report/run_report.h"
+#include "tools/train_main/train_main.h"
 
 namespace weft {
 namespace {

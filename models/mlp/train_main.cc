@@ -8,13 +8,13 @@
 #include "absl/strings/str_format.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
-#include "models/mlp/classifier_evaluation.h"
-#include "tools/report/run_report.h"
-#include "tools/train_main/train_main.h"
 #include "core/runtime/trainer.h"
 #include "data/data.h"
+#include "models/mlp/classifier_evaluation.h"
 #include "models/mlp/mlp_classifier.h"
 #include "models/mlp/mlp_config.pb.h"
+#include "tools/report/run_report.h"
+#include "tools/train_main/train_main.h"
 
 namespace weft {
 namespace {

@@ -16,7 +16,7 @@ constexpr const char* kRunColors[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7"
                                       "#E69F00", "#56B4E9", "#000000", "#F0E442"};
 constexpr const char* kPartColors[] = {"#999999", "#0072B2", "#56B4E9",
                                        "#D55E00", "#009E73", "#E69F00"};
-constexpr const char* kParts[] = {"data_wait", "forward", "backward",
+constexpr const char* kParts[] = {"data_wait",    "forward",   "backward",
                                   "exposed_comm", "optimizer", "other"};
 
 const char* RunColor(size_t i) { return kRunColors[i % std::size(kRunColors)]; }
@@ -62,10 +62,14 @@ void Section(std::string* html, const std::string& svg, const std::string& capti
 }  // namespace
 
 const std::vector<std::string>& ChartTitles() {
-  static const auto* titles = new std::vector<std::string>{
-      "Loss",           "Throughput",      "MFU",
-      "Step breakdown", "Memory",          "GPU utilisation",
-      "Exposed communication", "Communication volume"};
+  static const auto* titles = new std::vector<std::string>{"Loss",
+                                                           "Throughput",
+                                                           "MFU",
+                                                           "Step breakdown",
+                                                           "Memory",
+                                                           "GPU utilisation",
+                                                           "Exposed communication",
+                                                           "Communication volume"};
   return *titles;
 }
 
@@ -83,8 +87,8 @@ std::string BuildReportHtml(const std::vector<RunMetrics>& runs) {
       ".swatch{display:inline-block;width:12px;height:12px;margin-right:4px}\n"
       "</style></head><body>\n<h1>weft run report</h1>\n<p>";
   for (size_t i = 0; i < runs.size(); ++i) {
-    absl::StrAppend(&html, "<span class=\"swatch\" style=\"background:", RunColor(i),
-                    "\"></span>", XmlEscape(runs[i].name), " &nbsp; ");
+    absl::StrAppend(&html, "<span class=\"swatch\" style=\"background:", RunColor(i), "\"></span>",
+                    XmlEscape(runs[i].name), " &nbsp; ");
   }
   html += "</p>\n";
 
@@ -95,8 +99,9 @@ std::string BuildReportHtml(const std::vector<RunMetrics>& runs) {
   Section(&html, LineChart({t[1], "step", "tokens/s"}, PerRun(runs, "tokens_per_s")),
           "Tokens (targets) per second over the whole job.");
   Section(&html,
-          LineChart({t[2], "step", "MFU", "no MFU: the device peak is unknown (set "
-                                          "--peak_tflops on CPU)"},
+          LineChart({t[2], "step", "MFU",
+                     "no MFU: the device peak is unknown (set "
+                     "--peak_tflops on CPU)"},
                     PerRun(runs, "mfu")),
           "Model FLOPs utilisation: achieved training FLOP/s over the devices' peak.");
   std::vector<StackedBar> bars;

@@ -18,14 +18,15 @@ namespace {
 // A run's metrics as the trainer writes them: config, steps, an eval,
 // GPU samples (when `gpu`).
 std::string Jsonl(double loss0, bool gpu, double comm) {
-  std::string out = "{\"config\":\"device: \\\"cpu\\\" steps: 6 parallel { strategy: \\\"a<b\\\" }\"}\n";
+  std::string out =
+      "{\"config\":\"device: \\\"cpu\\\" steps: 6 parallel { strategy: \\\"a<b\\\" }\"}\n";
   for (int s = 1; s <= 6; ++s) {
-    absl::StrAppend(&out, "{\"step\":", s, ",\"loss\":", loss0 - 0.2 * s,
-                    ",\"step_ms\":20,\"tokens_per_s\":", 1000 + 10 * s,
-                    ",\"mfu\":null,\"peak_mem_mb\":", 10 + s,
-                    ",\"data_wait_ms\":1,\"forward_ms\":6,\"backward_ms\":9,\"exposed_comm_ms\":",
-                    comm, ",\"optimizer_ms\":2,\"other_ms\":", 2 - comm / 2, ",\"comm_mb\":",
-                    comm * 3, "}\n");
+    absl::StrAppend(
+        &out, "{\"step\":", s, ",\"loss\":", loss0 - 0.2 * s,
+        ",\"step_ms\":20,\"tokens_per_s\":", 1000 + 10 * s,
+        ",\"mfu\":null,\"peak_mem_mb\":", 10 + s,
+        ",\"data_wait_ms\":1,\"forward_ms\":6,\"backward_ms\":9,\"exposed_comm_ms\":", comm,
+        ",\"optimizer_ms\":2,\"other_ms\":", 2 - comm / 2, ",\"comm_mb\":", comm * 3, "}\n");
     if (gpu) {
       absl::StrAppend(&out, "{\"step\":", s, ",\"time_s\":", s * 0.5,
                       ",\"gpu\":0,\"gpu_util\":", 80 + s, ",\"gpu_mem_mb\":1200}\n");
@@ -65,7 +66,7 @@ TEST(SvgChartTest, TicksAreRoundAndCoverTheRange) {
   EXPECT_LE(t.front(), 3.71);
   EXPECT_GE(t.back(), 4.93);
   EXPECT_NEAR(t[1] - t[0], 0.5, 1e-12);  // 1.22 / 5 rounds up to 0.5
-  EXPECT_EQ(t.size(), 4u);  // 3.5 4 4.5 5
+  EXPECT_EQ(t.size(), 4u);               // 3.5 4 4.5 5
   EXPECT_EQ(FormatTick(41000), "41k");
   EXPECT_EQ(FormatTick(0.25), "0.25");
 }
@@ -104,8 +105,9 @@ TEST(ReportTest, RunsAreOverlaidInTheirOwnColorsWithinThePlot) {
                             "<title>single (val)</title>", "<title>ddp x2 (val)</title>"}) {
     EXPECT_TRUE(absl::StrContains(loss, label)) << label;
   }
-  std::regex polyline("<polyline class=\"series\" fill=\"none\" stroke=\"(#[0-9A-F]+)\"[^>]*"
-                      "points=\"([^\"]*)\"><title>(single|ddp x2)</title>");
+  std::regex polyline(
+      "<polyline class=\"series\" fill=\"none\" stroke=\"(#[0-9A-F]+)\"[^>]*"
+      "points=\"([^\"]*)\"><title>(single|ddp x2)</title>");
   std::map<std::string, std::string> color_of;
   for (std::sregex_iterator it(loss.begin(), loss.end(), polyline), end; it != end; ++it) {
     color_of[(*it)[3]] = (*it)[1];

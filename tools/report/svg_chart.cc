@@ -39,11 +39,20 @@ std::string XmlEscape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out.push_back(c);
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return out;
@@ -94,11 +103,12 @@ std::string LineChart(const ChartSpec& spec, const std::vector<LineSeries>& seri
   auto px = [&](double x) { return kLeft + (x1 > x0 ? (x - x0) / (x1 - x0) : 0.5) * pw; };
   auto py = [&](double y) { return kTop + ph - (y1 > y0 ? (y - y0) / (y1 - y0) : 0.5) * ph; };
   for (double t : yt) {
-    absl::StrAppendFormat(&svg,
-                          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>"
-                          "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%s"
-                          "</text>\n",
-                          kLeft, py(t), kLeft + pw, py(t), kLeft - 6, py(t) + 4, FormatTick(t));
+    absl::StrAppendFormat(
+        &svg,
+        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>"
+        "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%s"
+        "</text>\n",
+        kLeft, py(t), kLeft + pw, py(t), kLeft - 6, py(t) + 4, FormatTick(t));
   }
   for (double t : xt) {
     absl::StrAppendFormat(&svg,
@@ -145,8 +155,8 @@ std::string LineChart(const ChartSpec& spec, const std::vector<LineSeries>& seri
                           "stroke-width=\"2\"%s/><text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">%s"
                           "</text>\n",
                           legend_x, kHeight - 10, legend_x + 18, kHeight - 10, s.color,
-                          s.dashed ? " stroke-dasharray=\"5 3\"" : "", legend_x + 22,
-                          kHeight - 6, XmlEscape(s.label));
+                          s.dashed ? " stroke-dasharray=\"5 3\"" : "", legend_x + 22, kHeight - 6,
+                          XmlEscape(s.label));
     legend_x += 30 + 6.5 * static_cast<double>(s.label.size());
   }
   return svg + "</svg>\n";
@@ -167,11 +177,12 @@ std::string StackedBarChart(const ChartSpec& spec, const std::vector<StackedBar>
   const double xmax = ticks.back();
   auto px = [&](double v) { return left + v / xmax * pw; };
   for (double t : ticks) {
-    absl::StrAppendFormat(&svg,
-                          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>"
-                          "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%s"
-                          "</text>\n",
-                          px(t), kTop, px(t), kTop + ph, px(t), kTop + ph + 15, FormatTick(t));
+    absl::StrAppendFormat(
+        &svg,
+        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>"
+        "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%s"
+        "</text>\n",
+        px(t), kTop, px(t), kTop + ph, px(t), kTop + ph + 15, FormatTick(t));
   }
   const double slot = ph / static_cast<double>(bars.size());
   const double bh = std::min(36.0, slot * 0.7);
@@ -187,8 +198,8 @@ std::string StackedBarChart(const ChartSpec& spec, const std::vector<StackedBar>
       absl::StrAppendFormat(&svg,
                             "<rect class=\"segment\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
                             "height=\"%.1f\" fill=\"%s\"><title>%s: %.3g</title></rect>\n",
-                            px(at), y, px(at + s.value) - px(at), bh, s.color,
-                            XmlEscape(s.label), s.value);
+                            px(at), y, px(at + s.value) - px(at), bh, s.color, XmlEscape(s.label),
+                            s.value);
       at += s.value;
     }
   }
