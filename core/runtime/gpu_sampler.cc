@@ -3,8 +3,13 @@
 #include <dlfcn.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <string>
+#include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "comm/process_group/op_observer.h"
 
 namespace weft {
@@ -44,6 +49,17 @@ struct GpuSampler::Nvml {
 };
 
 GpuSampler::GpuSampler(Options options) : options_(std::move(options)) {}
+
+int GpuSampler::NvmlIndex(int cuda_device, const char* visible) {
+  if (visible == nullptr || *visible == '\0') return cuda_device;
+  std::vector<std::string> ids = absl::StrSplit(visible, ',');
+  int index = -1;
+  if (cuda_device < 0 || cuda_device >= static_cast<int>(ids.size()) ||
+      !absl::SimpleAtoi(ids[cuda_device], &index)) {
+    return -1;
+  }
+  return index;
+}
 
 GpuSampler::~GpuSampler() {
   {

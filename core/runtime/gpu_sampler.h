@@ -34,13 +34,19 @@ struct GpuSample {
 class GpuSampler {
  public:
   struct Options {
-    int device = 0;  // NVML index of this rank's GPU
+    int device = 0;  // CUDA ordinal of this rank's GPU (see NvmlIndex)
     absl::Duration period = absl::Seconds(1);
     // The library to open; tests point it at a fake or a missing file.
     std::string library = "libnvidia-ml.so.1";
   };
 
   explicit GpuSampler(Options options);
+
+  // NVML numbers every GPU of the machine, CUDA only the visible ones: the
+  // NVML index of CUDA ordinal `cuda_device` under CUDA_VISIBLE_DEVICES
+  // `visible` (null or empty: all visible, the same numbers). -1 when the
+  // list names GPUs by UUID or is too short.
+  static int NvmlIndex(int cuda_device, const char* visible);
   ~GpuSampler();
   GpuSampler(const GpuSampler&) = delete;
   GpuSampler& operator=(const GpuSampler&) = delete;

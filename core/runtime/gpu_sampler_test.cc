@@ -48,5 +48,14 @@ TEST(GpuSamplerTest, UnknownDeviceIsOneLine) {
   EXPECT_FALSE(sampler.running());
 }
 
+TEST(GpuSamplerTest, MapsCudaOrdinalsThroughCudaVisibleDevices) {
+  EXPECT_EQ(GpuSampler::NvmlIndex(1, nullptr), 1);
+  EXPECT_EQ(GpuSampler::NvmlIndex(1, ""), 1);
+  EXPECT_EQ(GpuSampler::NvmlIndex(0, "3,1"), 3);
+  EXPECT_EQ(GpuSampler::NvmlIndex(1, "3,1"), 1);
+  EXPECT_EQ(GpuSampler::NvmlIndex(2, "3,1"), -1);
+  EXPECT_EQ(GpuSampler::NvmlIndex(0, "GPU-8f6c2a"), -1);
+}
+
 }  // namespace
 }  // namespace weft

@@ -84,7 +84,10 @@ std::function<void(int, int64_t, int64_t, int64_t)> Instruments::loader_hook() {
 }
 
 void Instruments::StartGpuSampling() {
-  if (options_.gpu_sample_s <= 0 || !options_.stream->device().is_cuda()) return;
+  // Only rank 0 writes metrics, so only rank 0 samples (its own GPU).
+  if (options_.gpu_sample_s <= 0 || !options_.stream->device().is_cuda() || options_.rank != 0) {
+    return;
+  }
   gpu_ = std::make_unique<GpuSampler>(
       GpuSampler::Options{.device = options_.stream->device().index,
                           .period = absl::Seconds(options_.gpu_sample_s),
