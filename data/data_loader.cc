@@ -1,6 +1,7 @@
 #include "data/data_loader.h"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "absl/container/inlined_vector.h"
@@ -98,7 +99,9 @@ DataLoader::~DataLoader() {
 }
 
 void DataLoader::StartWorkers() {
-  for (int i = 0; i < options_.num_workers; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  for (int i = 0; i < options_.num_workers; ++i) {
+    workers_.emplace_back([this, i] { WorkerLoop(i); });
+  }
 }
 
 void DataLoader::StopWorkers() {
@@ -117,7 +120,7 @@ void DataLoader::StopWorkers() {
   stop_ = false;
 }
 
-void DataLoader::WorkerLoop() {
+void DataLoader::WorkerLoop(int worker) {
   for (;;) {
     int64_t seq;
     {
@@ -128,7 +131,7 @@ void DataLoader::WorkerLoop() {
     }
     const int slot = ring_->Acquire(seq);
     if (slot < 0) return;  // cancelled
-    absl::Status status = Produce(seq, slot);
+    absl::Status status = ProduceObserved(seq, slot, worker);
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_) {
@@ -157,6 +160,19 @@ std::shared_ptr<const std::vector<int64_t>> DataLoader::IndicesFor(int64_t epoch
   // Workers run at most prefetch_depth batches ahead: a few epochs suffice.
   while (epoch_indices_.size() > 3) epoch_indices_.erase(epoch_indices_.begin());
   return indices;
+}
+
+absl::Status DataLoader::ProduceObserved(int64_t seq, int slot, int worker) {
+  if (!options_.on_assembled) return Produce(seq, slot);
+  auto now_us = [] {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  const int64_t begin = now_us();
+  absl::Status s = Produce(seq, slot);
+  options_.on_assembled(worker, seq, begin, now_us());
+  return s;
 }
 
 absl::Status DataLoader::Produce(int64_t seq, int slot) {
@@ -195,7 +211,7 @@ absl::StatusOr<int> DataLoader::TakeAssembled(int64_t seq) {
   }
   if (options_.num_workers == 0) {
     const int slot = ring_->Acquire(seq);
-    absl::Status s = Produce(seq, slot);
+    absl::Status s = ProduceObserved(seq, slot, -1);
     if (!s.ok()) {
       ring_->Release(slot);
       return s;

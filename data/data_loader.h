@@ -36,6 +36,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -70,6 +71,10 @@ class DataLoader {
     int num_workers = 2;      // 0 = assemble on the caller's thread
     int prefetch_depth = 4;   // batches assembled ahead of the consumer (>= 1)
     Device device = Device::Cpu();
+    // Called after each batch is assembled (on the assembling thread), for
+    // traces of the loader's activity. worker is -1 for the caller's thread
+    // (num_workers = 0); times are microseconds on the system clock.
+    std::function<void(int worker, int64_t seq, int64_t begin_us, int64_t end_us)> on_assembled;
   };
 
   static absl::StatusOr<std::unique_ptr<DataLoader>> Create(
@@ -104,7 +109,9 @@ class DataLoader {
   absl::Status Init();
   void StartWorkers();
   void StopWorkers();  // joins; prefetched batches go back to the ring
-  void WorkerLoop();
+  void WorkerLoop(int worker);
+  // Produce, reported to options_.on_assembled.
+  absl::Status ProduceObserved(int64_t seq, int slot, int worker);
   // Assembles batch `seq` (epoch * batches_per_epoch + index) into `slot`.
   absl::Status Produce(int64_t seq, int slot);
   int64_t RowsOf(int64_t seq) const;

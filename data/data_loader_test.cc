@@ -1,7 +1,9 @@
 #include "data/data_loader.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <vector>
 
@@ -81,6 +83,32 @@ TEST(DataLoaderTest, WorkerCountAndPrefetchDoNotChangeBatches) {
     for (int prefetch : {1, 3}) {
       auto loader = Make(ds, Opts(4, workers, prefetch));
       EXPECT_EQ(Take(*loader, 25), reference) << workers << " workers, prefetch " << prefetch;
+    }
+  }
+}
+
+TEST(DataLoaderTest, ReportsWhichWorkerAssembledEachBatchAndWhen) {
+  auto ds = std::make_shared<SyntheticDataset>(40);
+  for (int workers : {0, 2}) {
+    std::mutex mu;
+    std::map<int64_t, std::pair<int, int64_t>> seen;  // seq -> worker, duration
+    DataLoader::Options o = Opts(4, workers);
+    o.on_assembled = [&](int worker, int64_t seq, int64_t begin_us, int64_t end_us) {
+      std::lock_guard<std::mutex> lock(mu);
+      EXPECT_LE(begin_us, end_us);
+      seen[seq] = {worker, end_us - begin_us};
+    };
+    auto loader = Make(ds, o);
+    Take(*loader, 6);
+    loader.reset();  // joins the workers
+    for (int64_t seq = 0; seq < 6; ++seq) {
+      ASSERT_TRUE(seen.contains(seq)) << "batch " << seq << " with " << workers << " workers";
+      if (workers == 0) {
+        EXPECT_EQ(seen[seq].first, -1);
+      } else {
+        EXPECT_GE(seen[seq].first, 0);
+        EXPECT_LT(seen[seq].first, workers);
+      }
     }
   }
 }

@@ -17,6 +17,8 @@ PACKAGES=(
   # The launchers the tests run for real: Open MPI's mpirun, a one-node
   # Slurm (with munge), and network namespaces for the multi-host test.
   openmpi-bin slurm-wlm munge iproute2
+  # The run report's browser test (//tools/report:report_browser_test).
+  chromium
 )
 
 missing=()

@@ -205,6 +205,7 @@ std::shared_ptr<Work> GlooProcessGroup::Enqueue(const OpContext& ctx,
           h, absl::StrCat(info.Describe(), " not started because the group broke earlier")));
       return;
     }
+    work->MarkStarted();
     absl::Status s;
     try {
       if (check_consistency_ && !info.point_to_point && size() > 1) s = CheckConsistency(info);

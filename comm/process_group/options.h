@@ -14,9 +14,11 @@
 #ifndef WEFT_COMM_PROCESS_GROUP_OPTIONS_H_
 #define WEFT_COMM_PROCESS_GROUP_OPTIONS_H_
 
+#include <memory>
 #include <string>
 
 #include "absl/time/time.h"
+#include "comm/process_group/op_observer.h"
 #include "comm/process_group/reduce_op.h"
 #include "core/tensor/allocator.h"
 #include "core/tensor/tensor.h"
@@ -110,6 +112,8 @@ struct ProcessGroupOptions {
   bool check_consistency = false;
   GlooOptions gloo;
   NcclOptions nccl;
+  // Sees every waited op of the group (op_observer.h); may be null.
+  std::shared_ptr<OpObserver> observer;
 };
 
 }  // namespace weft::comm

@@ -99,9 +99,16 @@ std::shared_ptr<Work> ProcessGroup::Issue(
         info, Annotate(h, absl::StrCat(info.Describe(), " not started because the group broke "
                                        "earlier")));
   }
-  for (const Traffic& t : traffic) stats_.Record(t.kind, t.payload_bytes, t.bus_bytes);
+  int64_t payload = 0;
+  for (const Traffic& t : traffic) {
+    stats_.Record(t.kind, t.payload_bytes, t.bus_bytes);
+    payload += t.payload_bytes;
+  }
+  const int64_t issued_us = observer_ != nullptr ? WallMicros() : 0;
   OpContext ctx{std::move(info), stream};
-  return issue(ctx);
+  std::shared_ptr<Work> work = issue(ctx);
+  if (observer_ != nullptr) work->Observe(observer_, payload, issued_us);
+  return work;
 }
 
 #define WEFT_PG_CHECK(info, expr)                                        \

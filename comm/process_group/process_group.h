@@ -132,6 +132,10 @@ class ProcessGroup {
   CommStats stats() const { return stats_.Snapshot(); }
   void ResetStats() { stats_.Reset(); }
 
+  // Reports every op issued from now on to `observer` (null: none).
+  // CreateProcessGroup sets ProcessGroupOptions::observer here.
+  void SetObserver(std::shared_ptr<OpObserver> observer) { observer_ = std::move(observer); }
+
   // OK while healthy; the first error once broken.
   absl::Status health() const { return health_->status(); }
 
@@ -193,6 +197,7 @@ class ProcessGroup {
   std::atomic<int64_t> next_collective_seq_{0};
   std::atomic<int64_t> next_p2p_seq_{0};
   CommStatsRecorder stats_;
+  std::shared_ptr<OpObserver> observer_;
   std::shared_ptr<GroupHealth> health_ = std::make_shared<GroupHealth>();
 };
 

@@ -99,6 +99,7 @@ absl::StatusOr<std::shared_ptr<ProcessGroup>> CreateProcessGroup(
     return Annotate(group.status(), absl::StrCat("creating ", backend, " group '", options.name,
                                                  "' (rank ", rank, " of ", size, ")"));
   }
+  (*group)->SetObserver(options.observer);
   return group;
 }
 

@@ -1,15 +1,61 @@
 #include "comm/process_group/work.h"
 
+#include <chrono>
+
 #include "absl/strings/str_cat.h"
 #include "comm/util/deadline.h"
 
 namespace weft::comm {
+
+int64_t WallMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void Work::Observe(std::shared_ptr<OpObserver> observer, int64_t payload_bytes, int64_t issued_us) {
+  observer_ = std::move(observer);
+  payload_bytes_ = payload_bytes;
+  issued_us_ = issued_us;
+}
+
+absl::Status Work::Wait(absl::Duration timeout) {
+  if (observer_ == nullptr) return DoWait(timeout);
+  observer_->OnWaitBegin(info_);
+  ObservedOp op;
+  op.info = &info_;
+  op.payload_bytes = payload_bytes_;
+  op.issued_us = issued_us_;
+  op.wait_begin_us = WallMicros();
+  absl::Status s = DoWait(timeout);
+  op.wait_end_us = WallMicros();
+  if (auto span = HostSpan()) {
+    op.started_us = span->first;
+    op.finished_us = span->second;
+  }
+  op.ok = s.ok();
+  observer_->OnWaitEnd(op);
+  return s;
+}
+
+void HostWork::MarkStarted() {
+  std::lock_guard<std::mutex> lock(mu_);
+  started_us_ = WallMicros();
+}
+
+std::optional<std::pair<int64_t, int64_t>> HostWork::HostSpan() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!done_) return std::nullopt;
+  // Ops completed without running (argument errors) have no start.
+  return std::make_pair(started_us_ > 0 ? started_us_ : finished_us_, finished_us_);
+}
 
 void HostWork::Complete(absl::Status status) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (done_) return;
     done_ = true;
+    finished_us_ = WallMicros();
     status_ = std::move(status);
   }
   done_cv_.notify_all();

@@ -21,10 +21,12 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "comm/process_group/op_info.h"
+#include "comm/process_group/op_observer.h"
 
 namespace weft::comm {
 
@@ -35,9 +37,7 @@ class Work {
   Work(const Work&) = delete;
   Work& operator=(const Work&) = delete;
 
-  [[nodiscard]] absl::Status Wait(absl::Duration timeout = absl::InfiniteDuration()) {
-    return DoWait(timeout);
-  }
+  [[nodiscard]] absl::Status Wait(absl::Duration timeout = absl::InfiniteDuration());
   // Blocks the host until the op has finished on its device.
   [[nodiscard]] absl::Status Synchronize(absl::Duration timeout = absl::InfiniteDuration()) {
     return DoSynchronize(timeout);
@@ -47,12 +47,21 @@ class Work {
 
   const OpInfo& info() const { return info_; }
 
+  // Reports the op to `observer` when Wait is called (set by the group at
+  // issue, before the caller sees the handle).
+  void Observe(std::shared_ptr<OpObserver> observer, int64_t payload_bytes, int64_t issued_us);
+  // When a host backend ran the op: {started, finished} in WallMicros.
+  virtual std::optional<std::pair<int64_t, int64_t>> HostSpan() const { return std::nullopt; }
+
  protected:
   virtual absl::Status DoWait(absl::Duration timeout) = 0;
   virtual absl::Status DoSynchronize(absl::Duration timeout) = 0;
 
  private:
   const OpInfo info_;
+  std::shared_ptr<OpObserver> observer_;
+  int64_t payload_bytes_ = 0;
+  int64_t issued_us_ = 0;
 };
 
 // Work completed by a host thread (the gloo worker) calling Complete().
@@ -62,8 +71,11 @@ class HostWork final : public Work {
   HostWork(OpInfo info, std::shared_ptr<GroupHealth> health)
       : Work(std::move(info)), health_(std::move(health)) {}
 
+  // Called by the backend when it starts running the op (for traces).
+  void MarkStarted();
   void Complete(absl::Status status);
   bool IsCompleted() const override;
+  std::optional<std::pair<int64_t, int64_t>> HostSpan() const override;
 
  protected:
   absl::Status DoWait(absl::Duration timeout) override;
@@ -75,6 +87,8 @@ class HostWork final : public Work {
   std::condition_variable done_cv_;
   bool done_ = false;
   absl::Status status_;
+  int64_t started_us_ = 0;
+  int64_t finished_us_ = 0;
 };
 
 // A Work that is already finished with `status`.

@@ -1,6 +1,7 @@
 #include "comm/process_group/work.h"
 
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
@@ -68,6 +69,42 @@ TEST(OpInfoTest, ErrorNamesGroupSequenceOpSizesAndPeer) {
                            "peer rank 1", "connection closed", "Hint:"}) {
     EXPECT_TRUE(absl::StrContains(s.message(), part)) << part << " missing from " << s;
   }
+}
+
+// Records what the group's observer is told, for the test below.
+class RecordingObserver : public OpObserver {
+ public:
+  void OnWaitBegin(const OpInfo& info) override { began.push_back(info.seq); }
+  void OnWaitEnd(const ObservedOp& op) override { ended.push_back(op); }
+  std::vector<int64_t> began;
+  std::vector<ObservedOp> ended;
+};
+
+TEST(WorkTest, ObserverSeesTheWaitAndTheHostSpanOfTheOp) {
+  auto observer = std::make_shared<RecordingObserver>();
+  auto work = std::make_shared<HostWork>(TestInfo(), nullptr);
+  const int64_t issued = WallMicros();
+  work->Observe(observer, 16, issued);
+  std::thread runner([&] {
+    absl::SleepFor(absl::Milliseconds(5));
+    work->MarkStarted();
+    absl::SleepFor(absl::Milliseconds(20));
+    work->Complete(absl::OkStatus());
+  });
+  EXPECT_TRUE(work->Wait().ok());
+  runner.join();
+  ASSERT_EQ(observer->began, std::vector<int64_t>{7});
+  ASSERT_EQ(observer->ended.size(), 1u);
+  const ObservedOp& op = observer->ended[0];
+  EXPECT_EQ(op.info->op, "all_reduce");
+  EXPECT_EQ(op.payload_bytes, 16);
+  EXPECT_EQ(op.issued_us, issued);
+  ASSERT_TRUE(op.started_us.has_value() && op.finished_us.has_value());
+  EXPECT_GE(*op.started_us, issued + 4000);
+  EXPECT_GE(*op.finished_us - *op.started_us, 19000);
+  EXPECT_LE(op.wait_begin_us, *op.started_us);
+  EXPECT_GE(op.wait_end_us, *op.finished_us);
+  EXPECT_TRUE(op.ok);
 }
 
 }  // namespace

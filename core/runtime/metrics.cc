@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/base/errors.h"
+#include "core/runtime/json_value.h"
 
 namespace weft {
 
@@ -24,7 +25,10 @@ absl::StatusOr<MetricsLogger> MetricsLogger::Open(const std::string& path, bool 
 }
 
 MetricsLogger::MetricsLogger(MetricsLogger&& o) noexcept
-    : file_(o.file_), console_(o.console_), enabled_(o.enabled_) {
+    : file_(o.file_),
+      console_(o.console_),
+      enabled_(o.enabled_),
+      console_sink_(std::move(o.console_sink_)) {
   o.file_ = nullptr;
 }
 
@@ -47,19 +51,19 @@ std::string MetricsLogger::ToJson(const Record& r) {
     first = false;
   }
   for (const auto& [k, v] : r.strings) {
-    absl::StrAppend(&out, first ? "" : ",", "\"", k, "\":\"", v, "\"");
+    absl::StrAppend(&out, first ? "" : ",", "\"", k, "\":\"", JsonEscape(v), "\"");
     first = false;
   }
   return out + "}";
 }
 
-void MetricsLogger::Log(const Record& r) {
+void MetricsLogger::Log(const Record& r, bool to_console) {
   if (!enabled_) return;
   if (file_ != nullptr) {
     std::fprintf(file_, "%s\n", ToJson(r).c_str());
     std::fflush(file_);
   }
-  if (console_) {
+  if (console_ && to_console) {
     std::string line;
     for (const auto& [k, v] : r.numbers) {
       // Unknown (NaN: e.g. mfu without a known peak) reads "-", never "nan";
@@ -70,13 +74,16 @@ void MetricsLogger::Log(const Record& r) {
                                                                   : absl::StrFormat("%.6g", v));
     }
     for (const auto& [k, v] : r.strings) absl::StrAppend(&line, " | ", k, " ", v);
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
+    Print(line);
   }
 }
 
 void MetricsLogger::Print(const std::string& line) {
   if (!enabled_ || !console_) return;
+  if (console_sink_) {
+    console_sink_(line);
+    return;
+  }
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);
 }

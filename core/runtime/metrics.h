@@ -6,6 +6,7 @@
 #define WEFT_CORE_RUNTIME_METRICS_H_
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,9 +40,15 @@ class MetricsLogger {
     }
   };
 
-  void Log(const Record& record);
+  // `to_console` false: the file only (e.g. per-step lines while a progress
+  // bar owns the terminal, or GPU samples every second).
+  void Log(const Record& record, bool to_console = true);
   // Console-only line (rank 0).
   void Print(const std::string& line);
+  // Where console lines go instead of stdout (e.g. above a progress bar).
+  void set_console_sink(std::function<void(const std::string&)> sink) {
+    console_sink_ = std::move(sink);
+  }
 
   static std::string ToJson(const Record& record);
 
@@ -52,6 +59,7 @@ class MetricsLogger {
   FILE* file_ = nullptr;
   bool console_ = true;
   bool enabled_ = true;
+  std::function<void(const std::string&)> console_sink_;
 };
 
 }  // namespace weft

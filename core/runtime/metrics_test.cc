@@ -2,6 +2,8 @@
 
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -39,6 +41,24 @@ TEST(MetricsTest, UnwritablePathIsAnError) {
 TEST(MetricsTest, NonFiniteNumbersBecomeNull) {
   EXPECT_EQ(MetricsLogger::ToJson(MetricsLogger::Record().Add("loss", 1.0 / 0.0)),
             "{\"loss\":null}");
+}
+
+TEST(MetricsTest, StringsAreEscapedSoEveryLineStaysJson) {
+  EXPECT_EQ(MetricsLogger::ToJson(MetricsLogger::Record().AddString("config", "a \"b\"\nc")),
+            "{\"config\":\"a \\\"b\\\"\\nc\"}");
+}
+
+TEST(MetricsTest, ConsoleLinesGoToTheSinkUnlessFileOnly) {
+  auto logger = MetricsLogger::Open("", /*console=*/true, /*enabled=*/true);
+  ASSERT_TRUE(logger.ok());
+  std::vector<std::string> lines;
+  logger->set_console_sink([&](const std::string& l) { lines.push_back(l); });
+  logger->Log(MetricsLogger::Record().Add("step", 3).Add("loss", 2.5));
+  logger->Log(MetricsLogger::Record().Add("step", 4), /*to_console=*/false);
+  logger->Print("note");
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "step 3 | loss 2.5");
+  EXPECT_EQ(lines[1], "note");
 }
 
 }  // namespace

@@ -59,9 +59,9 @@ absl::StatusOr<StrategyOptionValues> StrategyOptionsFromConfig(const ParallelCon
   return o;
 }
 
-absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(const TrainConfig& config,
-                                                            JobTopology& topology,
-                                                            Device device) {
+absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(
+    const TrainConfig& config, JobTopology& topology, Device device,
+    std::shared_ptr<comm::OpObserver> observer) {
   const ParallelConfig& pc = config.parallel();
   for (absl::string_view plugin : absl::StrSplit(pc.plugin(), ',', absl::SkipEmpty())) {
     WEFT_RETURN_IF_ERROR(LoadStrategyPlugin(std::string(plugin)));
@@ -122,6 +122,7 @@ absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(const TrainConfig& c
   mesh_options.backend = backend;
   mesh_options.group.name = "dp";
   mesh_options.group.timeout = timeout;
+  mesh_options.group.observer = std::move(observer);
   mesh_options.group.gloo.hostname = bind_address;
   mesh_options.group.nccl.device = device.is_cuda() ? device.index : -1;
   // Groups on first use: most axes have size 1 and are never asked for.

@@ -36,9 +36,10 @@ struct JobTopology {
 
 absl::StatusOr<JobTopology> ResolveTopology(const std::optional<JobTopology>& injected);
 
-absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(const TrainConfig& config,
-                                                            JobTopology& topology,
-                                                            Device device);
+// `observer` (may be null) sees every op of the mesh's groups.
+absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(
+    const TrainConfig& config, JobTopology& topology, Device device,
+    std::shared_ptr<comm::OpObserver> observer = nullptr);
 
 // --strategy_options plus the convenience flags that were set.
 absl::StatusOr<StrategyOptionValues> StrategyOptionsFromConfig(const ParallelConfig& config);

@@ -69,6 +69,7 @@ class Trainer::StepRunner : public MicroBatchRunner {
 
   absl::Status Forward(int micro) override {
     WEFT_ASSIGN_OR_RETURN(MicroBatch mb, Load(micro));
+    StepTimer::Scope forward(t_.instruments_->timer(), StepPart::kForward);
     Enter(micro);
     WEFT_ASSIGN_OR_RETURN(Tensor losses,
                           t_.model_->ForwardLoss(t_.ctx_, mb.inputs, mb.targets, mb.dloss_scale));
@@ -78,10 +79,12 @@ class Trainer::StepRunner : public MicroBatchRunner {
   absl::StatusOr<MicroBatch> Load(int micro) override {
     (void)micro;  // batches come in micro-batch order
     const TrainConfig& c = t_.cfg();
-    const auto wait_start = std::chrono::steady_clock::now();
-    WEFT_ASSIGN_OR_RETURN(data::Batch batch, t_.loaders_.train->Next());
-    data_wait_ms_ += HostMs(wait_start, std::chrono::steady_clock::now());
-    WEFT_RETURN_IF_ERROR(batch.WaitOn(t_.compute_stream()));
+    data::Batch batch;
+    {
+      StepTimer::Scope wait(t_.instruments_->timer(), StepPart::kDataWait);
+      WEFT_ASSIGN_OR_RETURN(batch, t_.loaders_.train->Next());
+      WEFT_RETURN_IF_ERROR(batch.WaitOn(t_.compute_stream()));
+    }
     MicroBatch mb;
     mb.inputs = batch.Get(t_.options_.input_field);
     mb.targets = batch.Get(t_.options_.target_field);
@@ -95,6 +98,7 @@ class Trainer::StepRunner : public MicroBatchRunner {
   }
 
   absl::Status Backward(int micro) override {
+    StepTimer::Scope backward(t_.instruments_->timer(), StepPart::kBackward);
     Enter(micro);
     WEFT_RETURN_IF_ERROR(t_.model_->BackwardFromLoss(t_.ctx_));
     // Whatever a module did not consume (an unused branch) goes too.
@@ -103,7 +107,6 @@ class Trainer::StepRunner : public MicroBatchRunner {
   }
 
   int64_t targets_per_sample() const { return targets_per_sample_; }
-  double data_wait_ms() const { return data_wait_ms_; }
 
  private:
   // The context of micro-batch `micro`: its activation slot and its dropout
@@ -118,7 +121,6 @@ class Trainer::StepRunner : public MicroBatchRunner {
 
   Trainer& t_;
   int64_t targets_per_sample_ = 0;
-  double data_wait_ms_ = 0;
 };
 
 Trainer::~Trainer() = default;
@@ -184,7 +186,19 @@ absl::Status Trainer::Init() {
   if (ctx_.device.is_cpu() && grad_dtype != DType::kF32) {
     return InvalidArgument("--grad_dtype=bf16 on CPU", "f32 on CPU");
   }
-  WEFT_ASSIGN_OR_RETURN(parallel_, InitParallel(c, topology_, ctx_.device));
+  WEFT_ASSIGN_OR_RETURN(StepRange trace_steps, ParseStepRange(c.trace_steps()));
+  instruments_ = std::make_unique<Instruments>(Instruments::Options{
+      .rank = topology_.rank,
+      .world_size = topology_.world_size,
+      .stream = &compute_stream(),
+      .total_steps = c.steps(),
+      .trace_dir = c.trace_dir(),
+      .trace_steps = trace_steps,
+      .gpu_sample_s = c.gpu_sample_s(),
+      .progress =
+          Progress::PickMode(topology_.rank == 0, Progress::StdoutIsTerminal(), c.quiet())});
+  WEFT_ASSIGN_OR_RETURN(parallel_,
+                        InitParallel(c, topology_, ctx_.device, instruments_->comm_observer()));
   const int64_t per_step = c.micro_batch() * parallel_->dp_size;
   if (c.global_batch() % per_step != 0) {
     return InvalidArgument(
@@ -204,6 +218,7 @@ absl::Status Trainer::Init() {
   base.num_workers = c.data().num_workers();
   base.prefetch_depth = c.data().prefetch_depth();
   base.shuffle = c.data().shuffle();
+  base.on_assembled = instruments_->loader_hook();
   WEFT_ASSIGN_OR_RETURN(loaders_, options_.open_data(base));
   if (loaders_.train == nullptr) return Internal("open_data returned no training loader");
   WEFT_ASSIGN_OR_RETURN(model_, options_.make_model(loaders_));
@@ -261,6 +276,12 @@ absl::Status Trainer::Init() {
                         MetricsLogger::Open(c.metrics_out(), !c.quiet(),
                                             parallel_->world_rank == 0));
   logger_.emplace(std::move(logger));
+  instruments_->set_logger(&*logger_);
+  // A progress bar owns the terminal's last line: console lines go above it.
+  if (instruments_->progress().mode() == Progress::Mode::kBar) {
+    logger_->set_console_sink(
+        [p = &instruments_->progress()](const std::string& line) { p->Message(line); });
+  }
 
   // Setup copies (materialized tensors before strategies re-placed them)
   // are gone: peaks from here on describe training.
@@ -291,12 +312,16 @@ absl::Status Trainer::Init() {
       parallel_->world_size, parallel_->dp_size, topology_.launcher,
       parallel_->strategy_names.empty() ? "none" : absl::StrJoin(parallel_->strategy_names, ","),
       c.global_batch(), c.micro_batch(), parallel_->dp_size, accum_steps_));
+  logger_->Log(MetricsLogger::Record().AddString("config", c.ShortDebugString()),
+               /*to_console=*/false);
+  instruments_->StartGpuSampling();
   return InitCheckpointing();
 }
 
 absl::StatusOr<StepStats> Trainer::TrainStep() {
   const auto t0 = std::chrono::steady_clock::now();
   ++step_;
+  instruments_->BeginStep(step_);
   const TrainConfig& c = cfg();
   bool zeroed = false;
   for (auto& p : parallel_->participants) {
@@ -310,12 +335,15 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
   WEFT_RETURN_IF_ERROR(step_schedule_->Run(static_cast<int>(accum_steps_), runner,
                                            parallel_->participants));
   const int64_t targets_per_sample = runner.targets_per_sample();
-  const double data_wait_ms = runner.data_wait_ms();
-  for (auto& p : parallel_->participants) WEFT_RETURN_IF_ERROR(p->FinishGradients());
-  for (auto& p : parallel_->participants) {
-    WEFT_RETURN_IF_ERROR(p->AfterAllGradients(optimizer_->targets()));
+  {
+    StepTimer::Scope finish(instruments_->timer(), StepPart::kBackward);
+    for (auto& p : parallel_->participants) WEFT_RETURN_IF_ERROR(p->FinishGradients());
+    for (auto& p : parallel_->participants) {
+      WEFT_RETURN_IF_ERROR(p->AfterAllGradients(optimizer_->targets()));
+    }
   }
-
+  std::optional<StepTimer::Scope> optimizer_part;
+  optimizer_part.emplace(instruments_->timer(), StepPart::kOptimizer);
   const float clip = c.optim().grad_clip();
   if (clip > 0) {
     WEFT_RETURN_IF_ERROR(GradNormSquared(*ctx_.ops, ctx_.kernel(), optimizer_->targets(),
@@ -328,10 +356,12 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
                                                         .max_grad_norm = clip,
                                                         .grad_norm_sq = grad_norm_sq_}));
   for (auto& p : parallel_->participants) WEFT_RETURN_IF_ERROR(p->AfterOptimizerStep());
+  optimizer_part.reset();
   if (parallel_->dp_sum) WEFT_RETURN_IF_ERROR(parallel_->dp_sum(loss_sum_, ctx_.stream));
 
   // The one host synchronization of the step.
   const auto t_issued = std::chrono::steady_clock::now();
+  instruments_->MarkEnd();
   WEFT_ASSIGN_OR_RETURN(std::vector<float> scalars, step_scalars_.ToFloats());
   const double grad_norm = clip > 0 ? std::sqrt(static_cast<double>(scalars[1])) : 0.0;
   const auto t1 = std::chrono::steady_clock::now();
@@ -343,8 +373,15 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
   s.lr = lr;
   s.grad_norm = grad_norm;
   s.step_ms = HostMs(t0, t1);
-  s.data_wait_ms = data_wait_ms;
   s.host_issue_ms = HostMs(t0, t_issued);
+  WEFT_ASSIGN_OR_RETURN(const Instruments::StepReport parts, instruments_->EndStep(s.step_ms));
+  s.data_wait_ms = parts.parts[StepPart::kDataWait];
+  s.forward_ms = parts.parts[StepPart::kForward];
+  s.backward_ms = parts.parts[StepPart::kBackward];
+  s.exposed_comm_ms = parts.parts[StepPart::kExposedComm];
+  s.optimizer_ms = parts.parts[StepPart::kOptimizer];
+  s.other_ms = parts.parts[StepPart::kOther];
+  s.comm_mb = parts.comm_mb;
   s.tokens_per_s = global_targets / (s.step_ms / 1000.0);
   // MFU needs the device's peak; unknown (CPU without --peak_tflops) is NaN,
   // which the JSON log writes as null rather than a made-up number.
@@ -404,11 +441,16 @@ absl::Status Trainer::Run() {
       MetricsLogger::Record r;
       r.Add("step", s.step).Add("loss", s.loss).Add("lr", s.lr).Add("step_ms", s.step_ms);
       r.Add("tokens_per_s", s.tokens_per_s).Add("mfu", s.mfu).Add("peak_mem_mb", s.peak_mem_mb);
-      r.Add("data_wait_ms", s.data_wait_ms).Add("host_issue_ms", s.host_issue_ms);
+      r.Add("data_wait_ms", s.data_wait_ms).Add("forward_ms", s.forward_ms);
+      r.Add("backward_ms", s.backward_ms).Add("exposed_comm_ms", s.exposed_comm_ms);
+      r.Add("optimizer_ms", s.optimizer_ms).Add("other_ms", s.other_ms);
+      r.Add("comm_mb", s.comm_mb).Add("host_issue_ms", s.host_issue_ms);
       if (c.optim().grad_clip() > 0) r.Add("grad_norm", s.grad_norm);
       for (const auto& [k, v] : s.extra) r.Add(k, v);
-      logger_->Log(r);
+      // The bar shows progress on a terminal; the file keeps every line.
+      logger_->Log(r, instruments_->progress().mode() != Progress::Mode::kBar);
     }
+    instruments_->AfterStep(s.step, s.loss, s.tokens_per_s);
     if (loaders_.val != nullptr && c.eval_every() > 0 && s.step % c.eval_every() == 0 &&
         s.step != c.steps()) {
       WEFT_ASSIGN_OR_RETURN(double v, Evaluate(c.eval_batches()));
@@ -423,7 +465,7 @@ absl::Status Trainer::Run() {
     WEFT_ASSIGN_OR_RETURN(double v, Evaluate(c.eval_batches()));
     logger_->Log(MetricsLogger::Record().Add("step", step_).Add("val_loss", v));
   }
-  return absl::OkStatus();
+  return instruments_->Finish();
 }
 
 }  // namespace weft

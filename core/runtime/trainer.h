@@ -32,10 +32,11 @@
 #include "core/nn/model.h"
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
-#include "core/runtime/metrics.h"
 #include "core/parallel/parallel_state.h"
 #include "core/parallel/sharding_export.h"
 #include "core/parallel/step_schedule.h"
+#include "core/runtime/instruments.h"
+#include "core/runtime/metrics.h"
 #include "core/runtime/parallel_setup.h"
 #include "core/runtime/train_config.pb.h"
 #include "core/tensor/stream.h"
@@ -59,7 +60,16 @@ struct StepStats {
   double tokens_per_s = 0;
   double mfu = 0;        // fraction of peak; NaN when the peak is unknown
   double peak_mem_mb = 0;
-  double data_wait_ms = 0;  // host time blocked in the data loader this step
+  // The step's parts (step_timer.h); they add up to step_ms. On CUDA they
+  // are device time between the parts' events, so data_wait_ms and
+  // exposed_comm_ms count only what the compute stream waited for.
+  double data_wait_ms = 0;
+  double forward_ms = 0;
+  double backward_ms = 0;
+  double exposed_comm_ms = 0;
+  double optimizer_ms = 0;
+  double other_ms = 0;
+  double comm_mb = 0;  // payload of the collectives this rank waited on
   // Host time from the step's start to its one synchronization: the time to
   // enqueue the step. Close to step_ms means the device waits on the host.
   double host_issue_ms = 0;
@@ -121,6 +131,7 @@ class Trainer {
     return {param_alloc_->Stats(), grad_alloc_->Stats(), optim_alloc_->Stats()};
   }
   MetricsLogger& logger() { return *logger_; }
+  const TrainConfig& config() const { return options_.config; }
   // Where this rank's model and optimizer state lives (sharding_export.h).
   absl::StatusOr<std::vector<StatePiece>> ExportState() const;
 
@@ -159,6 +170,8 @@ class Trainer {
   std::unique_ptr<TrackingAllocator> param_alloc_;
   std::unique_ptr<TrackingAllocator> grad_alloc_;
   std::unique_ptr<TrackingAllocator> optim_alloc_;
+  // Before the loaders and groups, which call into it, so it outlives them.
+  std::unique_ptr<Instruments> instruments_;
   std::optional<Stream> stream_;
   Stream host_stream_ = Stream::Default(Device::Cpu());
   RunContext ctx_;

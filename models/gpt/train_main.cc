@@ -13,12 +13,13 @@
 #include "absl/strings/str_split.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
-#include "tools/train_main/train_main.h"
 #include "core/runtime/trainer.h"
 #include "data/data.h"
 #include "models/gpt/gpt.h"
 #include "models/gpt/gpt_config.pb.h"
 #include "models/gpt/llmc_format.h"
+#include "tools/report/run_report.h"
+#include "tools/train_main/train_main.h"
 
 namespace weft {
 namespace {
@@ -58,6 +59,7 @@ absl::Status Run(const GptJob& job) {
   if (o.config.resume() != "latest") o.config.set_resume(ResolveUserPath(o.config.resume()));
   auto resolved = std::make_shared<GptJob>(job);  // with the vocabulary filled in
   o.describe_job = [resolved] { return resolved->DebugString(); };
+  report::PrepareRunReport(&o.config);
   o.open_data = [&](const data::DataLoader::Options& base) -> absl::StatusOr<DataLoaders> {
     data::TextDataOptions t;
     t.path = path;
@@ -87,7 +89,8 @@ absl::Status Run(const GptJob& job) {
     }
     std::printf("initialized from llm.c checkpoint %s\n", from.c_str());
   }
-  return trainer->Run();
+  WEFT_RETURN_IF_ERROR(trainer->Run());
+  return report::FinishRunReport(trainer->config(), trainer->parallel().world_rank);
 }
 
 }  // namespace

@@ -8,12 +8,13 @@
 #include "absl/strings/str_format.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
-#include "models/mlp/classifier_evaluation.h"
-#include "tools/train_main/train_main.h"
 #include "core/runtime/trainer.h"
 #include "data/data.h"
+#include "models/mlp/classifier_evaluation.h"
 #include "models/mlp/mlp_classifier.h"
 #include "models/mlp/mlp_config.pb.h"
+#include "tools/report/run_report.h"
+#include "tools/train_main/train_main.h"
 
 namespace weft {
 namespace {
@@ -24,6 +25,7 @@ absl::Status Run(const MlpJob& job) {
   o.config.set_checkpoint_dir(ResolveUserPath(o.config.checkpoint_dir()));
   if (o.config.resume() != "latest") o.config.set_resume(ResolveUserPath(o.config.resume()));
   o.describe_job = [job] { return job.DebugString(); };
+  report::PrepareRunReport(&o.config);
   o.input_field = "image";
   o.target_field = "label";
   o.open_data = [&](const data::DataLoader::Options& base) -> absl::StatusOr<DataLoaders> {
@@ -56,7 +58,7 @@ absl::Status Run(const MlpJob& job) {
                             .Add("test_accuracy", r.accuracy)
                             .Add("test_correct", static_cast<double>(r.correct))
                             .Add("test_total", static_cast<double>(r.total)));
-  return absl::OkStatus();
+  return report::FinishRunReport(trainer->config(), trainer->parallel().world_rank);
 }
 
 }  // namespace

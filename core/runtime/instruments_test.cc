@@ -1,0 +1,88 @@
+#include "core/runtime/instruments.h"
+
+#include <chrono>
+#include <thread>
+
+#include "gtest/gtest.h"
+
+namespace weft {
+namespace {
+
+TEST(InstrumentsTest, ParsesTraceStepRanges) {
+  absl::StatusOr<StepRange> r = ParseStepRange("10:12");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->first, 10);
+  EXPECT_EQ(r->last, 12);
+  EXPECT_TRUE(r->Contains(11) && !r->Contains(13) && !r->Contains(9));
+  r = ParseStepRange("7");
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->Contains(7) && !r->Contains(8));
+  EXPECT_TRUE(ParseStepRange("")->empty());
+  for (const char* bad : {"12:10", "0:3", "a:b", "1:2:3", "-1"}) {
+    absl::StatusOr<StepRange> b = ParseStepRange(bad);
+    EXPECT_FALSE(b.ok()) << bad;
+    if (!b.ok())
+      EXPECT_NE(std::string(b.status().message()).find("--trace_steps"), std::string::npos);
+  }
+}
+
+// A comm wait on the training thread inside a part is exposed comm, not
+// that part; the parts still add up to the step.
+TEST(InstrumentsTest, CommWaitsInsideAPartCountAsExposedComm) {
+  Stream host = Stream::Default(Device::Cpu());
+  Instruments ins({.stream = &host, .total_steps = 1});
+  auto busy = [](int ms) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < end) {
+    }
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  ins.BeginStep(1);
+  {
+    StepTimer::Scope backward(ins.timer(), StepPart::kBackward);
+    busy(10);
+    comm::OpInfo info;
+    info.op = "all_reduce";
+    info.group = "group 'g'";
+    ins.comm_observer()->OnWaitBegin(info);
+    busy(20);
+    comm::ObservedOp op;
+    op.info = &info;
+    op.payload_bytes = 3 << 20;
+    ins.comm_observer()->OnWaitEnd(op);
+    busy(10);
+  }
+  ins.MarkEnd();
+  const double step_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  absl::StatusOr<Instruments::StepReport> r = ins.EndStep(step_ms);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NEAR(r->parts[StepPart::kExposedComm], 20, 3);
+  EXPECT_NEAR(r->parts[StepPart::kBackward], 20, 3);
+  EXPECT_NEAR(r->parts.Sum(), step_ms, kSumSlackMs);
+  EXPECT_DOUBLE_EQ(r->comm_mb, 3);
+}
+
+// Waits on another thread (e.g. a helper's) are not the step's.
+TEST(InstrumentsTest, WaitsOnOtherThreadsDoNotMoveTheTimer) {
+  Stream host = Stream::Default(Device::Cpu());
+  Instruments ins({.stream = &host, .total_steps = 1});
+  ins.BeginStep(1);
+  std::thread other([&] {
+    comm::OpInfo info;
+    ins.comm_observer()->OnWaitBegin(info);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    comm::ObservedOp op;
+    op.info = &info;
+    ins.comm_observer()->OnWaitEnd(op);
+  });
+  other.join();
+  ins.MarkEnd();
+  absl::StatusOr<Instruments::StepReport> r = ins.EndStep(25);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->parts[StepPart::kExposedComm], 0);
+  EXPECT_NEAR(r->parts[StepPart::kOther], 25, 1e-9);
+}
+
+}  // namespace
+}  // namespace weft
