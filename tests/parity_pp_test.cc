@@ -1,7 +1,8 @@
 // Pipeline parallelism vs one process: the same loss at every step and the
 // same parameters and optimizer state after 20 steps, for GPipe and 1F1B on
 // 2 and 4 pipeline ranks (splitting by layers and by parameters), the
-// interleaved schedule with 2 chunks per rank, and pp2 x ddp2. The tied
+// interleaved schedule with 2 chunks per rank, and pp2 x {ddp2, fsdp2,
+// zero-1, zero-2, zero-3 over 2}. The tied
 // embedding and head live on the first and last rank; the reassembled
 // state checks that their copies stayed identical.
 #include <string>
@@ -25,6 +26,7 @@ struct PpCase {
   int chunks = 1;
   std::string split = "params";
   std::string dp_strategy;  // "" or a data-parallel strategy over 2 ranks
+  int zero_stage = 1;
 };
 
 class PipelineParityTest : public ::testing::TestWithParam<PpCase> {};
@@ -42,6 +44,7 @@ TEST_P(PipelineParityTest, MatchesOneProcess) {
   p->set_pp_virtual_stages(c.chunks);
   p->set_pp_split(c.split);
   p->set_strategy(c.dp_strategy);
+  p->set_zero_stage(c.zero_stage);
   const int world = c.pp * (c.dp_strategy.empty() ? 1 : 2);
   auto multi = testing::RunMultiProcess(job, world);
   ASSERT_TRUE(multi.ok()) << multi.status();
@@ -54,7 +57,11 @@ INSTANTIATE_TEST_SUITE_P(
                       PpCase{"gpipe_pp4", 4, "gpipe", 1, "layers"},
                       PpCase{"onef1b_pp4", 4, "1f1b", 1, "layers"},
                       PpCase{"interleaved_pp2_v2", 2, "interleaved", 2, "layers"},
-                      PpCase{"onef1b_pp2_ddp2", 2, "1f1b", 1, "params", "ddp"}),
+                      PpCase{"onef1b_pp2_ddp2", 2, "1f1b", 1, "params", "ddp"},
+                      PpCase{"onef1b_pp2_fsdp2", 2, "1f1b", 1, "params", "fsdp"},
+                      PpCase{"gpipe_pp2_zero1", 2, "gpipe", 1, "params", "zero", 1},
+                      PpCase{"onef1b_pp2_zero2", 2, "1f1b", 1, "params", "zero", 2},
+                      PpCase{"onef1b_pp2_zero3", 2, "1f1b", 1, "params", "zero", 3}),
     [](const ::testing::TestParamInfo<PpCase>& i) { return i.param.label; });
 
 }  // namespace

@@ -82,9 +82,13 @@ class Parameter {
   // Copies of one parameter on several ranks of a model-parallel axis (a
   // tied embedding on the first and last pipeline stage): 0 on the rank
   // that owns it, k > 0 on the others, which leave it out of gradient norms
-  // and save it as a replica. Their gradients are summed by the strategy.
+  // and save it as a replica. Their gradients are summed by the strategy;
+  // -1 (the default) is a parameter without copies.
   int copy_index() const { return copy_index_; }
   void set_copy_index(int k) { copy_index_ = k; }
+  // Sharding strategies flatten such a parameter on its own, so that every
+  // copy has the same shard layout and the gradients sum elementwise.
+  bool has_copies() const { return copy_index_ >= 0; }
 
   Tensor value;  // what Forward reads (compute dtype); may be a view or a shard
   Tensor grad;   // accumulated by Backward (grad dtype)
@@ -100,7 +104,7 @@ class Parameter {
   bool weight_decay_;
   bool shared_ = false;
   bool held_ = true;
-  int copy_index_ = 0;
+  int copy_index_ = -1;
 };
 
 // Fills elements [offset, offset + out.numel()) of `param`'s flattened

@@ -46,9 +46,10 @@ absl::Status FsdpParticipant::Build(StrategyContext& ctx) {
   }
   std::vector<Parameter*> in_units;
   for (Module* m : wrapped) Collect(*m, &in_units);
-  std::vector<Parameter*> root;
+  std::vector<Parameter*> root, copied;
   for (Parameter* p : model.Parameters()) {
-    if (std::find(in_units.begin(), in_units.end(), p) == in_units.end()) root.push_back(p);
+    if (std::find(in_units.begin(), in_units.end(), p) != in_units.end()) continue;
+    (p->has_copies() ? copied : root).push_back(p);
   }
   for (Parameter* p : in_units) {
     if (p->shared()) {
@@ -57,14 +58,28 @@ absl::Status FsdpParticipant::Build(StrategyContext& ctx) {
                                 "change --strategy_options=fsdp_wrap");
     }
   }
-  if (root.empty() && wrapped.empty()) return InvalidArgument("fsdp on a model without parameters", "a model with parameters");
-  // The root unit exists even when empty of parameters would be odd; skip it then.
+  for (Parameter* p : in_units) {
+    if (p->has_copies()) {
+      return FailedPrecondition(absl::StrCat(p->name(), ", which has copies on other ranks, inside an fsdp unit"),
+                                "parameters with copies (tied across pipeline stages) outside the wrapped modules",
+                                "change --strategy_options=fsdp_wrap");
+    }
+  }
+  if (root.empty() && copied.empty() && wrapped.empty()) {
+    return InvalidArgument("fsdp on a model without parameters", "a model with parameters");
+  }
+  // Index 0 is the root unit even when it has no parameters (nullptr then).
   unit_module_.push_back(&model);
   if (!root.empty()) {
     WEFT_RETURN_IF_ERROR(AddUnit("root", root, ctx));
   } else {
     units_.push_back(nullptr);
   }
+  for (Parameter* p : copied) {
+    unit_module_.push_back(&model);
+    WEFT_RETURN_IF_ERROR(AddUnit(p->name(), {p}, ctx));
+  }
+  num_root_ = static_cast<int>(units_.size());
   for (Module* m : wrapped) {
     std::vector<Parameter*> params;
     Collect(*m, &params);
@@ -83,32 +98,39 @@ absl::Status FsdpParticipant::Gathered(int u) {
 }
 
 absl::Status FsdpParticipant::Prefetch(int u) {
-  if (u < 1 || u >= static_cast<int>(units_.size())) return absl::OkStatus();
+  if (u < num_root_ || u >= static_cast<int>(units_.size())) return absl::OkStatus();
   return units_[u]->Gather(/*async=*/true);
 }
 
 void FsdpParticipant::InstallHooks(Model& model) {
   using HP = Module::HookPoint;
   model.AddHook(HP::kPreForward, [this](Module&, RunContext&) -> absl::Status {
-    WEFT_RETURN_IF_ERROR(Gathered(0));
-    return Prefetch(1);
+    for (int u = 0; u < num_root_; ++u) WEFT_RETURN_IF_ERROR(Gathered(u));
+    return Prefetch(num_root_);
   });
   model.AddHook(HP::kPostForward, [this](Module&, RunContext& ctx) -> absl::Status {
-    if (!ctx.training && units_[0] != nullptr) units_[0]->ReleaseFull();
+    if (ctx.training) return absl::OkStatus();
+    for (int u = 0; u < num_root_; ++u) {
+      if (units_[u] != nullptr) units_[u]->ReleaseFull();
+    }
     return absl::OkStatus();
   });
   model.AddHook(HP::kPreBackward, [this](Module&, RunContext&) -> absl::Status {
-    WEFT_RETURN_IF_ERROR(Gathered(0));
-    if (units_[0] != nullptr) WEFT_RETURN_IF_ERROR(units_[0]->PrepareGrads());
+    for (int u = 0; u < num_root_; ++u) {
+      WEFT_RETURN_IF_ERROR(Gathered(u));
+      if (units_[u] != nullptr) WEFT_RETURN_IF_ERROR(units_[u]->PrepareGrads());
+    }
     return Prefetch(static_cast<int>(units_.size()) - 1);
   });
   model.AddHook(HP::kPostBackward, [this](Module&, RunContext&) -> absl::Status {
-    if (units_[0] == nullptr) return absl::OkStatus();
-    WEFT_RETURN_IF_ERROR(ReduceUnit(0));
-    units_[0]->ReleaseFull();
+    for (int u = 0; u < num_root_; ++u) {
+      if (units_[u] == nullptr) continue;
+      WEFT_RETURN_IF_ERROR(ReduceUnit(u));
+      units_[u]->ReleaseFull();
+    }
     return absl::OkStatus();
   });
-  for (int u = 1; u < static_cast<int>(units_.size()); ++u) {
+  for (int u = num_root_; u < static_cast<int>(units_.size()); ++u) {
     Module* m = unit_module_[u];
     // A recompute replay runs inside the unit's backward: unit u + 1 has
     // already reduced and released (prefetching it would bind parameters the

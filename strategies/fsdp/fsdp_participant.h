@@ -54,8 +54,11 @@ class FsdpParticipant : public StepParticipant {
   std::shared_ptr<comm::ProcessGroup> shard_;
   std::shared_ptr<comm::ProcessGroup> replicate_;
   NativeStream stream_;
-  // units_[0] is the root unit; 1..n are the wrapped modules in forward order.
+  // units_[0, num_root_) belong to the root module: the parameters outside
+  // wrapped modules, then one unit per parameter with copies on other ranks
+  // (Parameter::has_copies); the wrapped modules follow in forward order.
   std::vector<std::unique_ptr<ShardedGroup>> units_;
+  int num_root_ = 1;
   std::vector<Module*> unit_module_;
   absl::flat_hash_map<const Parameter*, int> unit_of_;
   // At most two full gradient buffers in flight.
