@@ -27,6 +27,7 @@ struct PpCase {
   std::string split = "params";
   std::string dp_strategy;  // "" or a data-parallel strategy over 2 ranks
   int zero_stage = 1;
+  int micro_batch = 2;  // 4 micro-batches per step (2 with dp2); 1: 8 (4)
 };
 
 class PipelineParityTest : public ::testing::TestWithParam<PpCase> {};
@@ -35,7 +36,7 @@ TEST_P(PipelineParityTest, MatchesOneProcess) {
   const PpCase& c = GetParam();
   GptJob job = testing::TinyGptJob(testing::WriteCorpus(std::getenv("TEST_TMPDIR")));
   job.mutable_train()->set_steps(20);
-  job.mutable_train()->set_micro_batch(2);  // 4 micro-batches per step (2 with dp2)
+  job.mutable_train()->set_micro_batch(c.micro_batch);
   auto single = testing::RunSingleProcess(job);
   ASSERT_TRUE(single.ok()) << single.status();
   ParallelConfig* p = job.mutable_train()->mutable_parallel();
@@ -61,7 +62,9 @@ INSTANTIATE_TEST_SUITE_P(
                       PpCase{"onef1b_pp2_fsdp2", 2, "1f1b", 1, "params", "fsdp"},
                       PpCase{"gpipe_pp2_zero1", 2, "gpipe", 1, "params", "zero", 1},
                       PpCase{"onef1b_pp2_zero2", 2, "1f1b", 1, "params", "zero", 2},
-                      PpCase{"onef1b_pp2_zero3", 2, "1f1b", 1, "params", "zero", 3}),
+                      PpCase{"onef1b_pp2_zero3", 2, "1f1b", 1, "params", "zero", 3},
+                      // More micro-batches in flight than the loader's ring has slots.
+                      PpCase{"gpipe_pp2_m8", 2, "gpipe", 1, "params", "", 1, 1}),
     [](const ::testing::TestParamInfo<PpCase>& i) { return i.param.label; });
 
 }  // namespace

@@ -62,6 +62,13 @@ class MicroBatchRunner {
     (void)losses;
     return absl::UnimplementedError("this runner cannot run a model piecewise");
   }
+  // Bracket each piece a piecewise schedule runs ("F3", "B3:1", "W3"), so
+  // the runner can time it as forward or backward and show it in traces.
+  virtual void BeginAction(ScheduleAction::Kind kind, const std::string& label) {
+    (void)kind;
+    (void)label;
+  }
+  virtual void EndAction() {}
 };
 
 class StepSchedule {

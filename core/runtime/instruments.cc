@@ -99,6 +99,13 @@ void Instruments::StartGpuSampling() {
   }
 }
 
+void Instruments::AddPipelineAction(const std::string& label, int64_t begin_us, int64_t end_us) {
+  if (!tracing()) return;
+  std::call_once(pipeline_track_named_,
+                 [this] { trace_->NameTrack(TraceWriter::kPipelineTrack, "pipeline actions"); });
+  trace_->Add(TraceWriter::kPipelineTrack, label, "pipeline", begin_us, end_us - begin_us);
+}
+
 int Instruments::CommTrack(const std::string& group) {
   std::lock_guard<std::mutex> lock(tracks_mu_);
   auto [it, added] = comm_tracks_.emplace(

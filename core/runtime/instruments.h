@@ -89,6 +89,9 @@ class Instruments {
   absl::Status Finish();
 
   bool tracing() const { return tracing_.load(std::memory_order_relaxed); }
+  // A pipeline action ("F3", "B2:1") on this rank's "pipeline" track, in
+  // host time (on CUDA: when it was issued); only while tracing.
+  void AddPipelineAction(const std::string& label, int64_t begin_us, int64_t end_us);
   TraceWriter* trace() { return trace_.get(); }
 
  private:
@@ -112,6 +115,7 @@ class Instruments {
   int64_t run_begin_us_ = 0;
   std::mutex tracks_mu_;
   std::map<std::string, int> comm_tracks_;
+  std::once_flag pipeline_track_named_;
 };
 
 }  // namespace weft

@@ -26,6 +26,7 @@ class TraceWriter {
 
   // Track ids used by the trainer.
   static constexpr int kStepTrack = 1;
+  static constexpr int kPipelineTrack = 2;
   static constexpr int kFirstCommTrack = 10;
   static constexpr int kFirstLoaderTrack = 100;
 

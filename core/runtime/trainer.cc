@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "comm/process_group/op_observer.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/nn/materialize.h"
@@ -106,6 +107,19 @@ class Trainer::StepRunner : public MicroBatchRunner {
     return absl::OkStatus();
   }
 
+  void BeginAction(ScheduleAction::Kind kind, const std::string& label) override {
+    action_part_.emplace(t_.instruments_->timer(), kind == ScheduleAction::Kind::kForward
+                                                        ? StepPart::kForward
+                                                        : StepPart::kBackward);
+    action_label_ = label;
+    action_begin_us_ = comm::WallMicros();
+  }
+
+  void EndAction() override {
+    action_part_.reset();
+    t_.instruments_->AddPipelineAction(action_label_, action_begin_us_, comm::WallMicros());
+  }
+
   int64_t targets_per_sample() const { return targets_per_sample_; }
 
  private:
@@ -121,6 +135,9 @@ class Trainer::StepRunner : public MicroBatchRunner {
 
   Trainer& t_;
   int64_t targets_per_sample_ = 0;
+  std::optional<StepTimer::Scope> action_part_;
+  std::string action_label_;
+  int64_t action_begin_us_ = 0;
 };
 
 Trainer::~Trainer() = default;

@@ -102,6 +102,33 @@ absl::StatusOr<Tensor> PipelineModel::Backward(RunContext&, const Tensor&) {
   return absl::UnimplementedError("a pipeline model has no single-rank backward");
 }
 
+namespace {
+
+// BeginAction/EndAction around one timeline action, on every return path.
+class ActionScope {
+ public:
+  ActionScope(MicroBatchRunner& runner, const PipeAction& a, bool with_chunk) : runner_(runner) {
+    runner_.BeginAction(a.kind == PipeAction::Kind::kForward ? ScheduleAction::Kind::kForward
+                                                             : ScheduleAction::Kind::kBackward,
+                        a.ToString(with_chunk));
+  }
+  ~ActionScope() { runner_.EndAction(); }
+  ActionScope(const ActionScope&) = delete;
+  ActionScope& operator=(const ActionScope&) = delete;
+
+ private:
+  MicroBatchRunner& runner_;
+};
+
+// `t` copied into memory of the context's device (not the loader's ring).
+absl::StatusOr<Tensor> OwnCopy(const RunContext& ctx, const Tensor& t) {
+  WEFT_ASSIGN_OR_RETURN(Tensor out, ctx.Empty(t.shape(), t.dtype()));
+  WEFT_RETURN_IF_ERROR(out.CopyFrom(t, ctx.stream, /*async=*/true));
+  return out;
+}
+
+}  // namespace
+
 PipelineStepSchedule::PipelineStepSchedule(PipelineModel* model, std::string schedule_name)
     : model_(model), schedule_name_(std::move(schedule_name)) {}
 
@@ -136,11 +163,17 @@ absl::Status PipelineStepSchedule::Run(
   std::vector<int> backwards_done(num_micro, 0);
   for (size_t i = 0; i < mine.size(); ++i) {
     const PipeAction& a = mine[i];
-    if (a.kind == PipeAction::Kind::kForward && !batches[a.micro]) {
-      WEFT_ASSIGN_OR_RETURN(batches[a.micro], runner.Load(a.micro));
-    }
     RunContext* ctx = runner.Enter(a.micro);
     if (ctx == nullptr) return Internal("a step runner that cannot run a pipeline");
+    if (a.kind == PipeAction::Kind::kForward && !batches[a.micro]) {
+      WEFT_ASSIGN_OR_RETURN(MicroBatchRunner::MicroBatch mb, runner.Load(a.micro));
+      // A pipeline holds up to all of a step's micro-batches at once (GPipe),
+      // more than the loader's ring has slots: keep copies, free the slot.
+      WEFT_ASSIGN_OR_RETURN(Tensor inputs, OwnCopy(*ctx, mb.inputs));
+      WEFT_ASSIGN_OR_RETURN(Tensor targets, OwnCopy(*ctx, mb.targets));
+      batches[a.micro] = {std::move(inputs), std::move(targets), mb.dloss_scale};
+    }
+    ActionScope scope(runner, a, model_->num_chunks() > 1);
     if (a.kind == PipeAction::Kind::kForward) {
       WEFT_ASSIGN_OR_RETURN(Tensor losses,
                             model_->ForwardChunk(*ctx, a.chunk, a.micro, *batches[a.micro]));
