@@ -97,6 +97,10 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
   for (int64_t i = 0; i < steps && !options.use_run; ++i) {
     WEFT_ASSIGN_OR_RETURN(StepStats s, trainer->TrainStep());
     run.losses.push_back(s.loss);
+    for (const auto& [name, value] : s.extra) {
+      auto [it, added] = run.step_max.emplace(name, value);
+      if (!added) it->second = std::max(it->second, value);
+    }
   }
   if (options.save_at_end) {
     WEFT_RETURN_IF_ERROR(trainer->SaveCheckpoint());
@@ -131,6 +135,7 @@ void Write(const ParityRun& r, const std::string& path) {
   for (double l : r.losses) std::fprintf(f, "loss %a\n", l);
   for (const auto& [k, v] : r.memory) std::fprintf(f, "mem %s %a\n", k.c_str(), v);
   for (const auto& [k, v] : r.comm) std::fprintf(f, "comm %s %a\n", k.c_str(), v);
+  for (const auto& [k, v] : r.step_max) std::fprintf(f, "step_max %s %a\n", k.c_str(), v);
   for (const auto& [name, values] : r.params) {
     std::fprintf(f, "param %s %zu", name.c_str(), values.size());
     for (float v : values) std::fprintf(f, " %a", v);
@@ -151,9 +156,10 @@ absl::StatusOr<ParityRun> Read(const std::string& path) {
     if (kind == "loss") {
       ss >> num;
       r.losses.push_back(std::strtod(num.c_str(), nullptr));
-    } else if (kind == "mem" || kind == "comm") {
+    } else if (kind == "mem" || kind == "comm" || kind == "step_max") {
       ss >> name >> num;
-      (kind == "mem" ? r.memory : r.comm)[name] = std::strtod(num.c_str(), nullptr);
+      auto& m = kind == "mem" ? r.memory : kind == "comm" ? r.comm : r.step_max;
+      m[name] = std::strtod(num.c_str(), nullptr);
     } else if (kind == "param") {
       size_t n = 0;
       ss >> name >> n;

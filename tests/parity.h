@@ -20,6 +20,7 @@ struct ParityRun {
   std::map<std::string, std::vector<float>> optim;
   std::map<std::string, double> memory;  // per-category peak bytes on rank 0
   std::map<std::string, double> comm;    // bus bytes per op kind per step, rank 0
+  std::map<std::string, double> step_max;  // each strategy step metric's maximum, rank 0
 };
 
 // Parameters and optimizer state are reassembled from every rank's sharding

@@ -5,6 +5,8 @@
 // zero-1, zero-2, zero-3 over 2}. The tied
 // embedding and head live on the first and last rank; the reassembled
 // state checks that their copies stayed identical.
+#include <cstdio>
+#include <map>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -66,6 +68,29 @@ INSTANTIATE_TEST_SUITE_P(
                       // More micro-batches in flight than the loader's ring has slots.
                       PpCase{"gpipe_pp2_m8", 2, "gpipe", 1, "params", "", 1, 1}),
     [](const ::testing::TestParamInfo<PpCase>& i) { return i.param.label; });
+
+// The first stage holds the most activations: 1F1B at most `pp` micro-
+// batches, GPipe all of them; the activation store's bytes follow.
+TEST(PipelineMemory, OneFOneBHoldsAtMostStagesMicroBatches) {
+  GptJob job = testing::TinyGptJob(testing::WriteCorpus(std::getenv("TEST_TMPDIR")));
+  job.mutable_train()->set_steps(2);
+  job.mutable_train()->set_micro_batch(1);  // 8 micro-batches per step
+  ParallelConfig* p = job.mutable_train()->mutable_parallel();
+  p->set_pp(2);
+  std::map<std::string, testing::ParityRun> runs;
+  for (const std::string schedule : {"gpipe", "1f1b"}) {
+    p->set_pp_schedule(schedule);
+    auto run = testing::RunMultiProcess(job, 2);
+    ASSERT_TRUE(run.ok()) << run.status();
+    runs[schedule] = *run;
+  }
+  EXPECT_EQ(runs["gpipe"].step_max["pp_in_flight"], 8);
+  EXPECT_EQ(runs["1f1b"].step_max["pp_in_flight"], 2);
+  const double gpipe_mb = runs["gpipe"].step_max["pp_activation_mb"];
+  const double onef1b_mb = runs["1f1b"].step_max["pp_activation_mb"];
+  std::printf("first stage's peak activations: gpipe %.3f MB, 1f1b %.3f MB\n", gpipe_mb, onef1b_mb);
+  EXPECT_NEAR(gpipe_mb / onef1b_mb, 4.0, 0.05);
+}
 
 }  // namespace
 }  // namespace weft

@@ -37,6 +37,7 @@ TEST(InstrumentsTest, CommWaitsInsideAPartCountAsExposedComm) {
     }
   };
   const auto t0 = std::chrono::steady_clock::now();
+  double wait_ms = 0;  // measured here: a loaded machine stretches the spins
   ins.BeginStep(1);
   {
     StepTimer::Scope backward(ins.timer(), StepPart::kBackward);
@@ -44,12 +45,15 @@ TEST(InstrumentsTest, CommWaitsInsideAPartCountAsExposedComm) {
     comm::OpInfo info;
     info.op = "all_reduce";
     info.group = "group 'g'";
+    const auto wait_begin = std::chrono::steady_clock::now();
     ins.comm_observer()->OnWaitBegin(info);
     busy(20);
     comm::ObservedOp op;
     op.info = &info;
     op.payload_bytes = 3 << 20;
     ins.comm_observer()->OnWaitEnd(op);
+    wait_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                        wait_begin).count();
     busy(10);
   }
   ins.MarkEnd();
@@ -57,8 +61,9 @@ TEST(InstrumentsTest, CommWaitsInsideAPartCountAsExposedComm) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   absl::StatusOr<Instruments::StepReport> r = ins.EndStep(step_ms);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_NEAR(r->parts[StepPart::kExposedComm], 20, 3);
-  EXPECT_NEAR(r->parts[StepPart::kBackward], 20, 3);
+  EXPECT_GE(wait_ms, 20);
+  EXPECT_NEAR(r->parts[StepPart::kExposedComm], wait_ms, 1);
+  EXPECT_NEAR(r->parts[StepPart::kBackward], step_ms - wait_ms, 1);
   EXPECT_NEAR(r->parts.Sum(), step_ms, kSumSlackMs);
   EXPECT_DOUBLE_EQ(r->comm_mb, 3);
 }
@@ -67,6 +72,7 @@ TEST(InstrumentsTest, CommWaitsInsideAPartCountAsExposedComm) {
 TEST(InstrumentsTest, WaitsOnOtherThreadsDoNotMoveTheTimer) {
   Stream host = Stream::Default(Device::Cpu());
   Instruments ins({.stream = &host, .total_steps = 1});
+  const auto t0 = std::chrono::steady_clock::now();
   ins.BeginStep(1);
   std::thread other([&] {
     comm::OpInfo info;
@@ -78,10 +84,12 @@ TEST(InstrumentsTest, WaitsOnOtherThreadsDoNotMoveTheTimer) {
   });
   other.join();
   ins.MarkEnd();
-  absl::StatusOr<Instruments::StepReport> r = ins.EndStep(25);
+  const double step_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  absl::StatusOr<Instruments::StepReport> r = ins.EndStep(step_ms);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->parts[StepPart::kExposedComm], 0);
-  EXPECT_NEAR(r->parts[StepPart::kOther], 25, 1e-9);
+  EXPECT_NEAR(r->parts[StepPart::kOther], step_ms, kSumSlackMs);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "strategies/pp/pipeline_model.h"
 
+#include <algorithm>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -132,6 +133,12 @@ absl::StatusOr<Tensor> OwnCopy(const RunContext& ctx, const Tensor& t) {
 PipelineStepSchedule::PipelineStepSchedule(PipelineModel* model, std::string schedule_name)
     : model_(model), schedule_name_(std::move(schedule_name)) {}
 
+PipelineStepSchedule::Peaks PipelineStepSchedule::TakePeaks() const {
+  Peaks p = peaks_;
+  peaks_ = {};
+  return p;
+}
+
 std::vector<ScheduleAction> PipelineStepSchedule::Actions(int num_micro) const {
   std::vector<ScheduleAction> out;
   auto s = MakePipelineSchedule(schedule_name_);
@@ -161,6 +168,7 @@ absl::Status PipelineStepSchedule::Run(
   }
   std::vector<std::optional<MicroBatchRunner::MicroBatch>> batches(num_micro);
   std::vector<int> backwards_done(num_micro, 0);
+  int in_flight = 0;
   for (size_t i = 0; i < mine.size(); ++i) {
     const PipeAction& a = mine[i];
     RunContext* ctx = runner.Enter(a.micro);
@@ -178,12 +186,18 @@ absl::Status PipelineStepSchedule::Run(
       WEFT_ASSIGN_OR_RETURN(Tensor losses,
                             model_->ForwardChunk(*ctx, a.chunk, a.micro, *batches[a.micro]));
       if (losses.defined()) WEFT_RETURN_IF_ERROR(runner.AddLosses(losses));
+      if (a.chunk == 0) ++in_flight;
+      peaks_.in_flight = std::max(peaks_.in_flight, in_flight);
+      peaks_.activation_bytes = std::max(peaks_.activation_bytes, ctx->store().TotalBytes());
     } else if (a.kind == PipeAction::Kind::kBackward) {
       for (auto& p : participants) {
         WEFT_RETURN_IF_ERROR(p->BeforeBackward({.micro = a.micro, .last = i == last_backward}));
       }
       WEFT_RETURN_IF_ERROR(model_->BackwardChunk(*ctx, a.chunk, a.micro));
-      if (++backwards_done[a.micro] == model_->num_chunks()) ctx->store().DropSlot(a.micro);
+      if (++backwards_done[a.micro] == model_->num_chunks()) {
+        ctx->store().DropSlot(a.micro);
+        --in_flight;
+      }
     } else {
       return absl::UnimplementedError("W actions (split backward) are not supported yet");
     }

@@ -78,9 +78,19 @@ class PipelineStepSchedule : public StepSchedule {
   absl::Status Run(int num_micro, MicroBatchRunner& runner,
                    const std::vector<std::unique_ptr<StepParticipant>>& participants) const override;
 
+  // Peaks since the last call: micro-batches whose activations this rank
+  // held at once (forward started, backward not finished) and the
+  // activation store's bytes then.
+  struct Peaks {
+    int in_flight = 0;
+    int64_t activation_bytes = 0;
+  };
+  Peaks TakePeaks() const;
+
  private:
   PipelineModel* model_;
   std::string schedule_name_;
+  mutable Peaks peaks_;
 };
 
 }  // namespace weft::pp

@@ -21,8 +21,19 @@ using pp::ChunkRange;
 class PipelineParticipant : public StepParticipant {
  public:
   PipelineParticipant(std::set<const Parameter*> tied, std::shared_ptr<comm::ProcessGroup> tie_group,
-                      comm::ProcessGroup* pp_group, NativeStream stream)
-      : tied_(std::move(tied)), tie_group_(std::move(tie_group)), pp_group_(pp_group), stream_(stream) {}
+                      comm::ProcessGroup* pp_group, NativeStream stream,
+                      std::shared_ptr<const pp::PipelineStepSchedule> schedule)
+      : tied_(std::move(tied)),
+        tie_group_(std::move(tie_group)),
+        pp_group_(pp_group),
+        stream_(stream),
+        schedule_(std::move(schedule)) {}
+
+  void AppendStepMetrics(std::vector<std::pair<std::string, double>>* out) override {
+    const pp::PipelineStepSchedule::Peaks p = schedule_->TakePeaks();
+    out->emplace_back("pp_in_flight", p.in_flight);
+    out->emplace_back("pp_activation_mb", static_cast<double>(p.activation_bytes) / (1 << 20));
+  }
 
   absl::Status AfterAllGradients(const std::vector<OptimTarget>& targets) override {
     if (tie_group_ == nullptr) return absl::OkStatus();
@@ -47,6 +58,7 @@ class PipelineParticipant : public StepParticipant {
   std::shared_ptr<comm::ProcessGroup> tie_group_;  // null on ranks without tied weights
   comm::ProcessGroup* pp_group_;
   NativeStream stream_;
+  std::shared_ptr<const pp::PipelineStepSchedule> schedule_;
 };
 
 }  // namespace
@@ -165,10 +177,11 @@ absl::Status PipelineStrategy::Apply(StrategyContext& ctx) {
                                                       std::move(chunks), parts, std::move(links));
   pp::PipelineModel* raw = pipeline.get();
   *ctx.model_slot = std::move(pipeline);
-  ctx.state->step_schedule =
+  auto schedule =
       std::make_shared<pp::PipelineStepSchedule>(raw, ctx.options->GetEnum("pp_schedule"));
+  ctx.state->step_schedule = schedule;
   ctx.state->participants.push_back(std::make_unique<PipelineParticipant>(
-      std::move(tied), std::move(tie_group), pp_group, ctx.run->stream));
+      std::move(tied), std::move(tie_group), pp_group, ctx.run->stream, schedule));
   // Losses come from the last rank only: sums for logging span the pp ranks.
   auto dp_sum = ctx.state->dp_sum;
   ctx.state->dp_sum = [dp_sum, pp_group](Tensor& t, NativeStream stream) -> absl::Status {
