@@ -1,6 +1,7 @@
 // Pipeline parallelism vs one process: the same loss at every step and the
 // same parameters and optimizer state after 20 steps, for GPipe and 1F1B on
-// 2 and 4 pipeline ranks (splitting by layers and by parameters), the
+// 2 and 4 pipeline ranks (splitting by layers and by parameters), ZB-H1
+// (backward split into B and W) on 2 and 4, the
 // interleaved schedule with 2 chunks per rank, and pp2 x {ddp2, fsdp2,
 // zero-1, zero-2, zero-3 over 2}. The tied
 // embedding and head live on the first and last rank; the reassembled
@@ -60,6 +61,8 @@ INSTANTIATE_TEST_SUITE_P(
                       PpCase{"gpipe_pp4", 4, "gpipe", 1, "layers"},
                       PpCase{"onef1b_pp4", 4, "1f1b", 1, "layers"},
                       PpCase{"interleaved_pp2_v2", 2, "interleaved", 2, "layers"},
+                      PpCase{"zbh1_pp2", 2, "zbh1"},
+                      PpCase{"zbh1_pp4", 4, "zbh1", 1, "layers"},
                       PpCase{"onef1b_pp2_ddp2", 2, "1f1b", 1, "params", "ddp"},
                       PpCase{"onef1b_pp2_fsdp2", 2, "1f1b", 1, "params", "fsdp"},
                       PpCase{"gpipe_pp2_zero1", 2, "gpipe", 1, "params", "zero", 1},

@@ -34,6 +34,33 @@ void ActivationStore::DropSlot(int slot) {
 void ActivationStore::Clear() {
   absl::MutexLock lock(&mu_);
   entries_.clear();
+  deferred_.clear();
+}
+
+void ActivationStore::Defer(int slot, DeferredWork work) {
+  absl::MutexLock lock(&mu_);
+  deferred_[slot].push_back(std::move(work));
+}
+
+absl::Status ActivationStore::RunDeferred(int slot) {
+  std::vector<DeferredWork> work;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = deferred_.find(slot);
+    if (it == deferred_.end()) return absl::OkStatus();
+    work = std::move(it->second);
+    deferred_.erase(it);
+  }
+  for (DeferredWork& w : work) {
+    if (absl::Status s = w(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+int64_t ActivationStore::NumDeferred(int slot) const {
+  absl::MutexLock lock(&mu_);
+  auto it = deferred_.find(slot);
+  return it == deferred_.end() ? 0 : static_cast<int64_t>(it->second.size());
 }
 
 int64_t ActivationStore::BytesWhere(bool all_slots, int slot) const {

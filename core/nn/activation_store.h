@@ -12,10 +12,13 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "core/tensor/tensor.h"
 
@@ -45,6 +48,15 @@ class ActivationStore {
   void DropSlot(int slot);
   void Clear();
 
+  // Work a backward queued for later in `slot`: the weight gradients of a
+  // backward split into B (input gradients) and W (weight gradients), which
+  // zero-bubble pipeline schedules run apart. The closure holds what it
+  // reads. RunDeferred runs the slot's work in queue order and forgets it.
+  using DeferredWork = std::function<absl::Status()>;
+  void Defer(int slot, DeferredWork work);
+  absl::Status RunDeferred(int slot);
+  int64_t NumDeferred(int slot) const;
+
   // Bytes of the distinct storage the saved tensors of `slot` reference
   // (views of one buffer count once).
   int64_t SlotBytes(int slot) const;
@@ -57,6 +69,7 @@ class ActivationStore {
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<Key, std::unique_ptr<SavedActivations>> entries_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int, std::vector<DeferredWork>> deferred_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace weft

@@ -69,5 +69,22 @@ TEST(ActivationStoreTest, ConcurrentOwnersDoNotInterfere) {
   EXPECT_EQ(store.TotalBytes(), 8 * 25 * 16);
 }
 
+TEST(ActivationStoreTest, DeferredWorkRunsInOrderPerSlotOnce) {
+  ActivationStore store;
+  std::vector<int> ran;
+  store.Defer(1, [&] { ran.push_back(10); return absl::OkStatus(); });
+  store.Defer(2, [&] { ran.push_back(20); return absl::OkStatus(); });
+  store.Defer(1, [&] { ran.push_back(11); return absl::OkStatus(); });
+  EXPECT_EQ(store.NumDeferred(1), 2);
+  ASSERT_TRUE(store.RunDeferred(1).ok());
+  EXPECT_EQ(ran, (std::vector<int>{10, 11}));
+  EXPECT_EQ(store.NumDeferred(1), 0);
+  ASSERT_TRUE(store.RunDeferred(1).ok());  // nothing left: a no-op
+  EXPECT_EQ(ran.size(), 2u);
+  store.Defer(2, [] { return absl::InternalError("gemm failed"); });
+  EXPECT_EQ(store.RunDeferred(2).message(), "gemm failed");
+  EXPECT_EQ(ran.back(), 20);
+}
+
 }  // namespace
 }  // namespace weft

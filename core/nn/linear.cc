@@ -62,10 +62,21 @@ absl::StatusOr<Tensor> Linear::Backward(RunContext& ctx, const Tensor& dy) {
     WEFT_ASSIGN_OR_RETURN(dpre, ctx.Empty({m, out_}, ctx.compute_dtype));
     WEFT_RETURN_IF_ERROR(ctx.ops->GeluBackward(ctx.kernel(), dpre, dy.View({m, out_}), pre));
   }
-  // dW += dpre^T . x
-  WEFT_RETURN_IF_ERROR(ctx.ops->Gemm(
-      ctx.kernel(),
-      {.out = weight_->grad, .a = dpre, .b = x, .trans_a = true, .accumulate = true}));
+  // dW += dpre^T . x, now or at the schedule's W. The caller may reuse dy's
+  // buffer (residual gradients accumulate in place): W gets its own copy.
+  Tensor dw_a = dpre;
+  if (ctx.defer_weight_grads && dpre.raw_data() == dy.raw_data()) {
+    WEFT_ASSIGN_OR_RETURN(dw_a, ctx.Empty({m, out_}, dpre.dtype()));
+    WEFT_RETURN_IF_ERROR(dw_a.CopyFrom(dpre, ctx.stream, /*async=*/true));
+  }
+  auto weight_grad = [ops = ctx.ops, k = ctx.kernel(), w = weight_, dw_a, x]() {
+    return ops->Gemm(k, {.out = w->grad, .a = dw_a, .b = x, .trans_a = true, .accumulate = true});
+  };
+  if (ctx.defer_weight_grads) {
+    ctx.store().Defer(ctx.slot, std::move(weight_grad));
+  } else {
+    WEFT_RETURN_IF_ERROR(weight_grad());
+  }
   const bool bias_done = options_.gelu && dy_is_preactivation_;
   if (bias_ != nullptr && !bias_done) {
     WEFT_RETURN_IF_ERROR(ctx.ops->BiasGrad(ctx.kernel(), bias_->grad, dpre));

@@ -35,9 +35,15 @@ absl::StatusOr<Tensor> LmHead::Backward(RunContext& ctx, const Tensor& dlogits) 
     return FailedPrecondition("lm head backward without saved input",
                               "ForwardLoss in training mode before BackwardFromLoss");
   }
-  WEFT_RETURN_IF_ERROR(ctx.ops->Gemm(
-      ctx.kernel(),
-      {.out = weight_->grad, .a = dlogits, .b = (*saved)[0], .trans_a = true, .accumulate = true}));
+  // dW += dlogits^T . h, now or at the schedule's W.
+  auto weight_grad = [ops = ctx.ops, k = ctx.kernel(), w = weight_, dlogits, h = (*saved)[0]]() {
+    return ops->Gemm(k, {.out = w->grad, .a = dlogits, .b = h, .trans_a = true, .accumulate = true});
+  };
+  if (ctx.defer_weight_grads) {
+    ctx.store().Defer(ctx.slot, std::move(weight_grad));
+  } else {
+    WEFT_RETURN_IF_ERROR(weight_grad());
+  }
   WEFT_ASSIGN_OR_RETURN(Tensor dh, ctx.Empty((*saved)[0].shape(), ctx.compute_dtype));
   WEFT_RETURN_IF_ERROR(
       ctx.ops->Gemm(ctx.kernel(), {.out = dh, .a = dlogits, .b = weight_->value}));

@@ -33,6 +33,10 @@ struct RunContext {
   // of a context share the store.
   std::shared_ptr<ActivationStore> activations;
   int slot = 0;
+  // Zero-bubble pipelines split a backward into B and W: while true, layers
+  // queue their weight-gradient GEMMs in the slot (ActivationStore::Defer)
+  // instead of running them; the schedule's W runs them.
+  bool defer_weight_grads = false;
 
   // The store, created on first use.
   ActivationStore& store();

@@ -162,6 +162,10 @@ absl::Status PipelineStepSchedule::Run(
   const PipelineShape shape{model_->links().size(), model_->num_chunks(), num_micro};
   WEFT_ASSIGN_OR_RETURN(Timeline timeline, schedule->Build(shape));
   const std::vector<PipeAction>& mine = timeline[model_->links().rank()];
+  // Split schedules (zbh1): B computes input gradients and queues the
+  // weight-gradient GEMMs in the micro-batch's slot; W runs them.
+  const bool split = schedule->SplitsBackward();
+  const PipeAction::Kind last_part = split ? PipeAction::Kind::kWeight : PipeAction::Kind::kBackward;
   size_t last_backward = 0;
   for (size_t i = 0; i < mine.size(); ++i) {
     if (mine[i].kind == PipeAction::Kind::kBackward) last_backward = i;
@@ -193,13 +197,16 @@ absl::Status PipelineStepSchedule::Run(
       for (auto& p : participants) {
         WEFT_RETURN_IF_ERROR(p->BeforeBackward({.micro = a.micro, .last = i == last_backward}));
       }
-      WEFT_RETURN_IF_ERROR(model_->BackwardChunk(*ctx, a.chunk, a.micro));
-      if (++backwards_done[a.micro] == model_->num_chunks()) {
-        ctx->store().DropSlot(a.micro);
-        --in_flight;
-      }
+      ctx->defer_weight_grads = split;
+      const absl::Status b = model_->BackwardChunk(*ctx, a.chunk, a.micro);
+      ctx->defer_weight_grads = false;
+      WEFT_RETURN_IF_ERROR(b);
     } else {
-      return absl::UnimplementedError("W actions (split backward) are not supported yet");
+      WEFT_RETURN_IF_ERROR(ctx->store().RunDeferred(a.micro));
+    }
+    if (a.kind == last_part && ++backwards_done[a.micro] == model_->num_chunks()) {
+      ctx->store().DropSlot(a.micro);
+      --in_flight;
     }
   }
   return model_->links().WaitSends();

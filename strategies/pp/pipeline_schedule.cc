@@ -51,6 +51,17 @@ class GPipe : public PipelineSchedule {
   }
 };
 
+// 1F1B's steady state needs the pipeline full: with fewer micro-batches
+// than ranks it degenerates into GPipe with a bigger bubble.
+absl::Status FillsPipeline(const PipelineShape& s, const std::string& name) {
+  if (s.micro >= s.stages) return absl::OkStatus();
+  return InvalidArgument(
+      absl::StrCat("--pp_schedule=", name, " with ", s.micro, " micro-batch(es) per step on ",
+                   s.stages, " pipeline ranks"),
+      "at least --pp micro-batches per step (global_batch / (micro_batch x dp) >= pp)",
+      "lower --micro_batch or raise --global_batch; --pp_schedule=gpipe runs any count");
+}
+
 // 1F1B, optionally with backwards split into B and W where rank r keeps up
 // to `pending(r)` W's waiting (zbh1: r).
 Timeline OneFOneB(const PipelineShape& s, bool split) {
@@ -85,6 +96,7 @@ class OneFOneBSchedule : public PipelineSchedule {
   absl::StatusOr<Timeline> Build(const PipelineShape& s) const override {
     if (absl::Status st = CheckBasic(s, Name()); !st.ok()) return st;
     if (absl::Status st = OneChunk(s, Name()); !st.ok()) return st;
+    if (absl::Status st = FillsPipeline(s, Name()); !st.ok()) return st;
     return OneFOneB(s, /*split=*/false);
   }
 };
@@ -96,6 +108,7 @@ class ZeroBubbleH1 : public PipelineSchedule {
   absl::StatusOr<Timeline> Build(const PipelineShape& s) const override {
     if (absl::Status st = CheckBasic(s, Name()); !st.ok()) return st;
     if (absl::Status st = OneChunk(s, Name()); !st.ok()) return st;
+    if (absl::Status st = FillsPipeline(s, Name()); !st.ok()) return st;
     return OneFOneB(s, /*split=*/true);
   }
 };

@@ -93,10 +93,17 @@ absl::Status PipelineStrategy::Validate(const StrategyOptionSet& options,
                            "the ring of links needs alternating communicators");
   }
   if (schedule == "zbh1") {
-    return absl::UnimplementedError(
-        "--pp_schedule=zbh1 needs each backward split into its input-gradient and "
-        "weight-gradient halves, which weft's layers do not offer yet; the schedule itself is "
-        "defined and simulated (strategies/pp/pipeline_schedule.h). Use 1f1b or interleaved");
+    // W runs after the backward hooks through which data-parallel strategies
+    // reduce gradients (ddp buckets, fsdp units), so they would reduce
+    // before the weight gradients exist.
+    int dp = 1;
+    for (const char* axis : {"dp_replicate", "dp_shard"}) dp *= mesh->AxisSize(axis).value_or(1);
+    if (dp > 1) {
+      return InvalidArgument(
+          absl::StrCat("--pp_schedule=zbh1 with ", dp, " data-parallel ranks"),
+          "zbh1 on a pipeline-only mesh", "use --pp_schedule=1f1b (or interleaved) with ddp, "
+          "zero or fsdp; zbh1 defers weight gradients past the hooks they reduce in");
+    }
   }
   return absl::OkStatus();
 }
