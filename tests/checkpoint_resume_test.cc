@@ -37,6 +37,7 @@ struct ResumeCase {
   std::string strategy;
   int zero_stage = 1;
   int world = 1;
+  int pp = 1;
 };
 
 absl::StatusOr<testing::ParityRun> RunJob(const GptJob& job, int world, const testing::RunOptions& o) {
@@ -61,6 +62,7 @@ TEST_P(BitwiseResumeTest, NStepsSaveResumeNStepsEqualsTwoNStraight) {
   p->set_strategy(s.strategy);
   p->set_zero_stage(s.zero_stage);
   p->set_bucket_mb(0.02);
+  p->set_pp(s.pp);
   job.mutable_train()->set_micro_batch(s.world == 1 ? 4 : 8 / s.world / 2);  // 2 accumulation steps
   auto straight = RunJob(job, s.world, {});
   ASSERT_TRUE(straight.ok()) << straight.status();
@@ -81,7 +83,8 @@ INSTANTIATE_TEST_SUITE_P(
     Strategies, BitwiseResumeTest,
     ::testing::Values(ResumeCase{"plain", "", 1, 1}, ResumeCase{"ddp", "ddp", 1, 2},
                       ResumeCase{"zero1", "zero", 1, 2}, ResumeCase{"zero2", "zero", 2, 2},
-                      ResumeCase{"zero3", "zero", 3, 2}, ResumeCase{"fsdp", "fsdp", 1, 2}),
+                      ResumeCase{"zero3", "zero", 3, 2}, ResumeCase{"fsdp", "fsdp", 1, 2},
+                      ResumeCase{"pp2", "", 1, 2, 2}, ResumeCase{"pp2_fsdp2", "fsdp", 1, 4, 2}),
     [](const ::testing::TestParamInfo<ResumeCase>& i) { return i.param.label; });
 
 // Periodic async saves during Trainer::Run on 2 gloo ranks: the writes and
@@ -130,17 +133,19 @@ TEST(AsyncCheckpointTest, PeriodicAsyncSavesDuringTrainingResumeBitwise) {
 // Each hop loads the previous hop's checkpoint under a new world size and
 // strategy mix and saves it again without training; the full state
 // reassembled from every hop equals the first one's exactly.
-TEST(ReshardChainTest, FsdpFourToHsdpToSingleToZeroTwoOnThreeToDdpTwo) {
+TEST(ReshardChainTest, FsdpFourToHsdpToSingleToPipelinesToZeroTwoOnThreeToDdpTwo) {
   GptJob job = BaseJob();
   job.mutable_train()->set_global_batch(12);
   job.mutable_train()->set_micro_batch(1);
   struct Hop {
     std::string label, strategy;
-    int world, zero_stage = 1, dp_replicate = 1;
+    int world, zero_stage = 1, dp_replicate = 1, pp = 1;
   };
   const std::vector<Hop> hops = {{"fsdp@4", "fsdp", 4},
                                  {"hsdp 2x2@4", "fsdp", 4, 1, 2},
                                  {"single", "", 1},
+                                 {"pp2 x fsdp2@4", "fsdp", 4, 1, 1, 2},
+                                 {"pp4@4", "pp", 4, 1, 1, 4},
                                  {"zero-2@3", "zero", 3, 2},
                                  {"ddp@2", "ddp", 2}};
   std::map<std::string, ckpt::HostTensor> first;
@@ -152,6 +157,7 @@ TEST(ReshardChainTest, FsdpFourToHsdpToSingleToZeroTwoOnThreeToDdpTwo) {
     p->set_zero_stage(hop.zero_stage);
     p->set_dp_replicate(hop.dp_replicate);
     p->set_dp_shard(0);
+    p->set_pp(hop.pp);
     const std::string dir = FreshDir(absl::StrCat("chain_", h));
     job.mutable_train()->set_checkpoint_dir(dir);
     job.mutable_train()->set_resume(previous);

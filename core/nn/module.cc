@@ -91,6 +91,16 @@ std::vector<Parameter*> Module::Parameters() {
   return out;
 }
 
+std::vector<Parameter*> Module::AllParameters() {
+  std::vector<Parameter*> out;
+  for (auto& p : params_) out.push_back(p.get());
+  for (auto& [n, c] : children_) {
+    std::vector<Parameter*> sub = c->AllParameters();
+    out.insert(out.end(), sub.begin(), sub.end());
+  }
+  return out;
+}
+
 std::vector<Module*> Module::Modules() {
   std::vector<Module*> out = {this};
   for (auto& [n, c] : children_) {

@@ -76,6 +76,9 @@ class Module {
   // in registration order. A parameter a module uses but does not own (a
   // tied weight) is not listed again: each appears once, under its owner.
   std::vector<Parameter*> Parameters();
+  // Every parameter owned in the subtree, held on this rank or not: the
+  // whole model's parameters (e.g. what a checkpoint of the job holds).
+  std::vector<Parameter*> AllParameters();
   // Every module in the subtree, this one first (pre-order), except
   // subtrees whose parameters are all held by other ranks.
   std::vector<Module*> Modules();

@@ -145,12 +145,13 @@ absl::Status Trainer::Resume(const std::string& step_dir) {
                            "the seed fixes the data order and dropout masks: resume with its seed");
   }
   WEFT_ASSIGN_OR_RETURN(std::vector<StatePiece> pieces, ExportState());
-  // The job's entries: every parameter and the optimizer's state for it.
+  // The job's entries: every parameter (held here or on another pipeline
+  // rank) and the optimizer's state for it.
   std::set<std::string> job_entries;
   const std::vector<std::string> kinds = optimizer_->config().name == "adamw"
                                              ? std::vector<std::string>{"exp_avg", "exp_avg_sq"}
                                              : std::vector<std::string>{"exp_avg"};
-  for (Parameter* p : model_->Parameters()) {
+  for (Parameter* p : model_->AllParameters()) {
     job_entries.insert(p->name());
     for (const std::string& k : kinds) job_entries.insert(absl::StrCat(p->name(), ":", k));
   }
