@@ -62,6 +62,7 @@ INSTANTIATE_TEST_SUITE_P(
                       PpCase{"onef1b_pp4", 4, "1f1b", 1, "layers"},
                       PpCase{"interleaved_pp2_v2", 2, "interleaved", 2, "layers"},
                       PpCase{"zbh1_pp2", 2, "zbh1"},
+                      PpCase{"onef1b_pp4_time", 4, "1f1b", 1, "time"},
                       PpCase{"zbh1_pp4", 4, "zbh1", 1, "layers"},
                       PpCase{"onef1b_pp2_ddp2", 2, "1f1b", 1, "params", "ddp"},
                       PpCase{"onef1b_pp2_fsdp2", 2, "1f1b", 1, "params", "fsdp"},

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/nn/module.h"
@@ -35,6 +36,14 @@ class Model : public Module {
   // inputs -> prediction (every stage but the loss), e.g. logits.
   absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& inputs) override;
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dprediction) override;
+
+  // A one-sample (inputs, targets) pair of the model's input shape, for
+  // probes such as timing each stage before a pipeline split; Unimplemented
+  // for a model that cannot make one.
+  virtual absl::StatusOr<std::pair<Tensor, Tensor>> ProbeInputs(const RunContext& ctx) const {
+    (void)ctx;
+    return absl::UnimplementedError(type_name() + " makes no probe inputs");
+  }
 
   // Training FLOPs (forward + backward) per target, for MFU.
   virtual double TrainingFlopsPerTarget() const = 0;

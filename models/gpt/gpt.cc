@@ -1,6 +1,9 @@
 #include "models/gpt/gpt.h"
 
 #include <cmath>
+#include <vector>
+
+#include "absl/types/span.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -92,6 +95,20 @@ double Gpt::TrainingFlopsPerTarget() const {
 absl::StatusOr<std::unique_ptr<Model>> Gpt::CloneArchitecture() const {
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Gpt> copy, Create(config_, seq_len_));
   return std::unique_ptr<Model>(std::move(copy));
+}
+
+absl::StatusOr<std::pair<Tensor, Tensor>> Gpt::ProbeInputs(const RunContext& ctx) const {
+  std::vector<int32_t> tokens(seq_len_ + 1);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = static_cast<int32_t>((i * 7 + 3) % config_.vocab_size());
+  }
+  WEFT_ASSIGN_OR_RETURN(
+      Tensor x, Tensor::FromVector<int32_t>(absl::MakeConstSpan(tokens.data(), seq_len_), {1, seq_len_}));
+  WEFT_ASSIGN_OR_RETURN(
+      Tensor y, Tensor::FromVector<int32_t>(absl::MakeConstSpan(tokens.data() + 1, seq_len_), {1, seq_len_}));
+  WEFT_ASSIGN_OR_RETURN(x, x.To(ctx.device, ctx.stream));
+  WEFT_ASSIGN_OR_RETURN(y, y.To(ctx.device, ctx.stream));
+  return std::make_pair(std::move(x), std::move(y));
 }
 
 std::string Gpt::Summary() const {

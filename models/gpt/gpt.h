@@ -36,6 +36,8 @@ class Gpt : public Model {
   // "embed" (tokens -> (B, T, C)), "blocks.i" ((B, T, C) -> (B, T, C)),
   // "head" (ln_f, lm_head, cross-entropy: (B, T, C) -> losses (B*T)).
   std::vector<Stage> Stages() override;
+  // (1, T) tokens and next tokens of a fixed pattern.
+  absl::StatusOr<std::pair<Tensor, Tensor>> ProbeInputs(const RunContext& ctx) const override;
   double TrainingFlopsPerTarget() const override;
   absl::StatusOr<std::unique_ptr<Model>> CloneArchitecture() const override;
 

@@ -10,6 +10,7 @@
 #include "strategies/pp/pipeline_model.h"
 #include "strategies/pp/pipeline_schedule.h"
 #include "strategies/pp/stage_split.h"
+#include "strategies/pp/stage_timing.h"
 
 namespace weft {
 namespace {
@@ -61,6 +62,22 @@ class PipelineParticipant : public StepParticipant {
   std::shared_ptr<const pp::PipelineStepSchedule> schedule_;
 };
 
+// Every rank times the stages; rank 0's times decide, so that all
+// pipelines and their data-parallel replicas cut the model alike.
+absl::StatusOr<std::vector<double>> MeasuredCosts(Model& model, const std::vector<Stage>& stages,
+                                                  const RunContext& run, comm::DeviceMesh& mesh) {
+  WEFT_ASSIGN_OR_RETURN(std::vector<double> ms, pp::MeasureStageMs(model, stages, run));
+  std::vector<float> f(ms.begin(), ms.end());
+  WEFT_ASSIGN_OR_RETURN(Tensor t, Tensor::FromVector<float>(f, {static_cast<int64_t>(f.size())}));
+  std::vector<std::string> axes;
+  for (const comm::MeshAxis& a : mesh.layout().axes()) axes.push_back(a.name);
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> world, mesh.FlatGroup(axes));
+  WEFT_RETURN_IF_ERROR(Annotate(world->Broadcast(t, {.root = 0})->Wait(),
+                                "pp: sharing rank 0's stage times"));
+  WEFT_ASSIGN_OR_RETURN(f, t.ToFloats());
+  return std::vector<double>(f.begin(), f.end());
+}
+
 }  // namespace
 
 OptionSchema PipelineStrategy::Options() const {
@@ -69,8 +86,9 @@ OptionSchema PipelineStrategy::Options() const {
          "gpipe: all forwards then all backwards; 1f1b; interleaved (with pp_virtual_stages > 1); "
          "zbh1: zero-bubble H1");
   s.Int("pp_virtual_stages", 1, "model chunks per pipeline rank (interleaved schedule)");
-  s.Enum("pp_split", "params", {"layers", "params"},
-         "how stages are split over the chunks: equal stage counts, or balanced parameter counts");
+  s.Enum("pp_split", "params", {"layers", "params", "time"},
+         "how stages are split over the chunks: equal stage counts, balanced parameter counts, "
+         "or balanced forward+backward times measured on one probe sample before training");
   return s;
 }
 
@@ -127,16 +145,20 @@ absl::Status PipelineStrategy::Apply(StrategyContext& ctx) {
     for (Parameter* q : s.Parameters()) n += static_cast<double>(q->global_numel());
     costs.push_back(n);
   }
+  const std::string& split = ctx.options->GetEnum("pp_split");
+  if (split == "time") {
+    WEFT_ASSIGN_OR_RETURN(costs, MeasuredCosts(model, stages, *ctx.run, *ctx.mesh));
+  }
   std::vector<int> bounds;
-  if (ctx.options->GetEnum("pp_split") == "layers") {
+  if (split == "layers") {
     WEFT_ASSIGN_OR_RETURN(bounds, pp::SplitByCount(static_cast<int>(stages.size()), parts));
   } else {
     WEFT_ASSIGN_OR_RETURN(bounds, pp::SplitByCost(costs, parts));
   }
   if (ctx.mesh->rank() == 0) {
-    std::printf("pp split (%s by %s): %s\n", ctx.options->GetEnum("pp_schedule").c_str(),
-                ctx.options->GetEnum("pp_split").c_str(),
-                pp::DescribeSplit(names, costs, bounds).c_str());
+    const char* unit = split == "time" ? ", cost = probe ms" : split == "params" ? ", cost = parameters" : "";
+    std::printf("pp split (%s by %s%s): %s\n", ctx.options->GetEnum("pp_schedule").c_str(),
+                split.c_str(), unit, pp::DescribeSplit(names, costs, bounds).c_str());
   }
   // Virtual stage c * p + r is chunk c of rank r.
   std::vector<ChunkRange> chunks;
