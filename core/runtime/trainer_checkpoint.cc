@@ -61,6 +61,18 @@ absl::Status Trainer::InitCheckpointing() {
                              "an absolute path on a filesystem every node shares");
     }
     if (parallel_->world_rank == 0) WEFT_RETURN_IF_ERROR(ckpt::RemoveLeftovers(c.checkpoint_dir()));
+    // No rank may start a step_<N>.tmp/ before rank 0 has removed the old
+    // ones (a job that saves before any collective raced it and lost files).
+    if (parallel_->world_size > 1 && topology_.store != nullptr) {
+      const std::string key = "weft_ckpt/leftovers_removed";
+      if (parallel_->world_rank == 0) {
+        WEFT_RETURN_IF_ERROR(topology_.store->Set(key, "1"));
+      } else {
+        WEFT_RETURN_IF_ERROR(Annotate(
+            topology_.store->Get(key, absl::Seconds(c.parallel().timeout_s())).status(),
+            "waiting for rank 0 to clean the checkpoint directory"));
+      }
+    }
     WEFT_ASSIGN_OR_RETURN(
         checkpointer_,
         ckpt::Checkpointer::Create({.dir = c.checkpoint_dir(),
