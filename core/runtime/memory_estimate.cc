@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "comm/store/hash_store.h"
 #include "core/base/errors.h"
@@ -42,6 +43,17 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(MemoryEstimateOptions o) {
   if (target.is_meta()) {
     return InvalidArgument("--device=meta for an estimate", "the device the job will run on",
                            "e.g. --device=cuda or --device=cpu");
+  }
+  // A pipeline stage learns the shapes it receives from its peer at run
+  // time, and a meta group delivers nothing: refuse rather than guess.
+  const ParallelConfig& pc = o.job.config.parallel();
+  if (pc.pp() > 1 || absl::StrContains(absl::StrCat(",", pc.strategy(), ","), ",pp,")) {
+    return FailedPrecondition(
+        absl::StrCat("a memory estimate of a pipeline-parallel job (--pp=", pc.pp(),
+                     ", --strategy=", pc.strategy(), ")"),
+        "data-parallel strategies (ddp, zero, fsdp), with or without recompute",
+        "pipeline stages learn the shapes they receive at run time, which a dry run "
+        "cannot; drop --pp to estimate the data-parallel layout");
   }
   MemoryEstimate e;
   e.device = target.ToString();
@@ -100,7 +112,7 @@ std::string FormatMemoryEstimate(const MemoryEstimate& e) {
   out += row("activations", e.activations, "peak of one step: saved tensors, grads, logits");
   out += row("resident after a step", e.resident, "model state and persistent buffers");
   out += row("peak while building", e.setup_peak, "materialized model + sharding copies");
-  out += row("peak while training", e.step_peak, "");
+  out += row("peak while training", e.step_peak, "forward, backward, reductions, optimizer");
   out += row("peak", e.peak(), "what the allocator's peak_allocated_bytes will read");
   return out;
 }

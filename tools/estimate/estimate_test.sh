@@ -43,4 +43,10 @@ code=$?
 set -e
 [[ $code == 2 ]] || { echo "FAIL: --nproc=0 exited $code, expected 2"; exit 1; }
 grep -q "N >= 1" "$tmp/err.txt" || { echo "FAIL: no hint for --nproc=0"; cat "$tmp/err.txt"; exit 1; }
+set +e
+"$estimate" "${common[@]}" --pp=2 --nproc=2 2> "$tmp/err_pp.txt"
+code=$?
+set -e
+[[ $code == 1 ]] || { echo "FAIL: --pp=2 exited $code, expected 1"; exit 1; }
+grep -q "drop --pp" "$tmp/err_pp.txt" || { echo "FAIL: no hint for --pp"; cat "$tmp/err_pp.txt"; exit 1; }
 echo PASS
