@@ -1,5 +1,6 @@
 #include "tests/parity.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -88,7 +89,15 @@ absl::Status ReadPieces(const std::string& path, std::vector<HostPiece>& out) {
 
 absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> topology,
                                 const std::string& pieces_path, const RunOptions& options) {
+  // The device allocator is per process and may hold earlier runs' memory:
+  // count from what is live now.
+  WEFT_ASSIGN_OR_RETURN(Device device, ParseDevice(job.train().device()));
+  WEFT_ASSIGN_OR_RETURN(Allocator * device_alloc, DefaultAllocator(device));
+  const double base = static_cast<double>(device_alloc->Stats().allocated_bytes);
+  device_alloc->ResetPeak();
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, MakeGptTrainer(job, topology));
+  const double setup_peak = static_cast<double>(device_alloc->Stats().peak_allocated_bytes) - base;
+  device_alloc->ResetPeak();
   WEFT_ASSIGN_OR_RETURN(auto groups, MeshGroups(trainer->parallel()));
   for (auto& g : groups) g->ResetStats();
   ParityRun run;
@@ -114,7 +123,11 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
           stats.by_op[k].bus_bytes / static_cast<double>(std::max<int64_t>(1, steps));
     }
   }
+  run.memory["setup_peak"] = setup_peak;
+  run.memory["step_peak"] = static_cast<double>(device_alloc->Stats().peak_allocated_bytes) - base;
+  run.memory["peak"] = std::max(setup_peak, run.memory["step_peak"]);
   const Trainer::MemoryStats mem = trainer->ModelMemory();
+  run.memory["activations"] = static_cast<double>(mem.activations.peak_allocated_bytes);
   run.memory["params"] = static_cast<double>(mem.params.peak_allocated_bytes);
   run.memory["grads"] = static_cast<double>(mem.grads.peak_allocated_bytes);
   run.memory["optimizer"] = static_cast<double>(mem.optimizer.peak_allocated_bytes);

@@ -18,7 +18,11 @@ struct ParityRun {
   std::map<std::string, std::vector<float>> params;  // full values after the last step
   // Optimizer state after the last step ("<param>:exp_avg", ...), full.
   std::map<std::string, std::vector<float>> optim;
-  std::map<std::string, double> memory;  // per-category peak bytes on rank 0
+  // Rank 0's peak bytes: per category ("params", "grads", "optimizer",
+  // "activations"), and the device allocator's ("setup_peak" while the
+  // trainer is built, "step_peak" while it trains, "peak" the larger: what
+  // the trainer's peak_mem_mb reports).
+  std::map<std::string, double> memory;
   std::map<std::string, double> comm;    // bus bytes per op kind per step, rank 0
   std::map<std::string, double> step_max;  // each strategy step metric's maximum, rank 0
 };

@@ -50,9 +50,7 @@ GptJob TinyGptJob(const std::string& corpus) {
   return job;
 }
 
-absl::StatusOr<std::unique_ptr<Trainer>> MakeGptTrainer(
-    const GptJob& job, std::optional<JobTopology> topology,
-    const std::function<void(Trainer::Options&)>& customize) {
+Trainer::Options GptTrainerOptions(const GptJob& job, std::optional<JobTopology> topology) {
   Trainer::Options o;
   o.config = job.train();
   o.topology = std::move(topology);
@@ -73,6 +71,13 @@ absl::StatusOr<std::unique_ptr<Trainer>> MakeGptTrainer(
     return std::unique_ptr<Model>(std::move(gpt));
   };
   o.describe_job = [job] { return job.DebugString(); };
+  return o;
+}
+
+absl::StatusOr<std::unique_ptr<Trainer>> MakeGptTrainer(
+    const GptJob& job, std::optional<JobTopology> topology,
+    const std::function<void(Trainer::Options&)>& customize) {
+  Trainer::Options o = GptTrainerOptions(job, std::move(topology));
   if (customize) customize(o);
   return Trainer::Create(std::move(o));
 }

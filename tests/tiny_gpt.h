@@ -23,6 +23,11 @@ std::string WriteCorpus(const std::string& dir);
 // deterministic data order, 1 loader worker and quiet logging.
 GptJob TinyGptJob(const std::string& corpus);
 
+// The trainer options of `job` (config, data over the job's corpus, model),
+// without creating the trainer: for the memory estimator's dry runs.
+Trainer::Options GptTrainerOptions(const GptJob& job,
+                                   std::optional<JobTopology> topology = std::nullopt);
+
 // `topology` injects ranks and a shared store (multi-process tests).
 // `customize` may set further trainer options (test hooks).
 absl::StatusOr<std::unique_ptr<Trainer>> MakeGptTrainer(

@@ -199,8 +199,9 @@ absl::Status GlooProcessGroup::TranslateException(const OpInfo& info,
 std::shared_ptr<Work> GlooProcessGroup::Enqueue(const OpContext& ctx,
                                                 std::function<absl::Status(const OpInfo&)> body) {
   auto work = std::make_shared<HostWork>(ctx.info, health_state());
-  executor_->Submit([this, work, info = ctx.info, body = std::move(body)] {
+  executor_->Submit([this, work, info = ctx.info, body = std::move(body)]() mutable {
     if (absl::Status h = health(); !h.ok()) {
+      body = nullptr;
       work->Complete(Annotate(
           h, absl::StrCat(info.Describe(), " not started because the group broke earlier")));
       return;
@@ -214,6 +215,10 @@ std::shared_ptr<Work> GlooProcessGroup::Enqueue(const OpContext& ctx,
       s = TranslateException(info, e);
     }
     if (!s.ok()) MarkBroken(s);
+    // Drop the op's tensors before waking the waiter, which may free them
+    // and allocate again at once: memory then peaks where the caller's
+    // code says, not when this thread gets around to it.
+    body = nullptr;
     work->Complete(std::move(s));
   });
   return work;

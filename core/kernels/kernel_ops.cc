@@ -12,7 +12,7 @@ namespace {
 
 struct Registry {
   std::mutex mu;
-  std::array<KernelOps*, 2> ops{};  // indexed by DeviceType
+  std::array<KernelOps*, kNumDeviceTypes> ops{};  // indexed by DeviceType
 };
 
 Registry& GetRegistry() {
@@ -69,6 +69,9 @@ absl::StatusOr<KernelOps*> GetKernelOps(DeviceType type) {
                               "a binary built with the CUDA toolkit that depends on "
                               "//core/kernels/cuda",
                               "install the CUDA toolkit and rebuild, or use --device=cpu");
+  }
+  if (type == DeviceType::kMeta) {
+    return Internal("meta kernels are not registered", "//core/kernels/meta linked (alwayslink)");
   }
   return Internal("CPU kernels are not registered", "//core/kernels/cpu linked (alwayslink)");
 }

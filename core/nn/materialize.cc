@@ -12,6 +12,17 @@ absl::StatusOr<Tensor> InitialValue(const Parameter& param, uint64_t seed) {
 
 absl::Status MaterializeParameters(Module& root, const MaterializeOptions& o) {
   for (Parameter* p : root.Parameters()) {
+    if (o.device.is_meta()) {
+      // Shapes only (a memory dry run): the same allocations, no values.
+      WEFT_ASSIGN_OR_RETURN(p->value, Tensor::Empty(p->shape(), o.param_dtype, o.device,
+                                                    o.allocator, o.stream));
+      if (o.allocate_grads) {
+        WEFT_ASSIGN_OR_RETURN(
+            p->grad, Tensor::Empty(p->shape(), o.grad_dtype, o.device,
+                                   o.grad_allocator ? o.grad_allocator : o.allocator, o.stream));
+      }
+      continue;
+    }
     WEFT_ASSIGN_OR_RETURN(Tensor host, InitialValue(*p, o.seed));
     if (o.param_dtype != DType::kF32) {
       WEFT_ASSIGN_OR_RETURN(host, host.ToDType(o.param_dtype));

@@ -195,6 +195,8 @@ absl::Status Trainer::Init() {
   param_alloc_ = std::make_unique<TrackingAllocator>("parameters", device_alloc);
   grad_alloc_ = std::make_unique<TrackingAllocator>("gradients", device_alloc);
   optim_alloc_ = std::make_unique<TrackingAllocator>("optimizer-state", device_alloc);
+  act_alloc_ = std::make_unique<TrackingAllocator>("activations", device_alloc);
+  ctx_.allocator = act_alloc_.get();
   WEFT_ASSIGN_OR_RETURN(grad_dtype_, ParseDType(c.grad_dtype()));
   const DType grad_dtype = grad_dtype_;
   if (grad_dtype != DType::kF32 && grad_dtype != DType::kBF16) {
@@ -302,7 +304,8 @@ absl::Status Trainer::Init() {
 
   // Setup copies (materialized tensors before strategies re-placed them)
   // are gone: peaks from here on describe training.
-  for (TrackingAllocator* a : {param_alloc_.get(), grad_alloc_.get(), optim_alloc_.get()}) {
+  for (TrackingAllocator* a :
+       {param_alloc_.get(), grad_alloc_.get(), optim_alloc_.get(), act_alloc_.get()}) {
     a->ResetPeak();
   }
   step_schedule_ = options_.schedule;

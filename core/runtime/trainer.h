@@ -123,12 +123,17 @@ class Trainer {
   ParallelState& parallel() { return *parallel_; }
   data::DataLoader* val_loader() { return loaders_.val.get(); }
   int64_t accum_steps() const { return accum_steps_; }
-  // Model-state memory on this rank, by category (exact allocator stats).
+  // Memory on this rank by category (exact allocator stats): model state,
+  // and what the forward and backward allocate through the run context
+  // (saved activations, their gradients, logits and other layer outputs).
+  // Strategies' own buffers that belong to none of these (e.g. gradients
+  // cast for a reduction) show only in the device allocator's total.
   struct MemoryStats {
-    AllocatorStats params, grads, optimizer;
+    AllocatorStats params, grads, optimizer, activations;
   };
   MemoryStats ModelMemory() const {
-    return {param_alloc_->Stats(), grad_alloc_->Stats(), optim_alloc_->Stats()};
+    return {param_alloc_->Stats(), grad_alloc_->Stats(), optim_alloc_->Stats(),
+            act_alloc_->Stats()};
   }
   MetricsLogger& logger() { return *logger_; }
   const TrainConfig& config() const { return options_.config; }
@@ -170,6 +175,7 @@ class Trainer {
   std::unique_ptr<TrackingAllocator> param_alloc_;
   std::unique_ptr<TrackingAllocator> grad_alloc_;
   std::unique_ptr<TrackingAllocator> optim_alloc_;
+  std::unique_ptr<TrackingAllocator> act_alloc_;  // ctx_.allocator
   // Before the loaders and groups, which call into it, so it outlives them.
   std::unique_ptr<Instruments> instruments_;
   std::optional<Stream> stream_;

@@ -12,7 +12,7 @@ namespace {
 
 struct Registry {
   std::mutex mu;
-  std::array<std::unique_ptr<DeviceBackend>, 2> backends;  // indexed by DeviceType
+  std::array<std::unique_ptr<DeviceBackend>, kNumDeviceTypes> backends;  // indexed by DeviceType
 };
 
 Registry& GetRegistry() {
@@ -47,8 +47,8 @@ absl::StatusOr<DeviceBackend*> GetDeviceBackend(DeviceType type) {
         "install the CUDA toolkit at /usr/local/cuda (or set CUDA_PATH) and rebuild, or run "
         "with --device=cpu");
   }
-  return Internal("the CPU device backend is not registered",
-                  "//core/tensor:cpu_backend linked (it is alwayslink)");
+  return Internal(absl::StrCat("the ", Device{type, 0}.ToString(), " device backend is not registered"),
+                  "//core/tensor linked (its cpu and meta backends are alwayslink)");
 }
 
 }  // namespace weft

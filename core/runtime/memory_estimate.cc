@@ -1,0 +1,120 @@
+#include "core/runtime/memory_estimate.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
+#include "comm/store/hash_store.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+
+namespace weft {
+namespace {
+
+// The job's config, turned into a dry run of it: same model, batch,
+// strategies and dtypes; on the meta device; nothing written anywhere.
+absl::StatusOr<TrainConfig> DryRunConfig(TrainConfig c, Device target) {
+  if (c.dtype() == "auto") c.set_dtype(target.is_cuda() ? "bf16" : "f32");
+  c.set_device("meta");
+  c.mutable_parallel()->set_backend("meta");
+  c.set_quiet(true);
+  c.set_log_every(0);
+  c.set_eval_every(0);
+  c.set_metrics_out("");
+  c.set_report("");
+  c.set_trace_dir("");
+  c.set_gpu_sample_s(0);
+  c.set_checkpoint_dir("");
+  c.set_resume("");
+  return c;
+}
+
+}  // namespace
+
+absl::StatusOr<MemoryEstimate> EstimateMemory(MemoryEstimateOptions o) {
+  if (o.world_size < 1 || o.rank < 0 || o.rank >= o.world_size) {
+    return InvalidArgument(absl::StrCat("rank ", o.rank, " of ", o.world_size, " ranks"),
+                           "world_size >= 1 and 0 <= rank < world_size", "e.g. --nproc=4");
+  }
+  if (o.steps < 1) return InvalidArgument(absl::StrCat("steps=", o.steps), "steps >= 1");
+  WEFT_ASSIGN_OR_RETURN(Device target, ParseDevice(o.job.config.device()));
+  if (target.is_meta()) {
+    return InvalidArgument("--device=meta for an estimate", "the device the job will run on",
+                           "e.g. --device=cuda or --device=cpu");
+  }
+  // A pipeline stage learns the shapes it receives from its peer at run
+  // time, and a meta group delivers nothing: refuse rather than guess.
+  const ParallelConfig& pc = o.job.config.parallel();
+  if (pc.pp() > 1 || absl::StrContains(absl::StrCat(",", pc.strategy(), ","), ",pp,")) {
+    return FailedPrecondition(
+        absl::StrCat("a memory estimate of a pipeline-parallel job (--pp=", pc.pp(),
+                     ", --strategy=", pc.strategy(), ")"),
+        "data-parallel strategies (ddp, zero, fsdp), with or without recompute",
+        "pipeline stages learn the shapes they receive at run time, which a dry run "
+        "cannot; drop --pp to estimate the data-parallel layout");
+  }
+  MemoryEstimate e;
+  e.device = target.ToString();
+  e.world_size = o.world_size;
+  e.rank = o.rank;
+  e.strategy = o.job.config.parallel().strategy().empty() ? "none"
+                                                          : o.job.config.parallel().strategy();
+  WEFT_ASSIGN_OR_RETURN(o.job.config, DryRunConfig(o.job.config, target));
+  JobTopology topology;
+  topology.rank = o.rank;
+  topology.world_size = o.world_size;
+  topology.local_rank = o.rank;
+  topology.store = std::make_shared<comm::HashStore>();
+  topology.description = absl::StrCat("dry run of rank ", o.rank, " of ", o.world_size);
+  topology.launcher = "memory estimate";
+  o.job.topology = topology;
+  if (o.job.config.steps() < o.steps) o.job.config.set_steps(o.steps);
+
+  // The meta allocator is one per process: measure from what is live now.
+  WEFT_ASSIGN_OR_RETURN(Allocator * device, DefaultAllocator(Device::Meta()));
+  const int64_t base = device->Stats().allocated_bytes;
+  device->ResetPeak();
+  int64_t resident = 0;
+  {
+    absl::StatusOr<std::unique_ptr<Trainer>> made = Trainer::Create(std::move(o.job));
+    if (!made.ok()) return Annotate(made.status(), "building the job on the meta device");
+    std::unique_ptr<Trainer> trainer = *std::move(made);
+    e.setup_peak = device->Stats().peak_allocated_bytes - base;
+    device->ResetPeak();
+    for (int s = 0; s < o.steps; ++s) {
+      absl::StatusOr<StepStats> step = trainer->TrainStep();
+      if (!step.ok()) return Annotate(step.status(), "a training step on the meta device");
+    }
+    e.step_peak = device->Stats().peak_allocated_bytes - base;
+    resident = device->Stats().allocated_bytes - base;
+    const Trainer::MemoryStats m = trainer->ModelMemory();
+    e.params = m.params.peak_allocated_bytes;
+    e.grads = m.grads.peak_allocated_bytes;
+    e.optimizer = m.optimizer.peak_allocated_bytes;
+    e.activations = m.activations.peak_allocated_bytes;
+  }
+  e.resident = resident;
+  return e;
+}
+
+std::string FormatMemoryEstimate(const MemoryEstimate& e) {
+  auto row = [](const char* name, int64_t bytes, const char* note) {
+    return absl::StrFormat("  %-22s %12.2f MiB %15d B  %s\n", name,
+                           static_cast<double>(bytes) / (1 << 20), bytes, note);
+  };
+  std::string out = absl::StrFormat("memory per rank (rank %d of %d, strategy %s, device %s)\n",
+                                    e.rank, e.world_size, e.strategy, e.device);
+  out += row("parameters", e.params, "peak; includes gathered zero-3/fsdp units");
+  out += row("gradients", e.grads, "peak; includes full buffers before reduce-scatter");
+  out += row("optimizer state", e.optimizer, "fp32 masters (mixed precision) and moments");
+  out += row("activations", e.activations, "peak of one step: saved tensors, grads, logits");
+  out += row("resident after a step", e.resident, "model state and persistent buffers");
+  out += row("peak while building", e.setup_peak, "materialized model + sharding copies");
+  out += row("peak while training", e.step_peak, "forward, backward, reductions, optimizer");
+  out += row("peak", e.peak(), "what the allocator's peak_allocated_bytes will read");
+  return out;
+}
+
+}  // namespace weft

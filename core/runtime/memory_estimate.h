@@ -1,0 +1,69 @@
+// Memory estimate: the bytes one rank of a job will hold, per category and
+// at the peak, before anything runs.
+//
+// The estimate is a dry run of the job itself on the meta device
+// (core/tensor/meta_backend.cc): the real Trainer builds the real model,
+// materializes its parameters, applies the real strategies over "meta"
+// process groups of the job's size (comm/meta), creates the optimizer and
+// takes optimizer steps, with kernels that compute nothing and an allocator
+// that hands out addresses but no memory. Every tensor the job would
+// allocate on its device is allocated, with the same sizes, in the same
+// order, and freed at the same points, so the allocator's exact statistics
+// are the job's: parameters, gradients, optimizer state, activations, and
+// what no formula lists (ddp buckets, zero/fsdp gathered units and full
+// gradient buffers in flight, logits, reduction casts). A model of any size
+// costs only its parameter count in bookkeeping.
+//
+// What it cannot see: memory kernels allocate privately (cuBLAS workspaces,
+// NCCL buffers, the CUDA context), batches the loader stages on the device
+// (CUDA; on CPU they live in host staging memory outside the device
+// allocator), and the caching allocator's rounding and fragmentation,
+// which show in reserved bytes, not in the allocated bytes estimated here.
+#ifndef WEFT_CORE_RUNTIME_MEMORY_ESTIMATE_H_
+#define WEFT_CORE_RUNTIME_MEMORY_ESTIMATE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "core/runtime/trainer.h"
+
+namespace weft {
+
+struct MemoryEstimateOptions {
+  // The job as it would be trained (config, open_data, make_model). The
+  // config's device says which device to estimate for (its compute dtype:
+  // bf16 on CUDA with dtype=auto); the dry run itself runs on meta.
+  Trainer::Options job;
+  int world_size = 1;
+  int rank = 0;   // which rank to simulate (ranks differ only by padding)
+  int steps = 2;  // optimizer steps to run; buffers created lazily show up by the second
+};
+
+struct MemoryEstimate {
+  std::string device;    // the device estimated for ("cpu", "cuda:0")
+  std::string strategy;  // "none" or the --strategy list
+  int world_size = 1;
+  int rank = 0;
+  // Per-category peaks while training (each category's own high-water mark).
+  int64_t params = 0;
+  int64_t grads = 0;
+  int64_t optimizer = 0;
+  int64_t activations = 0;  // what forward/backward allocate: saved tensors, their grads, logits
+  // Everything live after a step (model state and persistent strategy buffers).
+  int64_t resident = 0;
+  // The device allocator's peak: while building (materialized model plus
+  // what strategies pack and shard), and while training.
+  int64_t setup_peak = 0;
+  int64_t step_peak = 0;
+  int64_t peak() const { return std::max(setup_peak, step_peak); }
+};
+
+absl::StatusOr<MemoryEstimate> EstimateMemory(MemoryEstimateOptions options);
+
+// A per-category table, one rank, human-readable (MiB and bytes).
+std::string FormatMemoryEstimate(const MemoryEstimate& estimate);
+
+}  // namespace weft
+
+#endif  // WEFT_CORE_RUNTIME_MEMORY_ESTIMATE_H_

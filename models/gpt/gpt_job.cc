@@ -1,0 +1,69 @@
+#include "models/gpt/gpt_job.h"
+
+#include <cstdio>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "data/data.h"
+#include "models/gpt/gpt.h"
+#include "tools/train_main/train_main.h"
+
+namespace weft {
+namespace {
+
+// A real English corpus every Debian machine can get (package `fortunes`,
+// installed by tools/setup.sh): about 1 MB of quotations and verse.
+constexpr const char* kFortunesDir = "/usr/share/games/fortunes/";
+constexpr const char* kDefaultCorpus[] = {"literature", "wisdom", "science", "people",
+                                          "computers",  "humorists", "art", "songs-poems"};
+
+}  // namespace
+
+absl::StatusOr<std::string> GptDataPath(const GptJob& job) {
+  const std::string& given = job.train().data().data();
+  if (!given.empty()) {
+    std::vector<std::string> parts;
+    for (absl::string_view p : absl::StrSplit(given, ',')) parts.push_back(ResolveUserPath(std::string(p)));
+    return absl::StrJoin(parts, ",");
+  }
+  std::vector<std::string> files;
+  for (const char* f : kDefaultCorpus) files.push_back(absl::StrCat(kFortunesDir, f));
+  if (FILE* probe = std::fopen(files[0].c_str(), "r")) {
+    std::fclose(probe);
+  } else {
+    return NotFound(absl::StrCat("default corpus ", files[0], " is missing"),
+                    "Debian's fortunes package",
+                    "run tools/setup.sh, or pass --data=PATH to any text file");
+  }
+  return absl::StrJoin(files, ",");
+}
+
+void SetGptJobCallbacks(const GptJob& job, const std::string& data_path,
+                        std::shared_ptr<GptJob> resolved, Trainer::Options* options) {
+  options->open_data = [job, data_path](
+                           const data::DataLoader::Options& base) -> absl::StatusOr<DataLoaders> {
+    data::TextDataOptions t;
+    t.path = data_path;
+    t.tokenizer = job.train().data().tokenizer();
+    t.val_fraction = job.train().data().val_fraction();
+    t.seq_len = job.train().seq_len();
+    t.vocab_size = job.model().vocab_size();
+    t.loader = base;
+    WEFT_ASSIGN_OR_RETURN(data::TextData d, data::OpenTextData(t));
+    return DataLoaders{std::move(d.train), std::move(d.val), d.vocab_size};
+  };
+  options->make_model = [job, resolved](
+                            const DataLoaders& d) -> absl::StatusOr<std::unique_ptr<Model>> {
+    GptConfig config = job.model();
+    if (config.vocab_size() == 0) config.set_vocab_size(static_cast<int32_t>(d.vocab_size));
+    if (resolved != nullptr) *resolved->mutable_model() = config;
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Gpt> gpt, Gpt::Create(config, job.train().seq_len()));
+    return std::unique_ptr<Model>(std::move(gpt));
+  };
+}
+
+}  // namespace weft

@@ -1,0 +1,18 @@
+// Memory sizes on the command line: "80GiB", "512MiB", "1.5GB", "1048576".
+#ifndef WEFT_TOOLS_ESTIMATE_BUDGET_H_
+#define WEFT_TOOLS_ESTIMATE_BUDGET_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace weft {
+
+// Bytes in `text`: a number with an optional unit (B, KiB, MiB, GiB, TiB,
+// or KB, MB, GB, TB as powers of 1000; K, M, G, T as binary).
+absl::StatusOr<int64_t> ParseByteSize(absl::string_view text);
+
+}  // namespace weft
+
+#endif  // WEFT_TOOLS_ESTIMATE_BUDGET_H_

@@ -1,0 +1,26 @@
+#include "tools/estimate/budget.h"
+
+#include "gtest/gtest.h"
+
+namespace weft {
+namespace {
+
+TEST(ParseByteSizeTest, UnitsAndPlainBytes) {
+  EXPECT_EQ(*ParseByteSize("1048576"), 1048576);
+  EXPECT_EQ(*ParseByteSize("512MiB"), 512LL << 20);
+  EXPECT_EQ(*ParseByteSize("80GiB"), 80LL << 30);
+  EXPECT_EQ(*ParseByteSize("80g"), 80LL << 30);
+  EXPECT_EQ(*ParseByteSize("1.5GB"), 1500000000LL);
+  EXPECT_EQ(*ParseByteSize("64 KiB"), 65536);
+}
+
+TEST(ParseByteSizeTest, RejectsNonsenseWithAHint) {
+  for (const char* bad : {"", "GiB", "-1GiB", "lots", "0"}) {
+    absl::StatusOr<int64_t> r = ParseByteSize(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("80GiB"), std::string::npos) << r.status();
+  }
+}
+
+}  // namespace
+}  // namespace weft
