@@ -12,7 +12,7 @@
 //                        and teach the router nothing)
 //   slots (N, k) i32     row of each choice in the expert-grouped buffer, or
 //                        -1 when the choice was dropped (capacity overflow)
-//   rows  (M) i32        token of each row of the grouped buffer
+//   assign (M) i32       choice (t * k + j) of each row of the grouped buffer
 // Index tensors live on the device like the data. Every op is deterministic:
 // outputs are computed per output row, never by scattered atomics.
 #ifndef WEFT_CORE_KERNELS_MOE_OPS_H_
@@ -41,9 +41,12 @@ class MoeKernelOps {
                                           const Tensor& lse, const Tensor& idx,
                                           const Tensor& dprobs_extra, float lse_scale) = 0;
 
-  // Permutation into expert order: out (M, C) row i = x (N, C) row rows[i].
+  // Permutation into expert order: out (M, C) row i = w[a_i] * x (N, C)
+  // row a_i / k, where a_i = assign[i] indexes the flattened (N, k) choices
+  // (k = 1: a plain row gather). weights (N, k) f32, or undefined for 1:
+  // the gates give the combine's backward.
   virtual absl::Status GatherRows(const KernelContext& ctx, Tensor& out, const Tensor& x,
-                                  const Tensor& rows) = 0;
+                                  const Tensor& assign, int k, const Tensor& weights) = 0;
   // Its inverse, weighted: out (N, C) row n [+]= sum_j w[n, j] * src[slots[n, j]]
   // over the kept choices (slots >= 0); weights (N, k) f32, or undefined
   // for 1 (the gradient of GatherRows).

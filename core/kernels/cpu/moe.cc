@@ -97,15 +97,21 @@ class CpuMoeKernelOps : public MoeKernelOps {
   }
 
   absl::Status GatherRows(const KernelContext&, Tensor& out, const Tensor& x,
-                          const Tensor& rows) override {
+                          const Tensor& assign, int k, const Tensor& weights) override {
     WEFT_RETURN_IF_ERROR(CheckCpu(x, "x"));
-    WEFT_RETURN_IF_ERROR(CheckCpu(rows, "rows", DType::kI32));
-    const int64_t m = rows.numel(), n = x.dim(0), c = x.numel() / std::max<int64_t>(1, n);
+    WEFT_RETURN_IF_ERROR(CheckCpu(assign, "assign", DType::kI32));
+    const int64_t m = assign.numel(), n = x.dim(0), c = x.numel() / std::max<int64_t>(1, n);
     WEFT_RETURN_IF_ERROR(CheckNumel(out, "out", m * c));
+    if (weights.defined()) WEFT_RETURN_IF_ERROR(CheckNumel(weights, "weights", n * k));
     for (int64_t i = 0; i < m; ++i) {
-      const int32_t r = rows.data<int32_t>()[i];
-      if (r < 0 || r >= n) return InvalidArgument(absl::StrCat("row index ", r), "in [0, N)");
-      std::copy_n(x.data<float>() + r * c, c, out.data<float>() + i * c);
+      const int32_t a = assign.data<int32_t>()[i];
+      if (a < 0 || a >= n * k) {
+        return InvalidArgument(absl::StrCat("choice index ", a), absl::StrCat("in [0, ", n * k, ")"));
+      }
+      const float* src = x.data<float>() + (a / k) * c;
+      float* dst = out.data<float>() + i * c;
+      const float w = weights.defined() ? weights.data<float>()[a] : 1.0f;
+      for (int64_t j = 0; j < c; ++j) dst[j] = w * src[j];
     }
     return absl::OkStatus();
   }

@@ -60,10 +60,10 @@ TEST(MoeKernelsTest, TopOneGateIsTheRawProbability) {
 TEST(MoeKernelsTest, GatherThenCombineIsTheInversePermutation) {
   Tensor x = RandomTensor({3, 4}, 1);
   // Tokens 0..2 with k=2; token 1's second choice was dropped.
-  Tensor rows = I32({2, 0, 1, 2, 0}, {5});
   Tensor slots = I32({1, 4, 2, -1, 0, 3}, {3, 2});
+  Tensor assign = I32({4, 0, 2, 5, 1}, {5});  // the inverse of slots
   Tensor grouped = F32({5, 4});
-  ASSERT_TRUE(Ops().GatherRows(kCtx, grouped, x, rows).ok());
+  ASSERT_TRUE(Ops().GatherRows(kCtx, grouped, x, assign, 2, Tensor()).ok());
   Tensor weights = *Tensor::FromFloats({0.5f, 0.25f, 1.f, 9.f, 2.f, 3.f}, {3, 2});
   Tensor out = F32({3, 4});
   ASSERT_TRUE(Ops().CombineRows(kCtx, out, grouped, slots, weights, false).ok());
@@ -78,12 +78,16 @@ TEST(MoeKernelsTest, GatherThenCombineIsTheInversePermutation) {
   for (int c = 0; c < 4; ++c) sq1 += xv[4 + c] * xv[4 + c];
   EXPECT_NEAR(Values(dots)[2], sq1, 1e-5);
   EXPECT_EQ(Values(dots)[3], 0.f);
+  // Weighted: row i gets its choice's weight.
+  ASSERT_TRUE(Ops().GatherRows(kCtx, grouped, x, assign, 2, weights).ok());
+  EXPECT_NEAR(Values(grouped)[0], 2.f * xv[8], 1e-6);
+  EXPECT_NEAR(Values(grouped)[4], 0.5f * xv[0], 1e-6);
 }
 
 TEST(MoeKernelsTest, GatherRejectsOutOfRangeRows) {
   Tensor x = RandomTensor({2, 3}, 1);
   Tensor out = F32({1, 3});
-  EXPECT_FALSE(Ops().GatherRows(kCtx, out, x, I32({2}, {1})).ok());
+  EXPECT_FALSE(Ops().GatherRows(kCtx, out, x, I32({2}, {1}), 1, Tensor()).ok());
 }
 
 // L = sum(gates * r) + sum(probs * extra) + lse_scale / 2 * sum(lse^2).
