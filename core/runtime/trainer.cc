@@ -395,6 +395,7 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
         "loss became ", s.loss, " at step ", step_,
         "; expected a finite loss. Hint: lower --lr, enable --grad_clip, or check the data"));
   }
+  model_->AppendStepMetrics(&s.extra);
   for (auto& p : parallel_->participants) p->AppendStepMetrics(&s.extra);
   history_.push_back(s);
   return s;
