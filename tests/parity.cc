@@ -97,6 +97,7 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
   for (int64_t i = 0; i < steps && !options.use_run; ++i) {
     WEFT_ASSIGN_OR_RETURN(StepStats s, trainer->TrainStep());
     run.losses.push_back(s.loss);
+    for (const auto& [k, v] : s.extra) run.metrics[k] += v / static_cast<double>(steps);
   }
   if (options.save_at_end) {
     WEFT_RETURN_IF_ERROR(trainer->SaveCheckpoint());
@@ -131,6 +132,7 @@ void Write(const ParityRun& r, const std::string& path) {
   for (double l : r.losses) std::fprintf(f, "loss %a\n", l);
   for (const auto& [k, v] : r.memory) std::fprintf(f, "mem %s %a\n", k.c_str(), v);
   for (const auto& [k, v] : r.comm) std::fprintf(f, "comm %s %a\n", k.c_str(), v);
+  for (const auto& [k, v] : r.metrics) std::fprintf(f, "metric %s %a\n", k.c_str(), v);
   for (const auto& [name, values] : r.params) {
     std::fprintf(f, "param %s %zu", name.c_str(), values.size());
     for (float v : values) std::fprintf(f, " %a", v);
@@ -151,9 +153,10 @@ absl::StatusOr<ParityRun> Read(const std::string& path) {
     if (kind == "loss") {
       ss >> num;
       r.losses.push_back(std::strtod(num.c_str(), nullptr));
-    } else if (kind == "mem" || kind == "comm") {
+    } else if (kind == "mem" || kind == "comm" || kind == "metric") {
       ss >> name >> num;
-      (kind == "mem" ? r.memory : r.comm)[name] = std::strtod(num.c_str(), nullptr);
+      (kind == "mem" ? r.memory : kind == "comm" ? r.comm : r.metrics)[name] =
+          std::strtod(num.c_str(), nullptr);
     } else if (kind == "param") {
       size_t n = 0;
       ss >> name >> n;

@@ -20,6 +20,8 @@ struct ParityRun {
   std::map<std::string, std::vector<float>> optim;
   std::map<std::string, double> memory;  // per-category peak bytes on rank 0
   std::map<std::string, double> comm;    // bus bytes per op kind per step, rank 0
+  // Rank 0's per-step extra metrics (StepStats::extra), averaged over steps.
+  std::map<std::string, double> metrics;
 };
 
 // Parameters and optimizer state are reassembled from every rank's sharding

@@ -34,8 +34,8 @@ class MoeKernelOps {
                                   Tensor& idx, Tensor& gates, const Tensor& logits, int k) = 0;
   // dlogits (N, E) (compute dtype, overwritten) from dgates (N, k), plus two
   // auxiliary terms added to dL/dprobs and dL/dlse before the softmax's
-  // backward: dprobs_extra (E) f32 broadcast over tokens (the load-balancing
-  // loss), or undefined; and dL/dlse[n] = lse_scale * lse[n] (the z-loss).
+  // backward: dprobs_extra (N, E) f32 (the load-balancing loss), or
+  // undefined; and dL/dlse[n] = lse_scale * lse[n] (the z-loss).
   virtual absl::Status RouterTopKBackward(const KernelContext& ctx, Tensor& dlogits,
                                           const Tensor& dgates, const Tensor& probs,
                                           const Tensor& lse, const Tensor& idx,

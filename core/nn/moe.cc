@@ -37,6 +37,9 @@ absl::Status ValidateMoeConfig(const MoeConfig& c) {
     return InvalidArgument(absl::StrCat("channels=", c.channels, " hidden=", c.hidden),
                            "both >= 1");
   }
+  if (c.routing_groups < 1) {
+    return InvalidArgument(absl::StrCat("routing_groups=", c.routing_groups), ">= 1");
+  }
   if (c.aux_loss_coef < 0 || c.z_loss_coef < 0) {
     return InvalidArgument(
         absl::StrCat("aux_loss_coef=", c.aux_loss_coef, " z_loss_coef=", c.z_loss_coef),
@@ -55,38 +58,45 @@ MoeLayer::MoeLayer(const MoeConfig& c) : Module("MoeLayer"), config_(c) {
   stats_.routed.assign(c.num_experts, 0);
 }
 
-absl::Status MoeLayer::Record(const std::vector<int32_t>& experts_of,
-                              const std::vector<float>& probs, const std::vector<float>& lse,
-                              int64_t dropped, int64_t n, std::vector<float>* dprobs_extra) {
-  const int e = config_.num_experts;
-  std::vector<double> f(e, 0.0), p(e, 0.0);
-  for (int32_t x : experts_of) f[x] += 1.0;
+void MoeLayer::Record(const std::vector<int32_t>& experts_of, const std::vector<float>& probs,
+                      const std::vector<float>& lse, const std::vector<int>& group_of,
+                      int64_t dropped, float dloss_scale, std::vector<float>* dprobs_extra) {
+  const int e = config_.num_experts, k = config_.top_k, groups = config_.routing_groups;
+  const int64_t n = static_cast<int64_t>(lse.size());
+  // f[g, j]: fraction of group g's choices routed to j; p[g, j]: mean prob.
+  std::vector<double> f(static_cast<size_t>(groups) * e, 0.0), p(f.size(), 0.0);
+  std::vector<int64_t> tokens(groups, 0);
   for (int64_t t = 0; t < n; ++t) {
-    for (int j = 0; j < e; ++j) p[j] += probs[t * e + j];
+    const int g = group_of[t];
+    ++tokens[g];
+    for (int j = 0; j < k; ++j) f[g * e + experts_of[t * k + j]] += 1.0;
+    for (int j = 0; j < e; ++j) p[g * e + j] += probs[t * e + j];
   }
   double aux = 0;
-  for (int j = 0; j < e; ++j) {
-    stats_.routed[j] += static_cast<int64_t>(f[j]);
-    f[j] /= static_cast<double>(experts_of.size());
-    p[j] /= static_cast<double>(n);
-    aux += f[j] * p[j];
+  for (int g = 0; g < groups; ++g) {
+    for (int j = 0; j < e; ++j) {
+      stats_.routed[j] += static_cast<int64_t>(f[g * e + j]);
+      f[g * e + j] /= static_cast<double>(tokens[g] * k);
+      p[g * e + j] /= static_cast<double>(tokens[g]);
+      aux += e * f[g * e + j] * p[g * e + j] / groups;
+    }
   }
-  aux *= e;
   double z = 0;
   for (float v : lse) z += static_cast<double>(v) * v;
-  z /= static_cast<double>(n);
   stats_.choices += static_cast<int64_t>(experts_of.size());
   stats_.dropped += dropped;
   stats_.aux_loss += aux;
-  stats_.z_loss += z;
+  stats_.z_loss += z / static_cast<double>(n);
   ++stats_.calls;
-  // d(coef * E * sum f_e P_e)/d probs[t, e] = coef * E * f_e / N; the caller
-  // applies the per-token weight N * dloss_scale.
-  dprobs_extra->resize(e);
-  for (int j = 0; j < e; ++j) {
-    (*dprobs_extra)[j] = static_cast<float>(config_.aux_loss_coef * e * f[j] / n);
+  // d(coef * E * sum_j f_gj P_gj)/d probs[t, j] = coef * E * f_gj / N_g, times
+  // the group's per-token weight N_g * dloss_scale.
+  dprobs_extra->resize(static_cast<size_t>(n) * e);
+  for (int64_t t = 0; t < n; ++t) {
+    for (int j = 0; j < e; ++j) {
+      (*dprobs_extra)[t * e + j] =
+          static_cast<float>(config_.aux_loss_coef * e * f[group_of[t] * e + j] * dloss_scale);
+    }
   }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<Tensor> MoeLayer::Forward(RunContext& ctx, const Tensor& x) {
@@ -111,8 +121,20 @@ absl::StatusOr<Tensor> MoeLayer::Forward(RunContext& ctx, const Tensor& x) {
 
   // The plan needs the choices on the host (see the file comment).
   WEFT_ASSIGN_OR_RETURN(std::vector<int32_t> experts_of, idx.ToVector<int32_t>());
-  const int64_t capacity = ExpertCapacity(n, k, e, config_.capacity_factor);
-  RoutingPlan plan = BuildRoutingPlan(experts_of, k, e, capacity);
+  // Routing groups: sample b (rows of x's first dimension) in b % groups.
+  const int groups = config_.routing_groups;
+  const int64_t samples = x.ndim() >= 3 ? x.dim(0) : n;
+  if (samples % groups != 0) {
+    return InvalidArgument(absl::StrCat(samples, " samples in ", groups, " routing groups"),
+                           "a number of samples divisible by routing_groups",
+                           "make the micro-batch a multiple of --moe_routing_groups");
+  }
+  const int64_t per_sample = n / samples;
+  std::vector<int> group_of(n);
+  for (int64_t t = 0; t < n; ++t) group_of[t] = static_cast<int>((t / per_sample) % groups);
+  const std::vector<int64_t> capacity(
+      groups, ExpertCapacity(n / groups, k, e, config_.capacity_factor));
+  RoutingPlan plan = BuildGroupedRoutingPlan(experts_of, k, e, group_of, capacity);
   const int64_t m = static_cast<int64_t>(plan.assign.size());
   WEFT_ASSIGN_OR_RETURN(Tensor slots, ToDevice(ctx, *Tensor::FromVector<int32_t>(plan.slots, {n, k})));
   WEFT_ASSIGN_OR_RETURN(Tensor assign, ToDevice(ctx, *Tensor::FromVector<int32_t>(plan.assign, {m})));
@@ -136,10 +158,8 @@ absl::StatusOr<Tensor> MoeLayer::Forward(RunContext& ctx, const Tensor& x) {
     WEFT_ASSIGN_OR_RETURN(std::vector<float> probs_host, probs.ToVector<float>());
     WEFT_ASSIGN_OR_RETURN(std::vector<float> lse_host, lse.ToVector<float>());
     std::vector<float> dprobs_extra;
-    WEFT_RETURN_IF_ERROR(Record(experts_of, probs_host, lse_host, plan.dropped, n, &dprobs_extra));
-    // The per-token loss weight N * dloss_scale (see the file comment).
-    const float weight = static_cast<float>(n) * ctx.dloss_scale;
-    for (float& v : dprobs_extra) v *= weight;
+    Record(experts_of, probs_host, lse_host, group_of, plan.dropped, ctx.dloss_scale,
+           &dprobs_extra);
     SavedActivations& r = ctx.store().Get(RouterKey(), ctx.slot);
     r[kProbs] = probs;
     r[kLse] = lse;
@@ -151,7 +171,7 @@ absl::StatusOr<Tensor> MoeLayer::Forward(RunContext& ctx, const Tensor& x) {
     s[kAssign] = assign;
     s[kExpertOut] = expert_out;
     WEFT_ASSIGN_OR_RETURN(s[kDprobsExtra],
-                          ToDevice(ctx, *Tensor::FromVector<float>(dprobs_extra, {e})));
+                          ToDevice(ctx, *Tensor::FromVector<float>(dprobs_extra, {n, e})));
   }
   return y.View(x.shape());
 }

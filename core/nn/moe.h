@@ -16,10 +16,11 @@
 //       fraction of the N * k choices routed to e (before the capacity) and
 //       P_e the mean router probability of e over the N tokens;
 //   router z-loss: z_coef * mean_t logsumexp(logits_t)^2.
-// Both are computed over the tokens this call routes together (one
-// micro-batch on one rank) and weighted like a per-token loss: their
-// gradient is scaled by N * ctx.dloss_scale, so they average over
-// micro-batches and data-parallel ranks like the task loss does.
+// The balance loss is computed over the tokens routed together (one routing
+// group: by default one micro-batch on one rank) and weighted like a
+// per-token loss: its gradient is scaled by the group's N * ctx.dloss_scale,
+// so it averages over groups, micro-batches and data-parallel ranks like the
+// task loss does; the z-loss likewise per token.
 //
 // Expert parallelism plugs in through an ExpertDispatcher (the experts'
 // rows go to other ranks and back); the layer itself knows no ranks.
@@ -51,11 +52,18 @@ struct MoeConfig {
   double capacity_factor = 0.0;
   float aux_loss_coef = 0.01f;
   float z_loss_coef = 0.0f;
+  // Route the micro-batch's samples as this many independent groups
+  // (sample b in group b % routing_groups), each with its own capacity and
+  // balance loss: one process reproducing how routing_groups data-parallel
+  // ranks route their own samples (the sampler deals rank r samples r, r +
+  // W, ...). 1: the whole micro-batch is one group.
+  int routing_groups = 1;
   float init_std = 0.02f;
   float proj_init_std = 0.02f;
 };
 
-// Checks the config: experts >= 1, 1 <= top_k <= min(2, experts), sizes > 0.
+// Checks the config: experts >= 1, 1 <= top_k <= min(2, experts), sizes > 0,
+// routing_groups >= 1.
 absl::Status ValidateMoeConfig(const MoeConfig& config);
 
 // Routing statistics summed since the last TakeStats().
@@ -88,9 +96,10 @@ class MoeLayer : public Module {
   // four tensors; routing needs eight).
   const void* RouterKey() const { return this; }
   const void* RoutingKey() const { return &stats_; }
-  absl::Status Record(const std::vector<int32_t>& experts_of, const std::vector<float>& probs,
-                      const std::vector<float>& lse, int64_t dropped, int64_t n,
-                      std::vector<float>* dprobs_extra);
+  // Statistics of one call, and the balance loss's dL/dprobs (N, E).
+  void Record(const std::vector<int32_t>& experts_of, const std::vector<float>& probs,
+              const std::vector<float>& lse, const std::vector<int>& group_of, int64_t dropped,
+              float dloss_scale, std::vector<float>* dprobs_extra);
 
   const MoeConfig config_;
   Linear* router_;

@@ -13,34 +13,55 @@ int64_t ExpertCapacity(int64_t tokens, int k, int experts, double capacity_facto
 
 RoutingPlan BuildRoutingPlan(const std::vector<int32_t>& experts_of, int k, int num_experts,
                              int64_t capacity) {
+  return BuildGroupedRoutingPlan(experts_of, k, num_experts,
+                                 std::vector<int>(experts_of.size() / k, 0), {capacity});
+}
+
+RoutingPlan BuildGroupedRoutingPlan(const std::vector<int32_t>& experts_of, int k,
+                                    int num_experts, const std::vector<int>& group_of,
+                                    const std::vector<int64_t>& capacity_of) {
   RoutingPlan plan;
   const int64_t n = static_cast<int64_t>(experts_of.size()) / k;
+  const size_t groups = capacity_of.size();
   plan.slots.assign(experts_of.size(), -1);
   plan.counts.assign(num_experts, 0);
   plan.routed.assign(num_experts, 0);
-  // Pass 1: accept in priority order (choice rank, then token).
+  // Pass 1: per group, accept in priority order (choice rank, then token).
+  std::vector<int64_t> taken(groups * num_experts, 0);  // (group, expert)
   std::vector<bool> kept(experts_of.size(), false);
   for (int j = 0; j < k; ++j) {
     for (int64_t t = 0; t < n; ++t) {
       const int32_t e = experts_of[t * k + j];
+      const int g = group_of[t];
       ++plan.routed[e];
-      if (capacity >= 0 && plan.counts[e] >= capacity) {
+      int64_t& used = taken[g * num_experts + e];
+      if (capacity_of[g] >= 0 && used >= capacity_of[g]) {
         ++plan.dropped;
         continue;
       }
+      ++used;
       ++plan.counts[e];
       kept[t * k + j] = true;
     }
   }
-  // Pass 2: rows grouped by expert, tokens in order within an expert.
-  std::vector<int64_t> next(num_experts, 0);
-  for (int e = 1; e < num_experts; ++e) next[e] = next[e - 1] + plan.counts[e - 1];
-  plan.assign.resize(next.back() + plan.counts.back());
-  for (int64_t a = 0; a < static_cast<int64_t>(experts_of.size()); ++a) {
-    if (!kept[a]) continue;
-    const int64_t row = next[experts_of[a]]++;
-    plan.slots[a] = static_cast<int32_t>(row);
-    plan.assign[row] = static_cast<int32_t>(a);
+  // Pass 2: rows grouped by expert, then by group, tokens in order.
+  std::vector<int64_t> next(groups * num_experts, 0);
+  int64_t row = 0;
+  for (int e = 0; e < num_experts; ++e) {
+    for (size_t g = 0; g < groups; ++g) {
+      next[g * num_experts + e] = row;
+      row += taken[g * num_experts + e];
+    }
+  }
+  plan.assign.resize(row);
+  for (int64_t t = 0; t < n; ++t) {
+    for (int j = 0; j < k; ++j) {
+      const int64_t a = t * k + j;
+      if (!kept[a]) continue;
+      const int64_t r = next[group_of[t] * num_experts + experts_of[a]]++;
+      plan.slots[a] = static_cast<int32_t>(r);
+      plan.assign[r] = static_cast<int32_t>(a);
+    }
   }
   return plan;
 }

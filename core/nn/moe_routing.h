@@ -10,6 +10,11 @@
 // dropped choice contributes nothing (its gate is not renormalised over the
 // kept ones); a token whose choices are all dropped passes through the
 // layer's residual connection unchanged. capacity_factor <= 0 is dropless.
+//
+// Routing groups. Tokens may be split into groups that are routed
+// independently, each with its own capacity (one process emulating how
+// data-parallel ranks each route their own share of a batch). Rows of one
+// expert are ordered by group, then by token.
 #ifndef WEFT_CORE_NN_MOE_ROUTING_H_
 #define WEFT_CORE_NN_MOE_ROUTING_H_
 
@@ -30,9 +35,16 @@ struct RoutingPlan {
   int64_t dropped = 0;          // choices dropped
 };
 
-// `experts_of` (N * k) are the router's choices, best first per token.
+// `experts_of` (N * k) are the router's choices, best first per token;
+// one routing group, `capacity` per expert (-1: none).
 RoutingPlan BuildRoutingPlan(const std::vector<int32_t>& experts_of, int k, int num_experts,
                              int64_t capacity);
+
+// Several groups: `group_of` (N) gives each token's group in [0, groups),
+// `capacity_of` (groups) each group's capacity per expert (-1: none).
+RoutingPlan BuildGroupedRoutingPlan(const std::vector<int32_t>& experts_of, int k,
+                                    int num_experts, const std::vector<int>& group_of,
+                                    const std::vector<int64_t>& capacity_of);
 
 }  // namespace weft
 

@@ -44,3 +44,20 @@ TEST(MoeRoutingTest, SecondChoicesDropBeforeAnotherTokensFirst) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+TEST(MoeRoutingTest, GroupsHaveTheirOwnCapacityAndComeFirstWithinAnExpert) {
+  // 4 tokens, k = 1, 2 experts, all to expert 0; groups {0, 2} and {1, 3}
+  // (interleaved, like two ranks' samples) with capacity 1 each.
+  RoutingPlan p = BuildGroupedRoutingPlan({0, 0, 0, 0}, 1, 2, {0, 1, 0, 1}, {1, 1});
+  EXPECT_EQ(p.counts, (std::vector<int64_t>{2, 0}));
+  EXPECT_EQ(p.dropped, 2);
+  // Token 0 (group 0) then token 1 (group 1) kept; 2 and 3 dropped.
+  EXPECT_EQ(p.assign, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(p.slots, (std::vector<int32_t>{0, 1, -1, -1}));
+}
+
+}  // namespace
+}  // namespace weft

@@ -68,6 +68,36 @@ void CheckGradients(const MoeConfig& config) {
 TEST(MoeLayerTest, GradientsTopTwoDropless) { CheckGradients(Config(2, 0.0)); }
 TEST(MoeLayerTest, GradientsTopOneDropless) { CheckGradients(Config(1, 0.0)); }
 TEST(MoeLayerTest, GradientsTopTwoWithDrops) { CheckGradients(Config(2, 0.5)); }
+TEST(MoeLayerTest, GradientsTwoRoutingGroupsWithDrops) {
+  MoeConfig c = Config(2, 0.75);
+  c.routing_groups = 2;
+  CheckGradients(c);
+}
+
+TEST(MoeLayerTest, RoutingGroupsRouteEachGroupAlone) {
+  // Samples {0, 2} and {1, 3} of a batch of 4, routed as two groups with
+  // drops, give the outputs of two layers each seeing its own 2 samples.
+  MoeConfig c = Config(1, 0.5);
+  c.routing_groups = 2;
+  MoeLayer grouped(c);
+  Materialize(grouped);
+  c.routing_groups = 1;
+  MoeLayer alone(c);
+  Materialize(alone);
+  Tensor x = RandomTensor({4, 3, 6}, 5);
+  RunContext ctx = Ctx();
+  std::vector<float> y = Values(*grouped.CallForward(ctx, x));
+  for (int g = 0; g < 2; ++g) {
+    Tensor part = *Tensor::Zeros({2, 3, 6}, DType::kF32);
+    ASSERT_TRUE(part.Slice(0, 0, 1).CopyFrom(x.Slice(0, g, g + 1)).ok());
+    ASSERT_TRUE(part.Slice(0, 1, 2).CopyFrom(x.Slice(0, g + 2, g + 3)).ok());
+    std::vector<float> yp = Values(*alone.CallForward(ctx, part));
+    for (int i = 0; i < 18; ++i) {
+      EXPECT_FLOAT_EQ(yp[i], y[g * 18 + i]);
+      EXPECT_FLOAT_EQ(yp[18 + i], y[(g + 2) * 18 + i]);
+    }
+  }
+}
 
 TEST(MoeLayerTest, DroppedTokensGetZeroOutput) {
   // Capacity 1 per expert for 10 tokens x 1 choice over 4 experts: at least

@@ -23,6 +23,7 @@ MoeConfig MoeBlockConfig(const GptConfig& c) {
           .capacity_factor = c.capacity_factor(),
           .aux_loss_coef = c.moe_aux_loss_coef(),
           .z_loss_coef = c.moe_z_loss_coef(),
+          .routing_groups = c.moe_routing_groups(),
           .init_std = c.init_std(),
           .proj_init_std = c.init_std() / std::sqrt(2.0f * static_cast<float>(c.n_layer()))};
 }

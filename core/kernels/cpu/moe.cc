@@ -68,14 +68,16 @@ class CpuMoeKernelOps : public MoeKernelOps {
     WEFT_RETURN_IF_ERROR(CheckShape(dgates, "dgates", {n, k}));
     WEFT_RETURN_IF_ERROR(CheckShape(lse, "lse", {n}));
     WEFT_RETURN_IF_ERROR(CheckShape(idx, "idx", {n, k}, DType::kI32));
-    if (dprobs_extra.defined()) WEFT_RETURN_IF_ERROR(CheckShape(dprobs_extra, "dprobs_extra", {e}));
+    if (dprobs_extra.defined()) {
+      WEFT_RETURN_IF_ERROR(CheckShape(dprobs_extra, "dprobs_extra", {n, e}));
+    }
     std::vector<double> dp(e);
     for (int64_t t = 0; t < n; ++t) {
       const float* p = probs.data<float>() + t * e;
       const int32_t* ix = idx.data<int32_t>() + t * k;
       const float* dg = dgates.data<float>() + t * k;
       for (int64_t j = 0; j < e; ++j) {
-        dp[j] = dprobs_extra.defined() ? dprobs_extra.data<float>()[j] : 0.0;
+        dp[j] = dprobs_extra.defined() ? dprobs_extra.data<float>()[t * e + j] : 0.0;
       }
       if (k == 1) {
         dp[ix[0]] += dg[0];

@@ -95,7 +95,7 @@ void CheckRouterBackward(int k) {
   const int64_t n = 5, e = 4;
   Tensor logits = RandomTensor({n, e}, 3, 2.0f);
   Tensor r = RandomTensor({n, k}, 4);
-  Tensor extra = RandomTensor({e}, 5);
+  Tensor extra = RandomTensor({n, e}, 5);
   const float lse_scale = 0.3f;
   auto loss = [&] {
     Routed o = Route(logits, k);
@@ -103,7 +103,7 @@ void CheckRouterBackward(int k) {
     std::vector<float> g = Values(o.gates), rv = Values(r), p = Values(o.probs),
                        ev = Values(extra), ls = Values(o.lse);
     for (size_t i = 0; i < g.size(); ++i) l += static_cast<double>(g[i]) * rv[i];
-    for (size_t i = 0; i < p.size(); ++i) l += static_cast<double>(p[i]) * ev[i % e];
+    for (size_t i = 0; i < p.size(); ++i) l += static_cast<double>(p[i]) * ev[i];
     for (float v : ls) l += 0.5 * lse_scale * v * v;
     return l;
   };
