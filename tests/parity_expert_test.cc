@@ -1,8 +1,8 @@
 // Expert parallelism vs one process: the same loss at every step and the
 // same parameters and optimizer state after 20 steps, for a tiny GPT whose
 // two blocks are both mixture-of-experts (4 experts, top-2, balance and
-// z-losses on): dropless with ep=2 and ep=4, ep2 x ddp2, and with dropping
-// on (capacity factor 1).
+// z-losses on): dropless with ep=2 and ep=4, ep2 x ddp2, ep2 x fsdp2 (fsdp
+// shards the dense weights), and with dropping on (capacity factor 1).
 //
 // The reference runs one process that routes its batch as one group per
 // rank (moe_routing_groups: sample b in group b % world, the samples the
@@ -93,7 +93,7 @@ TEST_P(ExpertParityTest, MatchesOneProcess) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, ExpertParityTest,
     ::testing::Values(EpCase{"ep2_dropless", 2, 2, ""}, EpCase{"ep4_dropless", 4, 4, ""},
-                      EpCase{"ep2_ddp2", 2, 4, "ddp"},
+                      EpCase{"ep2_ddp2", 2, 4, "ddp"}, EpCase{"ep2_fsdp2", 2, 4, "fsdp"},
                       EpCase{"ep2_capacity1", 2, 2, "", 1.0}),
     [](const ::testing::TestParamInfo<EpCase>& i) { return i.param.label; });
 
