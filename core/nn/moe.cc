@@ -60,7 +60,8 @@ MoeLayer::MoeLayer(const MoeConfig& c) : Module("MoeLayer"), config_(c) {
 
 void MoeLayer::Record(const std::vector<int32_t>& experts_of, const std::vector<float>& probs,
                       const std::vector<float>& lse, const std::vector<int>& group_of,
-                      int64_t dropped, float dloss_scale, std::vector<float>* dprobs_extra) {
+                      int64_t dropped, float dloss_scale, bool count_stats,
+                      std::vector<float>* dprobs_extra) {
   const int e = config_.num_experts, k = config_.top_k, groups = config_.routing_groups;
   const int64_t n = static_cast<int64_t>(lse.size());
   // f[g, j]: fraction of group g's choices routed to j; p[g, j]: mean prob.
@@ -75,19 +76,21 @@ void MoeLayer::Record(const std::vector<int32_t>& experts_of, const std::vector<
   double aux = 0;
   for (int g = 0; g < groups; ++g) {
     for (int j = 0; j < e; ++j) {
-      stats_.routed[j] += static_cast<int64_t>(f[g * e + j]);
+      if (count_stats) stats_.routed[j] += static_cast<int64_t>(f[g * e + j]);
       f[g * e + j] /= static_cast<double>(tokens[g] * k);
       p[g * e + j] /= static_cast<double>(tokens[g]);
       aux += e * f[g * e + j] * p[g * e + j] / groups;
     }
   }
-  double z = 0;
-  for (float v : lse) z += static_cast<double>(v) * v;
-  stats_.choices += static_cast<int64_t>(experts_of.size());
-  stats_.dropped += dropped;
-  stats_.aux_loss += aux;
-  stats_.z_loss += z / static_cast<double>(n);
-  ++stats_.calls;
+  if (count_stats) {
+    double z = 0;
+    for (float v : lse) z += static_cast<double>(v) * v;
+    stats_.choices += static_cast<int64_t>(experts_of.size());
+    stats_.dropped += dropped;
+    stats_.aux_loss += aux;
+    stats_.z_loss += z / static_cast<double>(n);
+    ++stats_.calls;
+  }
   // d(coef * E * sum_j f_gj P_gj)/d probs[t, j] = coef * E * f_gj / N_g, times
   // the group's per-token weight N_g * dloss_scale.
   dprobs_extra->resize(static_cast<size_t>(n) * e);
@@ -159,7 +162,7 @@ absl::StatusOr<Tensor> MoeLayer::Forward(RunContext& ctx, const Tensor& x) {
     WEFT_ASSIGN_OR_RETURN(std::vector<float> lse_host, lse.ToVector<float>());
     std::vector<float> dprobs_extra;
     Record(experts_of, probs_host, lse_host, group_of, plan.dropped, ctx.dloss_scale,
-           &dprobs_extra);
+           /*count_stats=*/!ctx.recomputing, &dprobs_extra);
     SavedActivations& r = ctx.store().Get(RouterKey(), ctx.slot);
     r[kProbs] = probs;
     r[kLse] = lse;

@@ -97,9 +97,10 @@ class MoeLayer : public Module {
   const void* RouterKey() const { return this; }
   const void* RoutingKey() const { return &stats_; }
   // Statistics of one call, and the balance loss's dL/dprobs (N, E).
+  // A recompute replay (count_stats false) recomputes the gradient only.
   void Record(const std::vector<int32_t>& experts_of, const std::vector<float>& probs,
               const std::vector<float>& lse, const std::vector<int>& group_of, int64_t dropped,
-              float dloss_scale, std::vector<float>* dprobs_extra);
+              float dloss_scale, bool count_stats, std::vector<float>* dprobs_extra);
 
   const MoeConfig config_;
   Linear* router_;
