@@ -110,6 +110,7 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
       auto [it, added] = run.step_max.emplace(name, value);
       if (!added) it->second = std::max(it->second, value);
     }
+    for (const auto& [k, v] : s.extra) run.metrics[k] += v / static_cast<double>(steps);
   }
   if (options.save_at_end) {
     WEFT_RETURN_IF_ERROR(trainer->SaveCheckpoint());
@@ -149,6 +150,7 @@ void Write(const ParityRun& r, const std::string& path) {
   for (const auto& [k, v] : r.memory) std::fprintf(f, "mem %s %a\n", k.c_str(), v);
   for (const auto& [k, v] : r.comm) std::fprintf(f, "comm %s %a\n", k.c_str(), v);
   for (const auto& [k, v] : r.step_max) std::fprintf(f, "step_max %s %a\n", k.c_str(), v);
+  for (const auto& [k, v] : r.metrics) std::fprintf(f, "metric %s %a\n", k.c_str(), v);
   for (const auto& [name, values] : r.params) {
     std::fprintf(f, "param %s %zu", name.c_str(), values.size());
     for (float v : values) std::fprintf(f, " %a", v);
@@ -169,9 +171,12 @@ absl::StatusOr<ParityRun> Read(const std::string& path) {
     if (kind == "loss") {
       ss >> num;
       r.losses.push_back(std::strtod(num.c_str(), nullptr));
-    } else if (kind == "mem" || kind == "comm" || kind == "step_max") {
+    } else if (kind == "mem" || kind == "comm" || kind == "step_max" || kind == "metric") {
       ss >> name >> num;
-      auto& m = kind == "mem" ? r.memory : kind == "comm" ? r.comm : r.step_max;
+      auto& m = kind == "mem"        ? r.memory
+                : kind == "comm"     ? r.comm
+                : kind == "step_max" ? r.step_max
+                                     : r.metrics;
       m[name] = std::strtod(num.c_str(), nullptr);
     } else if (kind == "param") {
       size_t n = 0;

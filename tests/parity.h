@@ -25,6 +25,8 @@ struct ParityRun {
   std::map<std::string, double> memory;
   std::map<std::string, double> comm;    // bus bytes per op kind per step, rank 0
   std::map<std::string, double> step_max;  // each strategy step metric's maximum, rank 0
+  // Rank 0's per-step extra metrics (StepStats::extra), averaged over steps.
+  std::map<std::string, double> metrics;
 };
 
 // Parameters and optimizer state are reassembled from every rank's sharding

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
+#include "core/nn/moe.h"
 
 namespace weft {
 namespace {
@@ -30,6 +31,7 @@ std::vector<Stage> WithoutLoss(std::vector<Stage> stages) {
 absl::StatusOr<Tensor> Model::ForwardLoss(RunContext& ctx, const Tensor& inputs,
                                           const Tensor& targets, float dloss_scale) {
   WEFT_ASSIGN_OR_RETURN(std::vector<Stage> stages, CheckedStages(*this));
+  ctx.dloss_scale = dloss_scale;  // for layers with auxiliary losses (MoE)
   Tensor losses;
   WEFT_RETURN_IF_ERROR(RunHooked(ctx, /*backward=*/false, [&]() -> absl::Status {
     WEFT_ASSIGN_OR_RETURN(losses, ForwardStages(ctx, stages, 0, static_cast<int>(stages.size()),
@@ -56,6 +58,10 @@ absl::StatusOr<Tensor> Model::Backward(RunContext& ctx, const Tensor& dpredictio
   WEFT_ASSIGN_OR_RETURN(std::vector<Stage> stages, CheckedStages(*this));
   stages = WithoutLoss(std::move(stages));
   return BackwardStages(ctx, stages, 0, static_cast<int>(stages.size()), dprediction);
+}
+
+void Model::AppendStepMetrics(std::vector<std::pair<std::string, double>>* out) {
+  AppendMoeMetrics(*this, out);
 }
 
 }  // namespace weft

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -50,6 +51,10 @@ class Model : public Module {
   // A new model of the same architecture and configuration, with
   // unmaterialized parameters (replicas for single-process data parallel).
   virtual absl::StatusOr<std::unique_ptr<Model>> CloneArchitecture() const = 0;
+
+  // Per-step numbers the model measures itself (MoE routing statistics),
+  // since the last call; appended to the step's metrics by the trainer.
+  virtual void AppendStepMetrics(std::vector<std::pair<std::string, double>>* out);
 
   // One line for logs, e.g. "GPT 12L 12H 768d vocab 50257".
   virtual std::string Summary() const { return type_name(); }

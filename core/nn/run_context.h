@@ -27,6 +27,10 @@ struct RunContext {
   // Dropout masks are Philox(dropout_seed, module offset + index); the
   // runtime changes the seed every micro-step.
   uint64_t dropout_seed = 0;
+  // The scale of the current loss (Model::ForwardLoss's dloss_scale): layers
+  // with auxiliary losses (MoE balance, z-loss) weight their gradients by it
+  // so those losses average like the task loss.
+  float dloss_scale = 1.0f;
   Allocator* allocator = nullptr;  // activations; nullptr = device default
   // Saved activations, per micro-batch slot; `slot` is the micro-batch the
   // current Forward/Backward belongs to (set by the step schedule). Copies

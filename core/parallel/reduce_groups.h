@@ -5,8 +5,9 @@
 // sharded over the ranks of dp_shard reduces only over dp_replicate (the
 // ranks holding the same experts), while dense weights reduce over both.
 // ddp buckets each group separately and reduces it over its own axes; zero
-// and fsdp flat-shard over dp_shard, so they refuse parameters that are
-// already sharded over it.
+// flat-shards over dp_shard, so it refuses parameters already sharded over
+// it; fsdp keeps those whole and leaves their reduction to the strategy
+// that placed them (expert).
 #ifndef WEFT_CORE_PARALLEL_REDUCE_GROUPS_H_
 #define WEFT_CORE_PARALLEL_REDUCE_GROUPS_H_
 

@@ -33,6 +33,15 @@ absl::StatusOr<std::vector<std::string>> StrategyNames(const ParallelConfig& c) 
   if (c.pp() > 1 && std::find(names.begin(), names.end(), "pp") == names.end()) {
     names.insert(names.begin(), "pp");
   }
+  // --ep > 1 implies the expert strategy, and ddp for the dense weights
+  // unless a data-parallel strategy is named.
+  if (c.ep() > 1 && std::find(names.begin(), names.end(), "expert") == names.end()) {
+    names.push_back("expert");
+    const bool has_dp = std::any_of(names.begin(), names.end(), [](const std::string& n) {
+      return n == "dp" || n == "ddp" || n == "zero" || n == "fsdp";
+    });
+    if (!has_dp) names.push_back("ddp");
+  }
   return names;
 }
 
@@ -56,6 +65,7 @@ absl::StatusOr<StrategyOptionValues> StrategyOptionsFromConfig(const ParallelCon
     o.from_flags["pp_virtual_stages"] = absl::StrCat(c.pp_virtual_stages());
   }
   if (c.has_pp_split()) o.from_flags["pp_split"] = c.pp_split();
+  if (c.has_ep()) o.from_flags["ep"] = absl::StrCat(c.ep());
   return o;
 }
 

@@ -268,9 +268,14 @@ absl::Status Trainer::Init() {
   }
   if (!replaced) {
     for (Parameter* p : model_->Parameters()) {
-      // Every data-parallel rank holds the whole parameter: replica dp_rank.
-      targets.push_back({p->name(), p->value, p->grad, p->weight_decay(), p, 0,
-                         parallel_->dp_rank});
+      // Every data-parallel rank holds the whole parameter: replica dp_rank;
+      // one sharded over dp_shard in n consecutive-rank blocks (experts
+      // under --ep=n) has dp_size / n holders: replica dp_rank / n.
+      int replica = parallel_->dp_rank;
+      for (const AxisPlacement& a : p->placement().axes()) {
+        if (a.kind == AxisPlacement::Kind::kShard && a.axis == "dp_shard") replica /= a.count;
+      }
+      targets.push_back({p->name(), p->value, p->grad, p->weight_decay(), p, 0, replica});
     }
   }
   const OptimConfig& o = c.optim();
@@ -415,6 +420,7 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
         "loss became ", s.loss, " at step ", step_,
         "; expected a finite loss. Hint: lower --lr, enable --grad_clip, or check the data"));
   }
+  model_->AppendStepMetrics(&s.extra);
   for (auto& p : parallel_->participants) p->AppendStepMetrics(&s.extra);
   history_.push_back(s);
   return s;

@@ -9,9 +9,27 @@
 #include "absl/strings/str_format.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
+#include "core/base/check.h"
+#include "core/nn/moe.h"
 #include "core/nn/transformer_block.h"
 
 namespace weft {
+
+MoeConfig MoeBlockConfig(const GptConfig& c) {
+  const double ratio = c.expert_mlp_ratio() > 0
+                           ? c.expert_mlp_ratio()
+                           : static_cast<double>(c.mlp_ratio()) / std::max(1, c.top_k());
+  return {.channels = c.d_model(),
+          .hidden = std::max<int64_t>(1, static_cast<int64_t>(ratio * c.d_model())),
+          .num_experts = c.num_experts(),
+          .top_k = c.top_k(),
+          .capacity_factor = c.capacity_factor(),
+          .aux_loss_coef = c.moe_aux_loss_coef(),
+          .z_loss_coef = c.moe_z_loss_coef(),
+          .routing_groups = c.moe_routing_groups(),
+          .init_std = c.init_std(),
+          .proj_init_std = c.init_std() / std::sqrt(2.0f * static_cast<float>(c.n_layer()))};
+}
 
 absl::StatusOr<std::unique_ptr<Gpt>> Gpt::Create(const GptConfig& c, int64_t seq_len) {
   if (c.n_layer() < 1 || c.n_head() < 1 || c.d_model() < 1) {
@@ -38,6 +56,13 @@ absl::StatusOr<std::unique_ptr<Gpt>> Gpt::Create(const GptConfig& c, int64_t seq
   if (c.dropout() < 0 || c.dropout() >= 1) {
     return InvalidArgument(absl::StrCat("dropout=", c.dropout()), "0 <= dropout < 1");
   }
+  if (c.moe_every() < 0) {
+    return InvalidArgument(absl::StrCat("moe_every=", c.moe_every()),
+                           "0 (dense) or k >= 1 (every k-th block is a mixture of experts)");
+  }
+  if (c.moe_every() > 0) {
+    WEFT_RETURN_IF_ERROR(Annotate(ValidateMoeConfig(MoeBlockConfig(c)), "GPT mixture of experts"));
+  }
   const int64_t m = c.vocab_pad_multiple();
   const int64_t padded = (c.vocab_size() + m - 1) / m * m;
   return std::unique_ptr<Gpt>(new Gpt(c, seq_len, padded));
@@ -55,7 +80,14 @@ Gpt::Gpt(const GptConfig& c, int64_t seq_len, int64_t padded_vocab)
                             .init_std = c.init_std(),
                             .proj_init_std = proj_std,
                             .dropout = c.dropout()};
-  for (int i = 0; i < c.n_layer(); ++i) blocks_->Append(std::make_unique<TransformerBlock>(bc));
+  for (int i = 0; i < c.n_layer(); ++i) {
+    auto block = std::make_unique<TransformerBlock>(bc);
+    if (c.moe_every() > 0 && (i + 1) % c.moe_every() == 0) {
+      // The MLP is swappable by design; Create validated the MoE config.
+      WEFT_CHECK_OK(block->ReplaceChild("mlp", std::make_unique<MoeLayer>(MoeBlockConfig(c))).status());
+    }
+    blocks_->Append(std::move(block));
+  }
   ln_f_ = RegisterModule("ln_f", std::make_unique<LayerNorm>(c.d_model()));
   lm_head_ = c.tie_weights()
                  ? RegisterModule("lm_head", std::make_unique<LmHead>(embed_->wte()))
@@ -86,7 +118,12 @@ absl::StatusOr<Tensor> Gpt::ForwardLoss(RunContext& ctx, const Tensor& inputs,
 
 double Gpt::TrainingFlopsPerTarget() const {
   double n = 0;
-  for (Parameter* p : const_cast<Gpt*>(this)->Parameters()) n += static_cast<double>(p->global_numel());
+  for (Parameter* p : const_cast<Gpt*>(this)->Parameters()) {
+    // A token uses top_k of the num_experts experts.
+    const bool expert = p->name().find(".experts.") != std::string::npos;
+    n += static_cast<double>(p->global_numel()) *
+         (expert ? static_cast<double>(config_.top_k()) / config_.num_experts() : 1.0);
+  }
   // 6N for the matmuls with weights (forward + backward), plus attention's
   // scores and weighted sum: 6 * L * T * d with causal masking.
   return 6.0 * n + 6.0 * config_.n_layer() * static_cast<double>(seq_len_) * config_.d_model();
@@ -112,9 +149,17 @@ absl::StatusOr<std::pair<Tensor, Tensor>> Gpt::ProbeInputs(const RunContext& ctx
 }
 
 std::string Gpt::Summary() const {
-  return absl::StrFormat("GPT %dL %dH %dd vocab %d (padded %d) T %d%s", config_.n_layer(),
+  std::string moe;
+  if (config_.moe_every() > 0) {
+    moe = absl::StrFormat(" MoE every %d: %d experts top-%d%s", config_.moe_every(),
+                          config_.num_experts(), config_.top_k(),
+                          config_.capacity_factor() > 0
+                              ? absl::StrFormat(" capacity %.2f", config_.capacity_factor())
+                              : " dropless");
+  }
+  return absl::StrFormat("GPT %dL %dH %dd vocab %d (padded %d) T %d%s%s", config_.n_layer(),
                          config_.n_head(), config_.d_model(), config_.vocab_size(), padded_vocab_,
-                         seq_len_, config_.tie_weights() ? " tied" : "");
+                         seq_len_, config_.tie_weights() ? " tied" : "", moe);
 }
 
 }  // namespace weft

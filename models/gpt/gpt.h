@@ -18,10 +18,14 @@
 #include "core/nn/lm_head.h"
 #include "core/nn/loss.h"
 #include "core/nn/model.h"
+#include "core/nn/moe.h"
 #include "core/nn/sequential.h"
 #include "models/gpt/gpt_config.pb.h"
 
 namespace weft {
+
+// The MoE layer a GPT config asks for (moe_every > 0).
+MoeConfig MoeBlockConfig(const GptConfig& config);
 
 class Gpt : public Model {
  public:

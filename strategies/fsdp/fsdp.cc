@@ -41,10 +41,12 @@ absl::Status FsdpStrategy::Validate(const StrategyOptionSet& options,
 }
 
 absl::Status FsdpStrategy::Apply(StrategyContext& ctx) {
-  // Shards every parameter over the data-parallel ranks itself; one already
-  // sharded over them (an expert) needs ddp (core/parallel/reduce_groups.h).
-  for (const char* axis : {"dp_replicate", "dp_shard"}) {
-    WEFT_RETURN_IF_ERROR(CheckNotShardedOver(ctx.model().Parameters(), axis, "fsdp"));
+  // Shards every parameter over the data-parallel ranks itself, except those
+  // already sharded over dp_shard (experts under --ep), which it keeps whole
+  // (FsdpParticipant::Build); nothing may be sharded over dp_replicate.
+  WEFT_RETURN_IF_ERROR(CheckNotShardedOver(ctx.model().Parameters(), "dp_replicate", "fsdp"));
+  if (ctx.mesh->AxisSize("dp_replicate").value_or(1) > 1) {
+    WEFT_RETURN_IF_ERROR(CheckNotShardedOver(ctx.model().Parameters(), "dp_shard", "fsdp (HSDP)"));
   }
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> shard, ctx.mesh->Group("dp_shard"));
   std::shared_ptr<comm::ProcessGroup> replicate;

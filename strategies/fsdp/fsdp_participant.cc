@@ -8,8 +8,20 @@ namespace weft {
 namespace {
 
 
+// Parameters fsdp shards: all but those already sharded over dp_shard.
 void Collect(Module& m, std::vector<Parameter*>* out) {
-  for (Parameter* p : m.Parameters()) out->push_back(p);
+  for (Parameter* p : m.Parameters()) {
+    if (p->placement().ReplicatedOver("dp_shard")) out->push_back(p);
+  }
+}
+
+// How many blocks `p` is split into over dp_shard (1: not split).
+int ShardBlocks(const Parameter& p) {
+  int blocks = 1;
+  for (const AxisPlacement& a : p.placement().axes()) {
+    if (a.kind == AxisPlacement::Kind::kShard && a.axis == "dp_shard") blocks *= a.count;
+  }
+  return blocks;
 }
 
 }  // namespace
@@ -48,8 +60,11 @@ absl::Status FsdpParticipant::Build(StrategyContext& ctx) {
   for (Module* m : wrapped) Collect(*m, &in_units);
   std::vector<Parameter*> root, copied;
   for (Parameter* p : model.Parameters()) {
-    if (std::find(in_units.begin(), in_units.end(), p) != in_units.end()) continue;
-    (p->has_copies() ? copied : root).push_back(p);
+    if (!p->placement().ReplicatedOver("dp_shard")) {
+      kept_.push_back(p);
+    } else if (std::find(in_units.begin(), in_units.end(), p) == in_units.end()) {
+      (p->has_copies() ? copied : root).push_back(p);
+    }
   }
   for (Parameter* p : in_units) {
     if (p->shared()) {
@@ -88,6 +103,8 @@ absl::Status FsdpParticipant::Build(StrategyContext& ctx) {
     WEFT_RETURN_IF_ERROR(AddUnit(m->name(), params, ctx));
   }
   InstallHooks(model);
+  ops_ = ctx.run->ops;
+  device_ = ctx.run->device;
   return absl::OkStatus();
 }
 
@@ -164,6 +181,7 @@ absl::Status FsdpParticipant::ZeroGrad() {
   for (auto& u : units_) {
     if (u != nullptr) WEFT_RETURN_IF_ERROR(u->ZeroShardGrad());
   }
+  for (Parameter* p : kept_) WEFT_RETURN_IF_ERROR(p->grad.Zero(stream_));
   return absl::OkStatus();
 }
 
@@ -196,10 +214,34 @@ std::optional<std::vector<OptimTarget>> FsdpParticipant::OptimizerTargets() {
       targets.push_back(std::move(t));
     }
   }
+  // Kept parameters, whole: dp_shard / blocks ranks hold each block.
+  for (Parameter* p : kept_) {
+    targets.push_back({p->name(), p->value, p->grad, p->weight_decay(), p, 0,
+                       shard_->rank() / ShardBlocks(*p)});
+  }
   return targets;
 }
 
 absl::Status FsdpParticipant::ReduceGradNormSq(Tensor& norm_sq) {
+  if (!kept_.empty()) {
+    // Rebuilt from this rank's shards plus its kept blocks, each weighted by
+    // 1 / (ranks of dp_shard holding it), so the sum over dp_shard counts
+    // every element once and every rank gets the same bits.
+    std::vector<Tensor> shards;
+    for (auto& u : units_) {
+      if (u == nullptr) continue;
+      for (OptimTarget& t : u->OptimizerTargets()) shards.push_back(t.grad);
+    }
+    WEFT_RETURN_IF_ERROR(ops_->SumSquares(KernelContext{device_, stream_}, norm_sq, shards));
+    for (Parameter* p : kept_) {
+      WEFT_ASSIGN_OR_RETURN(Tensor part,
+                            Tensor::Zeros({1}, DType::kF32, device_, nullptr, stream_));
+      WEFT_RETURN_IF_ERROR(ops_->SumSquares(KernelContext{device_, stream_}, part, {p->grad}));
+      WEFT_RETURN_IF_ERROR(ops_->Scale(KernelContext{device_, stream_}, part,
+                                       static_cast<float>(ShardBlocks(*p)) / shard_->size()));
+      WEFT_RETURN_IF_ERROR(ops_->Add(KernelContext{device_, stream_}, norm_sq, norm_sq, part));
+    }
+  }
   // Disjoint over dp_shard, identical over dp_replicate.
   return Annotate(
       shard_->AllReduce(norm_sq, {.op = comm::ReduceOp::kSum, .stream = stream_})->Wait(),

@@ -1,5 +1,10 @@
 // FsdpParticipant: the per-unit gather / reshard / reduce schedule of fsdp
 // (see fsdp.h) and its part in the training step.
+//
+// Parameters another strategy already sharded over dp_shard (experts under
+// --ep) are kept whole, outside the units: fsdp zeroes their gradients,
+// lists them as whole optimizer targets and counts them in the gradient
+// norm; the strategy that placed them reduces their gradients.
 #ifndef WEFT_STRATEGIES_FSDP_FSDP_PARTICIPANT_H_
 #define WEFT_STRATEGIES_FSDP_FSDP_PARTICIPANT_H_
 
@@ -9,6 +14,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "core/kernels/kernel_ops.h"
 #include "core/parallel/reduce_queue.h"
 #include "core/parallel/sharded_group.h"
 #include "core/parallel/strategy.h"
@@ -61,6 +67,9 @@ class FsdpParticipant : public StepParticipant {
   int num_root_ = 1;
   std::vector<Module*> unit_module_;
   absl::flat_hash_map<const Parameter*, int> unit_of_;
+  std::vector<Parameter*> kept_;  // sharded over dp_shard by another strategy
+  KernelOps* ops_ = nullptr;
+  Device device_ = Device::Cpu();
   // At most two full gradient buffers in flight.
   ReduceQueue reduces_{2};
 };

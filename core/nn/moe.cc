@@ -1,0 +1,273 @@
+#include "core/nn/moe.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "core/kernels/moe_ops.h"
+#include "core/nn/moe_routing.h"
+
+namespace weft {
+namespace {
+
+// Router entry (RouterKey) and routing entry (RoutingKey) tensor indexes.
+enum { kProbs, kLse, kExperts, kGates };
+enum { kSlots, kAssign, kExpertOut, kDprobsExtra };
+
+absl::StatusOr<Tensor> ToDevice(const RunContext& ctx, Tensor host) {
+  if (ctx.device.is_cpu()) return host;
+  return host.To(ctx.device, ctx.stream);
+}
+
+}  // namespace
+
+absl::Status ValidateMoeConfig(const MoeConfig& c) {
+  if (c.num_experts < 1) {
+    return InvalidArgument(absl::StrCat("num_experts=", c.num_experts), "num_experts >= 1");
+  }
+  if (c.top_k < 1 || c.top_k > 2 || c.top_k > c.num_experts) {
+    return InvalidArgument(
+        absl::StrCat("top_k=", c.top_k, " with num_experts=", c.num_experts),
+        "top_k of 1 or 2, and top_k <= num_experts",
+        "use --top_k=1 (Switch) or --top_k=2 (GShard) with at least that many experts");
+  }
+  if (c.channels < 1 || c.hidden < 1) {
+    return InvalidArgument(absl::StrCat("channels=", c.channels, " hidden=", c.hidden),
+                           "both >= 1");
+  }
+  if (c.routing_groups < 1) {
+    return InvalidArgument(absl::StrCat("routing_groups=", c.routing_groups), ">= 1");
+  }
+  if (c.aux_loss_coef < 0 || c.z_loss_coef < 0) {
+    return InvalidArgument(
+        absl::StrCat("aux_loss_coef=", c.aux_loss_coef, " z_loss_coef=", c.z_loss_coef),
+        "coefficients >= 0");
+  }
+  return absl::OkStatus();
+}
+
+MoeLayer::MoeLayer(const MoeConfig& c) : Module("MoeLayer"), config_(c) {
+  router_ = RegisterModule("router", std::make_unique<Linear>(
+                                         c.channels, c.num_experts,
+                                         Linear::Options{.bias = false, .init_std = c.init_std}));
+  experts_ = RegisterModule("experts", std::make_unique<ExpertMlps>(
+                                           c.num_experts, c.channels, c.hidden, c.init_std,
+                                           c.proj_init_std));
+  stats_.routed.assign(c.num_experts, 0);
+}
+
+void MoeLayer::Record(const std::vector<int32_t>& experts_of, const std::vector<float>& probs,
+                      const std::vector<float>& lse, const std::vector<int>& group_of,
+                      int64_t dropped, float dloss_scale, bool count_stats,
+                      std::vector<float>* dprobs_extra) {
+  const int e = config_.num_experts, k = config_.top_k, groups = config_.routing_groups;
+  const int64_t n = static_cast<int64_t>(lse.size());
+  // f[g, j]: fraction of group g's choices routed to j; p[g, j]: mean prob.
+  std::vector<double> f(static_cast<size_t>(groups) * e, 0.0), p(f.size(), 0.0);
+  std::vector<int64_t> tokens(groups, 0);
+  for (int64_t t = 0; t < n; ++t) {
+    const int g = group_of[t];
+    ++tokens[g];
+    for (int j = 0; j < k; ++j) f[g * e + experts_of[t * k + j]] += 1.0;
+    for (int j = 0; j < e; ++j) p[g * e + j] += probs[t * e + j];
+  }
+  double aux = 0;
+  for (int g = 0; g < groups; ++g) {
+    for (int j = 0; j < e; ++j) {
+      if (count_stats) stats_.routed[j] += static_cast<int64_t>(f[g * e + j]);
+      f[g * e + j] /= static_cast<double>(tokens[g] * k);
+      p[g * e + j] /= static_cast<double>(tokens[g]);
+      aux += e * f[g * e + j] * p[g * e + j] / groups;
+    }
+  }
+  if (count_stats) {
+    double z = 0;
+    for (float v : lse) z += static_cast<double>(v) * v;
+    stats_.choices += static_cast<int64_t>(experts_of.size());
+    stats_.dropped += dropped;
+    stats_.aux_loss += aux;
+    stats_.z_loss += z / static_cast<double>(n);
+    ++stats_.calls;
+  }
+  // d(coef * E * sum_j f_gj P_gj)/d probs[t, j] = coef * E * f_gj / N_g, times
+  // the group's per-token weight N_g * dloss_scale.
+  dprobs_extra->resize(static_cast<size_t>(n) * e);
+  for (int64_t t = 0; t < n; ++t) {
+    for (int j = 0; j < e; ++j) {
+      (*dprobs_extra)[t * e + j] =
+          static_cast<float>(config_.aux_loss_coef * e * f[group_of[t] * e + j] * dloss_scale);
+    }
+  }
+}
+
+absl::StatusOr<Tensor> MoeLayer::Forward(RunContext& ctx, const Tensor& x) {
+  const int64_t c = config_.channels;
+  const int k = config_.top_k, e = config_.num_experts;
+  if (x.dim(-1) != c) {
+    return InvalidArgument(absl::StrCat("MoE input ", ShapeString(x.shape())),
+                           absl::StrCat("last dimension ", c));
+  }
+  WEFT_ASSIGN_OR_RETURN(MoeKernelOps * moe, GetMoeKernelOps(ctx.device.type));
+  const int64_t n = x.numel() / c;
+  const Tensor x2 = x.View({n, c});
+  const KernelContext kc = ctx.kernel();
+
+  // Router: (N, C) -> logits (N, E) -> probs, top-k choices and gates.
+  WEFT_ASSIGN_OR_RETURN(Tensor logits, router_->CallForward(ctx, x2));
+  WEFT_ASSIGN_OR_RETURN(Tensor probs, ctx.Empty({n, e}, DType::kF32));
+  WEFT_ASSIGN_OR_RETURN(Tensor lse, ctx.Empty({n}, DType::kF32));
+  WEFT_ASSIGN_OR_RETURN(Tensor idx, ctx.Empty({n, k}, DType::kI32));
+  WEFT_ASSIGN_OR_RETURN(Tensor gates, ctx.Empty({n, k}, DType::kF32));
+  WEFT_RETURN_IF_ERROR(moe->RouterTopK(kc, probs, lse, idx, gates, logits, k));
+
+  // The plan needs the choices on the host (see the file comment).
+  WEFT_ASSIGN_OR_RETURN(std::vector<int32_t> experts_of, idx.ToVector<int32_t>());
+  // Routing groups: sample b (rows of x's first dimension) in b % groups.
+  const int groups = config_.routing_groups;
+  const int64_t samples = x.ndim() >= 3 ? x.dim(0) : n;
+  if (samples % groups != 0) {
+    return InvalidArgument(absl::StrCat(samples, " samples in ", groups, " routing groups"),
+                           "a number of samples divisible by routing_groups",
+                           "make the micro-batch a multiple of --moe_routing_groups");
+  }
+  const int64_t per_sample = n / samples;
+  std::vector<int> group_of(n);
+  for (int64_t t = 0; t < n; ++t) group_of[t] = static_cast<int>((t / per_sample) % groups);
+  const std::vector<int64_t> capacity(
+      groups, ExpertCapacity(n / groups, k, e, config_.capacity_factor));
+  RoutingPlan plan = BuildGroupedRoutingPlan(experts_of, k, e, group_of, capacity);
+  const int64_t m = static_cast<int64_t>(plan.assign.size());
+  WEFT_ASSIGN_OR_RETURN(Tensor slots, ToDevice(ctx, *Tensor::FromVector<int32_t>(plan.slots, {n, k})));
+  WEFT_ASSIGN_OR_RETURN(Tensor assign, ToDevice(ctx, *Tensor::FromVector<int32_t>(plan.assign, {m})));
+
+  // Tokens grouped by expert (M, C), to the experts' ranks and back.
+  WEFT_ASSIGN_OR_RETURN(Tensor grouped, ctx.Empty({m, c}, ctx.compute_dtype));
+  WEFT_RETURN_IF_ERROR(moe->GatherRows(kc, grouped, x2, assign, k, Tensor()));
+  Tensor local = grouped;
+  std::vector<int64_t> local_counts = plan.counts;
+  if (dispatcher_ != nullptr) {
+    WEFT_ASSIGN_OR_RETURN(local, dispatcher_->Dispatch(ctx, grouped, plan.counts, &local_counts));
+  }
+  WEFT_ASSIGN_OR_RETURN(Tensor expert_out, experts_->ForwardGrouped(ctx, local, local_counts));
+  if (dispatcher_ != nullptr) {
+    WEFT_ASSIGN_OR_RETURN(expert_out, dispatcher_->Combine(ctx, expert_out));
+  }
+  WEFT_ASSIGN_OR_RETURN(Tensor y, ctx.Empty({n, c}, ctx.compute_dtype));
+  WEFT_RETURN_IF_ERROR(moe->CombineRows(kc, y, expert_out, slots, gates, /*accumulate=*/false));
+
+  if (ctx.training) {
+    WEFT_ASSIGN_OR_RETURN(std::vector<float> probs_host, probs.ToVector<float>());
+    WEFT_ASSIGN_OR_RETURN(std::vector<float> lse_host, lse.ToVector<float>());
+    std::vector<float> dprobs_extra;
+    Record(experts_of, probs_host, lse_host, group_of, plan.dropped, ctx.dloss_scale,
+           /*count_stats=*/!ctx.recomputing, &dprobs_extra);
+    SavedActivations& r = ctx.store().Get(RouterKey(), ctx.slot);
+    r[kProbs] = probs;
+    r[kLse] = lse;
+    r[kExperts] = idx;
+    r[kGates] = gates;
+    r.shape = x.shape();
+    SavedActivations& s = ctx.store().Get(RoutingKey(), ctx.slot);
+    s[kSlots] = slots;
+    s[kAssign] = assign;
+    s[kExpertOut] = expert_out;
+    WEFT_ASSIGN_OR_RETURN(s[kDprobsExtra],
+                          ToDevice(ctx, *Tensor::FromVector<float>(dprobs_extra, {n, e})));
+  }
+  return y.View(x.shape());
+}
+
+absl::StatusOr<Tensor> MoeLayer::Backward(RunContext& ctx, const Tensor& dy) {
+  SavedActivations* r = ctx.store().Find(RouterKey(), ctx.slot);
+  SavedActivations* s = ctx.store().Find(RoutingKey(), ctx.slot);
+  if (r == nullptr || s == nullptr) {
+    return FailedPrecondition("MoeLayer backward without saved routing",
+                              "Forward in training mode before Backward");
+  }
+  WEFT_ASSIGN_OR_RETURN(MoeKernelOps * moe, GetMoeKernelOps(ctx.device.type));
+  const int64_t c = config_.channels;
+  const int k = config_.top_k, e = config_.num_experts;
+  const int64_t n = dy.numel() / c;
+  const Tensor dy2 = dy.View({n, c});
+  const Tensor slots = (*s)[kSlots], assign = (*s)[kAssign], expert_out = (*s)[kExpertOut];
+  const Tensor gates = (*r)[kGates];
+  const int64_t m = assign.numel();
+  const KernelContext kc = ctx.kernel();
+
+  // y[t] = sum_j g[t, j] * out[slot]: dg = <dy, out>, d out[slot] = g * dy[t].
+  WEFT_ASSIGN_OR_RETURN(Tensor dgates, ctx.Empty({n, k}, DType::kF32));
+  WEFT_RETURN_IF_ERROR(moe->RowDots(kc, dgates, dy2, expert_out, slots));
+  WEFT_ASSIGN_OR_RETURN(Tensor dout, ctx.Empty({m, c}, ctx.compute_dtype));
+  WEFT_RETURN_IF_ERROR(moe->GatherRows(kc, dout, dy2, assign, k, gates));
+  if (dispatcher_ != nullptr) {
+    WEFT_ASSIGN_OR_RETURN(dout, dispatcher_->CombineBackward(ctx, dout));
+  }
+  WEFT_ASSIGN_OR_RETURN(Tensor dgrouped, experts_->BackwardGrouped(ctx, dout));
+  if (dispatcher_ != nullptr) {
+    WEFT_ASSIGN_OR_RETURN(dgrouped, dispatcher_->DispatchBackward(ctx, dgrouped));
+  }
+  // Every kept choice of token t read x[t] once.
+  WEFT_ASSIGN_OR_RETURN(Tensor dx, ctx.Empty({n, c}, ctx.compute_dtype));
+  WEFT_RETURN_IF_ERROR(moe->CombineRows(kc, dx, dgrouped, slots, Tensor(), false));
+
+  // Router: gates, the balance loss and the z-loss -> dlogits -> dx.
+  WEFT_ASSIGN_OR_RETURN(Tensor dlogits, ctx.Empty({n, e}, ctx.compute_dtype));
+  const float lse_scale = 2.0f * config_.z_loss_coef * ctx.dloss_scale;
+  WEFT_RETURN_IF_ERROR(moe->RouterTopKBackward(kc, dlogits, dgates, (*r)[kProbs], (*r)[kLse],
+                                               (*r)[kExperts], (*s)[kDprobsExtra], lse_scale));
+  const Shape shape = r->shape;
+  ctx.store().Drop(RouterKey(), ctx.slot);
+  ctx.store().Drop(RoutingKey(), ctx.slot);
+  WEFT_ASSIGN_OR_RETURN(Tensor dx_router, router_->CallBackward(ctx, dlogits));
+  WEFT_RETURN_IF_ERROR(ctx.ops->Add(kc, dx, dx, dx_router));
+  return dx.View(shape);
+}
+
+MoeStats MoeLayer::TakeStats() {
+  MoeStats out = stats_;
+  stats_ = MoeStats();
+  stats_.routed.assign(config_.num_experts, 0);
+  return out;
+}
+
+void AppendMoeMetrics(Module& root, std::vector<std::pair<std::string, double>>* out) {
+  double aux = 0, z = 0, lo = 0, hi = 0, cv = 0;
+  int64_t calls = 0, choices = 0, dropped = 0;
+  bool any = false;
+  for (Module* m : root.Modules()) {
+    auto* layer = dynamic_cast<MoeLayer*>(m);
+    if (layer == nullptr) continue;
+    MoeStats s = layer->TakeStats();
+    if (s.calls == 0) continue;
+    aux += s.aux_loss;
+    z += s.z_loss;
+    calls += s.calls;
+    choices += s.choices;
+    dropped += s.dropped;
+    // Load relative to a perfect balance (choices / E per expert).
+    const double mean = static_cast<double>(s.choices) / s.routed.size();
+    double l_min = 1e300, l_max = 0, var = 0;
+    for (int64_t r : s.routed) {
+      const double l = r / mean;
+      l_min = std::min(l_min, l);
+      l_max = std::max(l_max, l);
+      var += (l - 1.0) * (l - 1.0);
+    }
+    const double layer_cv = std::sqrt(var / s.routed.size());
+    lo = any ? std::min(lo, l_min) : l_min;
+    hi = any ? std::max(hi, l_max) : l_max;
+    cv = std::max(cv, layer_cv);
+    any = true;
+  }
+  if (!any) return;
+  out->push_back({"moe_aux_loss", aux / calls});
+  out->push_back({"moe_z_loss", z / calls});
+  out->push_back({"moe_load_min", lo});
+  out->push_back({"moe_load_max", hi});
+  out->push_back({"moe_load_cv", cv});
+  out->push_back({"moe_dropped_frac", static_cast<double>(dropped) / choices});
+}
+
+}  // namespace weft

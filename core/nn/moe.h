@@ -1,0 +1,121 @@
+// MoeLayer: a mixture-of-experts MLP (Switch / GShard style) that replaces a
+// transformer block's MLP: (B, T, C) -> (B, T, C).
+//
+//   router     logits = x W_r^T (no bias), probs = softmax(logits)
+//   top-k      each token picks k experts (k = 1 or 2); gates are the
+//              probabilities renormalised over the k (k = 2) or the raw
+//              probability (k = 1)
+//   capacity   moe_routing.h: the drop policy, or dropless
+//   experts    E GPT-2 MLPs over tokens grouped by expert (ExpertMlps)
+//   output     y[t] = sum over kept choices of gate * expert(x[t]); the
+//              block's residual carries dropped tokens through unchanged
+//
+// Auxiliary losses (their gradients are added in Backward; they are not
+// part of the logged task loss):
+//   load balancing (Switch): coef * E * sum_e f_e * P_e, where f_e is the
+//       fraction of the N * k choices routed to e (before the capacity) and
+//       P_e the mean router probability of e over the N tokens;
+//   router z-loss: z_coef * mean_t logsumexp(logits_t)^2.
+// The balance loss is computed over the tokens routed together (one routing
+// group: by default one micro-batch on one rank) and weighted like a
+// per-token loss: its gradient is scaled by the group's N * ctx.dloss_scale,
+// so it averages over groups, micro-batches and data-parallel ranks like the
+// task loss does; the z-loss likewise per token.
+//
+// Expert parallelism plugs in through an ExpertDispatcher (the experts'
+// rows go to other ranks and back); the layer itself knows no ranks.
+// On CUDA the routing plan is built on the host from the top-k indices (one
+// small device-to-host copy per layer call): the grouped GEMMs and the
+// all_to_all_v need the per-expert counts on the host anyway.
+#ifndef WEFT_CORE_NN_MOE_H_
+#define WEFT_CORE_NN_MOE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/nn/expert_dispatcher.h"
+#include "core/nn/expert_mlps.h"
+#include "core/nn/linear.h"
+#include "core/nn/module.h"
+
+namespace weft {
+
+struct MoeConfig {
+  int64_t channels = 128;
+  int64_t hidden = 512;  // per expert
+  int num_experts = 8;
+  int top_k = 2;
+  // Capacity per expert = ceil(factor * N * k / E); <= 0: dropless.
+  double capacity_factor = 0.0;
+  float aux_loss_coef = 0.01f;
+  float z_loss_coef = 0.0f;
+  // Route the micro-batch's samples as this many independent groups
+  // (sample b in group b % routing_groups), each with its own capacity and
+  // balance loss: one process reproducing how routing_groups data-parallel
+  // ranks route their own samples (the sampler deals rank r samples r, r +
+  // W, ...). 1: the whole micro-batch is one group.
+  int routing_groups = 1;
+  float init_std = 0.02f;
+  float proj_init_std = 0.02f;
+};
+
+// Checks the config: experts >= 1, 1 <= top_k <= min(2, experts), sizes > 0,
+// routing_groups >= 1.
+absl::Status ValidateMoeConfig(const MoeConfig& config);
+
+// Routing statistics summed since the last TakeStats().
+struct MoeStats {
+  std::vector<int64_t> routed;  // choices per expert, before the capacity
+  int64_t choices = 0;
+  int64_t dropped = 0;
+  double aux_loss = 0;  // sum over calls of the unscaled balance loss
+  double z_loss = 0;
+  int64_t calls = 0;
+};
+
+class MoeLayer : public Module {
+ public:
+  explicit MoeLayer(const MoeConfig& config);
+
+  absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) override;
+  absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
+
+  const MoeConfig& config() const { return config_; }
+  Linear* router() const { return router_; }
+  ExpertMlps* experts() const { return experts_; }
+  // Null: every expert is local.
+  void set_dispatcher(std::shared_ptr<ExpertDispatcher> d) { dispatcher_ = std::move(d); }
+
+  MoeStats TakeStats();
+
+ private:
+  // Keys of this layer's two activation-store entries (a saved entry holds
+  // four tensors; routing needs eight).
+  const void* RouterKey() const { return this; }
+  const void* RoutingKey() const { return &stats_; }
+  // Statistics of one call, and the balance loss's dL/dprobs (N, E).
+  // A recompute replay (count_stats false) recomputes the gradient only.
+  void Record(const std::vector<int32_t>& experts_of, const std::vector<float>& probs,
+              const std::vector<float>& lse, const std::vector<int>& group_of, int64_t dropped,
+              float dloss_scale, bool count_stats, std::vector<float>* dprobs_extra);
+
+  const MoeConfig config_;
+  Linear* router_;
+  ExpertMlps* experts_;
+  std::shared_ptr<ExpertDispatcher> dispatcher_;
+  MoeStats stats_;
+};
+
+// Pops the statistics of every MoeLayer under `root` and appends the step's
+// metrics: moe_aux_loss and moe_z_loss (means over layers and calls),
+// moe_load_min / moe_load_max (expert load relative to a perfect balance,
+// 1.0 = balanced; the extremes over layers), moe_load_cv (coefficient of
+// variation of the load, worst layer) and moe_dropped_frac.
+void AppendMoeMetrics(Module& root, std::vector<std::pair<std::string, double>>* out);
+
+}  // namespace weft
+
+#endif  // WEFT_CORE_NN_MOE_H_

@@ -1,0 +1,144 @@
+// MoeLayer: finite-difference gradients of the task output plus the
+// balance and z-losses, for top-1 and top-2, dropless and with drops; the
+// drop policy's effect on the output; and the routing metrics.
+#include "core/nn/moe.h"
+
+#include <cmath>
+#include <map>
+
+#include "core/nn/materialize.h"
+#include "core/testing/grad_check.h"
+#include "gtest/gtest.h"
+
+namespace weft {
+namespace {
+
+using ::weft::testing::NumericalGradient;
+using ::weft::testing::RandomTensor;
+using ::weft::testing::RelativeError;
+using ::weft::testing::Values;
+using ::weft::testing::WeightedSum;
+
+RunContext Ctx() { return *RunContext::Create(Device::Cpu(), DType::kF32); }
+
+void Materialize(Module& m) {
+  ASSERT_TRUE(MaterializeParameters(m, {.seed = 7}).ok());
+  for (Parameter* p : m.Parameters()) {
+    if (p->init().kind == InitSpec::Kind::kNormal) {
+      ASSERT_TRUE(p->value.CopyFrom(RandomTensor(p->shape(), 11 + p->numel(), 0.5f)).ok());
+    }
+  }
+}
+
+MoeConfig Config(int k, double capacity_factor) {
+  return {.channels = 6, .hidden = 8, .num_experts = 4, .top_k = k,
+          .capacity_factor = capacity_factor, .aux_loss_coef = 0.5f, .z_loss_coef = 0.1f};
+}
+
+// Objective: sum(y * r) + N * (aux_coef * balance + z_coef * z), the
+// auxiliary terms weighted as the layer does with dloss_scale = 1.
+void CheckGradients(const MoeConfig& config) {
+  MoeLayer m(config);
+  Materialize(m);
+  Tensor x = RandomTensor({2, 5, 6}, 1);
+  const int64_t n = 10;
+  RunContext ctx = Ctx();
+  Tensor y = *m.CallForward(ctx, x);
+  m.TakeStats();
+  Tensor r = RandomTensor(y.shape(), 99);
+  ASSERT_TRUE(ZeroGrads(m).ok());
+  absl::StatusOr<Tensor> dx = m.CallBackward(ctx, r);
+  ASSERT_TRUE(dx.ok()) << dx.status();
+  auto loss = [&] {
+    RunContext c = Ctx();
+    Tensor out = *m.CallForward(c, x);
+    m.ReleaseActivationsRecursive(c);
+    c.activations->Clear();
+    MoeStats s = m.TakeStats();
+    return WeightedSum(out, r) +
+           n * (config.aux_loss_coef * s.aux_loss + config.z_loss_coef * s.z_loss);
+  };
+  EXPECT_LT(RelativeError(Values(*dx), NumericalGradient(x, loss, 1e-3f)), 1e-2) << "input";
+  for (Parameter* p : m.Parameters()) {
+    EXPECT_LT(RelativeError(Values(p->grad), NumericalGradient(p->value, loss, 1e-3f)), 1e-2)
+        << p->name();
+  }
+}
+
+TEST(MoeLayerTest, GradientsTopTwoDropless) { CheckGradients(Config(2, 0.0)); }
+TEST(MoeLayerTest, GradientsTopOneDropless) { CheckGradients(Config(1, 0.0)); }
+TEST(MoeLayerTest, GradientsTopTwoWithDrops) { CheckGradients(Config(2, 0.5)); }
+TEST(MoeLayerTest, GradientsTwoRoutingGroupsWithDrops) {
+  MoeConfig c = Config(2, 0.75);
+  c.routing_groups = 2;
+  CheckGradients(c);
+}
+
+TEST(MoeLayerTest, RoutingGroupsRouteEachGroupAlone) {
+  // Samples {0, 2} and {1, 3} of a batch of 4, routed as two groups with
+  // drops, give the outputs of two layers each seeing its own 2 samples.
+  MoeConfig c = Config(1, 0.5);
+  c.routing_groups = 2;
+  MoeLayer grouped(c);
+  Materialize(grouped);
+  c.routing_groups = 1;
+  MoeLayer alone(c);
+  Materialize(alone);
+  Tensor x = RandomTensor({4, 3, 6}, 5);
+  RunContext ctx = Ctx();
+  std::vector<float> y = Values(*grouped.CallForward(ctx, x));
+  for (int g = 0; g < 2; ++g) {
+    Tensor part = *Tensor::Zeros({2, 3, 6}, DType::kF32);
+    ASSERT_TRUE(part.Slice(0, 0, 1).CopyFrom(x.Slice(0, g, g + 1)).ok());
+    ASSERT_TRUE(part.Slice(0, 1, 2).CopyFrom(x.Slice(0, g + 2, g + 3)).ok());
+    std::vector<float> yp = Values(*alone.CallForward(ctx, part));
+    for (int i = 0; i < 18; ++i) {
+      EXPECT_FLOAT_EQ(yp[i], y[g * 18 + i]);
+      EXPECT_FLOAT_EQ(yp[18 + i], y[(g + 2) * 18 + i]);
+    }
+  }
+}
+
+TEST(MoeLayerTest, DroppedTokensGetZeroOutput) {
+  // Capacity 1 per expert for 10 tokens x 1 choice over 4 experts: at least
+  // 6 tokens are dropped and their MoE output is exactly 0 (the block's
+  // residual carries them).
+  MoeConfig c = Config(1, 0.4);
+  MoeLayer m(c);
+  Materialize(m);
+  RunContext ctx = Ctx();
+  Tensor y = *m.CallForward(ctx, RandomTensor({10, 6}, 3));
+  std::vector<float> v = Values(y);
+  int zero_rows = 0;
+  for (int t = 0; t < 10; ++t) {
+    bool zero = true;
+    for (int j = 0; j < 6; ++j) zero = zero && v[t * 6 + j] == 0.f;
+    zero_rows += zero;
+  }
+  EXPECT_GE(zero_rows, 6);
+  std::vector<std::pair<std::string, double>> metrics;
+  AppendMoeMetrics(m, &metrics);
+  std::map<std::string, double> got(metrics.begin(), metrics.end());
+  EXPECT_EQ(got.at("moe_dropped_frac"), zero_rows / 10.0);
+  EXPECT_GT(got.at("moe_aux_loss"), 0.0);
+  EXPECT_LE(got.at("moe_load_min"), 1.0);
+  EXPECT_GE(got.at("moe_load_max"), 1.0);
+  // Taken: a second call reports nothing new.
+  metrics.clear();
+  AppendMoeMetrics(m, &metrics);
+  EXPECT_TRUE(metrics.empty());
+}
+
+TEST(MoeLayerTest, RejectsTopKAboveExperts) {
+  MoeConfig c = Config(2, 0.0);
+  c.num_experts = 1;
+  absl::Status s = ValidateMoeConfig(c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("top_k=2 with num_experts=1"), std::string::npos) << s;
+  c.num_experts = 4;
+  c.top_k = 3;
+  EXPECT_FALSE(ValidateMoeConfig(c).ok());
+}
+
+}  // namespace
+}  // namespace weft

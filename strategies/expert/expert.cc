@@ -1,0 +1,123 @@
+#include "strategies/expert/expert.h"
+
+#include "absl/strings/str_cat.h"
+#include "comm/device_mesh/device_mesh.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "core/nn/moe.h"
+#include "strategies/expert/all_to_all_dispatcher.h"
+#include "strategies/expert/expert_participant.h"
+
+namespace weft {
+namespace {
+
+// Slices `p` (materialized whole) to block `index` of `count` along dim 0
+// and records Shard(0) over dp_shard.
+absl::Status ShardExpertParameter(Parameter& p, int index, int count, StrategyContext& ctx) {
+  const Tensor full = p.value;
+  const DType grad_dtype = p.grad.defined() ? p.grad.dtype() : ctx.grad_dtype;
+  p.value = Tensor();
+  p.grad = Tensor();
+  WEFT_RETURN_IF_ERROR(p.SetPlacement(Placement().Shard("dp_shard", 0, index, count)));
+  const int64_t rows = p.shape()[0];
+  NativeStream stream = ctx.run->stream;
+  WEFT_ASSIGN_OR_RETURN(p.value, Tensor::Empty(p.shape(), full.dtype(), ctx.run->device,
+                                               ctx.param_allocator, stream));
+  WEFT_RETURN_IF_ERROR(p.value.CopyFrom(full.Slice(0, index * rows, (index + 1) * rows), stream));
+  WEFT_ASSIGN_OR_RETURN(p.grad, Tensor::Zeros(p.shape(), grad_dtype, ctx.run->device,
+                                              ctx.grad_allocator, stream));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+OptionSchema ExpertStrategy::Options() const {
+  OptionSchema s;
+  s.Int("ep", 1, "expert-parallel ranks: experts split over blocks of ep dp_shard ranks");
+  return s;
+}
+
+absl::Status ExpertStrategy::Validate(const StrategyOptionSet& options,
+                                      const comm::MeshLayout* mesh) const {
+  const int64_t ep = options.GetInt("ep");
+  if (ep < 1) return InvalidArgument(absl::StrCat("ep=", ep), "ep >= 1");
+  if (mesh == nullptr) {
+    if (ep == 1) return absl::OkStatus();
+    return FailedPrecondition(absl::StrCat("ep=", ep, " in a single process"),
+                              "a job of several ranks for expert parallelism",
+                              "launch ep (or a multiple of ep) ranks");
+  }
+  const int shard = mesh->AxisSize("dp_shard").value_or(1);
+  const int cp = mesh->AxisSize("cp").value_or(1);
+  if (cp > 1) {
+    return FailedPrecondition(absl::StrCat("ep=", ep, " with cp=", cp),
+                              "expert parallelism over dp_shard only (cp=1)",
+                              "drop --cp or --ep; ep across cp is not implemented yet");
+  }
+  if (shard % ep != 0) {
+    return InvalidArgument(
+        absl::StrCat("ep=", ep, " does not divide dp_shard=", shard, " (mesh ", mesh->ToString(),
+                     ")"),
+        "ep dividing the data-parallel (dp_shard) size",
+        absl::StrCat("use --ep among the divisors of ", shard, " or change the number of ranks"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExpertStrategy::Apply(StrategyContext& ctx) {
+  const int ep = static_cast<int>(ctx.options->GetInt("ep"));
+  std::vector<MoeLayer*> layers;
+  for (Module* m : ctx.model().Modules()) {
+    if (auto* layer = dynamic_cast<MoeLayer*>(m)) layers.push_back(layer);
+  }
+  if (layers.empty()) {
+    return FailedPrecondition("--strategy=expert on a model without MoE layers",
+                              "a model with mixture-of-experts blocks",
+                              "set --moe_every (and --num_experts, --top_k) for GPT");
+  }
+  for (MoeLayer* layer : layers) {
+    const int e = layer->config().num_experts;
+    if (e % ep != 0) {
+      return InvalidArgument(
+          absl::StrCat(layer->name(), " has num_experts=", e, ", not divisible by ep=", ep),
+          "num_experts a multiple of ep", "choose --num_experts or --ep so that ep divides it");
+    }
+  }
+  if (ep == 1 || ctx.mesh == nullptr) return absl::OkStatus();
+
+  // My ep block along dp_shard, and the same position in the other blocks.
+  WEFT_ASSIGN_OR_RETURN(std::vector<int> shard_ranks, ctx.mesh->GroupRanks("dp_shard"));
+  WEFT_ASSIGN_OR_RETURN(int s, ctx.mesh->Coordinate("dp_shard"));
+  const int index = s % ep, block = s / ep;
+  std::vector<int> ep_ranks(shard_ranks.begin() + block * ep,
+                            shard_ranks.begin() + (block + 1) * ep);
+  std::vector<int> replica_ranks;
+  for (size_t i = index; i < shard_ranks.size(); i += ep) replica_ranks.push_back(shard_ranks[i]);
+  // Every rank creates its two groups in the same order.
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> ep_group,
+                        ctx.mesh->NewGroup(ep_ranks, "ep"));
+  std::shared_ptr<comm::ProcessGroup> replicas;
+  if (replica_ranks.size() > 1) {
+    WEFT_ASSIGN_OR_RETURN(replicas, ctx.mesh->NewGroup(replica_ranks, "ep_replicas"));
+  }
+
+  std::vector<Parameter*> expert_params;
+  std::vector<std::shared_ptr<AllToAllDispatcher>> dispatchers;
+  for (MoeLayer* layer : layers) {
+    for (Parameter* p : layer->experts()->expert_parameters()) {
+      WEFT_RETURN_IF_ERROR(ShardExpertParameter(*p, index, ep, ctx));
+      expert_params.push_back(p);
+    }
+    dispatchers.push_back(
+        std::make_shared<AllToAllDispatcher>(ep_group, layer->config().num_experts));
+    layer->set_dispatcher(dispatchers.back());
+  }
+  ctx.state->keep_alive.push_back(ep_group);
+  if (replicas != nullptr) ctx.state->keep_alive.push_back(replicas);
+  ctx.state->participants.push_back(std::make_unique<ExpertParticipant>(
+      std::move(expert_params), std::move(dispatchers), ep_group, replicas, ctx.run->ops,
+      ctx.run->kernel()));
+  return absl::OkStatus();
+}
+
+}  // namespace weft

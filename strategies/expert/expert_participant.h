@@ -1,0 +1,66 @@
+// ExpertParticipant: expert parallelism's part of the step: sums expert
+// gradients over the ranks of dp_shard that hold the same experts (other ep
+// blocks), and completes the gradient norm with the other ep ranks' experts.
+//
+// The norm is rebuilt as sum(dense^2) + all-reduce(sum(my experts^2)) rather
+// than patched (local - mine + all): every rank of the ep group must get
+// bitwise the same norm, or the clipping scale, and then the replicated
+// dense weights, drift apart in the last bits.
+#ifndef WEFT_STRATEGIES_EXPERT_EXPERT_PARTICIPANT_H_
+#define WEFT_STRATEGIES_EXPERT_EXPERT_PARTICIPANT_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "comm/process_group/comm_stats.h"
+#include "comm/process_group/process_group.h"
+#include "core/kernels/kernel_ops.h"
+#include "core/nn/parameter.h"
+#include "core/parallel/step_participant.h"
+#include "strategies/expert/all_to_all_dispatcher.h"
+
+namespace weft {
+
+class ExpertParticipant : public StepParticipant {
+ public:
+  // `replicas` (null or size 1: none) holds this rank's experts elsewhere in
+  // dp_shard; `ep_group` holds the other experts.
+  ExpertParticipant(std::vector<Parameter*> expert_params,
+                    std::vector<std::shared_ptr<AllToAllDispatcher>> dispatchers,
+                    std::shared_ptr<comm::ProcessGroup> ep_group,
+                    std::shared_ptr<comm::ProcessGroup> replicas, KernelOps* ops,
+                    KernelContext kernel)
+      : params_(std::move(expert_params)),
+        dispatchers_(std::move(dispatchers)),
+        ep_group_(std::move(ep_group)),
+        replicas_(std::move(replicas)),
+        ops_(ops),
+        kernel_(kernel) {}
+
+  absl::Status AfterAllGradients(const std::vector<OptimTarget>& targets) override;
+  absl::Status ReduceGradNormSq(Tensor& norm_sq) override;
+  // Since the last call: ep_a2a_payload_mb, this rank's all_to_all_v
+  // payload as the process group counted it (rows sent, its own block
+  // included; dispatch and combine, forward and backward); ep_a2a_bus_mb,
+  // what actually left the rank; ep_a2a_own_mb and ep_a2a_expert_mb, the
+  // dispatchers' split of the payload into rows of this rank's tokens and
+  // rows its experts computed (see AllToAllDispatcher).
+  void AppendStepMetrics(std::vector<std::pair<std::string, double>>* out) override;
+
+ private:
+  std::vector<Parameter*> params_;
+  std::vector<std::shared_ptr<AllToAllDispatcher>> dispatchers_;
+  int64_t last_own_ = 0, last_expert_ = 0;
+  std::shared_ptr<comm::ProcessGroup> ep_group_;
+  std::shared_ptr<comm::ProcessGroup> replicas_;
+  KernelOps* ops_;
+  KernelContext kernel_;
+  std::vector<Tensor> dense_grads_;  // replicated targets, counted once
+  comm::OpCounters last_;  // ep group all_to_all_v counters at the last report
+};
+
+}  // namespace weft
+
+#endif  // WEFT_STRATEGIES_EXPERT_EXPERT_PARTICIPANT_H_
