@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "core/kernels/kernel_ops.h"
@@ -33,6 +34,10 @@ struct RunContext {
   // of a context share the store.
   std::shared_ptr<ActivationStore> activations;
   int slot = 0;
+  // Set when this rank holds only chunks of each sequence (context
+  // parallelism): where its tokens sit globally, for position embeddings
+  // and causal masks. Unset: the tokens are the whole sequence, 0..T-1.
+  std::optional<TokenChunks> sequence;
 
   // The store, created on first use.
   ActivationStore& store();
