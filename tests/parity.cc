@@ -97,6 +97,9 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
   for (int64_t i = 0; i < steps && !options.use_run; ++i) {
     WEFT_ASSIGN_OR_RETURN(StepStats s, trainer->TrainStep());
     run.losses.push_back(s.loss);
+    run.comm_mb.push_back(s.comm_mb);
+    run.last_step_extra.clear();
+    for (const auto& [k, v] : s.extra) run.last_step_extra[k] = v;
   }
   if (options.save_at_end) {
     WEFT_RETURN_IF_ERROR(trainer->SaveCheckpoint());
@@ -131,6 +134,8 @@ void Write(const ParityRun& r, const std::string& path) {
   for (double l : r.losses) std::fprintf(f, "loss %a\n", l);
   for (const auto& [k, v] : r.memory) std::fprintf(f, "mem %s %a\n", k.c_str(), v);
   for (const auto& [k, v] : r.comm) std::fprintf(f, "comm %s %a\n", k.c_str(), v);
+  for (double v : r.comm_mb) std::fprintf(f, "comm_mb %a\n", v);
+  for (const auto& [k, v] : r.last_step_extra) std::fprintf(f, "extra %s %a\n", k.c_str(), v);
   for (const auto& [name, values] : r.params) {
     std::fprintf(f, "param %s %zu", name.c_str(), values.size());
     for (float v : values) std::fprintf(f, " %a", v);
@@ -151,6 +156,12 @@ absl::StatusOr<ParityRun> Read(const std::string& path) {
     if (kind == "loss") {
       ss >> num;
       r.losses.push_back(std::strtod(num.c_str(), nullptr));
+    } else if (kind == "comm_mb") {
+      ss >> num;
+      r.comm_mb.push_back(std::strtod(num.c_str(), nullptr));
+    } else if (kind == "extra") {
+      ss >> name >> num;
+      r.last_step_extra[name] = std::strtod(num.c_str(), nullptr);
     } else if (kind == "mem" || kind == "comm") {
       ss >> name >> num;
       (kind == "mem" ? r.memory : r.comm)[name] = std::strtod(num.c_str(), nullptr);

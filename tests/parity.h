@@ -20,6 +20,9 @@ struct ParityRun {
   std::map<std::string, std::vector<float>> optim;
   std::map<std::string, double> memory;  // per-category peak bytes on rank 0
   std::map<std::string, double> comm;    // bus bytes per op kind per step, rank 0
+  std::vector<double> comm_mb;           // the step metric comm_mb per step, rank 0
+  // Rank 0's strategy step metrics (StepStats::extra) of the last step.
+  std::map<std::string, double> last_step_extra;
 };
 
 // Parameters and optimizer state are reassembled from every rank's sharding
