@@ -77,15 +77,15 @@ TEST_P(ContextParallelParityTest, MatchesOneProcess) {
   }
   double loss_rdiff = 0;
   for (size_t i = 0; i < multi->losses.size(); ++i) {
-    loss_rdiff = std::max(loss_rdiff, std::fabs(multi->losses[i] - single->losses[i]) /
-                                          std::fabs(single->losses[i]));
+    loss_rdiff = std::max(
+        loss_rdiff, std::fabs(multi->losses[i] - single->losses[i]) / std::fabs(single->losses[i]));
   }
-  std::printf("%s: max loss rdiff %.2e, param diff %.2e; ring %.0f B/step per rank (formula "
-              "%.0f), comm_mb %.6f\n",
-              c.label.c_str(), loss_rdiff,
-              testing::MaxRelativeDifference(multi->params, single->params),
-              multi->last_step_extra.at("cp_ring_mb") * (1 << 20), ring,
-              multi->comm_mb.empty() ? 0.0 : multi->comm_mb.back());
+  std::printf(
+      "%s: max loss rdiff %.2e, param diff %.2e; ring %.0f B/step per rank (formula "
+      "%.0f), comm_mb %.6f\n",
+      c.label.c_str(), loss_rdiff, testing::MaxRelativeDifference(multi->params, single->params),
+      multi->last_step_extra.at("cp_ring_mb") * (1 << 20), ring,
+      multi->comm_mb.empty() ? 0.0 : multi->comm_mb.back());
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, ContextParallelParityTest,

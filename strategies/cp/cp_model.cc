@@ -26,12 +26,11 @@ ContextParallelModel::ContextParallelModel(std::unique_ptr<Model> inner, int cp_
 }
 
 absl::StatusOr<Tensor> ContextParallelModel::ForwardLoss(RunContext& ctx, const Tensor& inputs,
-                                                         const Tensor& targets,
-                                                         float dloss_scale) {
+                                                         const Tensor& targets, float dloss_scale) {
   if (inputs.ndim() != 2 || inputs.shape() != targets.shape()) {
-    return InvalidArgument("inputs " + ShapeString(inputs.shape()) + " and targets " +
-                               ShapeString(targets.shape()),
-                           "equal shapes (B, T)");
+    return InvalidArgument(
+        "inputs " + ShapeString(inputs.shape()) + " and targets " + ShapeString(targets.shape()),
+        "equal shapes (B, T)");
   }
   WEFT_ASSIGN_OR_RETURN(TokenChunks chunks, ZigzagChunks(rank_, size_, inputs.dim(1)));
   chunks_ = chunks;

@@ -43,8 +43,7 @@ absl::StatusOr<Tensor> RingAttention::Forward(RunContext& ctx, const Tensor& x) 
     return InvalidArgument("ring attention input " + ShapeString(x.shape()),
                            absl::StrCat("(B, T_local, ", c_, ")"));
   }
-  if (!ctx.sequence.has_value() || ctx.sequence->count != 2 ||
-      ctx.sequence->size() != x.dim(1)) {
+  if (!ctx.sequence.has_value() || ctx.sequence->count != 2 || ctx.sequence->size() != x.dim(1)) {
     return FailedPrecondition("ring attention without this rank's zigzag chunks",
                               "RunContext::sequence with 2 chunks covering the input",
                               "run the model through the cp strategy's root wrapper");
@@ -64,9 +63,10 @@ absl::StatusOr<Tensor> RingAttention::Forward(RunContext& ctx, const Tensor& x) 
       WEFT_ASSIGN_OR_RETURN(next, ctx.Empty(kv.shape(), kv.dtype()));
       inflight = ring_->Exchange(cur, next, kTagKvForward, ctx.stream);
     }
-    WEFT_RETURN_IF_ERROR(ctx.ops->AttentionBlockForward(
-        ctx.kernel(), out, lse, qkv, mine, cur, ZigzagOf(ring_->Source(s), ring_->size(), mine.chunk_len),
-        num_heads_, /*accumulate=*/s > 0));
+    WEFT_RETURN_IF_ERROR(
+        ctx.ops->AttentionBlockForward(ctx.kernel(), out, lse, qkv, mine, cur,
+                                       ZigzagOf(ring_->Source(s), ring_->size(), mine.chunk_len),
+                                       num_heads_, /*accumulate=*/s > 0));
     if (inflight) {
       WEFT_RETURN_IF_ERROR(Waited(inflight, "ring attention forward K/V exchange"));
       cur = next;
@@ -148,8 +148,8 @@ absl::StatusOr<int> SwapInRingAttention(Module& model, const std::shared_ptr<Rin
                           old->ReplaceChild("qkv", std::make_unique<Vacated>()));
     WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Module> proj,
                           old->ReplaceChild("proj", std::make_unique<Vacated>()));
-    auto ring_attention = std::make_unique<RingAttention>(
-        std::move(qkv), std::move(proj), old->channels(), old->num_heads(), ring);
+    auto ring_attention = std::make_unique<RingAttention>(std::move(qkv), std::move(proj),
+                                                          old->channels(), old->num_heads(), ring);
     absl::StatusOr<std::unique_ptr<Module>> replaced =
         parent->ReplaceChild(name, std::move(ring_attention));
     if (!replaced.ok()) return Annotate(replaced.status(), "swapping in ring attention");

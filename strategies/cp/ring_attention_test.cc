@@ -104,10 +104,10 @@ TEST_P(RingAttentionTest, MatchesFullAttention) {
         const int64_t want_forward = cp > 1 ? 2 * block * (cp - 1) : 0;
         const int64_t want_total = cp > 1 ? 2 * block * (3 * cp - 2) : 0;
         if (forward_bytes != want_forward || ring->bytes() != want_total) {
-          return absl::InternalError(
-              "ring bytes forward " + std::to_string(forward_bytes) + " (want " +
-              std::to_string(want_forward) + "), total " + std::to_string(ring->bytes()) +
-              " (want " + std::to_string(want_total) + ")");
+          return absl::InternalError("ring bytes forward " + std::to_string(forward_bytes) +
+                                     " (want " + std::to_string(want_forward) + "), total " +
+                                     std::to_string(ring->bytes()) + " (want " +
+                                     std::to_string(want_total) + ")");
         }
         return absl::OkStatus();
       });

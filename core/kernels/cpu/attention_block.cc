@@ -22,12 +22,11 @@ struct BlockDims {
 };
 
 absl::Status CheckChunks(const TokenChunks& ch, int64_t t, const char* what) {
-  if (ch.count < 1 || ch.count > TokenChunks::kMaxChunks || ch.chunk_len <= 0 ||
-      ch.size() != t) {
-    return InvalidArgument(absl::StrCat(what, " chunks: ", ch.count, " of ", ch.chunk_len,
-                                        " tokens for a block of ", t),
-                           absl::StrCat("1..", TokenChunks::kMaxChunks,
-                                        " equal chunks covering the block"));
+  if (ch.count < 1 || ch.count > TokenChunks::kMaxChunks || ch.chunk_len <= 0 || ch.size() != t) {
+    return InvalidArgument(
+        absl::StrCat(what, " chunks: ", ch.count, " of ", ch.chunk_len, " tokens for a block of ",
+                     t),
+        absl::StrCat("1..", TokenChunks::kMaxChunks, " equal chunks covering the block"));
   }
   return absl::OkStatus();
 }
@@ -42,16 +41,16 @@ absl::StatusOr<BlockDims> CheckBlock(const Tensor& q, const TokenChunks& qc, con
                            absl::StrCat("(B, Tq, ", c, ") or (B, Tq, ", 3 * c, ")"));
   }
   if (kv.ndim() != 3 || kv.dim(0) != q.dim(0) || (kv.dim(2) != 2 * c && kv.dim(2) != 3 * c)) {
-    return InvalidArgument("block attention kv has shape " + ShapeString(kv.shape()),
-                           absl::StrCat("(", q.dim(0), ", Tk, ", 2 * c, ") or (", q.dim(0),
-                                        ", Tk, ", 3 * c, ")"));
+    return InvalidArgument(
+        "block attention kv has shape " + ShapeString(kv.shape()),
+        absl::StrCat("(", q.dim(0), ", Tk, ", 2 * c, ") or (", q.dim(0), ", Tk, ", 3 * c, ")"));
   }
   if (num_heads <= 0 || c % num_heads != 0) {
     return InvalidArgument(absl::StrCat("num_heads=", num_heads, " with C=", c),
                            "a positive divisor of C");
   }
-  BlockDims d{q.dim(0), q.dim(1), kv.dim(1), c, num_heads, c / num_heads, q.dim(2), kv.dim(2),
-              0, 0};
+  BlockDims d{q.dim(0),      q.dim(1), kv.dim(1), c, num_heads,
+              c / num_heads, q.dim(2), kv.dim(2), 0, 0};
   d.k_col = d.kv_width == 3 * c ? c : 0;
   d.v_col = d.k_col + c;
   WEFT_RETURN_IF_ERROR(CheckChunks(qc, d.tq, "query"));
@@ -80,8 +79,7 @@ absl::Status CpuKernelOps::AttentionBlockForward(const KernelContext&, Tensor& o
     return InvalidArgument("block attention out has shape " + ShapeString(out.shape()),
                            "(B, Tq, C)");
   }
-  WEFT_ASSIGN_OR_RETURN(BlockDims d,
-                        CheckBlock(q, q_chunks, kv, kv_chunks, out.dim(2), num_heads));
+  WEFT_ASSIGN_OR_RETURN(BlockDims d, CheckBlock(q, q_chunks, kv, kv_chunks, out.dim(2), num_heads));
   WEFT_RETURN_IF_ERROR(CheckCpu(out, "block attention out"));
   WEFT_RETURN_IF_ERROR(CheckShape(out, "block attention out", {d.b, d.tq, d.c}));
   WEFT_RETURN_IF_ERROR(CheckShape(lse, "block attention lse", {d.b, d.nh, d.tq}));

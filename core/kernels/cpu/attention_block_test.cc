@@ -105,8 +105,8 @@ TEST_P(AttentionBlockTest, RingOfZigzagBlocksEqualsFullAttention) {
       const int src = (r - s + cp) % cp;
       const TokenChunks theirs = Zigzag(src, cp, len);
       Tensor kv = Columns(Gather(qkv, theirs), c, 3 * c);
-      ASSERT_TRUE(ops.AttentionBlockBackward(kCtx, dq, dkv[src], go, q, mine, kv, theirs, o, l, nh)
-                      .ok());
+      ASSERT_TRUE(
+          ops.AttentionBlockBackward(kCtx, dq, dkv[src], go, q, mine, kv, theirs, o, l, nh).ok());
     }
     ExpectNear(Values(Columns(dq, 0, c)), Values(Columns(Gather(dqkv, mine), 0, c)), 1e-4f,
                "dq of rank " + std::to_string(r));
