@@ -111,6 +111,9 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
       if (!added) it->second = std::max(it->second, value);
     }
     for (const auto& [k, v] : s.extra) run.metrics[k] += v / static_cast<double>(steps);
+    run.comm_mb.push_back(s.comm_mb);
+    run.last_step_extra.clear();
+    for (const auto& [k, v] : s.extra) run.last_step_extra[k] = v;
   }
   if (options.save_at_end) {
     WEFT_RETURN_IF_ERROR(trainer->SaveCheckpoint());
@@ -151,6 +154,8 @@ void Write(const ParityRun& r, const std::string& path) {
   for (const auto& [k, v] : r.comm) std::fprintf(f, "comm %s %a\n", k.c_str(), v);
   for (const auto& [k, v] : r.step_max) std::fprintf(f, "step_max %s %a\n", k.c_str(), v);
   for (const auto& [k, v] : r.metrics) std::fprintf(f, "metric %s %a\n", k.c_str(), v);
+  for (double v : r.comm_mb) std::fprintf(f, "comm_mb %a\n", v);
+  for (const auto& [k, v] : r.last_step_extra) std::fprintf(f, "extra %s %a\n", k.c_str(), v);
   for (const auto& [name, values] : r.params) {
     std::fprintf(f, "param %s %zu", name.c_str(), values.size());
     for (float v : values) std::fprintf(f, " %a", v);
@@ -171,6 +176,12 @@ absl::StatusOr<ParityRun> Read(const std::string& path) {
     if (kind == "loss") {
       ss >> num;
       r.losses.push_back(std::strtod(num.c_str(), nullptr));
+    } else if (kind == "comm_mb") {
+      ss >> num;
+      r.comm_mb.push_back(std::strtod(num.c_str(), nullptr));
+    } else if (kind == "extra") {
+      ss >> name >> num;
+      r.last_step_extra[name] = std::strtod(num.c_str(), nullptr);
     } else if (kind == "mem" || kind == "comm" || kind == "step_max" || kind == "metric") {
       ss >> name >> num;
       auto& m = kind == "mem"        ? r.memory

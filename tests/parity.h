@@ -27,6 +27,9 @@ struct ParityRun {
   std::map<std::string, double> step_max;  // each strategy step metric's maximum, rank 0
   // Rank 0's per-step extra metrics (StepStats::extra), averaged over steps.
   std::map<std::string, double> metrics;
+  std::vector<double> comm_mb;           // the step metric comm_mb per step, rank 0
+  // Rank 0's strategy step metrics (StepStats::extra) of the last step.
+  std::map<std::string, double> last_step_extra;
 };
 
 // Parameters and optimizer state are reassembled from every rank's sharding

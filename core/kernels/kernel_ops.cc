@@ -22,6 +22,24 @@ Registry& GetRegistry() {
 
 }  // namespace
 
+absl::Status KernelOps::AttentionBlockForward(const KernelContext& ctx, Tensor&, Tensor&,
+                                              const Tensor&, const TokenChunks&, const Tensor&,
+                                              const TokenChunks&, int, bool) {
+  return absl::UnimplementedError(absl::StrCat(
+      "blockwise attention (context parallelism) has no kernel on ", ctx.device.ToString(),
+      "; expected a device whose kernels implement AttentionBlockForward. Hint: run cp on CPU"));
+}
+
+absl::Status KernelOps::AttentionBlockBackward(const KernelContext& ctx, Tensor&, Tensor&,
+                                               const Tensor&, const Tensor&, const TokenChunks&,
+                                               const Tensor&, const TokenChunks&, const Tensor&,
+                                               const Tensor&, int) {
+  return absl::UnimplementedError(absl::StrCat(
+      "blockwise attention backward (context parallelism) has no kernel on ",
+      ctx.device.ToString(), "; expected a device whose kernels implement "
+      "AttentionBlockBackward. Hint: run cp on CPU"));
+}
+
 absl::StatusOr<GemmDims> CheckGemmArgs(const GemmArgs& g) {
   if (g.a.ndim() != 2 || g.b.ndim() != 2 || g.out.ndim() != 2) {
     return InvalidArgument("gemm operands must be 2-D", "a, b and out of rank 2",

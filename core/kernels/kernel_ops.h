@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "core/kernels/token_chunks.h"
 #include "core/tensor/device.h"
 #include "core/tensor/tensor.h"
 
@@ -149,6 +150,29 @@ class KernelOps {
   virtual absl::Status AttentionBackward(const KernelContext& ctx, Tensor& dqkv,
                                          const Tensor& dout, const Tensor& qkv, const Tensor& out,
                                          const Tensor& lse, int num_heads) = 0;
+
+  // One block of blockwise (ring) attention, for context parallelism.
+  // Queries are the first C columns of q (B, Tq, 3C or C); keys and values
+  // come from kv, either a packed qkv (B, Tk, 3C: k and v at columns C and
+  // 2C) or a K/V block (B, Tk, 2C: k then v). Key j is visible to query i
+  // when its global position (kv_chunks) is <= the query's (q_chunks). The
+  // block's result is merged into out (B, Tq, C) and lse (B, NH, Tq) by the
+  // online-softmax (log-sum-exp) rule; accumulate=false overwrites them
+  // instead. A row with no visible key so far has out 0 and lse -inf.
+  // Defaults return Unimplemented (a device without blockwise kernels).
+  virtual absl::Status AttentionBlockForward(const KernelContext& ctx, Tensor& out, Tensor& lse,
+                                             const Tensor& q, const TokenChunks& q_chunks,
+                                             const Tensor& kv, const TokenChunks& kv_chunks,
+                                             int num_heads, bool accumulate);
+  // The block's share of the gradient, given the MERGED out and lse of every
+  // block: dq (shaped like q; its first C columns) += and dkv (shaped like
+  // kv; its k and v columns) +=. Exact because softmax probabilities of a
+  // block are exp(score - lse) with the global lse.
+  virtual absl::Status AttentionBlockBackward(const KernelContext& ctx, Tensor& dq, Tensor& dkv,
+                                              const Tensor& dout, const Tensor& q,
+                                              const TokenChunks& q_chunks, const Tensor& kv,
+                                              const TokenChunks& kv_chunks, const Tensor& out,
+                                              const Tensor& lse, int num_heads);
 
   // out (B, T, C) = wte[tokens] + wpe[0..T). tokens i32 (B, T).
   virtual absl::Status EmbeddingForward(const KernelContext& ctx, Tensor& out,

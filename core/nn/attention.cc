@@ -21,6 +21,14 @@ absl::StatusOr<Tensor> CausalSelfAttention::Forward(RunContext& ctx, const Tenso
     return InvalidArgument("attention input " + ShapeString(x.shape()),
                            absl::StrCat("(B, T, ", c_, ")"));
   }
+  if (ctx.sequence.has_value() && !ctx.sequence->IsIdentity()) {
+    // Other ranks hold the rest of the sequence: attending to local tokens
+    // only would silently drop keys.
+    return FailedPrecondition(
+        "causal attention over a sequence split across ranks (context parallel chunks)",
+        "ring attention (the cp strategy swaps it in for every attention module)",
+        "apply --strategy=cp, or do not set RunContext::sequence");
+  }
   const int64_t b = x.dim(0), t = x.dim(1);
   WEFT_ASSIGN_OR_RETURN(Tensor qkv_out, child("qkv")->CallForward(ctx, x));  // (B, T, 3C)
   WEFT_ASSIGN_OR_RETURN(Tensor att, ctx.Empty({b, t, c_}, ctx.compute_dtype));

@@ -21,6 +21,7 @@ class CausalSelfAttention : public Module {
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
 
   int num_heads() const { return num_heads_; }
+  int64_t channels() const { return c_; }
 
  private:
   const int64_t c_;

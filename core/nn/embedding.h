@@ -1,4 +1,5 @@
-// TokenPositionEmbedding: out (B, T, C) = wte[tokens] + wpe[0..T).
+// TokenPositionEmbedding: out (B, T, C) = wte[tokens] + wpe[0..T), or
+// wpe at the global positions of ctx.sequence when the rank holds chunks.
 // The token table may be shared with an output head (weight tying): the
 // head reads wte() and accumulates into the same gradient.
 #ifndef WEFT_CORE_NN_EMBEDDING_H_
@@ -22,6 +23,12 @@ class TokenPositionEmbedding : public Module {
   Parameter* wpe() const { return wpe_; }
 
  private:
+  // Tokens at the global positions of ctx.sequence (context parallelism).
+  absl::StatusOr<Tensor> ForwardChunks(RunContext& ctx, const Tensor& tokens,
+                                       const TokenChunks& chunks);
+  absl::Status BackwardChunks(RunContext& ctx, const Tensor& dy, const Tensor& tokens,
+                              const TokenChunks& chunks);
+
   const int64_t max_positions_;
   Parameter* wte_;
   Parameter* wpe_;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "core/kernels/kernel_ops.h"
@@ -41,6 +42,10 @@ struct RunContext {
   // queue their weight-gradient GEMMs in the slot (ActivationStore::Defer)
   // instead of running them; the schedule's W runs them.
   bool defer_weight_grads = false;
+  // Set when this rank holds only chunks of each sequence (context
+  // parallelism): where its tokens sit globally, for position embeddings
+  // and causal masks. Unset: the tokens are the whole sequence, 0..T-1.
+  std::optional<TokenChunks> sequence;
 
   // The store, created on first use.
   ActivationStore& store();

@@ -39,6 +39,12 @@ struct ParallelState {
   // The step's order of forwards and backwards when a strategy owns it (a
   // pipeline); null leaves it to the trainer (--step_schedule).
   std::shared_ptr<const StepSchedule> step_schedule;
+  // Ranks that hold identical copies of what the optimizer updates, beyond
+  // the data-parallel replicas (the ranks of one cp group): exported pieces
+  // are numbered replica * replica_copies + replica_copy, so exactly one
+  // copy of each is replica 0 (the one checkpoints write).
+  int replica_copies = 1;
+  int replica_copy = 0;
   // Keeps communication objects alive for the job (process groups, mesh).
   std::vector<std::shared_ptr<void>> keep_alive;
 };

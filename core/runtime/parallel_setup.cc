@@ -27,7 +27,8 @@ absl::StatusOr<JobTopology> ResolveTopology(const std::optional<JobTopology>& in
   return t;
 }
 
-// --strategy, plus pp when --pp > 1 asks for pipeline ranks.
+// --strategy, plus pp when --pp > 1 asks for pipeline ranks and cp when
+// --cp > 1 asks for context-parallel ranks.
 absl::StatusOr<std::vector<std::string>> StrategyNames(const ParallelConfig& c) {
   WEFT_ASSIGN_OR_RETURN(std::vector<std::string> names, ParseStrategyList(c.strategy()));
   if (c.pp() > 1 && std::find(names.begin(), names.end(), "pp") == names.end()) {
@@ -41,6 +42,9 @@ absl::StatusOr<std::vector<std::string>> StrategyNames(const ParallelConfig& c) 
       return n == "dp" || n == "ddp" || n == "zero" || n == "fsdp";
     });
     if (!has_dp) names.push_back("ddp");
+  }
+  if (c.cp() > 1 && std::find(names.begin(), names.end(), "cp") == names.end()) {
+    names.insert(names.begin(), "cp");
   }
   return names;
 }

@@ -455,7 +455,11 @@ absl::StatusOr<std::vector<StatePiece>> Trainer::ExportState() const {
   if (parallel_->mesh != nullptr) {
     coords = parallel_->mesh->layout().Coordinates(parallel_->mesh->rank());
   }
-  return weft::ExportState(*optimizer_, coords);
+  WEFT_ASSIGN_OR_RETURN(std::vector<StatePiece> pieces, weft::ExportState(*optimizer_, coords));
+  for (StatePiece& p : pieces) {
+    p.info.replica = p.info.replica * parallel_->replica_copies + parallel_->replica_copy;
+  }
+  return pieces;
 }
 
 absl::Status Trainer::Run() {

@@ -16,6 +16,7 @@
 #include <initializer_list>
 
 #include "absl/status/status.h"
+#include "core/kernels/token_chunks.h"
 #include "core/tensor/dtype.h"
 
 namespace weft::cuda {
@@ -38,6 +39,25 @@ absl::Status LaunchAttentionBackward(void* dqkv, const void* dout, const void* q
                                      const void* out, const float* lse, DType dtype,
                                      int64_t batch, int64_t seq, int64_t num_heads,
                                      int64_t head_size, float* scratch, cudaStream_t stream);
+
+// Blockwise attention for ring attention (KernelOps::AttentionBlockForward):
+// q (B, Tq, q_width) with queries in its first C columns, kv (B, Tk,
+// kv_width) with k, v at columns C, 2C (kv_width 3C) or 0, C (2C); out
+// (B, Tq, C) and lse (B, NH, Tq) merged with the block (or overwritten
+// without accumulate). Warp-per-row kernels, f32 or bf16, HS <= 256.
+struct BlockAttentionArgs {
+  int64_t b, tq, tk, nh, hs, q_width, kv_width;
+  TokenChunks q_chunks, kv_chunks;
+};
+absl::Status LaunchAttentionBlockForward(void* out, float* lse, const void* q, const void* kv,
+                                         DType dtype, const BlockAttentionArgs& args,
+                                         bool accumulate, cudaStream_t stream);
+// dq (like q) += and dkv (like kv) +=, given the merged out and lse;
+// scratch holds B * NH * Tq floats.
+absl::Status LaunchAttentionBlockBackward(void* dq, void* dkv, const void* dout, const void* q,
+                                          const void* kv, const void* out, const float* lse,
+                                          DType dtype, const BlockAttentionArgs& args,
+                                          float* scratch, cudaStream_t stream);
 
 }  // namespace weft::cuda
 

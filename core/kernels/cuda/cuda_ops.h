@@ -41,6 +41,15 @@ class CudaKernelOps : public KernelOps {
   absl::Status AttentionBackward(const KernelContext& ctx, Tensor& dqkv, const Tensor& dout,
                                  const Tensor& qkv, const Tensor& out, const Tensor& lse,
                                  int num_heads) override;
+  absl::Status AttentionBlockForward(const KernelContext& ctx, Tensor& out, Tensor& lse,
+                                     const Tensor& q, const TokenChunks& q_chunks,
+                                     const Tensor& kv, const TokenChunks& kv_chunks,
+                                     int num_heads, bool accumulate) override;
+  absl::Status AttentionBlockBackward(const KernelContext& ctx, Tensor& dq, Tensor& dkv,
+                                      const Tensor& dout, const Tensor& q,
+                                      const TokenChunks& q_chunks, const Tensor& kv,
+                                      const TokenChunks& kv_chunks, const Tensor& out,
+                                      const Tensor& lse, int num_heads) override;
 
   absl::Status EmbeddingForward(const KernelContext& ctx, Tensor& out, const Tensor& tokens,
                                 const Tensor& wte, const Tensor& wpe) override;

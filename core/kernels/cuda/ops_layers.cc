@@ -1,5 +1,8 @@
 // CudaKernelOps: GEMM, layernorm, elementwise and attention ops. Each checks
 // operands, makes the device current, and enqueues on ctx.stream.
+#include <tuple>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
@@ -85,6 +88,40 @@ absl::StatusOr<QkvDims> CheckQkv(const KernelContext& ctx, const Tensor& qkv, in
                            "use more heads");
   }
   return d;
+}
+
+// q (B, Tq, C or 3C), kv (B, Tk, 2C or 3C) with C from out/dout.
+absl::StatusOr<BlockAttentionArgs> CheckBlock(const KernelContext& ctx, const Tensor& q,
+                                              const TokenChunks& qc, const Tensor& kv,
+                                              const TokenChunks& kc, int64_t c, int num_heads) {
+  WEFT_RETURN_IF_ERROR(CheckContext(ctx));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, q, "block attention q"));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, kv, "block attention kv"));
+  WEFT_RETURN_IF_ERROR(CheckSameDType(kv, "block attention kv", q, "block attention q"));
+  if (q.ndim() != 3 || (q.dim(2) != c && q.dim(2) != 3 * c)) {
+    return InvalidArgument("block attention q has shape " + ShapeString(q.shape()),
+                           absl::StrCat("(B, Tq, ", c, ") or (B, Tq, ", 3 * c, ")"));
+  }
+  if (kv.ndim() != 3 || kv.dim(0) != q.dim(0) || (kv.dim(2) != 2 * c && kv.dim(2) != 3 * c)) {
+    return InvalidArgument("block attention kv has shape " + ShapeString(kv.shape()),
+                           absl::StrCat("(B, Tk, ", 2 * c, ") or (B, Tk, ", 3 * c, ")"));
+  }
+  if (num_heads <= 0 || c % num_heads != 0 || c / num_heads > kMaxAttentionHeadSize) {
+    return InvalidArgument(absl::StrCat("num_heads=", num_heads, " with C=", c),
+                           absl::StrCat("a divisor of C giving head size <= ",
+                                        kMaxAttentionHeadSize));
+  }
+  for (const auto& [ch, t, what] : {std::tuple{qc, q.dim(1), "query"},
+                                    std::tuple{kc, kv.dim(1), "key"}}) {
+    if (ch.count < 1 || ch.count > TokenChunks::kMaxChunks || ch.chunk_len <= 0 ||
+        ch.size() != t) {
+      return InvalidArgument(absl::StrCat(what, " chunks: ", ch.count, " of ", ch.chunk_len,
+                                          " tokens for a block of ", t),
+                             "equal chunks covering the block");
+    }
+  }
+  return BlockAttentionArgs{q.dim(0), q.dim(1), kv.dim(1), num_heads, c / num_heads,
+                            q.dim(2),  kv.dim(2), qc,        kc};
 }
 
 }  // namespace
@@ -277,6 +314,60 @@ absl::Status CudaKernelOps::AttentionBackward(const KernelContext& ctx, Tensor& 
   return LaunchAttentionBackward(dqkv.raw_data(), dout.raw_data(), qkv.raw_data(),
                                  out.raw_data(), lse.data<float>(), qkv.dtype(), d.b, d.t, d.nh,
                                  d.hs, scratch.data<float>(), StreamOf(ctx));
+}
+
+absl::Status CudaKernelOps::AttentionBlockForward(const KernelContext& ctx, Tensor& out,
+                                                  Tensor& lse, const Tensor& q,
+                                                  const TokenChunks& q_chunks, const Tensor& kv,
+                                                  const TokenChunks& kv_chunks, int num_heads,
+                                                  bool accumulate) {
+  if (out.ndim() != 3) {
+    return InvalidArgument("block attention out has shape " + ShapeString(out.shape()),
+                           "(B, Tq, C)");
+  }
+  WEFT_ASSIGN_OR_RETURN(BlockAttentionArgs a,
+                        CheckBlock(ctx, q, q_chunks, kv, kv_chunks, out.dim(2), num_heads));
+  WEFT_RETURN_IF_ERROR(CheckFloat(ctx, out, "block attention out"));
+  WEFT_RETURN_IF_ERROR(CheckShape(out, "block attention out", {a.b, a.tq, a.nh * a.hs}));
+  WEFT_RETURN_IF_ERROR(CheckSameDType(out, "block attention out", q, "block attention q"));
+  WEFT_RETURN_IF_ERROR(CheckDType(ctx, lse, "block attention lse", DType::kF32));
+  WEFT_RETURN_IF_ERROR(CheckShape(lse, "block attention lse", {a.b, a.nh, a.tq}));
+  DeviceGuard guard(ctx.device.index);
+  return LaunchAttentionBlockForward(out.raw_data(), lse.data<float>(), q.raw_data(),
+                                     kv.raw_data(), q.dtype(), a, accumulate, StreamOf(ctx));
+}
+
+absl::Status CudaKernelOps::AttentionBlockBackward(const KernelContext& ctx, Tensor& dq,
+                                                   Tensor& dkv, const Tensor& dout,
+                                                   const Tensor& q, const TokenChunks& q_chunks,
+                                                   const Tensor& kv, const TokenChunks& kv_chunks,
+                                                   const Tensor& out, const Tensor& lse,
+                                                   int num_heads) {
+  if (dout.ndim() != 3) {
+    return InvalidArgument("block attention dout has shape " + ShapeString(dout.shape()),
+                           "(B, Tq, C)");
+  }
+  WEFT_ASSIGN_OR_RETURN(BlockAttentionArgs a,
+                        CheckBlock(ctx, q, q_chunks, kv, kv_chunks, dout.dim(2), num_heads));
+  const int64_t c = a.nh * a.hs;
+  for (const auto& [t, name] : {std::pair<const Tensor*, const char*>{&dout, "dout"},
+                                {&out, "out"}}) {
+    WEFT_RETURN_IF_ERROR(CheckFloat(ctx, *t, name));
+    WEFT_RETURN_IF_ERROR(CheckShape(*t, name, {a.b, a.tq, c}));
+    WEFT_RETURN_IF_ERROR(CheckSameDType(*t, name, q, "block attention q"));
+  }
+  WEFT_RETURN_IF_ERROR(CheckShape(dq, "block attention dq", {a.b, a.tq, a.q_width}));
+  WEFT_RETURN_IF_ERROR(CheckSameDType(dq, "block attention dq", q, "block attention q"));
+  WEFT_RETURN_IF_ERROR(CheckShape(dkv, "block attention dkv", {a.b, a.tk, a.kv_width}));
+  WEFT_RETURN_IF_ERROR(CheckSameDType(dkv, "block attention dkv", q, "block attention q"));
+  WEFT_RETURN_IF_ERROR(CheckDType(ctx, lse, "block attention lse", DType::kF32));
+  WEFT_RETURN_IF_ERROR(CheckShape(lse, "block attention lse", {a.b, a.nh, a.tq}));
+  DeviceGuard guard(ctx.device.index);
+  WEFT_ASSIGN_OR_RETURN(Tensor scratch, Scratch(ctx, 4 * a.b * a.nh * a.tq));
+  return LaunchAttentionBlockBackward(dq.raw_data(), dkv.raw_data(), dout.raw_data(),
+                                      q.raw_data(), kv.raw_data(), out.raw_data(),
+                                      lse.data<float>(), q.dtype(), a, scratch.data<float>(),
+                                      StreamOf(ctx));
 }
 
 }  // namespace weft::cuda

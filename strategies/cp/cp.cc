@@ -1,0 +1,80 @@
+#include "strategies/cp/cp.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "core/nn/dropout.h"
+#include "strategies/cp/cp_model.h"
+#include "strategies/cp/cp_participant.h"
+#include "strategies/cp/ring.h"
+#include "strategies/cp/ring_attention.h"
+
+namespace weft {
+namespace {
+
+absl::Status CheckNoDropout(Model& model) {
+  for (Module* m : model.Modules()) {
+    auto* d = dynamic_cast<Dropout*>(m);
+    if (d != nullptr && d->p() > 0) {
+      return InvalidArgument(
+          absl::StrCat("dropout p=", d->p(), " at '", d->name(), "' with context parallelism"),
+          "dropout 0 with --cp > 1",
+          "masks index the local chunks, not global positions; set dropout to 0");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ContextParallelStrategy::Validate(const StrategyOptionSet&,
+                                               const comm::MeshLayout* mesh) const {
+  if (mesh == nullptr) {
+    return InvalidArgument("--strategy=cp in a single process", "--cp=N > 1 ranks",
+                           "launch N ranks with --cp=N");
+  }
+  WEFT_ASSIGN_OR_RETURN(int cp, mesh->AxisSize("cp"));
+  if (cp < 1) return InvalidArgument(absl::StrCat("--cp=", cp), "cp >= 1");
+  return absl::OkStatus();
+}
+
+absl::Status ContextParallelStrategy::Apply(StrategyContext& ctx) {
+  if (ctx.mesh == nullptr) {
+    return InvalidArgument("--strategy=cp without a device mesh", "a multi-rank job with --cp");
+  }
+  WEFT_RETURN_IF_ERROR(CheckNoDropout(ctx.model()));
+  WEFT_ASSIGN_OR_RETURN(int rank, ctx.mesh->Coordinate("cp"));
+  WEFT_ASSIGN_OR_RETURN(int size, ctx.mesh->AxisSize("cp"));
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> group, ctx.mesh->Group("cp"));
+  WEFT_ASSIGN_OR_RETURN(std::vector<int> ranks, ctx.mesh->GroupRanks("cp"));
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> ring_group,
+                        ctx.mesh->NewGroup(ranks, "cp_ring"));
+  auto ring = std::make_shared<cp::Ring>(ring_group);
+  WEFT_ASSIGN_OR_RETURN(int swapped, cp::SwapInRingAttention(ctx.model(), ring));
+  if (swapped == 0) {
+    return FailedPrecondition(
+        absl::StrCat("model ", ctx.model().Summary(), " has no CausalSelfAttention"),
+        "a model whose attention layers ring attention can replace",
+        "context parallelism only splits sequences through attention");
+  }
+  *ctx.model_slot =
+      std::make_unique<cp::ContextParallelModel>(std::move(*ctx.model_slot), rank, size);
+  ctx.state->participants.push_back(
+      std::make_unique<cp::CpParticipant>(group, ring, ctx.run->stream));
+  ctx.state->keep_alive.push_back(ring_group);
+  // Each cp rank's loss covers its chunks: sums for logging span cp too.
+  auto dp_sum = ctx.state->dp_sum;
+  ctx.state->dp_sum = [dp_sum, group](Tensor& t, NativeStream stream) -> absl::Status {
+    if (dp_sum) WEFT_RETURN_IF_ERROR(dp_sum(t, stream));
+    return group->AllReduce(t, {.op = comm::ReduceOp::kSum, .stream = stream})->Wait();
+  };
+  // The cp ranks hold identical state: one of them is the exported replica 0.
+  ctx.state->replica_copies *= size;
+  ctx.state->replica_copy = ctx.state->replica_copy * size + rank;
+  return absl::OkStatus();
+}
+
+}  // namespace weft

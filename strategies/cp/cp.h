@@ -1,0 +1,39 @@
+// cp: context parallelism as a strategy plugin (--cp=N, or --strategy=cp).
+//
+// Splits every sequence over the N ranks of the mesh's cp axis in zigzag
+// chunks (zigzag.h), swaps each CausalSelfAttention for RingAttention
+// (ring_attention.h) and wraps the root in ContextParallelModel
+// (cp_model.h). Loss and gradients stay exact:
+// - each rank's loss sums its own targets, scaled by the whole sequence's
+//   count, so losses sum over cp (and dp) to the one-process loss;
+// - every parameter is replicated over cp; its gradients are summed over
+//   the cp group after the data-parallel reduction (cp_participant.h), so
+//   each cp rank applies the same update, and gradient norms count each
+//   parameter once.
+// Composes with ddp, zero and fsdp on the dp axes. Requires seq_len
+// divisible by 2 x cp and dropout 0 (masks are drawn per local element).
+// Depends only on comm/ and core/.
+#ifndef WEFT_STRATEGIES_CP_CP_H_
+#define WEFT_STRATEGIES_CP_CP_H_
+
+#include <memory>
+
+#include "core/parallel/strategy.h"
+
+namespace weft {
+
+class ContextParallelStrategy : public Strategy {
+ public:
+  static std::unique_ptr<Strategy> Create() { return std::make_unique<ContextParallelStrategy>(); }
+
+  std::string Name() const override { return "cp"; }
+  StrategyPhase Phase() const override { return StrategyPhase::kTensorParallel; }
+  std::vector<std::string> RequiredAxes() const override { return {"cp"}; }
+  absl::Status Validate(const StrategyOptionSet& options,
+                        const comm::MeshLayout* mesh) const override;
+  absl::Status Apply(StrategyContext& ctx) override;
+};
+
+}  // namespace weft
+
+#endif  // WEFT_STRATEGIES_CP_CP_H_

@@ -1,0 +1,74 @@
+#include "strategies/cp/cp_model.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "strategies/cp/zigzag.h"
+
+namespace weft::cp {
+
+class ContextParallelModel::SequenceScope {
+ public:
+  SequenceScope(RunContext& ctx, const TokenChunks& chunks) : ctx_(ctx), saved_(ctx.sequence) {
+    ctx_.sequence = chunks;
+  }
+  ~SequenceScope() { ctx_.sequence = saved_; }
+
+ private:
+  RunContext& ctx_;
+  std::optional<TokenChunks> saved_;
+};
+
+ContextParallelModel::ContextParallelModel(std::unique_ptr<Model> inner, int cp_rank, int cp_size)
+    : Model("ContextParallel"), inner_(inner.get()), rank_(cp_rank), size_(cp_size) {
+  // The inner model keeps its parameter names: it sits under an empty name.
+  RegisterModule("", std::move(inner));
+}
+
+absl::StatusOr<Tensor> ContextParallelModel::ForwardLoss(RunContext& ctx, const Tensor& inputs,
+                                                         const Tensor& targets, float dloss_scale) {
+  if (inputs.ndim() != 2 || inputs.shape() != targets.shape()) {
+    return InvalidArgument(
+        "inputs " + ShapeString(inputs.shape()) + " and targets " + ShapeString(targets.shape()),
+        "equal shapes (B, T)");
+  }
+  WEFT_ASSIGN_OR_RETURN(TokenChunks chunks, ZigzagChunks(rank_, size_, inputs.dim(1)));
+  chunks_ = chunks;
+  WEFT_ASSIGN_OR_RETURN(Tensor local_inputs, TakeChunks(ctx, inputs, chunks));
+  WEFT_ASSIGN_OR_RETURN(Tensor local_targets, TakeChunks(ctx, targets, chunks));
+  SequenceScope scope(ctx, chunks);
+  Tensor losses;
+  WEFT_RETURN_IF_ERROR(RunHooked(ctx, /*backward=*/false, [&]() -> absl::Status {
+    WEFT_ASSIGN_OR_RETURN(losses,
+                          inner_->ForwardLoss(ctx, local_inputs, local_targets, dloss_scale));
+    return absl::OkStatus();
+  }));
+  return losses;
+}
+
+absl::Status ContextParallelModel::BackwardFromLoss(RunContext& ctx) {
+  if (!chunks_.has_value()) {
+    return FailedPrecondition("context-parallel backward before any forward",
+                              "ForwardLoss in training mode first");
+  }
+  SequenceScope scope(ctx, *chunks_);
+  return RunHooked(ctx, /*backward=*/true, [&] { return inner_->BackwardFromLoss(ctx); });
+}
+
+absl::StatusOr<Tensor> ContextParallelModel::Forward(RunContext&, const Tensor&) {
+  return absl::UnimplementedError(
+      "a context-parallel model holds chunks of each sequence on different ranks, so it "
+      "offers no whole-sequence predictions; expected ForwardLoss. Hint: run inference "
+      "without --cp");
+}
+
+absl::StatusOr<Tensor> ContextParallelModel::Backward(RunContext&, const Tensor&) {
+  return absl::UnimplementedError(
+      "a context-parallel model has no prediction backward; expected BackwardFromLoss");
+}
+
+std::string ContextParallelModel::Summary() const {
+  return absl::StrCat(inner_->Summary(), " | cp ", size_, " (zigzag, ring attention)");
+}
+
+}  // namespace weft::cp

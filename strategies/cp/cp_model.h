@@ -1,0 +1,50 @@
+// ContextParallelModel: the root wrapper cp installs. Every rank of a cp
+// group loads the same samples (the data-parallel rank leaves out the cp
+// coordinate); the wrapper keeps this rank's zigzag chunks of inputs and
+// targets and runs the model on them with RunContext::sequence set, so
+// position embeddings and ring attention see global positions. Losses are
+// per local target; scaled by the whole sequence's target count, they sum
+// over the cp group to the unsplit loss (cp.h).
+#ifndef WEFT_STRATEGIES_CP_CP_MODEL_H_
+#define WEFT_STRATEGIES_CP_CP_MODEL_H_
+
+#include <memory>
+#include <optional>
+
+#include "core/nn/model.h"
+
+namespace weft::cp {
+
+class ContextParallelModel : public Model {
+ public:
+  ContextParallelModel(std::unique_ptr<Model> inner, int cp_rank, int cp_size);
+
+  // inputs, targets: (B, T) whole sequences; T divisible by 2 x cp.
+  absl::StatusOr<Tensor> ForwardLoss(RunContext& ctx, const Tensor& inputs, const Tensor& targets,
+                                     float dloss_scale) override;
+  absl::Status BackwardFromLoss(RunContext& ctx) override;
+  // Predictions would be chunks scattered over ranks: only the loss
+  // interface is offered.
+  absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& inputs) override;
+  absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dprediction) override;
+
+  double TrainingFlopsPerTarget() const override { return inner_->TrainingFlopsPerTarget(); }
+  // Of the whole sequence: the trainer scales the loss by it.
+  int64_t TargetsPerSample(const Tensor& t) const override { return inner_->TargetsPerSample(t); }
+  absl::StatusOr<std::unique_ptr<Model>> CloneArchitecture() const override {
+    return inner_->CloneArchitecture();
+  }
+  std::string Summary() const override;
+
+ private:
+  // Sets ctx.sequence for the duration of one call.
+  class SequenceScope;
+
+  Model* inner_;  // owned as this module's unnamed child
+  const int rank_, size_;
+  std::optional<TokenChunks> chunks_;  // of the last forward's sequence length
+};
+
+}  // namespace weft::cp
+
+#endif  // WEFT_STRATEGIES_CP_CP_MODEL_H_

@@ -1,0 +1,35 @@
+// CpParticipant: the cp strategy's part in the step. Every parameter is
+// replicated over the cp ranks, and each rank's gradient covers only the
+// targets of its chunks: once all gradients are final (and, under fsdp or
+// zero, reduced to this rank's shards) they are summed over the cp group.
+// Also reports the ring's traffic per step (cp_ring_mb).
+#ifndef WEFT_STRATEGIES_CP_CP_PARTICIPANT_H_
+#define WEFT_STRATEGIES_CP_CP_PARTICIPANT_H_
+
+#include <memory>
+
+#include "comm/process_group/process_group.h"
+#include "core/parallel/step_participant.h"
+#include "strategies/cp/ring.h"
+
+namespace weft::cp {
+
+class CpParticipant : public StepParticipant {
+ public:
+  CpParticipant(std::shared_ptr<comm::ProcessGroup> cp_group, std::shared_ptr<Ring> ring,
+                NativeStream stream)
+      : group_(std::move(cp_group)), ring_(std::move(ring)), stream_(stream) {}
+
+  absl::Status AfterAllGradients(const std::vector<OptimTarget>& targets) override;
+  void AppendStepMetrics(std::vector<std::pair<std::string, double>>* out) override;
+
+ private:
+  std::shared_ptr<comm::ProcessGroup> group_;
+  std::shared_ptr<Ring> ring_;
+  NativeStream stream_;
+  int64_t ring_bytes_reported_ = 0;
+};
+
+}  // namespace weft::cp
+
+#endif  // WEFT_STRATEGIES_CP_CP_PARTICIPANT_H_

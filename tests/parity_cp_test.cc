@@ -1,0 +1,122 @@
+// Context parallelism vs one process: the same loss at every step and the
+// same parameters and optimizer state after 20 steps at seq_len 256, for
+// cp=2, cp=4, cp2 x fsdp2 and cp2 x ddp2. The ring's traffic per step, counted by its
+// process group, must equal the K/V ring formula, and the step's comm_mb
+// must be the ring plus the gradient all-reduce plus the loss sum.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/parity.h"
+#include "tests/tiny_gpt.h"
+
+namespace weft {
+namespace {
+
+// As the dp tests: only f32 summation order differs (the log-sum-exp merge
+// of blocks, gradients summed over ranks).
+constexpr double kLossRtol = 1e-4;
+constexpr double kParamTol = 1e-3;
+constexpr int kSeqLen = 256;
+
+GptJob CpJob() {
+  GptJob job = testing::TinyGptJob(testing::WriteCorpus(std::getenv("TEST_TMPDIR")));
+  job.mutable_train()->set_steps(20);
+  job.mutable_train()->set_seq_len(kSeqLen);
+  // 20 steps x 2 samples stay within the corpus's first epoch at this
+  // length: data-parallel samplers split an epoch's tail unlike one process.
+  job.mutable_train()->set_global_batch(2);
+  job.mutable_train()->set_micro_batch(1);  // 2 accumulation steps (1 with dp2)
+  job.mutable_model()->set_max_seq_len(kSeqLen);
+  return job;
+}
+
+struct CpCase {
+  std::string label;
+  int cp;
+  int dp_shard = 1;
+  std::string dp_strategy;  // "" or a data-parallel strategy over dp_shard ranks
+};
+
+class ContextParallelParityTest : public ::testing::TestWithParam<CpCase> {};
+
+TEST_P(ContextParallelParityTest, MatchesOneProcess) {
+  const CpCase& c = GetParam();
+  GptJob job = CpJob();
+  auto single = testing::RunSingleProcess(job);
+  ASSERT_TRUE(single.ok()) << single.status();
+  ParallelConfig* p = job.mutable_train()->mutable_parallel();
+  p->set_cp(c.cp);
+  p->set_dp_shard(c.dp_shard);
+  p->set_strategy(c.dp_strategy);
+  auto multi = testing::RunMultiProcess(job, c.cp * c.dp_shard);
+  ASSERT_TRUE(multi.ok()) << multi.status();
+  testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, c.label);
+
+  // Ring volume per rank and step: every layer and micro-batch sends and
+  // receives (cp - 1) K/V blocks forward, (cp - 1) K/V blocks plus cp dK/dV
+  // blocks backward; a block is (micro_batch, seq_len / cp, 2 d_model) f32.
+  const TrainConfig& t = job.train();
+  const int64_t micro_batches = t.global_batch() / (t.micro_batch() * c.dp_shard);
+  const double block = 4.0 * t.micro_batch() * (kSeqLen / c.cp) * 2 * job.model().d_model();
+  const double ring = job.model().n_layer() * micro_batches * 2 * block * (3 * c.cp - 2);
+  ASSERT_TRUE(multi->last_step_extra.count("cp_ring_mb")) << c.label;
+  EXPECT_DOUBLE_EQ(multi->last_step_extra.at("cp_ring_mb") * (1 << 20), ring) << c.label;
+  if (c.dp_strategy.empty()) {
+    // Everything else a cp-only step moves: one all-reduce of every
+    // gradient over cp, and the loss (one f32) summed over cp.
+    double param_bytes = 0;
+    for (const auto& [name, v] : multi->params) param_bytes += 4.0 * v.size();
+    const double clip_norm = t.optim().grad_clip() > 0 ? 4.0 : 0.0;
+    for (size_t s = 0; s < multi->comm_mb.size(); ++s) {
+      EXPECT_DOUBLE_EQ(multi->comm_mb[s] * (1 << 20), ring + param_bytes + 4.0 + clip_norm)
+          << c.label << " step " << s + 1;
+    }
+  }
+  double loss_rdiff = 0;
+  for (size_t i = 0; i < multi->losses.size(); ++i) {
+    loss_rdiff = std::max(
+        loss_rdiff, std::fabs(multi->losses[i] - single->losses[i]) / std::fabs(single->losses[i]));
+  }
+  std::printf(
+      "%s: max loss rdiff %.2e, param diff %.2e; ring %.0f B/step per rank (formula "
+      "%.0f), comm_mb %.6f\n",
+      c.label.c_str(), loss_rdiff, testing::MaxRelativeDifference(multi->params, single->params),
+      multi->last_step_extra.at("cp_ring_mb") * (1 << 20), ring,
+      multi->comm_mb.empty() ? 0.0 : multi->comm_mb.back());
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, ContextParallelParityTest,
+                         ::testing::Values(CpCase{"cp2", 2}, CpCase{"cp4", 4},
+                                           CpCase{"cp2_fsdp2", 2, 2, "fsdp"},
+                                           CpCase{"cp2_ddp2", 2, 2, "ddp"}),
+                         [](const ::testing::TestParamInfo<CpCase>& i) { return i.param.label; });
+
+TEST(ContextParallelErrorsTest, SeqLenNotDivisibleByTwiceCp) {
+  GptJob job = CpJob();
+  job.mutable_train()->set_seq_len(250);
+  job.mutable_train()->set_steps(1);
+  job.mutable_train()->mutable_parallel()->set_cp(2);
+  auto run = testing::RunMultiProcess(job, 2);
+  ASSERT_FALSE(run.ok());
+  const std::string m(run.status().message());
+  EXPECT_NE(m.find("seq_len=250 with --cp=2"), std::string::npos) << m;
+  EXPECT_NE(m.find("divisible by 2 x cp = 4"), std::string::npos) << m;
+  EXPECT_NE(m.find("--seq_len=248 or 252"), std::string::npos) << m;
+}
+
+TEST(ContextParallelErrorsTest, DropoutIsRefused) {
+  GptJob job = CpJob();
+  job.mutable_train()->set_steps(1);
+  job.mutable_model()->set_dropout(0.1f);
+  job.mutable_train()->mutable_parallel()->set_cp(2);
+  auto run = testing::RunMultiProcess(job, 2);
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.status().message().find("dropout 0 with --cp > 1"), std::string::npos)
+      << run.status();
+}
+
+}  // namespace
+}  // namespace weft
