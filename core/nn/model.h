@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/nn/module.h"
+#include "core/nn/parallel_plan.h"
 #include "core/nn/stage.h"
 
 namespace weft {
@@ -41,6 +42,10 @@ class Model : public Module {
   // A new model of the same architecture and configuration, with
   // unmaterialized parameters (replicas for single-process data parallel).
   virtual absl::StatusOr<std::unique_ptr<Model>> CloneArchitecture() const = 0;
+
+  // How the model splits over tensor-parallel ranks (parallel_plan.h);
+  // empty: the model has no plan and cannot use tp.
+  virtual TensorParallelPlan ParallelPlan() const { return {}; }
 
   // One line for logs, e.g. "GPT 12L 12H 768d vocab 50257".
   virtual std::string Summary() const { return type_name(); }

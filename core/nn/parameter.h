@@ -85,6 +85,12 @@ class Parameter {
   // and save it as a replica. Their gradients are summed by the strategy.
   int copy_index() const { return copy_index_; }
   void set_copy_index(int k) { copy_index_ = k; }
+  // Identical replicas across model-parallel ranks (a LayerNorm weight on
+  // every tensor-parallel rank): 0 on one of them, k > 0 on the others,
+  // which save it as a replica. Unlike copy_index, every holder has the
+  // complete gradient, so each counts it in its own gradient norm.
+  int mp_replica() const { return mp_replica_; }
+  void set_mp_replica(int k) { mp_replica_ = k; }
 
   Tensor value;  // what Forward reads (compute dtype); may be a view or a shard
   Tensor grad;   // accumulated by Backward (grad dtype)
@@ -101,6 +107,7 @@ class Parameter {
   bool shared_ = false;
   bool held_ = true;
   int copy_index_ = 0;
+  int mp_replica_ = 0;
 };
 
 // Fills elements [offset, offset + out.numel()) of `param`'s flattened
