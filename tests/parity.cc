@@ -1,8 +1,10 @@
 #include "tests/parity.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -91,6 +93,21 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, MakeGptTrainer(job, topology));
   WEFT_ASSIGN_OR_RETURN(auto groups, MeshGroups(trainer->parallel()));
   for (auto& g : groups) g->ResetStats();
+  // The tensor-parallel group's traffic is counted apart ("tp_all_reduce").
+  std::shared_ptr<comm::ProcessGroup> tp_group;
+  ParallelState& state = trainer->parallel();
+  if (state.mesh != nullptr && state.mesh->AxisSize("tp").value_or(1) > 1) {
+    WEFT_ASSIGN_OR_RETURN(tp_group, state.mesh->Group("tp"));
+    tp_group->ResetStats();
+  }
+  // Activations held at the end of a forward (one micro-batch's worth).
+  auto activation_peak = std::make_shared<double>(0);
+  trainer->model().AddHook(Module::HookPoint::kPostForward,
+                           [activation_peak](Module&, RunContext& ctx) -> absl::Status {
+                             *activation_peak = std::max(
+                                 *activation_peak, static_cast<double>(ctx.store().TotalBytes()));
+                             return absl::OkStatus();
+                           });
   ParityRun run;
   const int64_t steps = options.steps >= 0 ? options.steps : job.train().steps() - trainer->step();
   if (options.use_run) WEFT_RETURN_IF_ERROR(trainer->Run());
@@ -110,6 +127,18 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
           stats.by_op[k].bus_bytes / static_cast<double>(std::max<int64_t>(1, steps));
     }
   }
+  if (tp_group != nullptr) {
+    const comm::CommStats stats = tp_group->stats();
+    for (int k = 0; k < comm::kNumOpKinds; ++k) {
+      if (stats.by_op[k].calls == 0) continue;
+      const std::string kind(comm::OpKindName(static_cast<comm::OpKind>(k)));
+      const double per_step = 1.0 / static_cast<double>(std::max<int64_t>(1, steps));
+      run.comm["tp_" + kind] += stats.by_op[k].bus_bytes * per_step;
+      run.comm["tp_" + kind + "_payload"] += stats.by_op[k].payload_bytes * per_step;
+      run.comm["tp_" + kind + "_calls"] += stats.by_op[k].calls * per_step;
+    }
+  }
+  run.memory["activations"] = *activation_peak;
   const Trainer::MemoryStats mem = trainer->ModelMemory();
   run.memory["params"] = static_cast<double>(mem.params.peak_allocated_bytes);
   run.memory["grads"] = static_cast<double>(mem.grads.peak_allocated_bytes);
