@@ -138,3 +138,79 @@ TEST(TpParityTest, DropoutMasksAreSlicesOfOneProcess) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// Bytes of f32 parameters per rank: tp splits the embedding table, q/k/v,
+// both projections' weights and fc; the rest (positions, norms, the row
+// layers' biases) is replicated.
+bool SplitByTp(const std::string& name) {
+  auto ends_with = [&name](const std::string& s) {
+    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+  };
+  return name == "embed.wte" || name.find(".attn.qkv.") != std::string::npos ||
+         name.find(".mlp.fc.") != std::string::npos || ends_with(".attn.proj.weight") ||
+         ends_with(".mlp.proj.weight") || name == "lm_head.weight";
+}
+
+// Activation bytes one micro-batch holds after its forward (f32; tokens
+// i32), from what each layer saves for backward:
+//   per block   tp:  ln inputs 2BTC + ln stats 4BT + column inputs 2BTC
+//                    + [qkv 3BTC + attention out BTC + fc pre-activation
+//                    4BTC + gelu out 4BTC + logsumexp BHT] / tp
+//               sp:  the ln inputs and stats shrink by tp; the column
+//                    inputs are gathered whole (saved for the weight
+//                    gradient, so backward needs no second all-gather)
+//   embedding tokens BT; ln_f input BTC + stats 2BT (/tp under sp); head
+//   input BTC; logits (their gradient) BT x Vp / tp.
+double ActivationBytes(const GptJob& job, int64_t padded_vocab, int tp, bool sp) {
+  const double b = job.train().micro_batch(), t = job.train().seq_len();
+  const double c = job.model().d_model(), h = job.model().n_head(), l = job.model().n_layer();
+  const double n = tp, shard = sp ? n : 1;
+  const double block = (2 * b * t * c + 4 * b * t) / shard + 2 * b * t * c +
+                       (12 * b * t * c + b * h * t) / n;
+  const double rest = b * t + (b * t * c + 2 * b * t) / shard + b * t * c + b * t * padded_vocab / n;
+  return 4 * (l * block + rest);
+}
+
+TEST(TpMemoryTest, ParametersAndActivationsPerRankMatchFormulas) {
+  GptJob job = Job();
+  job.mutable_train()->set_steps(2);
+  job.mutable_model()->set_n_layer(4);
+  auto single = testing::RunSingleProcess(job);
+  ASSERT_TRUE(single.ok()) << single.status();
+  double split = 0, replicated = 0;
+  for (const auto& [name, v] : single->params) (SplitByTp(name) ? split : replicated) += v.size();
+  const int64_t padded_vocab = static_cast<int64_t>(single->params.at("embed.wte").size()) /
+                               job.model().d_model();
+  std::printf("Per-rank memory, GPT %d layers d=%d heads=%d, B=%d T=%d, Vp=%lld (f32 bytes)\n",
+              job.model().n_layer(), job.model().d_model(), job.model().n_head(),
+              static_cast<int>(job.train().micro_batch()), static_cast<int>(job.train().seq_len()),
+              static_cast<long long>(padded_vocab));
+  std::printf("%-8s %12s %12s %14s %14s\n", "run", "params", "formula", "activations",
+              "formula");
+  struct Case {
+    const char* name;
+    const char* strategy;
+    int tp;
+    bool sp;
+  };
+  for (const Case& k : {Case{"tp=1", "", 1, false}, Case{"tp=2", "tp", 2, false},
+                        Case{"tp=4", "tp", 4, false}, Case{"tp=2+sp", "sp", 2, true},
+                        Case{"tp=4+sp", "sp", 4, true}}) {
+    absl::StatusOr<testing::ParityRun> run =
+        k.tp == 1 ? single : testing::RunMultiProcess(WithStrategy(job, k.strategy, k.tp), k.tp);
+    ASSERT_TRUE(run.ok()) << run.status();
+    const double params = 4 * (replicated + split / k.tp);
+    const double acts = ActivationBytes(job, padded_vocab, k.tp, k.sp);
+    std::printf("%-8s %12.0f %12.0f %14.0f %14.0f\n", k.name, run->memory.at("params"), params,
+                run->memory.at("activations"), acts);
+    EXPECT_EQ(run->memory.at("params"), params) << k.name;
+    EXPECT_EQ(run->memory.at("grads"), params) << k.name;
+    EXPECT_EQ(run->memory.at("activations"), acts) << k.name;
+  }
+}
+
+}  // namespace
+}  // namespace weft
