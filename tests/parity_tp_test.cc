@@ -3,6 +3,8 @@
 // optimizer state after 20 steps, alone and composed with fsdp and ddp on
 // the mesh, with dropout, plus the tp group's traffic per step against the
 // Megatron formulas.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "gtest/gtest.h"
@@ -15,6 +17,20 @@ namespace {
 // As for ddp: only the f32 summation order differs (split GEMMs, all-reduces).
 constexpr double kLossRtol = 1e-4;
 constexpr double kParamTol = 1e-3;
+
+// Prints how close a run came (for the notes), then checks it.
+void Check(const testing::ParityRun& single, const testing::ParityRun& run,
+           const std::string& label) {
+  double worst_loss = 0;
+  for (size_t i = 0; i < run.losses.size() && i < single.losses.size(); ++i) {
+    worst_loss = std::max(worst_loss, std::fabs(run.losses[i] - single.losses[i]) /
+                                          std::fabs(single.losses[i]));
+  }
+  std::printf("%s: %zu steps, loss %.4f -> %.4f, max loss rel diff %.2e, max param diff %.2e\n",
+              label.c_str(), run.losses.size(), run.losses.front(), run.losses.back(), worst_loss,
+              testing::MaxRelativeDifference(run.params, single.params));
+  testing::ExpectParity(single, run, kLossRtol, kParamTol, label);
+}
 
 GptJob Job() {
   GptJob job = testing::TinyGptJob(testing::WriteCorpus(std::getenv("TEST_TMPDIR")));
@@ -81,7 +97,7 @@ TEST(TpParityTest, Tp2AndTp4MatchOneProcess) {
     GptJob j = WithStrategy(job, "tp", tp);
     auto multi = testing::RunMultiProcess(j, tp);
     ASSERT_TRUE(multi.ok()) << multi.status();
-    testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, "tp " + std::to_string(tp));
+    Check(*single, *multi, "tp " + std::to_string(tp));
     ExpectTpTraffic(*multi, j, tp, /*sp=*/false, /*micro_batches=*/1);
     std::printf("tp=%d: tp all_reduce %.0f bus bytes/step (%.0f calls)\n", tp,
                 multi->comm["tp_all_reduce"], multi->comm["tp_all_reduce_calls"]);
@@ -95,7 +111,7 @@ TEST(TpParityTest, SequenceParallelMatchesOneProcess) {
   GptJob j = WithStrategy(job, "sp", 2);
   auto multi = testing::RunMultiProcess(j, 2);
   ASSERT_TRUE(multi.ok()) << multi.status();
-  testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, "tp 2 + sp");
+  Check(*single, *multi, "tp 2 + sp");
   ExpectTpTraffic(*multi, j, 2, /*sp=*/true, /*micro_batches=*/1);
 }
 
@@ -107,7 +123,7 @@ TEST(TpParityTest, Tp2TimesFsdp2MatchesOneProcess) {
   j.mutable_train()->set_micro_batch(4);  // 2 data-parallel ranks x 4
   auto multi = testing::RunMultiProcess(j, 4);
   ASSERT_TRUE(multi.ok()) << multi.status();
-  testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, "tp 2 x fsdp 2");
+  Check(*single, *multi, "tp 2 x fsdp 2");
   ExpectTpTraffic(*multi, j, 2, /*sp=*/false, /*micro_batches=*/1);
 }
 
@@ -119,7 +135,7 @@ TEST(TpParityTest, SpTimesDdp2MatchesOneProcess) {
   j.mutable_train()->set_micro_batch(2);  // 2 data-parallel ranks x 2 micro-batches of 2
   auto multi = testing::RunMultiProcess(j, 4);
   ASSERT_TRUE(multi.ok()) << multi.status();
-  testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, "tp 2 + sp x ddp 2");
+  Check(*single, *multi, "tp 2 + sp x ddp 2");
   ExpectTpTraffic(*multi, j, 2, /*sp=*/true, /*micro_batches=*/2);
 }
 
@@ -131,8 +147,7 @@ TEST(TpParityTest, DropoutMasksAreSlicesOfOneProcess) {
   for (const char* strategy : {"tp", "sp"}) {
     auto multi = testing::RunMultiProcess(WithStrategy(job, strategy, 2), 2);
     ASSERT_TRUE(multi.ok()) << multi.status();
-    testing::ExpectParity(*single, *multi, kLossRtol, kParamTol,
-                          std::string(strategy) + " 2 with dropout 0.1");
+    Check(*single, *multi, std::string(strategy) + " 2 with dropout 0.1");
   }
 }
 
@@ -210,6 +225,46 @@ TEST(TpMemoryTest, ParametersAndActivationsPerRankMatchFormulas) {
     EXPECT_EQ(run->memory.at("grads"), params) << k.name;
     EXPECT_EQ(run->memory.at("activations"), acts) << k.name;
   }
+}
+
+}  // namespace
+}  // namespace weft
+
+namespace weft {
+namespace {
+
+absl::Status RunExpectingError(GptJob job, int world) {
+  job.mutable_train()->set_steps(2);
+  auto r = testing::RunMultiProcess(job, world);
+  return r.ok() ? absl::OkStatus() : r.status();
+}
+
+TEST(TpErrorsTest, BadInputGetsClearErrors) {
+  GptJob job = Job();
+  // Heads split whole over the tp ranks.
+  GptJob heads = WithStrategy(job, "tp", 4);
+  heads.mutable_model()->set_n_head(2);
+  absl::Status s = RunExpectingError(heads, 4);
+  EXPECT_NE(s.message().find("has 2 heads, not divisible by tp=4"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("use a --tp that divides n_head=2"), std::string::npos) << s;
+  // An odd vocabulary, unpadded.
+  GptJob vocab = WithStrategy(job, "tp", 2);
+  vocab.mutable_model()->set_vocab_size(61);
+  vocab.mutable_model()->set_vocab_pad_multiple(1);
+  s = RunExpectingError(vocab, 2);
+  EXPECT_NE(s.message().find("padded vocabulary of 61 rows split over tp=2"), std::string::npos)
+      << s;
+  EXPECT_NE(s.message().find("vocab_pad_multiple to a multiple of 2"), std::string::npos) << s;
+  // Sequence parallelism without tensor parallelism.
+  GptJob sp_alone = WithStrategy(job, "sp,ddp", 1);
+  sp_alone.mutable_train()->set_micro_batch(4);
+  s = RunExpectingError(sp_alone, 2);
+  EXPECT_NE(s.message().find("sequence parallelism (sp) with tp=1"), std::string::npos) << s;
+  // Sequence shards need seq_len divisible by tp.
+  GptJob odd_seq = WithStrategy(job, "sp", 2);
+  odd_seq.mutable_train()->set_seq_len(15);
+  s = RunExpectingError(odd_seq, 2);
+  EXPECT_NE(s.message().find("seq_len must be a multiple of tp"), std::string::npos) << s;
 }
 
 }  // namespace
