@@ -114,6 +114,7 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
   for (int64_t i = 0; i < steps && !options.use_run; ++i) {
     WEFT_ASSIGN_OR_RETURN(StepStats s, trainer->TrainStep());
     run.losses.push_back(s.loss);
+    run.grad_norms.push_back(s.grad_norm);
   }
   if (options.save_at_end) {
     WEFT_RETURN_IF_ERROR(trainer->SaveCheckpoint());
@@ -158,6 +159,7 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
 void Write(const ParityRun& r, const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "w");
   for (double l : r.losses) std::fprintf(f, "loss %a\n", l);
+  for (double g : r.grad_norms) std::fprintf(f, "grad_norm %a\n", g);
   for (const auto& [k, v] : r.memory) std::fprintf(f, "mem %s %a\n", k.c_str(), v);
   for (const auto& [k, v] : r.comm) std::fprintf(f, "comm %s %a\n", k.c_str(), v);
   for (const auto& [name, values] : r.params) {
@@ -180,6 +182,9 @@ absl::StatusOr<ParityRun> Read(const std::string& path) {
     if (kind == "loss") {
       ss >> num;
       r.losses.push_back(std::strtod(num.c_str(), nullptr));
+    } else if (kind == "grad_norm") {
+      ss >> num;
+      r.grad_norms.push_back(std::strtod(num.c_str(), nullptr));
     } else if (kind == "mem" || kind == "comm") {
       ss >> name >> num;
       (kind == "mem" ? r.memory : r.comm)[name] = std::strtod(num.c_str(), nullptr);

@@ -15,6 +15,7 @@ namespace weft::testing {
 
 struct ParityRun {
   std::vector<double> losses;  // global loss per step
+  std::vector<double> grad_norms;  // global gradient norm per step (when clipping)
   std::map<std::string, std::vector<float>> params;  // full values after the last step
   // Optimizer state after the last step ("<param>:exp_avg", ...), full.
   std::map<std::string, std::vector<float>> optim;
