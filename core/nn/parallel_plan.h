@@ -15,10 +15,10 @@
 #ifndef WEFT_CORE_NN_PARALLEL_PLAN_H_
 #define WEFT_CORE_NN_PARALLEL_PLAN_H_
 
+#include <algorithm>
 #include <string>
+#include <string_view>
 #include <vector>
-
-#include "absl/strings/str_split.h"
 
 namespace weft {
 
@@ -34,13 +34,17 @@ using TensorParallelPlan = std::vector<TpPlanEntry>;
 
 // True when `path` matches `pattern` component by component.
 inline bool MatchesPlanPattern(const std::string& pattern, const std::string& path) {
-  std::vector<std::string> want = absl::StrSplit(pattern, '.');
-  std::vector<std::string> have = absl::StrSplit(path, '.');
-  if (want.size() != have.size()) return false;
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (want[i] != "*" && want[i] != have[i]) return false;
+  size_t i = 0, j = 0;  // starts of the current components
+  while (true) {
+    const size_t pe = std::min(pattern.find('.', i), pattern.size());
+    const size_t he = std::min(path.find('.', j), path.size());
+    const std::string_view want(pattern.data() + i, pe - i), have(path.data() + j, he - j);
+    if (want != "*" && want != have) return false;
+    const bool pattern_done = pe == pattern.size(), path_done = he == path.size();
+    if (pattern_done || path_done) return pattern_done && path_done;
+    i = pe + 1;
+    j = he + 1;
   }
-  return true;
 }
 
 }  // namespace weft
