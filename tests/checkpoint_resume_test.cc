@@ -212,3 +212,33 @@ TEST(ReshardedResumeTest, FsdpFourThenZeroTwoOnTwoMatchesTheStraightRun) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// A tensor-parallel checkpoint exports each rank's slices with their global
+// offsets, so one process resumes it (and the run continues as if it had
+// never been split).
+TEST(ReshardedResumeTest, TpTwoThenOneProcessMatchesTheStraightRun) {
+  GptJob job = BaseJob();  // dropout on: tp masks are slices of one process's
+  auto straight = testing::RunSingleProcess(job);
+  ASSERT_TRUE(straight.ok()) << straight.status();
+  const std::string dir = FreshDir("tp_resume");
+  job.mutable_train()->set_checkpoint_dir(dir);
+  ParallelConfig* p = job.mutable_train()->mutable_parallel();
+  p->set_strategy("tp");
+  p->set_tp(2);
+  auto first = testing::RunMultiProcess(job, 2, {.steps = 6, .save_at_end = true});
+  ASSERT_TRUE(first.ok()) << first.status();
+  p->clear_strategy();
+  p->clear_tp();
+  job.mutable_train()->set_resume("latest");
+  auto second = testing::RunSingleProcess(job);
+  ASSERT_TRUE(second.ok()) << second.status();
+  testing::ParityRun joined = *second;
+  joined.losses.insert(joined.losses.begin(), first->losses.begin(), first->losses.end());
+  testing::ExpectParity(*straight, joined, 1e-4, 1e-3, "tp@2 -> one process");
+}
+
+}  // namespace
+}  // namespace weft

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -100,6 +101,21 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
   device_alloc->ResetPeak();
   WEFT_ASSIGN_OR_RETURN(auto groups, MeshGroups(trainer->parallel()));
   for (auto& g : groups) g->ResetStats();
+  // The tensor-parallel group's traffic is counted apart ("tp_all_reduce").
+  std::shared_ptr<comm::ProcessGroup> tp_group;
+  ParallelState& state = trainer->parallel();
+  if (state.mesh != nullptr && state.mesh->AxisSize("tp").value_or(1) > 1) {
+    WEFT_ASSIGN_OR_RETURN(tp_group, state.mesh->Group("tp"));
+    tp_group->ResetStats();
+  }
+  // Activations held at the end of a forward (one micro-batch's worth).
+  auto activation_peak = std::make_shared<double>(0);
+  trainer->model().AddHook(Module::HookPoint::kPostForward,
+                           [activation_peak](Module&, RunContext& ctx) -> absl::Status {
+                             *activation_peak = std::max(
+                                 *activation_peak, static_cast<double>(ctx.store().TotalBytes()));
+                             return absl::OkStatus();
+                           });
   ParityRun run;
   const int64_t steps = options.steps >= 0 ? options.steps : job.train().steps() - trainer->step();
   if (options.use_run) WEFT_RETURN_IF_ERROR(trainer->Run());
@@ -114,6 +130,7 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
     run.comm_mb.push_back(s.comm_mb);
     run.last_step_extra.clear();
     for (const auto& [k, v] : s.extra) run.last_step_extra[k] = v;
+    run.grad_norms.push_back(s.grad_norm);
   }
   if (options.save_at_end) {
     WEFT_RETURN_IF_ERROR(trainer->SaveCheckpoint());
@@ -130,6 +147,18 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
   run.memory["setup_peak"] = setup_peak;
   run.memory["step_peak"] = static_cast<double>(device_alloc->Stats().peak_allocated_bytes) - base;
   run.memory["peak"] = std::max(setup_peak, run.memory["step_peak"]);
+  if (tp_group != nullptr) {
+    const comm::CommStats stats = tp_group->stats();
+    for (int k = 0; k < comm::kNumOpKinds; ++k) {
+      if (stats.by_op[k].calls == 0) continue;
+      const std::string kind(comm::OpKindName(static_cast<comm::OpKind>(k)));
+      const double per_step = 1.0 / static_cast<double>(std::max<int64_t>(1, steps));
+      run.comm["tp_" + kind] += stats.by_op[k].bus_bytes * per_step;
+      run.comm["tp_" + kind + "_payload"] += stats.by_op[k].payload_bytes * per_step;
+      run.comm["tp_" + kind + "_calls"] += stats.by_op[k].calls * per_step;
+    }
+  }
+  run.memory["activations_after_forward"] = *activation_peak;
   const Trainer::MemoryStats mem = trainer->ModelMemory();
   run.memory["activations"] = static_cast<double>(mem.activations.peak_allocated_bytes);
   run.memory["params"] = static_cast<double>(mem.params.peak_allocated_bytes);
@@ -150,6 +179,7 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
 void Write(const ParityRun& r, const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "w");
   for (double l : r.losses) std::fprintf(f, "loss %a\n", l);
+  for (double g : r.grad_norms) std::fprintf(f, "grad_norm %a\n", g);
   for (const auto& [k, v] : r.memory) std::fprintf(f, "mem %s %a\n", k.c_str(), v);
   for (const auto& [k, v] : r.comm) std::fprintf(f, "comm %s %a\n", k.c_str(), v);
   for (const auto& [k, v] : r.step_max) std::fprintf(f, "step_max %s %a\n", k.c_str(), v);
@@ -179,6 +209,9 @@ absl::StatusOr<ParityRun> Read(const std::string& path) {
     } else if (kind == "comm_mb") {
       ss >> num;
       r.comm_mb.push_back(std::strtod(num.c_str(), nullptr));
+    } else if (kind == "grad_norm") {
+      ss >> num;
+      r.grad_norms.push_back(std::strtod(num.c_str(), nullptr));
     } else if (kind == "extra") {
       ss >> name >> num;
       r.last_step_extra[name] = std::strtod(num.c_str(), nullptr);

@@ -15,13 +15,15 @@ namespace weft::testing {
 
 struct ParityRun {
   std::vector<double> losses;  // global loss per step
+  std::vector<double> grad_norms;  // global gradient norm per step (when clipping)
   std::map<std::string, std::vector<float>> params;  // full values after the last step
   // Optimizer state after the last step ("<param>:exp_avg", ...), full.
   std::map<std::string, std::vector<float>> optim;
   // Rank 0's peak bytes: per category ("params", "grads", "optimizer",
   // "activations"), and the device allocator's ("setup_peak" while the
   // trainer is built, "step_peak" while it trains, "peak" the larger: what
-  // the trainer's peak_mem_mb reports).
+  // the trainer's peak_mem_mb reports); "activations_after_forward": the
+  // activation store's bytes at the end of a forward (one micro-batch).
   std::map<std::string, double> memory;
   std::map<std::string, double> comm;    // bus bytes per op kind per step, rank 0
   std::map<std::string, double> step_max;  // each strategy step metric's maximum, rank 0

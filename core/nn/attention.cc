@@ -16,6 +16,10 @@ CausalSelfAttention::CausalSelfAttention(int64_t channels, int num_heads, float 
   dropout_ = RegisterModule("dropout", std::make_unique<Dropout>(dropout));
 }
 
+int CausalSelfAttention::LocalHeads(int64_t local_channels) const {
+  return static_cast<int>(num_heads_ * local_channels / c_);
+}
+
 absl::StatusOr<Tensor> CausalSelfAttention::Forward(RunContext& ctx, const Tensor& x) {
   if (x.ndim() != 3 || x.dim(2) != c_) {
     return InvalidArgument("attention input " + ShapeString(x.shape()),
@@ -29,11 +33,15 @@ absl::StatusOr<Tensor> CausalSelfAttention::Forward(RunContext& ctx, const Tenso
         "ring attention (the cp strategy swaps it in for every attention module)",
         "apply --strategy=cp, or do not set RunContext::sequence");
   }
-  const int64_t b = x.dim(0), t = x.dim(1);
   WEFT_ASSIGN_OR_RETURN(Tensor qkv_out, child("qkv")->CallForward(ctx, x));  // (B, T, 3C)
-  WEFT_ASSIGN_OR_RETURN(Tensor att, ctx.Empty({b, t, c_}, ctx.compute_dtype));
-  WEFT_ASSIGN_OR_RETURN(Tensor lse, ctx.Empty({b, num_heads_, t}, DType::kF32));
-  WEFT_RETURN_IF_ERROR(ctx.ops->AttentionForward(ctx.kernel(), att, lse, qkv_out, num_heads_));
+  // A column-parallel qkv returns whole heads of this rank only (and a
+  // sequence-parallel one the whole sequence): sizes come from its output.
+  const int64_t b = qkv_out.dim(0), t = qkv_out.dim(1);
+  const int64_t c = qkv_out.dim(2) / 3;
+  const int heads = LocalHeads(c);
+  WEFT_ASSIGN_OR_RETURN(Tensor att, ctx.Empty({b, t, c}, ctx.compute_dtype));
+  WEFT_ASSIGN_OR_RETURN(Tensor lse, ctx.Empty({b, heads, t}, DType::kF32));
+  WEFT_RETURN_IF_ERROR(ctx.ops->AttentionForward(ctx.kernel(), att, lse, qkv_out, heads));
   if (ctx.training) {
     SavedActivations& saved = ctx.Saved(this);
     saved[kQkv] = qkv_out;
@@ -56,7 +64,7 @@ absl::StatusOr<Tensor> CausalSelfAttention::Backward(RunContext& ctx, const Tens
   WEFT_ASSIGN_OR_RETURN(Tensor dqkv, ctx.Empty(qkv_out.shape(), ctx.compute_dtype));
   WEFT_RETURN_IF_ERROR(ctx.ops->AttentionBackward(ctx.kernel(), dqkv, datt, qkv_out,
                                                   (*saved)[kAttention], (*saved)[kLogSumExp],
-                                                  num_heads_));
+                                                  LocalHeads(qkv_out.dim(2) / 3)));
   ctx.DropSaved(this);
   return child("qkv")->CallBackward(ctx, dqkv);
 }

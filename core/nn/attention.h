@@ -24,6 +24,9 @@ class CausalSelfAttention : public Module {
   int64_t channels() const { return c_; }
 
  private:
+  // Heads in `local_channels` of q (all of them unless qkv is sharded).
+  int LocalHeads(int64_t local_channels) const;
+
   const int64_t c_;
   const int num_heads_;
   Dropout* dropout_;

@@ -23,6 +23,10 @@ void Dropout::SetShard(Box box, Shape global) {
   shard_.emplace(std::move(box), std::move(global));
 }
 
+void Dropout::SetBlockAlong(int dim, int index, int count) {
+  block_ = Block{dim, index, count};
+}
+
 void ForEachContiguousRun(const Box& box, const Shape& global,
                           const std::function<void(int64_t, int64_t, int64_t)>& fn) {
   const int nd = static_cast<int>(global.size());
@@ -55,8 +59,21 @@ absl::Status Dropout::Apply(RunContext& ctx, Tensor& out, const Tensor& in, bool
     return backward ? ctx.ops->DropoutBackward(ctx.kernel(), o, i, p_, seed, offset)
                     : ctx.ops->DropoutForward(ctx.kernel(), o, i, p_, seed, offset);
   };
-  if (!shard_) return launch(out, in, 0);
-  const auto& [box, global] = *shard_;
+  std::optional<std::pair<Box, Shape>> shard = shard_;
+  if (block_) {
+    if (block_->dim < 0 || block_->dim >= in.ndim()) {
+      return InvalidArgument(absl::StrCat("dropout '", name(), "' input ", ShapeString(in.shape()),
+                                          " split along dimension ", block_->dim),
+                             "an input with that dimension");
+    }
+    Box box{std::vector<int64_t>(in.ndim(), 0), in.shape()};
+    Shape global = in.shape();
+    global[block_->dim] *= block_->count;
+    box.offsets[block_->dim] = block_->index * in.dim(block_->dim);
+    shard.emplace(std::move(box), std::move(global));
+  }
+  if (!shard) return launch(out, in, 0);
+  const auto& [box, global] = *shard;
   if (in.shape() != box.shape) {
     return InvalidArgument(absl::StrCat("dropout '", name(), "' input ", ShapeString(in.shape())),
                            "the sharded box " + ShapeString(box.shape));

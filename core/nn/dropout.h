@@ -37,6 +37,11 @@ class Dropout : public Module {
   // This rank holds `box` of a `global`-shaped input (its shape must be the
   // box's). Marks the region sharded.
   void SetShard(Box box, Shape global);
+  // Each input is block `index` of `count` equal blocks along `dim` of the
+  // global tensor (a sequence shard, whose size is known only per call).
+  // The stream stays the one the model declared: the masks are exactly
+  // the single-process masks of the same elements.
+  void SetBlockAlong(int dim, int index, int count);
 
   // The Philox key of this module's masks for the context's step seed.
   uint64_t Seed(const RunContext& ctx) const;
@@ -47,6 +52,10 @@ class Dropout : public Module {
   const float p_;
   Stream stream_;
   std::optional<std::pair<Box, Shape>> shard_;
+  struct Block {
+    int dim, index, count;
+  };
+  std::optional<Block> block_;
 };
 
 // Calls fn(local_offset, global_offset, length) for each run of a box that

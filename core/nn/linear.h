@@ -31,6 +31,7 @@ class Linear : public Module {
   Parameter* bias() const { return bias_; }
   int64_t in_features() const { return in_; }
   int64_t out_features() const { return out_; }
+  const Options& options() const { return options_; }
 
  private:
   const int64_t in_, out_;

@@ -43,6 +43,8 @@ class CrossEntropyLoss : public LossModule {
   // Returns dL/dlogits of the micro-batch ctx.slot; `dy` is ignored.
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
 
+  int64_t num_classes() const { return num_classes_; }
+
  private:
   const int64_t num_classes_;
 };

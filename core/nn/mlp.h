@@ -1,6 +1,8 @@
 // MLP: fc (C -> hidden, GELU fused in the GEMM epilogue), proj (hidden -> C),
 // residual dropout. Its backward fuses GELU's derivative and fc's bias
-// gradient into proj's dx GEMM (see Linear::FuseGeluBackwardInto).
+// gradient into proj's dx GEMM (see Linear::FuseGeluBackwardInto) when both
+// are plain Linear layers; fc and proj are swappable, so tensor parallelism
+// can replace them with column- and row-parallel versions.
 #ifndef WEFT_CORE_NN_MLP_H_
 #define WEFT_CORE_NN_MLP_H_
 
@@ -17,12 +19,11 @@ class Mlp : public Module {
   absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) override;
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
 
-  Linear* fc() const { return fc_; }
-  Linear* proj() const { return proj_; }
+  // Null once a strategy swapped them for another kind of layer.
+  Linear* fc() const { return dynamic_cast<Linear*>(child("fc")); }
+  Linear* proj() const { return dynamic_cast<Linear*>(child("proj")); }
 
  private:
-  Linear* fc_;
-  Linear* proj_;
   Dropout* dropout_;
 };
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/nn/module.h"
+#include "core/nn/parallel_plan.h"
 #include "core/nn/stage.h"
 
 namespace weft {
@@ -55,6 +56,10 @@ class Model : public Module {
   // Per-step numbers the model measures itself (MoE routing statistics),
   // since the last call; appended to the step's metrics by the trainer.
   virtual void AppendStepMetrics(std::vector<std::pair<std::string, double>>* out);
+
+  // How the model splits over tensor-parallel ranks (parallel_plan.h);
+  // empty: the model has no plan and cannot use tp.
+  virtual TensorParallelPlan ParallelPlan() const { return {}; }
 
   // One line for logs, e.g. "GPT 12L 12H 768d vocab 50257".
   virtual std::string Summary() const { return type_name(); }

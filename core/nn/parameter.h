@@ -89,6 +89,12 @@ class Parameter {
   // Sharding strategies flatten such a parameter on its own, so that every
   // copy has the same shard layout and the gradients sum elementwise.
   bool has_copies() const { return copy_index_ >= 0; }
+  // Identical replicas across model-parallel ranks (a LayerNorm weight on
+  // every tensor-parallel rank): 0 on one of them, k > 0 on the others,
+  // which save it as a replica. Unlike copy_index, every holder has the
+  // complete gradient, so each counts it in its own gradient norm.
+  int mp_replica() const { return mp_replica_; }
+  void set_mp_replica(int k) { mp_replica_ = k; }
 
   Tensor value;  // what Forward reads (compute dtype); may be a view or a shard
   Tensor grad;   // accumulated by Backward (grad dtype)
@@ -105,6 +111,7 @@ class Parameter {
   bool shared_ = false;
   bool held_ = true;
   int copy_index_ = -1;
+  int mp_replica_ = 0;
 };
 
 // Fills elements [offset, offset + out.numel()) of `param`'s flattened

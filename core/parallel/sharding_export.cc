@@ -21,7 +21,8 @@ PieceInfo Geometry(const OptimTarget& t, std::string name, const std::vector<int
   info.end = t.param_offset + t.value.numel();
   // A copy of a parameter another model-parallel rank owns (a tied
   // embedding on the last pipeline stage) is never the replica-0 holder.
-  info.replica = p.copy_index() > 0 ? 1 + t.replica : t.replica;
+  // Likewise a replica of a parameter that model-parallel ranks all hold.
+  info.replica = p.copy_index() > 0 || p.mp_replica() > 0 ? 1 + t.replica : t.replica;
   info.mesh_coords = coords;
   return info;
 }

@@ -71,8 +71,11 @@ absl::StatusOr<std::unique_ptr<Gpt>> Gpt::Create(const GptConfig& c, int64_t seq
 Gpt::Gpt(const GptConfig& c, int64_t seq_len, int64_t padded_vocab)
     : Model("Gpt"), config_(c), seq_len_(seq_len), padded_vocab_(padded_vocab) {
   const float proj_std = c.init_std() / std::sqrt(2.0f * static_cast<float>(c.n_layer()));
-  embed_ = RegisterModule("embed", std::make_unique<TokenPositionEmbedding>(
-                                       padded_vocab, c.max_seq_len(), c.d_model(), c.init_std()));
+  // embed, lm_head and loss are reached through child(): tp swaps them for
+  // vocab-parallel versions.
+  auto* embed = RegisterSwappableModule(
+      "embed", std::make_unique<TokenPositionEmbedding>(padded_vocab, c.max_seq_len(),
+                                                        c.d_model(), c.init_std()));
   blocks_ = RegisterModule("blocks", std::make_unique<Sequential>());
   TransformerBlockConfig bc{.channels = c.d_model(),
                             .num_heads = c.n_head(),
@@ -89,21 +92,46 @@ Gpt::Gpt(const GptConfig& c, int64_t seq_len, int64_t padded_vocab)
     blocks_->Append(std::move(block));
   }
   ln_f_ = RegisterModule("ln_f", std::make_unique<LayerNorm>(c.d_model()));
-  lm_head_ = c.tie_weights()
-                 ? RegisterModule("lm_head", std::make_unique<LmHead>(embed_->wte()))
-                 : RegisterModule("lm_head", std::make_unique<LmHead>(padded_vocab, c.d_model(),
-                                                                      c.init_std()));
-  loss_ = RegisterModule("loss", std::make_unique<CrossEntropyLoss>(c.vocab_size()));
+  if (c.tie_weights()) {
+    RegisterSwappableModule("lm_head", std::make_unique<LmHead>(embed->wte()));
+  } else {
+    RegisterSwappableModule("lm_head",
+                            std::make_unique<LmHead>(padded_vocab, c.d_model(), c.init_std()));
+  }
+  RegisterSwappableModule("loss", std::make_unique<CrossEntropyLoss>(c.vocab_size()));
 }
 
 std::vector<Stage> Gpt::Stages() {
   std::vector<Stage> stages;
-  stages.push_back({.name = "embed", .modules = {embed_}});
+  stages.push_back({.name = "embed", .modules = {child("embed")}});
   for (Module* block : blocks_->children()) {
     stages.push_back({.name = block->name(), .modules = {block}});
   }
-  stages.push_back({.name = "head", .modules = {ln_f_, lm_head_}, .loss = loss_});
+  stages.push_back({.name = "head",
+                    .modules = {ln_f_, child("lm_head")},
+                    .loss = dynamic_cast<LossModule*>(child("loss"))});
   return stages;
+}
+
+TensorParallelPlan Gpt::ParallelPlan() const {
+  // Megatron's split: q, k, v and fc by output features (whole heads per
+  // rank), the projections by input features, the vocabulary in the
+  // embedding, head and loss; norms and residual dropouts run on sequence
+  // shards under sequence parallelism.
+  return {
+      {"embed", TpStyle::kVocab},
+      {"blocks.*.attn.qkv", TpStyle::kColwise, /*packed=*/3},
+      {"blocks.*.attn.proj", TpStyle::kRowwise},
+      {"blocks.*.mlp.fc", TpStyle::kColwise},
+      {"blocks.*.mlp.proj", TpStyle::kRowwise},
+      {"lm_head", TpStyle::kVocab},
+      {"loss", TpStyle::kVocab},
+      {"blocks.*.ln1", TpStyle::kSequence},
+      {"blocks.*.ln2", TpStyle::kSequence},
+      {"blocks.*.attn.dropout", TpStyle::kSequence},
+      {"blocks.*.mlp.dropout", TpStyle::kSequence},
+      {"ln_f", TpStyle::kSequence},
+  };
 }
 
 absl::StatusOr<Tensor> Gpt::ForwardLoss(RunContext& ctx, const Tensor& inputs,

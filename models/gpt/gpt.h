@@ -43,11 +43,15 @@ class Gpt : public Model {
   // (1, T) tokens and next tokens of a fixed pattern.
   absl::StatusOr<std::pair<Tensor, Tensor>> ProbeInputs(const RunContext& ctx) const override;
   double TrainingFlopsPerTarget() const override;
+  TensorParallelPlan ParallelPlan() const override;
   absl::StatusOr<std::unique_ptr<Model>> CloneArchitecture() const override;
 
   const GptConfig& config() const { return config_; }
   int64_t padded_vocab() const { return padded_vocab_; }
-  TokenPositionEmbedding* embed() const { return embed_; }
+  // Null once tp swapped it for its vocab-parallel version.
+  TokenPositionEmbedding* embed() const {
+    return dynamic_cast<TokenPositionEmbedding*>(child("embed"));
+  }
   Sequential* blocks() const { return blocks_; }
   std::string Summary() const override;
 
@@ -57,11 +61,8 @@ class Gpt : public Model {
   GptConfig config_;
   const int64_t seq_len_;
   const int64_t padded_vocab_;
-  TokenPositionEmbedding* embed_;
   Sequential* blocks_;
   LayerNorm* ln_f_;
-  LmHead* lm_head_;
-  CrossEntropyLoss* loss_;
 };
 
 }  // namespace weft

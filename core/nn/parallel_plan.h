@@ -1,0 +1,52 @@
+// TensorParallelPlan: how a model's modules split over the tensor-parallel
+// ranks, as data the model ships next to itself (models know no ranks; the
+// tp strategy reads the plan and knows no model).
+//
+// Each entry maps a module path pattern ('*' matches one path component:
+// "blocks.*.attn.qkv") to a style:
+//   kColwise   a Linear split by output features. With packed = k the
+//              output holds k equal sections (fused q, k, v) and each is
+//              split on its own, so a rank holds whole heads of each.
+//   kRowwise   a Linear split by input features; partial outputs are summed.
+//   kVocab     a token embedding, an LM head or a cross-entropy loss split
+//              over the vocabulary.
+//   kSequence  a module that runs on sequence shards under sequence
+//              parallelism (LayerNorm, Dropout); ignored without it.
+#ifndef WEFT_CORE_NN_PARALLEL_PLAN_H_
+#define WEFT_CORE_NN_PARALLEL_PLAN_H_
+
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace weft {
+
+enum class TpStyle { kColwise, kRowwise, kVocab, kSequence };
+
+struct TpPlanEntry {
+  std::string pattern;
+  TpStyle style = TpStyle::kColwise;
+  int packed = 1;  // kColwise: equal output sections split separately
+};
+
+using TensorParallelPlan = std::vector<TpPlanEntry>;
+
+// True when `path` matches `pattern` component by component.
+inline bool MatchesPlanPattern(const std::string& pattern, const std::string& path) {
+  size_t i = 0, j = 0;  // starts of the current components
+  while (true) {
+    const size_t pe = std::min(pattern.find('.', i), pattern.size());
+    const size_t he = std::min(path.find('.', j), path.size());
+    const std::string_view want(pattern.data() + i, pe - i), have(path.data() + j, he - j);
+    if (want != "*" && want != have) return false;
+    const bool pattern_done = pe == pattern.size(), path_done = he == path.size();
+    if (pattern_done || path_done) return pattern_done && path_done;
+    i = pe + 1;
+    j = he + 1;
+  }
+}
+
+}  // namespace weft
+
+#endif  // WEFT_CORE_NN_PARALLEL_PLAN_H_

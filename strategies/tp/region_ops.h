@@ -1,0 +1,71 @@
+// The tensor-parallel region ops, forward and backward (Megatron's names):
+//
+//   op            forward                       backward
+//   copy_to       identity                      all-reduce
+//   reduce_from   all-reduce                    identity
+//   scatter_to    keep this rank's block        all-gather
+//   gather_from   all-gather                    keep this rank's block
+//
+// scatter/gather split the last dimension. Sequence parallelism swaps the
+// all-reduce around a region for an all-gather before it and a
+// reduce-scatter after it, along the sequence dimension (1 of (B, T, C)):
+//   gather_seq    all-gather along T            reduce-scatter along T
+//   scatter_seq   reduce-scatter along T        all-gather along T
+// Each is collective over the tp group: every rank calls it in the same
+// order. Results are new tensors; all-reduces work in place.
+#ifndef WEFT_STRATEGIES_TP_REGION_OPS_H_
+#define WEFT_STRATEGIES_TP_REGION_OPS_H_
+
+#include "absl/status/statusor.h"
+#include "core/nn/run_context.h"
+#include "strategies/tp/tp_comm.h"
+
+namespace weft::tp {
+
+// x summed over the tp ranks, in place; returns x.
+absl::StatusOr<Tensor> AllReduce(const TpComm& tp, const Tensor& x);
+// Every rank's x concatenated along `dim` in rank order.
+absl::StatusOr<Tensor> AllGatherAlong(const TpComm& tp, RunContext& ctx, const Tensor& x, int dim);
+// The sum over ranks of x, block `rank` of `size` along `dim`.
+absl::StatusOr<Tensor> ReduceScatterAlong(const TpComm& tp, RunContext& ctx, const Tensor& x,
+                                          int dim);
+// This rank's block of x along `dim` (a contiguous copy).
+absl::StatusOr<Tensor> BlockAlong(const TpComm& tp, RunContext& ctx, const Tensor& x, int dim);
+
+inline absl::StatusOr<Tensor> CopyToForward(const TpComm&, const Tensor& x) { return x; }
+inline absl::StatusOr<Tensor> CopyToBackward(const TpComm& tp, const Tensor& dy) {
+  return AllReduce(tp, dy);
+}
+inline absl::StatusOr<Tensor> ReduceFromForward(const TpComm& tp, const Tensor& x) {
+  return AllReduce(tp, x);
+}
+inline absl::StatusOr<Tensor> ReduceFromBackward(const TpComm&, const Tensor& dy) { return dy; }
+inline absl::StatusOr<Tensor> ScatterToForward(const TpComm& tp, RunContext& ctx, const Tensor& x) {
+  return BlockAlong(tp, ctx, x, x.ndim() - 1);
+}
+inline absl::StatusOr<Tensor> ScatterToBackward(const TpComm& tp, RunContext& ctx,
+                                                const Tensor& dy) {
+  return AllGatherAlong(tp, ctx, dy, dy.ndim() - 1);
+}
+inline absl::StatusOr<Tensor> GatherFromForward(const TpComm& tp, RunContext& ctx,
+                                                const Tensor& x) {
+  return AllGatherAlong(tp, ctx, x, x.ndim() - 1);
+}
+inline absl::StatusOr<Tensor> GatherFromBackward(const TpComm& tp, RunContext& ctx,
+                                                 const Tensor& dy) {
+  return BlockAlong(tp, ctx, dy, dy.ndim() - 1);
+}
+
+// Entering a column-parallel region: the whole input on every rank.
+// Leaving a row-parallel region: partial sums to the full (tp) or the
+// sequence shard (sp). And their backwards.
+absl::StatusOr<Tensor> EnterColumnRegion(const TpComm& tp, RunContext& ctx, const Tensor& x);
+absl::StatusOr<Tensor> EnterColumnRegionBackward(const TpComm& tp, RunContext& ctx,
+                                                 const Tensor& dx_partial);
+absl::StatusOr<Tensor> LeaveRowRegion(const TpComm& tp, RunContext& ctx, const Tensor& y_partial);
+absl::StatusOr<Tensor> LeaveRowRegionBackward(const TpComm& tp, RunContext& ctx,
+                                              const Tensor& dy);
+
+}  // namespace weft::tp
+
+#endif  // WEFT_STRATEGIES_TP_REGION_OPS_H_

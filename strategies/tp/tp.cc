@@ -1,0 +1,249 @@
+#include "strategies/tp/tp.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "core/nn/attention.h"
+#include "core/nn/dropout.h"
+#include "core/nn/embedding.h"
+#include "core/nn/layer_norm.h"
+#include "core/nn/linear.h"
+#include "core/nn/lm_head.h"
+#include "core/nn/loss.h"
+#include "strategies/tp/adopt_values.h"
+#include "strategies/tp/parallel_linear.h"
+#include "strategies/tp/sequence_grads.h"
+#include "strategies/tp/tp_comm.h"
+#include "strategies/tp/vocab_parallel.h"
+
+namespace weft {
+namespace {
+
+using tp::TpComm;
+
+const char* StyleName(TpStyle s) {
+  switch (s) {
+    case TpStyle::kColwise: return "colwise";
+    case TpStyle::kRowwise: return "rowwise";
+    case TpStyle::kVocab: return "vocab";
+    case TpStyle::kSequence: return "sequence";
+  }
+  return "?";
+}
+
+absl::Status WrongType(const Module& m, TpStyle style, const char* expected) {
+  return InvalidArgument(absl::StrCat("tp plan: '", m.name(), "' (", m.type_name(), ") as ",
+                                      StyleName(style)),
+                         absl::StrCat("a ", expected), "fix the model's ParallelPlan()");
+}
+
+// Applies a model's plan: swaps, re-places and hooks its modules.
+class PlanApplier {
+ public:
+  PlanApplier(StrategyContext& ctx, TpComm tp)
+      : ctx_(ctx),
+        tp_(std::move(tp)),
+        adopt_{.stream = ctx.run->stream,
+               .param_allocator = ctx.param_allocator,
+               .grad_allocator = ctx.grad_allocator,
+               .grad_dtype = ctx.grad_dtype} {}
+
+  absl::Status Apply(const TensorParallelPlan& plan) {
+    std::vector<std::string> paths;
+    for (Module* m : ctx_.model().Modules()) {
+      if (m != &ctx_.model()) paths.push_back(m->name());
+    }
+    std::vector<int> used(plan.size(), 0);
+    for (const std::string& path : paths) {
+      for (size_t i = 0; i < plan.size(); ++i) {
+        if (!MatchesPlanPattern(plan[i].pattern, path)) continue;
+        Module* m = ctx_.model().FindModule(path);
+        if (m == nullptr) continue;  // inside a module already swapped
+        ++used[i];
+        WEFT_RETURN_IF_ERROR(ApplyEntry(*m, plan[i]));
+        break;
+      }
+    }
+    for (size_t i = 0; i < plan.size(); ++i) {
+      if (used[i] == 0) {
+        return InvalidArgument(
+            absl::StrCat("tp plan entry '", plan[i].pattern, "' (", StyleName(plan[i].style),
+                         ") matches no module of ", ctx_.model().Summary()),
+            "every plan entry naming existing module paths", "fix the model's ParallelPlan()");
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status ApplyEntry(Module& m, const TpPlanEntry& e) {
+    switch (e.style) {
+      case TpStyle::kColwise:
+      case TpStyle::kRowwise: return SplitLinear(m, e);
+      case TpStyle::kVocab: return SplitVocab(m);
+      case TpStyle::kSequence: return OnSequenceShards(m);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Swap(Module& old, std::unique_ptr<Module> fresh) {
+    Module* parent = old.parent();
+    if (parent == nullptr) return InvalidArgument("tp plan names the root", "a submodule path");
+    Module* raw = fresh.get();
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Module> replaced,
+                          parent->ReplaceChild(old.local_name(), std::move(fresh)));
+    WEFT_RETURN_IF_ERROR(tp::AdoptValues(*replaced, *raw, adopt_));
+    // Kept until the end: a tied head still points at the old table.
+    replaced_.push_back(std::move(replaced));
+    return absl::OkStatus();
+  }
+
+  absl::Status SplitLinear(Module& m, const TpPlanEntry& e) {
+    auto* linear = dynamic_cast<Linear*>(&m);
+    if (linear == nullptr) return WrongType(m, e.style, "Linear");
+    tp::ParallelLinearOptions o{.bias = linear->bias() != nullptr,
+                                .gelu = linear->options().gelu,
+                                .weight_init = linear->weight()->init(),
+                                .packed = e.packed};
+    std::unique_ptr<Module> fresh;
+    if (e.style == TpStyle::kColwise) {
+      WEFT_ASSIGN_OR_RETURN(fresh, tp::ColumnParallelLinear::Create(
+                                       linear->in_features(), linear->out_features(), o, tp_));
+    } else {
+      if (o.gelu) return WrongType(m, e.style, "Linear without GELU (GELU splits by column)");
+      WEFT_ASSIGN_OR_RETURN(fresh, tp::RowParallelLinear::Create(
+                                       linear->in_features(), linear->out_features(), o, tp_));
+    }
+    return Swap(m, std::move(fresh));
+  }
+
+  absl::Status SplitVocab(Module& m) {
+    if (auto* embed = dynamic_cast<TokenPositionEmbedding*>(&m)) {
+      WEFT_ASSIGN_OR_RETURN(
+          auto fresh, tp::VocabParallelEmbedding::Create(
+                          embed->wte()->global_shape()[0], embed->wpe()->global_shape()[0],
+                          embed->wte()->global_shape()[1], embed->wte()->init(),
+                          embed->wpe()->init(), tp_));
+      padded_vocab_ = embed->wte()->global_shape()[0];
+      return Swap(m, std::move(fresh));
+    }
+    if (auto* head = dynamic_cast<LmHead*>(&m)) {
+      padded_vocab_ = head->weight()->global_shape()[0];
+      if (!head->tied()) {
+        WEFT_ASSIGN_OR_RETURN(auto fresh,
+                              tp::VocabParallelHead::Create(padded_vocab_,
+                                                            head->weight()->global_shape()[1],
+                                                            head->weight()->init(), tp_));
+        return Swap(m, std::move(fresh));
+      }
+      // The table's owner must already be vocab-parallel: same name, sharded.
+      Parameter* table = ctx_.model().FindParameter(head->weight()->name());
+      if (table == nullptr || !table->placement().ShardedOver("tp")) {
+        return FailedPrecondition(
+            absl::StrCat("tied head '", m.name(), "' reads ", head->weight()->name(),
+                         ", which the tp plan does not split"),
+            "the embedding owning the table listed as vocab before the head",
+            "add the embedding to the model's ParallelPlan()");
+      }
+      return Swap(m, std::make_unique<tp::VocabParallelHead>(table, tp_));
+    }
+    if (auto* loss = dynamic_cast<CrossEntropyLoss*>(&m)) {
+      if (padded_vocab_ == 0) {
+        return FailedPrecondition("tp: vocab-parallel loss '" + m.name() + "' before its head",
+                                  "the LM head listed as vocab before the loss");
+      }
+      return Swap(m, std::make_unique<tp::VocabParallelCrossEntropy>(loss->num_classes(),
+                                                                     padded_vocab_, tp_));
+    }
+    return WrongType(m, TpStyle::kVocab, "TokenPositionEmbedding, LmHead or CrossEntropyLoss");
+  }
+
+  absl::Status OnSequenceShards(Module& m) {
+    if (!tp_.sequence_parallel) return absl::OkStatus();
+    if (auto* dropout = dynamic_cast<Dropout*>(&m)) {
+      dropout->SetBlockAlong(/*dim=*/1, tp_.rank(), tp_.size());
+      return absl::OkStatus();
+    }
+    if (dynamic_cast<LayerNorm*>(&m) != nullptr) {
+      tp::ReduceGradsOverTp(m, tp_);
+      return absl::OkStatus();
+    }
+    return WrongType(m, TpStyle::kSequence, "LayerNorm or Dropout");
+  }
+
+  StrategyContext& ctx_;
+  const TpComm tp_;
+  const tp::AdoptOptions adopt_;
+  int64_t padded_vocab_ = 0;
+  std::vector<std::unique_ptr<Module>> replaced_;
+};
+
+absl::Status CheckHeads(Model& model, int tp) {
+  for (Module* m : model.Modules()) {
+    auto* attn = dynamic_cast<CausalSelfAttention*>(m);
+    if (attn == nullptr || attn->num_heads() % tp == 0) continue;
+    return InvalidArgument(
+        absl::StrCat("'", m->name(), "' has ", attn->num_heads(), " heads, not divisible by tp=",
+                     tp),
+        "a head count divisible by tp (each rank holds whole heads)",
+        absl::StrCat("use a --tp that divides n_head=", attn->num_heads(),
+                     ", or change n_head"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+OptionSchema TensorParallelStrategy::Options() const {
+  OptionSchema s;
+  return s;
+}
+
+absl::Status TensorParallelStrategy::Validate(const StrategyOptionSet&,
+                                              const comm::MeshLayout* mesh) const {
+  if (mesh == nullptr) {
+    return FailedPrecondition(absl::StrCat("--strategy=", Name(), " without a device mesh"),
+                              "a job with a mesh that has a tp axis",
+                              "launch several ranks with --tp=N");
+  }
+  const int tp = mesh->AxisSize("tp").value_or(1);
+  if (sequence_parallel_ && tp < 2) {
+    return InvalidArgument(
+        absl::StrCat("sequence parallelism (sp) with tp=", tp),
+        "sp together with tensor parallelism over tp >= 2 ranks",
+        "sp shards the activations between tp regions: set --tp=2 (or more), or drop sp");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TensorParallelStrategy::Apply(StrategyContext& ctx) {
+  for (const std::string& n : ctx.state->strategy_names) {
+    if (n == "tp" || n == "sp") {
+      return InvalidArgument(absl::StrCat("--strategy lists both tp and sp"),
+                             "one of them: sp is tp with sequence parallelism");
+    }
+  }
+  Model& model = ctx.model();
+  const TensorParallelPlan plan = model.ParallelPlan();
+  if (plan.empty()) {
+    return FailedPrecondition(absl::StrCat(model.Summary(), " ships no tensor-parallel plan"),
+                              "a model overriding Model::ParallelPlan() (e.g. the GPT)");
+  }
+  TpComm tp;
+  WEFT_ASSIGN_OR_RETURN(tp.group, ctx.mesh->Group("tp"));
+  tp.stream = ctx.run->stream;
+  tp.sequence_parallel = sequence_parallel_;
+  WEFT_RETURN_IF_ERROR(CheckHeads(model, tp.size()));
+  PlanApplier applier(ctx, tp);
+  WEFT_RETURN_IF_ERROR(applier.Apply(plan));
+  // What every tp rank holds whole is saved once (rank 0's copy).
+  for (Parameter* p : model.Parameters()) {
+    if (!p->placement().ShardedOver("tp")) p->set_mp_replica(tp.rank());
+  }
+  ctx.state->keep_alive.push_back(tp.group);
+  return absl::OkStatus();
+}
+
+}  // namespace weft

@@ -1,0 +1,169 @@
+#include "strategies/tp/vocab_parallel.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "strategies/tp/region_ops.h"
+#include "strategies/tp/vocab_kernels.h"
+
+namespace weft::tp {
+namespace {
+
+absl::Status ShardRows(Parameter* p, const TpComm& tp) {
+  Placement placement;
+  placement.Shard("tp", 0, tp.rank(), tp.size());
+  return p->SetPlacement(std::move(placement));
+}
+
+absl::Status CheckVocab(int64_t rows, const TpComm& tp) {
+  if (rows % tp.size() == 0) return absl::OkStatus();
+  return InvalidArgument(
+      absl::StrCat("a padded vocabulary of ", rows, " rows split over tp=", tp.size()),
+      "a padded vocabulary divisible by tp",
+      absl::StrCat("set the model's vocab_pad_multiple to a multiple of ", tp.size(),
+                   " (e.g. 64 or 128): the extra rows are padding the loss never sees"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<VocabParallelEmbedding>> VocabParallelEmbedding::Create(
+    int64_t vocab_rows, int64_t max_positions, int64_t channels, InitSpec wte_init,
+    InitSpec wpe_init, TpComm tp) {
+  WEFT_RETURN_IF_ERROR(CheckVocab(vocab_rows, tp));
+  std::unique_ptr<VocabParallelEmbedding> m(new VocabParallelEmbedding(max_positions, tp));
+  m->wte_ = m->RegisterParameter("wte", {vocab_rows, channels}, wte_init, true);
+  WEFT_RETURN_IF_ERROR(ShardRows(m->wte_, tp));
+  m->wpe_ = m->RegisterParameter("wpe", {max_positions, channels}, wpe_init, true);
+  return m;
+}
+
+absl::StatusOr<Tensor> VocabParallelEmbedding::Forward(RunContext& ctx, const Tensor& tokens) {
+  if (tokens.ndim() != 2 || tokens.dtype() != DType::kI32) {
+    return InvalidArgument("tokens " + tokens.DebugString(), "an i32 tensor (B, T)");
+  }
+  if (tokens.dim(1) > max_positions_) {
+    return InvalidArgument(absl::StrCat("sequence length ", tokens.dim(1)),
+                           absl::StrCat("at most max_seq_len=", max_positions_),
+                           "lower seq_len or raise max_seq_len");
+  }
+  if (ctx.training) ctx.Saved(this)[0] = tokens;
+  const int64_t c = wte_->shape()[1];
+  WEFT_ASSIGN_OR_RETURN(Tensor partial,
+                        ctx.Empty({tokens.dim(0), tokens.dim(1), c}, ctx.compute_dtype));
+  // Positions once in the sum: rank 0 adds them.
+  WEFT_RETURN_IF_ERROR(VocabEmbeddingForward(partial, tokens, wte_->value,
+                                             wte_->local_offsets()[0],
+                                             tp_.rank() == 0 ? wpe_->value : Tensor()));
+  return LeaveRowRegion(tp_, ctx, partial);
+}
+
+absl::StatusOr<Tensor> VocabParallelEmbedding::Backward(RunContext& ctx, const Tensor& dy) {
+  SavedActivations* saved = ctx.FindSaved(this);
+  if (saved == nullptr) {
+    return FailedPrecondition("embedding backward without saved tokens",
+                              "Forward in training mode before Backward");
+  }
+  // The whole output gradient: wpe's gradient is then the same on every rank.
+  WEFT_ASSIGN_OR_RETURN(Tensor whole, LeaveRowRegionBackward(tp_, ctx, dy));
+  WEFT_RETURN_IF_ERROR(VocabEmbeddingBackward(wte_->grad, wpe_->grad, whole, (*saved)[0],
+                                              wte_->local_offsets()[0]));
+  ctx.DropSaved(this);
+  return Tensor();
+}
+
+absl::StatusOr<std::unique_ptr<VocabParallelHead>> VocabParallelHead::Create(
+    int64_t vocab_rows, int64_t channels, InitSpec init, TpComm tp) {
+  WEFT_RETURN_IF_ERROR(CheckVocab(vocab_rows, tp));
+  std::unique_ptr<VocabParallelHead> m(new VocabParallelHead(tp));
+  m->weight_ = m->RegisterParameter("weight", {vocab_rows, channels}, init, true);
+  WEFT_RETURN_IF_ERROR(ShardRows(m->weight_, tp));
+  return m;
+}
+
+VocabParallelHead::VocabParallelHead(Parameter* table, TpComm tp)
+    : Module("VocabParallelHead"), tp_(std::move(tp)), weight_(table), tied_(true) {
+  table->MarkShared();
+}
+
+absl::StatusOr<Tensor> VocabParallelHead::Forward(RunContext& ctx, const Tensor& h) {
+  const int64_t c = weight_->shape()[1], vl = weight_->shape()[0];
+  WEFT_ASSIGN_OR_RETURN(Tensor whole, EnterColumnRegion(tp_, ctx, h));
+  Tensor h2 = whole.View({whole.numel() / c, c});
+  WEFT_ASSIGN_OR_RETURN(Tensor logits, ctx.Empty({h2.dim(0), vl}, ctx.compute_dtype));
+  WEFT_RETURN_IF_ERROR(ctx.ops->Gemm(
+      ctx.kernel(), {.out = logits, .a = h2, .b = weight_->value, .trans_b = true}));
+  if (ctx.training) {
+    SavedActivations& saved = ctx.Saved(this);
+    saved[0] = h2;
+    saved.shape = whole.shape();
+  }
+  return logits;
+}
+
+absl::StatusOr<Tensor> VocabParallelHead::Backward(RunContext& ctx, const Tensor& dlogits) {
+  SavedActivations* saved = ctx.FindSaved(this);
+  if (saved == nullptr) {
+    return FailedPrecondition("vocab-parallel head backward without saved input",
+                              "ForwardLoss in training mode before BackwardFromLoss");
+  }
+  WEFT_RETURN_IF_ERROR(ctx.ops->Gemm(
+      ctx.kernel(),
+      {.out = weight_->grad, .a = dlogits, .b = (*saved)[0], .trans_a = true, .accumulate = true}));
+  WEFT_ASSIGN_OR_RETURN(Tensor dh, ctx.Empty((*saved)[0].shape(), ctx.compute_dtype));
+  WEFT_RETURN_IF_ERROR(
+      ctx.ops->Gemm(ctx.kernel(), {.out = dh, .a = dlogits, .b = weight_->value}));
+  const Shape whole_shape = saved->shape;
+  ctx.DropSaved(this);
+  return EnterColumnRegionBackward(tp_, ctx, dh.View(whole_shape));
+}
+
+VocabParallelCrossEntropy::VocabParallelCrossEntropy(int64_t vocab, int64_t padded_vocab,
+                                                     TpComm tp)
+    : LossModule("VocabParallelCrossEntropy"),
+      vocab_(vocab),
+      local_columns_(padded_vocab / tp.size()),
+      tp_(std::move(tp)) {}
+
+absl::StatusOr<Tensor> VocabParallelCrossEntropy::ComputeLoss(RunContext& ctx,
+                                                              const Tensor& logits,
+                                                              const Tensor& targets,
+                                                              float dloss_scale) {
+  if (logits.ndim() != 2 || logits.dim(0) != targets.numel() || logits.dim(1) != local_columns_) {
+    return InvalidArgument(
+        absl::StrCat("logits ", ShapeString(logits.shape()), " with targets ",
+                     ShapeString(targets.shape())),
+        absl::StrCat("this rank's logits (N, ", local_columns_, ") and N targets"));
+  }
+  const int64_t n = targets.numel();
+  const int64_t begin = tp_.rank() * local_columns_;
+  const Tensor y = targets.View({n});
+  WEFT_ASSIGN_OR_RETURN(Tensor row_max, ctx.Empty({n}, DType::kF32));
+  // Summed together: [sum of exp, target logit].
+  WEFT_ASSIGN_OR_RETURN(Tensor sums, ctx.Empty({2, n}, DType::kF32));
+  Tensor sum_exp = sums.Select(0, 0), target_logit = sums.Select(0, 1);
+  WEFT_RETURN_IF_ERROR(LocalMaxAndTarget(logits, y, begin, vocab_, row_max, target_logit));
+  WEFT_RETURN_IF_ERROR(Annotate(
+      tp_.group->AllReduce(row_max, {.op = comm::ReduceOp::kMax, .stream = tp_.stream})->Wait(),
+      "tp cross-entropy max"));
+  WEFT_RETURN_IF_ERROR(LocalSumExp(logits, row_max, begin, vocab_, sum_exp));
+  WEFT_RETURN_IF_ERROR(AllReduce(tp_, sums).status());
+  WEFT_ASSIGN_OR_RETURN(Tensor losses, ctx.Empty({n}, DType::kF32));
+  Tensor grad_in_place = logits;  // shares the logits' storage
+  WEFT_RETURN_IF_ERROR(VocabCrossEntropyFinish(grad_in_place, y, begin, vocab_, row_max, sum_exp,
+                                               target_logit, dloss_scale, ctx.training, losses));
+  if (ctx.training) ctx.Saved(this)[0] = logits;  // now dL/dlogits of this rank's columns
+  return losses;
+}
+
+absl::StatusOr<Tensor> VocabParallelCrossEntropy::Backward(RunContext& ctx, const Tensor&) {
+  SavedActivations* saved = ctx.FindSaved(this);
+  if (saved == nullptr) {
+    return FailedPrecondition("loss backward without a training forward",
+                              "ComputeLoss with ctx.training before Backward");
+  }
+  Tensor dlogits = (*saved)[0];
+  ctx.DropSaved(this);
+  return dlogits;
+}
+
+}  // namespace weft::tp
