@@ -31,6 +31,7 @@ struct PpCase {
   std::string dp_strategy;  // "" or a data-parallel strategy over 2 ranks
   int zero_stage = 1;
   int micro_batch = 2;  // 4 micro-batches per step (2 with dp2); 1: 8 (4)
+  int tp = 1;           // with "tp" (or "sp") in dp_strategy
 };
 
 class PipelineParityTest : public ::testing::TestWithParam<PpCase> {};
@@ -49,7 +50,11 @@ TEST_P(PipelineParityTest, MatchesOneProcess) {
   p->set_pp_split(c.split);
   p->set_strategy(c.dp_strategy);
   p->set_zero_stage(c.zero_stage);
-  const int world = c.pp * (c.dp_strategy.empty() ? 1 : 2);
+  p->set_tp(c.tp);
+  const bool has_dp = c.dp_strategy.find("ddp") != std::string::npos ||
+                      c.dp_strategy.find("fsdp") != std::string::npos ||
+                      c.dp_strategy.find("zero") != std::string::npos;
+  const int world = c.pp * (has_dp ? 2 : 1) * c.tp;
   auto multi = testing::RunMultiProcess(job, world);
   ASSERT_TRUE(multi.ok()) << multi.status();
   testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, c.label);
@@ -70,7 +75,10 @@ INSTANTIATE_TEST_SUITE_P(
                       PpCase{"onef1b_pp2_zero2", 2, "1f1b", 1, "params", "zero", 2},
                       PpCase{"onef1b_pp2_zero3", 2, "1f1b", 1, "params", "zero", 3},
                       // More micro-batches in flight than the loader's ring has slots.
-                      PpCase{"gpipe_pp2_m8", 2, "gpipe", 1, "params", "", 1, 1}),
+                      PpCase{"gpipe_pp2_m8", 2, "gpipe", 1, "params", "", 1, 1},
+                      PpCase{"onef1b_pp2_tp2", 2, "1f1b", 1, "params", "tp", 1, 2, 2},
+                      // Full 3D on 8 ranks: pp2 x dp2 x tp2.
+                      PpCase{"onef1b_pp2_ddp2_tp2", 2, "1f1b", 1, "params", "tp,ddp", 1, 2, 2}),
     [](const ::testing::TestParamInfo<PpCase>& i) { return i.param.label; });
 
 // The first stage holds the most activations: 1F1B at most `pp` micro-
