@@ -78,7 +78,8 @@ INSTANTIATE_TEST_SUITE_P(
                       PpCase{"gpipe_pp2_m8", 2, "gpipe", 1, "params", "", 1, 1},
                       PpCase{"onef1b_pp2_tp2", 2, "1f1b", 1, "params", "tp", 1, 2, 2},
                       // Full 3D on 8 ranks: pp2 x dp2 x tp2.
-                      PpCase{"onef1b_pp2_ddp2_tp2", 2, "1f1b", 1, "params", "tp,ddp", 1, 2, 2}),
+                      PpCase{"onef1b_pp2_ddp2_tp2", 2, "1f1b", 1, "params", "tp,ddp", 1, 2, 2},
+                      PpCase{"onef1b_pp2_fsdp2_sp2", 2, "1f1b", 1, "params", "sp,fsdp", 1, 2, 2}),
     [](const ::testing::TestParamInfo<PpCase>& i) { return i.param.label; });
 
 // The first stage holds the most activations: 1F1B at most `pp` micro-
