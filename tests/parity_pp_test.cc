@@ -82,6 +82,24 @@ INSTANTIATE_TEST_SUITE_P(
                       PpCase{"onef1b_pp2_fsdp2_sp2", 2, "1f1b", 1, "params", "sp,fsdp", 1, 2, 2}),
     [](const ::testing::TestParamInfo<PpCase>& i) { return i.param.label; });
 
+// A GPT-MoE (every block's MLP a top-2 mixture of 4 experts, balance loss
+// on) through a 2-stage pipeline: the auxiliary loss's gradient is scaled
+// like the main loss's, as in one process.
+TEST(PipelineMoe, MatchesOneProcess) {
+  GptJob job = testing::TinyGptJob(testing::WriteCorpus(std::getenv("TEST_TMPDIR")));
+  job.mutable_train()->set_steps(20);
+  job.mutable_train()->set_micro_batch(2);
+  job.mutable_model()->set_moe_every(1);
+  job.mutable_model()->set_num_experts(4);
+  job.mutable_model()->set_top_k(2);
+  auto single = testing::RunSingleProcess(job);
+  ASSERT_TRUE(single.ok()) << single.status();
+  job.mutable_train()->mutable_parallel()->set_pp(2);
+  auto multi = testing::RunMultiProcess(job, 2);
+  ASSERT_TRUE(multi.ok()) << multi.status();
+  testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, "moe_pp2");
+}
+
 // The first stage holds the most activations: 1F1B at most `pp` micro-
 // batches, GPipe all of them; the activation store's bytes follow.
 TEST(PipelineMemory, OneFOneBHoldsAtMostStagesMicroBatches) {

@@ -187,6 +187,7 @@ absl::Status PipelineStepSchedule::Run(
     }
     ActionScope scope(runner, a, model_->num_chunks() > 1);
     if (a.kind == PipeAction::Kind::kForward) {
+      ctx->dloss_scale = batches[a.micro]->dloss_scale;  // auxiliary losses (MoE) scale by it
       WEFT_ASSIGN_OR_RETURN(Tensor losses,
                             model_->ForwardChunk(*ctx, a.chunk, a.micro, *batches[a.micro]));
       if (losses.defined()) WEFT_RETURN_IF_ERROR(runner.AddLosses(losses));
