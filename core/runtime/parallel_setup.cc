@@ -44,7 +44,12 @@ absl::StatusOr<std::vector<std::string>> StrategyNames(const ParallelConfig& c) 
     if (!has_dp) names.push_back("ddp");
   }
   if (c.cp() > 1 && std::find(names.begin(), names.end(), "cp") == names.end()) {
-    names.insert(names.begin(), "cp");
+    // After tp/sp: ring attention then adopts their parallel qkv and proj.
+    auto at = names.begin();
+    for (auto it = names.begin(); it != names.end(); ++it) {
+      if (*it == "tp" || *it == "sp") at = it + 1;
+    }
+    names.insert(at, "cp");
   }
   return names;
 }
@@ -152,10 +157,14 @@ absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(
   // or pp group read the same samples.
   state->dp_rank = shape->DataParallelRank(topology.rank);
   state->dp_size = shape->DataParallelSize();
-  // Sharded (tp/cp) parameters' squared gradient norms are summed over the
-  // model-parallel ranks; replicated ones are counted once (grad_norm.h).
-  if (shape->size("cp") * shape->size("tp") > 1) {
-    WEFT_ASSIGN_OR_RETURN(state->model_parallel, state->mesh->FlatGroup({"cp", "tp"}));
+  // Parameters sharded by dimension (tp) have their squared gradient norms
+  // summed over the tp ranks; replicated ones are counted once (grad_norm.h).
+  // Not over cp: every cp rank holds the same shards, which a sum over cp
+  // would count cp times.
+  if (shape->size("tp") > 1) {
+    // A group of its own, so tp's traffic counters stay the layers' own.
+    WEFT_ASSIGN_OR_RETURN(std::vector<int> tp_ranks, state->mesh->GroupRanks("tp"));
+    WEFT_ASSIGN_OR_RETURN(state->model_parallel, state->mesh->NewGroup(tp_ranks, "tp_norm"));
   }
   if (state->dp_size > 1) {
     WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> dp,

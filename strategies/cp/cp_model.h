@@ -35,6 +35,11 @@ class ContextParallelModel : public Model {
     return inner_->CloneArchitecture();
   }
   std::string Summary() const override;
+  // The inner model's (it is this module's unnamed child: paths match).
+  TensorParallelPlan ParallelPlan() const override { return inner_->ParallelPlan(); }
+  void AppendStepMetrics(std::vector<std::pair<std::string, double>>* out) override {
+    inner_->AppendStepMetrics(out);
+  }
 
  private:
   // Sets ctx.sequence for the duration of one call.

@@ -38,6 +38,10 @@ RingAttention::RingAttention(std::unique_ptr<Module> qkv, std::unique_ptr<Module
   RegisterSwappableModule("proj", std::move(proj));
 }
 
+int RingAttention::LocalHeads(int64_t local_channels) const {
+  return static_cast<int>(num_heads_ * local_channels / c_);
+}
+
 absl::StatusOr<Tensor> RingAttention::Forward(RunContext& ctx, const Tensor& x) {
   if (x.ndim() != 3 || x.dim(2) != c_) {
     return InvalidArgument("ring attention input " + ShapeString(x.shape()),
@@ -51,10 +55,13 @@ absl::StatusOr<Tensor> RingAttention::Forward(RunContext& ctx, const Tensor& x) 
   const TokenChunks mine = *ctx.sequence;
   const int64_t b = x.dim(0), t = x.dim(1);
   WEFT_ASSIGN_OR_RETURN(Tensor qkv, child("qkv")->CallForward(ctx, x));  // (B, T, 3C)
+  // A tensor-parallel qkv gives this rank's heads only: C/tp columns each.
+  const int64_t c = qkv.dim(2) / 3;
+  const int heads = LocalHeads(c);
   // The K/V columns, contiguous: what travels the ring.
-  WEFT_ASSIGN_OR_RETURN(Tensor kv, qkv.Slice(2, c_, 3 * c_).Contiguous(ctx.stream));  // (B, T, 2C)
-  WEFT_ASSIGN_OR_RETURN(Tensor out, ctx.Empty({b, t, c_}, ctx.compute_dtype));
-  WEFT_ASSIGN_OR_RETURN(Tensor lse, ctx.Empty({b, num_heads_, t}, DType::kF32));
+  WEFT_ASSIGN_OR_RETURN(Tensor kv, qkv.Slice(2, c, 3 * c).Contiguous(ctx.stream));  // (B, T, 2C)
+  WEFT_ASSIGN_OR_RETURN(Tensor out, ctx.Empty({b, t, c}, ctx.compute_dtype));
+  WEFT_ASSIGN_OR_RETURN(Tensor lse, ctx.Empty({b, heads, t}, DType::kF32));
   Tensor cur = kv;
   for (int s = 0; s < ring_->size(); ++s) {
     std::shared_ptr<comm::Work> inflight;
@@ -66,7 +73,7 @@ absl::StatusOr<Tensor> RingAttention::Forward(RunContext& ctx, const Tensor& x) 
     WEFT_RETURN_IF_ERROR(
         ctx.ops->AttentionBlockForward(ctx.kernel(), out, lse, qkv, mine, cur,
                                        ZigzagOf(ring_->Source(s), ring_->size(), mine.chunk_len),
-                                       num_heads_, /*accumulate=*/s > 0));
+                                       heads, /*accumulate=*/s > 0));
     if (inflight) {
       WEFT_RETURN_IF_ERROR(Waited(inflight, "ring attention forward K/V exchange"));
       cur = next;
@@ -91,6 +98,8 @@ absl::StatusOr<Tensor> RingAttention::Backward(RunContext& ctx, const Tensor& dy
   const TokenChunks mine = *ctx.sequence;
   const Tensor qkv = (*saved)[kQkv], kv = (*saved)[kKv];
   const Tensor out = (*saved)[kOut], lse = (*saved)[kLogSumExp];
+  const int64_t c = qkv.dim(2) / 3;
+  const int heads = LocalHeads(c);
   WEFT_ASSIGN_OR_RETURN(Tensor dout, child("proj")->CallBackward(ctx, dy));
   WEFT_ASSIGN_OR_RETURN(Tensor dqkv, ctx.Zeros(qkv.shape(), ctx.compute_dtype));
   const int n = ring_->size();
@@ -109,7 +118,7 @@ absl::StatusOr<Tensor> RingAttention::Backward(RunContext& ctx, const Tensor& dy
     WEFT_ASSIGN_OR_RETURN(Tensor partial, ctx.Zeros(kv.shape(), kv.dtype()));
     WEFT_RETURN_IF_ERROR(ctx.ops->AttentionBlockBackward(
         ctx.kernel(), dqkv, partial, dout, qkv, mine, cur,
-        ZigzagOf(ring_->Source(s), ring_->size(), mine.chunk_len), out, lse, num_heads_));
+        ZigzagOf(ring_->Source(s), ring_->size(), mine.chunk_len), out, lse, heads));
     if (dkv_work) {
       WEFT_RETURN_IF_ERROR(Waited(dkv_work, "ring attention dK/dV exchange"));
       WEFT_RETURN_IF_ERROR(ctx.ops->Add(ctx.kernel(), partial, partial, dkv_in));
@@ -129,7 +138,7 @@ absl::StatusOr<Tensor> RingAttention::Backward(RunContext& ctx, const Tensor& dy
     }
   }
   if (dkv_work) WEFT_RETURN_IF_ERROR(Waited(dkv_work, "ring attention dK/dV exchange"));
-  Tensor dkv_cols = dqkv.Slice(2, c_, 3 * c_);
+  Tensor dkv_cols = dqkv.Slice(2, c, 3 * c);
   WEFT_RETURN_IF_ERROR(dkv_cols.CopyFrom(dkv_in, ctx.stream));
   ctx.DropSaved(this);
   return child("qkv")->CallBackward(ctx, dqkv);

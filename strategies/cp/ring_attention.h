@@ -33,6 +33,8 @@ class RingAttention : public Module {
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
 
  private:
+  // Heads among `local_channels` of q (all of them without tp).
+  int LocalHeads(int64_t local_channels) const;
   const int64_t c_;
   const int num_heads_;
   std::shared_ptr<Ring> ring_;

@@ -46,6 +46,13 @@ absl::StatusOr<Tensor> VocabParallelEmbedding::Forward(RunContext& ctx, const Te
                            absl::StrCat("at most max_seq_len=", max_positions_),
                            "lower seq_len or raise max_seq_len");
   }
+  if (ctx.sequence.has_value() && !ctx.sequence->IsIdentity()) {
+    // Position rows would be taken as 0..T_local-1, not the chunks' places.
+    return absl::UnimplementedError(
+        "the vocab-parallel embedding on context-parallel chunks (--cp with --tp) is not "
+        "supported yet: it has no kernel for global positions; use cp or tp alone, or either "
+        "with fsdp/ddp");
+  }
   if (ctx.training) ctx.Saved(this)[0] = tokens;
   const int64_t c = wte_->shape()[1];
   WEFT_ASSIGN_OR_RETURN(Tensor partial,
