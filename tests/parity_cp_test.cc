@@ -118,20 +118,28 @@ TEST(ContextParallelErrorsTest, DropoutIsRefused) {
       << run.status();
 }
 
-// cp x tp is not supported yet: it fails on every rank with a clear error
-// (the vocab-parallel embedding has no global-position kernel) rather than
-// training with wrong positions.
-TEST(ContextTensorParallelTest, Cp2Tp2IsRefusedClearly) {
+// cp2 x tp2 on 4 ranks: each rank's ring carries the K/V blocks of its own
+// tp heads only, half a cp-only block.
+TEST(ContextTensorParallelParityTest, Cp2Tp2MatchesOneProcess) {
   GptJob job = CpJob();
+  auto single = testing::RunSingleProcess(job);
+  ASSERT_TRUE(single.ok()) << single.status();
   ParallelConfig* p = job.mutable_train()->mutable_parallel();
   p->set_cp(2);
   p->set_tp(2);
   p->set_strategy("tp");
   auto multi = testing::RunMultiProcess(job, 4);
-  ASSERT_FALSE(multi.ok());
-  EXPECT_NE(multi.status().message().find("context-parallel chunks (--cp with --tp)"),
-            std::string::npos)
-      << multi.status();
+  ASSERT_TRUE(multi.ok()) << multi.status();
+  testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, "cp2_tp2");
+  const TrainConfig& t = job.train();
+  const int64_t micro_batches = t.global_batch() / t.micro_batch();
+  const double block = 4.0 * t.micro_batch() * (kSeqLen / 2) * 2 * job.model().d_model() / 2;
+  const double ring = job.model().n_layer() * micro_batches * 2 * block * (3 * 2 - 2);
+  ASSERT_TRUE(multi->last_step_extra.count("cp_ring_mb"));
+  EXPECT_DOUBLE_EQ(multi->last_step_extra.at("cp_ring_mb") * (1 << 20), ring);
+  std::printf("cp2_tp2: max param diff %.2e; ring %.0f B/step per rank (formula %.0f)\n",
+              testing::MaxRelativeDifference(multi->params, single->params),
+              multi->last_step_extra.at("cp_ring_mb") * (1 << 20), ring);
 }
 
 }  // namespace

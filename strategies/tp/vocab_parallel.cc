@@ -37,6 +37,27 @@ absl::StatusOr<std::unique_ptr<VocabParallelEmbedding>> VocabParallelEmbedding::
   return m;
 }
 
+absl::StatusOr<Tensor> VocabParallelEmbedding::PositionRows(RunContext& ctx, int64_t t) const {
+  if (!ctx.sequence.has_value() || ctx.sequence->IsIdentity()) return wpe_->value;
+  const TokenChunks& chunks = *ctx.sequence;
+  if (chunks.size() != t) {
+    return InvalidArgument(absl::StrCat("a sequence chunk of ", t, " tokens"),
+                           absl::StrCat(chunks.size(), " tokens (", chunks.count, " chunks)"));
+  }
+  const int64_t len = chunks.chunk_len;
+  WEFT_ASSIGN_OR_RETURN(Tensor pe, ctx.Empty({t, wpe_->shape()[1]}, wpe_->value.dtype()));
+  for (int i = 0; i < chunks.count; ++i) {
+    if (chunks.offsets[i] < 0 || chunks.offsets[i] + len > max_positions_) {
+      return InvalidArgument(absl::StrCat("sequence chunk at position ", chunks.offsets[i]),
+                             absl::StrCat("positions below max_seq_len=", max_positions_));
+    }
+    Tensor dst = pe.Slice(0, i * len, (i + 1) * len);
+    WEFT_RETURN_IF_ERROR(
+        dst.CopyFrom(wpe_->value.Slice(0, chunks.offsets[i], chunks.offsets[i] + len), ctx.stream));
+  }
+  return pe;
+}
+
 absl::StatusOr<Tensor> VocabParallelEmbedding::Forward(RunContext& ctx, const Tensor& tokens) {
   if (tokens.ndim() != 2 || tokens.dtype() != DType::kI32) {
     return InvalidArgument("tokens " + tokens.DebugString(), "an i32 tensor (B, T)");
@@ -46,21 +67,18 @@ absl::StatusOr<Tensor> VocabParallelEmbedding::Forward(RunContext& ctx, const Te
                            absl::StrCat("at most max_seq_len=", max_positions_),
                            "lower seq_len or raise max_seq_len");
   }
-  if (ctx.sequence.has_value() && !ctx.sequence->IsIdentity()) {
-    // Position rows would be taken as 0..T_local-1, not the chunks' places.
-    return absl::UnimplementedError(
-        "the vocab-parallel embedding on context-parallel chunks (--cp with --tp) is not "
-        "supported yet: it has no kernel for global positions; use cp or tp alone, or either "
-        "with fsdp/ddp");
-  }
   if (ctx.training) ctx.Saved(this)[0] = tokens;
   const int64_t c = wte_->shape()[1];
   WEFT_ASSIGN_OR_RETURN(Tensor partial,
                         ctx.Empty({tokens.dim(0), tokens.dim(1), c}, ctx.compute_dtype));
-  // Positions once in the sum: rank 0 adds them.
-  WEFT_RETURN_IF_ERROR(VocabEmbeddingForward(partial, tokens, wte_->value,
-                                             wte_->local_offsets()[0],
-                                             tp_.rank() == 0 ? wpe_->value : Tensor()));
+  // Positions once in the sum: rank 0 adds them. Context-parallel chunks
+  // take the rows of their global positions, stacked.
+  Tensor pe;
+  if (tp_.rank() == 0) {
+    WEFT_ASSIGN_OR_RETURN(pe, PositionRows(ctx, tokens.dim(1)));
+  }
+  WEFT_RETURN_IF_ERROR(
+      VocabEmbeddingForward(partial, tokens, wte_->value, wte_->local_offsets()[0], pe));
   return LeaveRowRegion(tp_, ctx, partial);
 }
 
@@ -72,8 +90,22 @@ absl::StatusOr<Tensor> VocabParallelEmbedding::Backward(RunContext& ctx, const T
   }
   // The whole output gradient: wpe's gradient is then the same on every rank.
   WEFT_ASSIGN_OR_RETURN(Tensor whole, LeaveRowRegionBackward(tp_, ctx, dy));
-  WEFT_RETURN_IF_ERROR(VocabEmbeddingBackward(wte_->grad, wpe_->grad, whole, (*saved)[0],
-                                              wte_->local_offsets()[0]));
+  if (!ctx.sequence.has_value() || ctx.sequence->IsIdentity()) {
+    WEFT_RETURN_IF_ERROR(VocabEmbeddingBackward(wte_->grad, wpe_->grad, whole, (*saved)[0],
+                                                wte_->local_offsets()[0]));
+  } else {
+    // Position gradients per local token, then added at the chunks' rows.
+    const TokenChunks& chunks = *ctx.sequence;
+    const int64_t len = chunks.chunk_len;
+    WEFT_ASSIGN_OR_RETURN(Tensor dpe, ctx.Zeros({chunks.size(), wpe_->shape()[1]},
+                                                wpe_->grad.dtype()));
+    WEFT_RETURN_IF_ERROR(VocabEmbeddingBackward(wte_->grad, dpe, whole, (*saved)[0],
+                                                wte_->local_offsets()[0]));
+    for (int i = 0; i < chunks.count; ++i) {
+      Tensor g = wpe_->grad.Slice(0, chunks.offsets[i], chunks.offsets[i] + len);
+      WEFT_RETURN_IF_ERROR(ctx.ops->Add(ctx.kernel(), g, g, dpe.Slice(0, i * len, (i + 1) * len)));
+    }
+  }
   ctx.DropSaved(this);
   return Tensor();
 }

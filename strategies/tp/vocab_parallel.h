@@ -34,6 +34,9 @@ class VocabParallelEmbedding : public Module {
   Parameter* wpe() const { return wpe_; }
 
  private:
+  // wpe's rows for the tokens' positions: wpe itself for a whole sequence,
+  // the rows of each context-parallel chunk stacked otherwise.
+  absl::StatusOr<Tensor> PositionRows(RunContext& ctx, int64_t t) const;
   VocabParallelEmbedding(int64_t max_positions, TpComm tp)
       : Module("VocabParallelEmbedding"), max_positions_(max_positions), tp_(std::move(tp)) {}
 
