@@ -122,14 +122,8 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
   for (int64_t i = 0; i < steps && !options.use_run; ++i) {
     WEFT_ASSIGN_OR_RETURN(StepStats s, trainer->TrainStep());
     run.losses.push_back(s.loss);
-    for (const auto& [name, value] : s.extra) {
-      auto [it, added] = run.step_max.emplace(name, value);
-      if (!added) it->second = std::max(it->second, value);
-    }
-    for (const auto& [k, v] : s.extra) run.metrics[k] += v / static_cast<double>(steps);
     run.comm_mb.push_back(s.comm_mb);
-    run.last_step_extra.clear();
-    for (const auto& [k, v] : s.extra) run.last_step_extra[k] = v;
+    run.step_metrics.emplace_back(s.extra.begin(), s.extra.end());
     run.grad_norms.push_back(s.grad_norm);
   }
   if (options.save_at_end) {
@@ -182,10 +176,11 @@ void Write(const ParityRun& r, const std::string& path) {
   for (double g : r.grad_norms) std::fprintf(f, "grad_norm %a\n", g);
   for (const auto& [k, v] : r.memory) std::fprintf(f, "mem %s %a\n", k.c_str(), v);
   for (const auto& [k, v] : r.comm) std::fprintf(f, "comm %s %a\n", k.c_str(), v);
-  for (const auto& [k, v] : r.step_max) std::fprintf(f, "step_max %s %a\n", k.c_str(), v);
-  for (const auto& [k, v] : r.metrics) std::fprintf(f, "metric %s %a\n", k.c_str(), v);
   for (double v : r.comm_mb) std::fprintf(f, "comm_mb %a\n", v);
-  for (const auto& [k, v] : r.last_step_extra) std::fprintf(f, "extra %s %a\n", k.c_str(), v);
+  for (size_t i = 0; i < r.step_metrics.size(); ++i) {
+    std::fprintf(f, "step %zu\n", i);
+    for (const auto& [k, v] : r.step_metrics[i]) std::fprintf(f, "metric %s %a\n", k.c_str(), v);
+  }
   for (const auto& [name, values] : r.params) {
     std::fprintf(f, "param %s %zu", name.c_str(), values.size());
     for (float v : values) std::fprintf(f, " %a", v);
@@ -212,16 +207,14 @@ absl::StatusOr<ParityRun> Read(const std::string& path) {
     } else if (kind == "grad_norm") {
       ss >> num;
       r.grad_norms.push_back(std::strtod(num.c_str(), nullptr));
-    } else if (kind == "extra") {
+    } else if (kind == "step") {
+      r.step_metrics.emplace_back();
+    } else if (kind == "metric" && !r.step_metrics.empty()) {
       ss >> name >> num;
-      r.last_step_extra[name] = std::strtod(num.c_str(), nullptr);
-    } else if (kind == "mem" || kind == "comm" || kind == "step_max" || kind == "metric") {
+      r.step_metrics.back()[name] = std::strtod(num.c_str(), nullptr);
+    } else if (kind == "mem" || kind == "comm") {
       ss >> name >> num;
-      auto& m = kind == "mem"        ? r.memory
-                : kind == "comm"     ? r.comm
-                : kind == "step_max" ? r.step_max
-                                     : r.metrics;
-      m[name] = std::strtod(num.c_str(), nullptr);
+      (kind == "mem" ? r.memory : r.comm)[name] = std::strtod(num.c_str(), nullptr);
     } else if (kind == "param") {
       size_t n = 0;
       ss >> name >> n;
@@ -233,6 +226,33 @@ absl::StatusOr<ParityRun> Read(const std::string& path) {
 }
 
 }  // namespace
+
+double MaxOverSteps(const ParityRun& run, const std::string& key) {
+  double out = std::nan("");
+  for (const auto& m : run.step_metrics) {
+    auto it = m.find(key);
+    if (it != m.end() && !(it->second <= out)) out = it->second;
+  }
+  return out;
+}
+
+double MeanOverSteps(const ParityRun& run, const std::string& key) {
+  double sum = 0;
+  bool seen = false;
+  for (const auto& m : run.step_metrics) {
+    auto it = m.find(key);
+    if (it == m.end()) continue;
+    sum += it->second;
+    seen = true;
+  }
+  return seen ? sum / static_cast<double>(run.step_metrics.size()) : std::nan("");
+}
+
+double LastStep(const ParityRun& run, const std::string& key) {
+  if (run.step_metrics.empty()) return std::nan("");
+  auto it = run.step_metrics.back().find(key);
+  return it == run.step_metrics.back().end() ? std::nan("") : it->second;
+}
 
 absl::StatusOr<ParityRun> RunSingleProcess(GptJob job, const RunOptions& options) {
   return Train(job, std::nullopt, "", options);

@@ -26,12 +26,9 @@ struct ParityRun {
   // activation store's bytes at the end of a forward (one micro-batch).
   std::map<std::string, double> memory;
   std::map<std::string, double> comm;    // bus bytes per op kind per step, rank 0
-  std::map<std::string, double> step_max;  // each strategy step metric's maximum, rank 0
-  // Rank 0's per-step extra metrics (StepStats::extra), averaged over steps.
-  std::map<std::string, double> metrics;
   std::vector<double> comm_mb;           // the step metric comm_mb per step, rank 0
-  // Rank 0's strategy step metrics (StepStats::extra) of the last step.
-  std::map<std::string, double> last_step_extra;
+  // Rank 0's strategy and model step metrics (StepStats::extra), per step.
+  std::vector<std::map<std::string, double>> step_metrics;
 };
 
 // Parameters and optimizer state are reassembled from every rank's sharding
@@ -54,6 +51,12 @@ absl::StatusOr<ParityRun> RunSingleProcess(GptJob job, const RunOptions& options
 // `world` ranks as forked processes sharing a TCP store on loopback; the
 // result is rank 0's view (losses are global, parameters gathered in full).
 absl::StatusOr<ParityRun> RunMultiProcess(GptJob job, int world, const RunOptions& options = {});
+
+// A step metric's largest value, its mean over all steps (absent counts as
+// 0), and its value in the last step; NaN when no step has it.
+double MaxOverSteps(const ParityRun& run, const std::string& key);
+double MeanOverSteps(const ParityRun& run, const std::string& key);
+double LastStep(const ParityRun& run, const std::string& key);
 
 // gtest expectations: per-step relative loss difference <= loss_rtol and
 // max parameter and optimizer-state difference (relative to max(1, |x|))

@@ -62,8 +62,8 @@ TEST_P(ContextParallelParityTest, MatchesOneProcess) {
   const int64_t micro_batches = t.global_batch() / (t.micro_batch() * c.dp_shard);
   const double block = 4.0 * t.micro_batch() * (kSeqLen / c.cp) * 2 * job.model().d_model();
   const double ring = job.model().n_layer() * micro_batches * 2 * block * (3 * c.cp - 2);
-  ASSERT_TRUE(multi->last_step_extra.count("cp_ring_mb")) << c.label;
-  EXPECT_DOUBLE_EQ(multi->last_step_extra.at("cp_ring_mb") * (1 << 20), ring) << c.label;
+  ASSERT_FALSE(std::isnan(testing::LastStep(*multi, "cp_ring_mb"))) << c.label;
+  EXPECT_DOUBLE_EQ(testing::LastStep(*multi, "cp_ring_mb") * (1 << 20), ring) << c.label;
   if (c.dp_strategy.empty()) {
     // Everything else a cp-only step moves: one all-reduce of every
     // gradient over cp, and the loss (one f32) summed over cp. The gradient
@@ -84,7 +84,7 @@ TEST_P(ContextParallelParityTest, MatchesOneProcess) {
       "%s: max loss rdiff %.2e, param diff %.2e; ring %.0f B/step per rank (formula "
       "%.0f), comm_mb %.6f\n",
       c.label.c_str(), loss_rdiff, testing::MaxRelativeDifference(multi->params, single->params),
-      multi->last_step_extra.at("cp_ring_mb") * (1 << 20), ring,
+      testing::LastStep(*multi, "cp_ring_mb") * (1 << 20), ring,
       multi->comm_mb.empty() ? 0.0 : multi->comm_mb.back());
 }
 
@@ -135,11 +135,11 @@ TEST(ContextTensorParallelParityTest, Cp2Tp2MatchesOneProcess) {
   const int64_t micro_batches = t.global_batch() / t.micro_batch();
   const double block = 4.0 * t.micro_batch() * (kSeqLen / 2) * 2 * job.model().d_model() / 2;
   const double ring = job.model().n_layer() * micro_batches * 2 * block * (3 * 2 - 2);
-  ASSERT_TRUE(multi->last_step_extra.count("cp_ring_mb"));
-  EXPECT_DOUBLE_EQ(multi->last_step_extra.at("cp_ring_mb") * (1 << 20), ring);
+  ASSERT_FALSE(std::isnan(testing::LastStep(*multi, "cp_ring_mb")));
+  EXPECT_DOUBLE_EQ(testing::LastStep(*multi, "cp_ring_mb") * (1 << 20), ring);
   std::printf("cp2_tp2: max param diff %.2e; ring %.0f B/step per rank (formula %.0f)\n",
               testing::MaxRelativeDifference(multi->params, single->params),
-              multi->last_step_extra.at("cp_ring_mb") * (1 << 20), ring);
+              testing::LastStep(*multi, "cp_ring_mb") * (1 << 20), ring);
 }
 
 }  // namespace
