@@ -20,10 +20,7 @@ class ContextParallelModel::SequenceScope {
 };
 
 ContextParallelModel::ContextParallelModel(std::unique_ptr<Model> inner, int cp_rank, int cp_size)
-    : Model("ContextParallel"), inner_(inner.get()), rank_(cp_rank), size_(cp_size) {
-  // The inner model keeps its parameter names: it sits under an empty name.
-  RegisterModule("", std::move(inner));
-}
+    : WrappedModel("ContextParallel", std::move(inner)), rank_(cp_rank), size_(cp_size) {}
 
 absl::StatusOr<Tensor> ContextParallelModel::ForwardLoss(RunContext& ctx, const Tensor& inputs,
                                                          const Tensor& targets, float dloss_scale) {
@@ -40,7 +37,7 @@ absl::StatusOr<Tensor> ContextParallelModel::ForwardLoss(RunContext& ctx, const 
   Tensor losses;
   WEFT_RETURN_IF_ERROR(RunHooked(ctx, /*backward=*/false, [&]() -> absl::Status {
     WEFT_ASSIGN_OR_RETURN(losses,
-                          inner_->ForwardLoss(ctx, local_inputs, local_targets, dloss_scale));
+                          inner().ForwardLoss(ctx, local_inputs, local_targets, dloss_scale));
     return absl::OkStatus();
   }));
   return losses;
@@ -52,7 +49,7 @@ absl::Status ContextParallelModel::BackwardFromLoss(RunContext& ctx) {
                               "ForwardLoss in training mode first");
   }
   SequenceScope scope(ctx, *chunks_);
-  return RunHooked(ctx, /*backward=*/true, [&] { return inner_->BackwardFromLoss(ctx); });
+  return RunHooked(ctx, /*backward=*/true, [&] { return inner().BackwardFromLoss(ctx); });
 }
 
 absl::StatusOr<Tensor> ContextParallelModel::Forward(RunContext&, const Tensor&) {
@@ -68,7 +65,7 @@ absl::StatusOr<Tensor> ContextParallelModel::Backward(RunContext&, const Tensor&
 }
 
 std::string ContextParallelModel::Summary() const {
-  return absl::StrCat(inner_->Summary(), " | cp ", size_, " (zigzag, ring attention)");
+  return absl::StrCat(inner().Summary(), " | cp ", size_, " (zigzag, ring attention)");
 }
 
 }  // namespace weft::cp

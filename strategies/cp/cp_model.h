@@ -11,11 +11,11 @@
 #include <memory>
 #include <optional>
 
-#include "core/nn/model.h"
+#include "core/nn/wrapped_model.h"
 
 namespace weft::cp {
 
-class ContextParallelModel : public Model {
+class ContextParallelModel : public WrappedModel {
  public:
   ContextParallelModel(std::unique_ptr<Model> inner, int cp_rank, int cp_size);
 
@@ -28,24 +28,14 @@ class ContextParallelModel : public Model {
   absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& inputs) override;
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dprediction) override;
 
-  double TrainingFlopsPerTarget() const override { return inner_->TrainingFlopsPerTarget(); }
-  // Of the whole sequence: the trainer scales the loss by it.
-  int64_t TargetsPerSample(const Tensor& t) const override { return inner_->TargetsPerSample(t); }
-  absl::StatusOr<std::unique_ptr<Model>> CloneArchitecture() const override {
-    return inner_->CloneArchitecture();
-  }
+  // TargetsPerSample stays the inner model's, of the whole sequence: the
+  // trainer scales the loss by it.
   std::string Summary() const override;
-  // The inner model's (it is this module's unnamed child: paths match).
-  TensorParallelPlan ParallelPlan() const override { return inner_->ParallelPlan(); }
-  void AppendStepMetrics(std::vector<std::pair<std::string, double>>* out) override {
-    inner_->AppendStepMetrics(out);
-  }
 
  private:
   // Sets ctx.sequence for the duration of one call.
   class SequenceScope;
 
-  Model* inner_;  // owned as this module's unnamed child
   const int rank_, size_;
   std::optional<TokenChunks> chunks_;  // of the last forward's sequence length
 };

@@ -13,17 +13,14 @@ namespace weft::pp {
 PipelineModel::PipelineModel(std::unique_ptr<Model> inner, std::vector<Stage> stages,
                              std::vector<ChunkRange> chunks, int virtual_stages,
                              std::unique_ptr<PipeLinks> links)
-    : Model("Pipeline"),
-      inner_(inner.get()),
+    : WrappedModel("Pipeline", std::move(inner)),
       stages_(std::move(stages)),
       chunks_(std::move(chunks)),
       virtual_stages_(virtual_stages),
-      links_(std::move(links)) {
-  RegisterModule("", std::move(inner));  // unnamed: parameter names stay the model's
-}
+      links_(std::move(links)) {}
 
 std::string PipelineModel::Summary() const {
-  std::string s = absl::StrCat(inner_->Summary(), " | pipeline rank ", links_->rank(), "/",
+  std::string s = absl::StrCat(inner().Summary(), " | pipeline rank ", links_->rank(), "/",
                                links_->size(), ":");
   for (const ChunkRange& c : chunks_) {
     absl::StrAppend(&s, " ", stages_[c.first].name, "..", stages_[c.last - 1].name);

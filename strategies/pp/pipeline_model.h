@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "core/nn/model.h"
+#include "core/nn/wrapped_model.h"
 #include "core/parallel/step_schedule.h"
 #include "strategies/pp/pipe_links.h"
 
@@ -26,7 +26,7 @@ struct ChunkRange {
   int first = 0, last = 0;  // stages [first, last) of the model
 };
 
-class PipelineModel : public Model {
+class PipelineModel : public WrappedModel {
  public:
   // `chunks[c]` is this rank's chunk c; `virtual_stages` = pp x chunks.
   PipelineModel(std::unique_ptr<Model> inner, std::vector<Stage> stages,
@@ -45,11 +45,6 @@ class PipelineModel : public Model {
   absl::Status BackwardFromLoss(RunContext& ctx) override;
   absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) override;
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
-  double TrainingFlopsPerTarget() const override { return inner_->TrainingFlopsPerTarget(); }
-  int64_t TargetsPerSample(const Tensor& t) const override { return inner_->TargetsPerSample(t); }
-  absl::StatusOr<std::unique_ptr<Model>> CloneArchitecture() const override {
-    return inner_->CloneArchitecture();
-  }
   std::string Summary() const override;
 
   PipeLinks& links() { return *links_; }
@@ -60,7 +55,6 @@ class PipelineModel : public Model {
   int VirtualStage(int chunk) const { return chunk * links_->size() + links_->rank(); }
   int Tag(int micro, int boundary) const { return micro * virtual_stages_ + boundary; }
 
-  Model* inner_;  // owned as this module's unnamed child
   std::vector<Stage> stages_;
   std::vector<ChunkRange> chunks_;
   int virtual_stages_;
