@@ -1,8 +1,7 @@
 // The JSON header of a safetensors file, as data: one entry per tensor
 // (dtype name, shape, byte range in the buffer) plus optional string
-// metadata. Serialize and Parse are a minimal JSON codec for exactly what
-// the format uses (objects, strings with escapes, non-negative integer
-// arrays), so weft reads safetensors without a JSON dependency.
+// metadata. Parsing goes through weft's one JSON reader (core/base/json.h)
+// and then checks the schema: shapes and offsets as exact int64s.
 #ifndef WEFT_CHECKPOINT_SAFETENSORS_HEADER_H_
 #define WEFT_CHECKPOINT_SAFETENSORS_HEADER_H_
 

@@ -255,7 +255,7 @@ TEST(SafetensorsTest, MalformedHeadersAreRejected) {
       {"{\"\\ud800x\":1}", "unpaired high surrogate"},
       {"{\"\\udc00\":1}", "lone low surrogate"},
       {std::string(20, '[') + std::string(20, ']'), "nested too deeply"},
-      {"", "unexpected end of header"},
+      {"", "safetensors header: unexpected end"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     const std::string msg = ReadError(RawFile(absl::StrCat("bad", i, ".st"), cases[i].json, buf));

@@ -12,7 +12,7 @@
 #include "absl/time/clock.h"
 #include "comm/store/hash_store.h"
 #include "core/runtime/gpu_sampler.h"
-#include "core/runtime/json_value.h"
+#include "core/base/json.h"
 #include "core/runtime/step_timer.h"
 #include "core/runtime/trace_writer.h"
 #include "core/runtime/trainer.h"

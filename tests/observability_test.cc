@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "comm/testing/multiprocess.h"
 #include "core/base/status_macros.h"
-#include "core/runtime/json_value.h"
+#include "core/base/json.h"
 #include "core/runtime/step_timer.h"
 #include "core/runtime/trace_writer.h"
 #include "gtest/gtest.h"

@@ -11,7 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
-#include "core/runtime/json_value.h"
+#include "core/base/json.h"
 
 namespace weft {
 

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/base/errors.h"
-#include "core/runtime/json_value.h"
+#include "core/base/json.h"
 
 namespace weft {
 

@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "core/runtime/json_value.h"
+#include "core/base/json.h"
 #include "gtest/gtest.h"
 
 namespace weft {
