@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <string>
@@ -236,6 +237,8 @@ TEST(LauncherTest, TwoNodesOnOneHost) {
 }
 
 TEST(LauncherTest, ProgramsRelaunchThemselvesWithNprocPerNode) {
+  // test_worker's rank 1 waits for this marker from rank 0 (see there).
+  std::remove(absl::StrCat(std::getenv("TEST_TMPDIR"), "/relaunch_rank0_printed").c_str());
   Result r = RunCommand({Runfile("test_worker"), "relaunch", "--nproc_per_node=2", "--foo=bar", "x"});
   EXPECT_EQ(r.exit_code, 5) << r.err;  // rank 1's code
   EXPECT_TRUE(absl::StrContains(r.out, "[rank 0] worker rank=0 args=relaunch --foo=bar x")) << r.out;

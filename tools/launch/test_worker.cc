@@ -119,6 +119,17 @@ int main(int argc, char** argv) {
     }
     std::vector<std::string> rest(argv + 1, argv + argc);
     std::printf("worker rank=%d args=%s\n", rank, absl::StrJoin(rest, " ").c_str());
+    std::fflush(stdout);
+    // Rank 1 fails, and the launcher then stops the other ranks: rank 1
+    // waits (at most 10 s) until rank 0 has printed, so the test always sees
+    // rank 0's line instead of racing the teardown.
+    const std::string marker = absl::StrCat(Env("TEST_TMPDIR"), "/relaunch_rank0_printed");
+    if (rank == 0 && std::getenv("TEST_TMPDIR") != nullptr) {
+      if (FILE* f = std::fopen(marker.c_str(), "w")) std::fclose(f);
+    }
+    if (rank == 1) {
+      for (int i = 0; i < 1000 && ::access(marker.c_str(), F_OK) != 0; ++i) ::usleep(10000);
+    }
     return rank == 1 ? 5 : 0;
   }
   std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
