@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/parity.h"
 #include "tests/tiny_gpt.h"
@@ -147,6 +148,74 @@ TEST(TpParityTest, SpTimesDdp2MatchesOneProcess) {
   ExpectTpTraffic(*multi, j, 2, /*sp=*/true, /*micro_batches=*/2);
 }
 
+// tp+sp under fsdp on the mesh: fsdp flattens the tp-local pieces, and the
+// layer norms' gradients (summed over tp by sp) are then sharded by fsdp.
+TEST(TpParityTest, SpTimesFsdp2MatchesOneProcess) {
+  GptJob job = Job();
+  auto single = testing::RunSingleProcess(job);
+  ASSERT_TRUE(single.ok()) << single.status();
+  GptJob j = WithStrategy(job, "sp,fsdp", 2);
+  j.mutable_train()->set_micro_batch(4);  // 2 data-parallel ranks x 4
+  auto multi = testing::RunMultiProcess(j, 4);
+  ASSERT_TRUE(multi.ok()) << multi.status();
+  Check(*single, *multi, "tp 2 + sp x fsdp 2");
+  ExpectTpTraffic(*multi, j, 2, /*sp=*/true, /*micro_batches=*/1);
+}
+
+// Recompute wraps the tensor-parallel blocks: the replayed forward repeats
+// their collectives and dropout masks, so the numbers stay one process's
+// while the tp group sees each block's forward traffic twice.
+TEST(TpParityTest, Tp2WithRecomputeMatchesOneProcess) {
+  GptJob job = Job();
+  job.mutable_model()->set_dropout(0.1f);  // the replay must draw the same masks
+  auto single = testing::RunSingleProcess(job);
+  ASSERT_TRUE(single.ok()) << single.status();
+  for (const char* strategy : {"tp,recompute", "sp,recompute"}) {
+    auto multi = testing::RunMultiProcess(WithStrategy(job, strategy, 2), 2);
+    ASSERT_TRUE(multi.ok()) << multi.status();
+    Check(*single, *multi, std::string(strategy) + " (tp 2, dropout 0.1)");
+  }
+}
+
+// A vocabulary tp does not divide is padded, with a startup note: tp=3 over
+// 61 tokens that the model pads to 64 rows (22 rows per rank, 2 of them
+// tp's padding), and tp=2 over the corpus's 41 tokens left unpadded
+// (vocab_pad_multiple 1: 21 rows per rank). Each matches one process of
+// the same model; the reassembled tables have the model's rows.
+TEST(TpParityTest, VocabNotDivisibleByTpIsPaddedAndMatchesOneProcess) {
+  struct Case {
+    int tp;
+    int vocab;        // 0: the corpus's
+    int pad_multiple;
+    const char* note;
+  };
+  for (const Case& k :
+       {Case{3, 61, 8, "pad it to 66 rows (22 per rank; 2 zero row(s) on the last rank"},
+        Case{2, 0, 1, "pad it to 42 rows (21 per rank; 1 zero row(s) on the last rank"}}) {
+    GptJob job = Job();
+    job.mutable_model()->set_n_head(k.tp == 3 ? 3 : 4);
+    job.mutable_model()->set_d_model(k.tp == 3 ? 24 : 32);
+    job.mutable_model()->set_vocab_size(k.vocab);
+    job.mutable_model()->set_vocab_pad_multiple(k.pad_multiple);
+    auto single = testing::RunSingleProcess(job);
+    ASSERT_TRUE(single.ok()) << single.status();
+    EXPECT_TRUE(single->notes.empty());
+    GptJob j = WithStrategy(job, "tp", k.tp);
+    auto multi = testing::RunMultiProcess(j, k.tp);
+    ASSERT_TRUE(multi.ok()) << multi.status();
+    const std::string label = absl::StrCat("tp ", k.tp, ", vocab padded");
+    Check(*single, *multi, label);
+    ExpectTpTraffic(*multi, j, k.tp, /*sp=*/false, /*micro_batches=*/1);
+    ASSERT_EQ(multi->notes.size(), 1u) << label;
+    std::printf("%s: note: %s\n", label.c_str(), multi->notes[0].c_str());
+    EXPECT_NE(multi->notes[0].find(k.note), std::string::npos) << multi->notes[0];
+    EXPECT_NE(multi->notes[0].find(absl::StrCat("not divisible by tp=", k.tp)),
+              std::string::npos)
+        << multi->notes[0];
+    EXPECT_EQ(multi->params.at("embed.wte").size(), single->params.at("embed.wte").size());
+  }
+}
+
 TEST(TpParityTest, DropoutMasksAreSlicesOfOneProcess) {
   GptJob job = Job();
   job.mutable_model()->set_dropout(0.1f);
@@ -255,14 +324,17 @@ TEST(TpErrorsTest, BadInputGetsClearErrors) {
   absl::Status s = RunExpectingError(heads, 4);
   EXPECT_NE(s.message().find("has 2 heads, not divisible by tp=4"), std::string::npos) << s;
   EXPECT_NE(s.message().find("use a --tp that divides n_head=2"), std::string::npos) << s;
-  // An odd vocabulary, unpadded.
-  GptJob vocab = WithStrategy(job, "tp", 2);
-  vocab.mutable_model()->set_vocab_size(61);
+  // A vocabulary tp pads is no error (VocabNotDivisibleByTp...), but one
+  // too small to give every rank a row is: 5 rows in blocks of 2 over 4.
+  GptJob vocab = WithStrategy(job, "tp", 4);
+  vocab.mutable_model()->set_vocab_size(5);
   vocab.mutable_model()->set_vocab_pad_multiple(1);
-  s = RunExpectingError(vocab, 2);
-  EXPECT_NE(s.message().find("padded vocabulary of 61 rows split over tp=2"), std::string::npos)
+  s = RunExpectingError(vocab, 4);
+  EXPECT_NE(s.message().find("a vocabulary of 5 rows split over tp=4 in blocks of 2 rows leaves "
+                             "tp rank 3 only padding"),
+            std::string::npos)
       << s;
-  EXPECT_NE(s.message().find("vocab_pad_multiple to a multiple of 2"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("lower --tp"), std::string::npos) << s;
   // Sequence parallelism without tensor parallelism.
   GptJob sp_alone = WithStrategy(job, "sp,ddp", 1);
   sp_alone.mutable_train()->set_micro_batch(4);
