@@ -117,6 +117,7 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
                              return absl::OkStatus();
                            });
   ParityRun run;
+  run.notes = state.notes;
   const int64_t steps = options.steps >= 0 ? options.steps : job.train().steps() - trainer->step();
   if (options.use_run) WEFT_RETURN_IF_ERROR(trainer->Run());
   for (int64_t i = 0; i < steps && !options.use_run; ++i) {
@@ -177,6 +178,7 @@ void Write(const ParityRun& r, const std::string& path) {
   for (const auto& [k, v] : r.memory) std::fprintf(f, "mem %s %a\n", k.c_str(), v);
   for (const auto& [k, v] : r.comm) std::fprintf(f, "comm %s %a\n", k.c_str(), v);
   for (double v : r.comm_mb) std::fprintf(f, "comm_mb %a\n", v);
+  for (const std::string& n : r.notes) std::fprintf(f, "note %s\n", n.c_str());
   for (size_t i = 0; i < r.step_metrics.size(); ++i) {
     std::fprintf(f, "step %zu\n", i);
     for (const auto& [k, v] : r.step_metrics[i]) std::fprintf(f, "metric %s %a\n", k.c_str(), v);
@@ -207,6 +209,9 @@ absl::StatusOr<ParityRun> Read(const std::string& path) {
     } else if (kind == "grad_norm") {
       ss >> num;
       r.grad_norms.push_back(std::strtod(num.c_str(), nullptr));
+    } else if (kind == "note") {
+      std::getline(ss >> std::ws, name);
+      r.notes.push_back(name);
     } else if (kind == "step") {
       r.step_metrics.emplace_back();
     } else if (kind == "metric" && !r.step_metrics.empty()) {

@@ -29,6 +29,8 @@ struct ParityRun {
   std::vector<double> comm_mb;           // the step metric comm_mb per step, rank 0
   // Rank 0's strategy and model step metrics (StepStats::extra), per step.
   std::vector<std::map<std::string, double>> step_metrics;
+  // The strategies' startup notes (ParallelState::notes), rank 0.
+  std::vector<std::string> notes;
 };
 
 // Parameters and optimizer state are reassembled from every rank's sharding

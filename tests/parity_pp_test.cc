@@ -32,6 +32,7 @@ struct PpCase {
   int zero_stage = 1;
   int micro_batch = 2;  // 4 micro-batches per step (2 with dp2); 1: 8 (4)
   int tp = 1;           // with "tp" (or "sp") in dp_strategy
+  int vocab_pad_multiple = 8;  // 1: the corpus's 41 tokens, which tp=2 pads
 };
 
 class PipelineParityTest : public ::testing::TestWithParam<PpCase> {};
@@ -41,6 +42,7 @@ TEST_P(PipelineParityTest, MatchesOneProcess) {
   GptJob job = testing::TinyGptJob(testing::WriteCorpus(std::getenv("TEST_TMPDIR")));
   job.mutable_train()->set_steps(20);
   job.mutable_train()->set_micro_batch(c.micro_batch);
+  job.mutable_model()->set_vocab_pad_multiple(c.vocab_pad_multiple);
   auto single = testing::RunSingleProcess(job);
   ASSERT_TRUE(single.ok()) << single.status();
   ParallelConfig* p = job.mutable_train()->mutable_parallel();
@@ -77,6 +79,8 @@ INSTANTIATE_TEST_SUITE_P(
                       // More micro-batches in flight than the loader's ring has slots.
                       PpCase{"gpipe_pp2_m8", 2, "gpipe", 1, "params", "", 1, 1},
                       PpCase{"onef1b_pp2_tp2", 2, "1f1b", 1, "params", "tp", 1, 2, 2},
+                      // The tied table on both stages, padded by tp (41 rows).
+                      PpCase{"onef1b_pp2_tp2_vocab41", 2, "1f1b", 1, "params", "tp", 1, 2, 2, 1},
                       // Full 3D on 8 ranks: pp2 x dp2 x tp2.
                       PpCase{"onef1b_pp2_ddp2_tp2", 2, "1f1b", 1, "params", "tp,ddp", 1, 2, 2},
                       PpCase{"onef1b_pp2_fsdp2_sp2", 2, "1f1b", 1, "params", "sp,fsdp", 1, 2, 2}),

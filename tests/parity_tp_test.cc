@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/parity.h"
 #include "tests/tiny_gpt.h"
@@ -61,21 +62,22 @@ GptJob WithStrategy(GptJob job, const std::string& strategy, int tp) {
 // all-reduce; with sp an all-gather plus a reduce-scatter. The
 // cross-entropy adds an all-reduce of the row max (B T) and of the summed
 // exponentials with the target logits (2 B T); sp adds the layer norms'
-// weight and bias gradients (2 C per norm, 2L + 1 norms).
+// weight and bias gradients (2 C per norm, 2L + 1 norms). Recomputing the
+// blocks replays their forwards: 2 more row regions per layer.
 struct TpTraffic {
   double region_tensors, s_bytes, ce_bytes, ln_bytes;
 };
 
-TpTraffic Traffic(const GptJob& job, int micro_batches) {
+TpTraffic Traffic(const GptJob& job, int micro_batches, bool recompute) {
   const double b = job.train().micro_batch(), t = job.train().seq_len();
   const double c = job.model().d_model(), l = job.model().n_layer();
-  return {micro_batches * (4 * l + 2), 4 * b * t * c, micro_batches * 4 * 3 * b * t,
-          micro_batches * (2 * l + 1) * 2 * c * 4};
+  return {micro_batches * (4 * l + 2 + (recompute ? 2 * l : 0)), 4 * b * t * c,
+          micro_batches * 4 * 3 * b * t, micro_batches * (2 * l + 1) * 2 * c * 4};
 }
 
 void ExpectTpTraffic(const testing::ParityRun& run, const GptJob& job, int tp, bool sp,
-                     int micro_batches) {
-  const TpTraffic f = Traffic(job, micro_batches);
+                     int micro_batches, bool recompute = false) {
+  const TpTraffic f = Traffic(job, micro_batches, recompute);
   const double ar = 2.0 * (tp - 1) / tp, half = (tp - 1.0) / tp;
   const double regions = f.region_tensors * f.s_bytes;
   auto get = [&run](const std::string& k) {
@@ -145,6 +147,89 @@ TEST(TpParityTest, SpTimesDdp2MatchesOneProcess) {
   ASSERT_TRUE(multi.ok()) << multi.status();
   Check(*single, *multi, "tp 2 + sp x ddp 2");
   ExpectTpTraffic(*multi, j, 2, /*sp=*/true, /*micro_batches=*/2);
+}
+
+// tp+sp under fsdp on the mesh: fsdp flattens the tp-local pieces, and the
+// layer norms' gradients (summed over tp by sp) are then sharded by fsdp.
+TEST(TpParityTest, SpTimesFsdp2MatchesOneProcess) {
+  GptJob job = Job();
+  auto single = testing::RunSingleProcess(job);
+  ASSERT_TRUE(single.ok()) << single.status();
+  GptJob j = WithStrategy(job, "sp,fsdp", 2);
+  j.mutable_train()->set_micro_batch(4);  // 2 data-parallel ranks x 4
+  auto multi = testing::RunMultiProcess(j, 4);
+  ASSERT_TRUE(multi.ok()) << multi.status();
+  Check(*single, *multi, "tp 2 + sp x fsdp 2");
+  ExpectTpTraffic(*multi, j, 2, /*sp=*/true, /*micro_batches=*/1);
+}
+
+// Recompute wraps the tensor-parallel blocks: the replayed forward repeats
+// their collectives and dropout masks, so the numbers stay one process's
+// while the tp group sees each block's forward traffic twice.
+TEST(TpParityTest, Tp2WithRecomputeMatchesOneProcess) {
+  GptJob job = Job();
+  job.mutable_model()->set_dropout(0.1f);  // the replay must draw the same masks
+  auto single = testing::RunSingleProcess(job);
+  ASSERT_TRUE(single.ok()) << single.status();
+  for (const char* strategy : {"tp,recompute", "sp,recompute"}) {
+    GptJob j = WithStrategy(job, strategy, 2);
+    auto multi = testing::RunMultiProcess(j, 2);
+    ASSERT_TRUE(multi.ok()) << multi.status();
+    Check(*single, *multi, std::string(strategy) + " (tp 2, dropout 0.1)");
+    ExpectTpTraffic(*multi, j, 2, /*sp=*/strategy[0] == 's', /*micro_batches=*/1,
+                    /*recompute=*/true);
+  }
+}
+
+// A vocabulary tp does not divide is padded, with a startup note: tp=3 over
+// 61 tokens that the model pads to 64 rows (22 rows per rank, 2 of them
+// tp's padding; untied, so the head's own table is padded too), and tp=2 over the corpus's 41 tokens left unpadded
+// (vocab_pad_multiple 1: 21 rows per rank), alone and under fsdp (which
+// flattens the padded local tables and exports only their real rows). Each
+// matches one process of the same model; the reassembled tables have the
+// model's rows.
+TEST(TpParityTest, VocabNotDivisibleByTpIsPaddedAndMatchesOneProcess) {
+  struct Case {
+    int tp;
+    int vocab;  // 0: the corpus's
+    int pad_multiple;
+    const char* strategy;
+    int world;
+    const char* note;
+  };
+  for (const Case& k :
+       {Case{3, 61, 8, "tp", 3, "64 rows (61 tokens + 3 padding), not divisible by tp=3; the vocab-parallel "
+                       "embedding and head pad it to 66 rows (22 per rank; 2 zero row(s) on the "
+                       "last rank"},
+        Case{2, 0, 1, "tp", 2, "41 rows (41 tokens), not divisible by tp=2; the vocab-parallel "
+                               "embedding and head pad it to 42 rows (21 per rank; 1 zero row(s) "
+                               "on the last rank"},
+        Case{2, 0, 1, "tp,fsdp", 4, "pad it to 42 rows"}}) {
+    GptJob job = Job();
+    job.mutable_model()->set_n_head(k.tp == 3 ? 3 : 4);
+    job.mutable_model()->set_d_model(k.tp == 3 ? 24 : 32);
+    job.mutable_model()->set_vocab_size(k.vocab);
+    job.mutable_model()->set_vocab_pad_multiple(k.pad_multiple);
+    job.mutable_model()->set_tie_weights(k.tp != 3);  // tp=3: a head of its own, padded too
+    auto single = testing::RunSingleProcess(job);
+    ASSERT_TRUE(single.ok()) << single.status();
+    EXPECT_TRUE(single->notes.empty());
+    GptJob j = WithStrategy(job, k.strategy, k.tp);
+    j.mutable_train()->set_micro_batch(8 * k.tp / k.world);
+    auto multi = testing::RunMultiProcess(j, k.world);
+    ASSERT_TRUE(multi.ok()) << multi.status();
+    const std::string label = absl::StrCat(k.strategy, " (tp ", k.tp, ", ", k.world,
+                                           " ranks), vocab padded");
+    Check(*single, *multi, label);
+    ExpectTpTraffic(*multi, j, k.tp, /*sp=*/false, /*micro_batches=*/1);
+    ASSERT_EQ(multi->notes.size(), 1u) << label;
+    std::printf("%s: note: %s\n", label.c_str(), multi->notes[0].c_str());
+    EXPECT_NE(multi->notes[0].find(k.note), std::string::npos) << multi->notes[0];
+    EXPECT_NE(multi->notes[0].find(absl::StrCat("not divisible by tp=", k.tp)),
+              std::string::npos)
+        << multi->notes[0];
+    EXPECT_EQ(multi->params.at("embed.wte").size(), single->params.at("embed.wte").size());
+  }
 }
 
 TEST(TpParityTest, DropoutMasksAreSlicesOfOneProcess) {
@@ -255,14 +340,17 @@ TEST(TpErrorsTest, BadInputGetsClearErrors) {
   absl::Status s = RunExpectingError(heads, 4);
   EXPECT_NE(s.message().find("has 2 heads, not divisible by tp=4"), std::string::npos) << s;
   EXPECT_NE(s.message().find("use a --tp that divides n_head=2"), std::string::npos) << s;
-  // An odd vocabulary, unpadded.
-  GptJob vocab = WithStrategy(job, "tp", 2);
-  vocab.mutable_model()->set_vocab_size(61);
+  // A vocabulary tp pads is no error (VocabNotDivisibleByTp...), but one
+  // too small to give every rank a row is: 5 rows in blocks of 2 over 4.
+  GptJob vocab = WithStrategy(job, "tp", 4);
+  vocab.mutable_model()->set_vocab_size(5);
   vocab.mutable_model()->set_vocab_pad_multiple(1);
-  s = RunExpectingError(vocab, 2);
-  EXPECT_NE(s.message().find("padded vocabulary of 61 rows split over tp=2"), std::string::npos)
+  s = RunExpectingError(vocab, 4);
+  EXPECT_NE(s.message().find("a vocabulary of 5 rows split over tp=4 in blocks of 2 rows leaves "
+                             "tp rank 3 only padding"),
+            std::string::npos)
       << s;
-  EXPECT_NE(s.message().find("vocab_pad_multiple to a multiple of 2"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("lower --tp"), std::string::npos) << s;
   // Sequence parallelism without tensor parallelism.
   GptJob sp_alone = WithStrategy(job, "sp,ddp", 1);
   sp_alone.mutable_train()->set_micro_batch(4);

@@ -1,5 +1,6 @@
 #include "core/nn/parameter.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -32,7 +33,8 @@ absl::Status Parameter::SetPlacement(Placement placement) {
     return InvalidArgument(absl::StrCat("placement of ", name_, ": ", box.status().message()),
                            "a placement that divides the parameter evenly");
   }
-  shape_ = box->shape;
+  shape_ = box->stored;
+  box_shape_ = box->shape;
   offsets_ = box->offsets;
   placement_ = std::move(placement);
   return absl::OkStatus();
@@ -74,14 +76,18 @@ absl::Status InitLocalValue(const Parameter& param, uint64_t seed, Tensor& out) 
   }
   const Shape& global = param.global_shape();
   const std::vector<int64_t>& off = param.local_offsets();
+  const Shape& box = param.box_shape();
   const int nd = static_cast<int>(global.size());
   if (nd == 0 || out.numel() == 0) return InitParameterSlice(param, seed, 0, out);
+  Tensor flat = out.View({out.numel()});
+  // A padded shard's rows past the tensor's end stay zero.
+  const int64_t real = param.box_numel();
+  std::fill(out.data<float>() + real, out.data<float>() + out.numel(), 0.f);
   // Row by row: along the last dimension a local row is one contiguous run
   // of the global row-major order.
-  const int64_t row = param.shape()[nd - 1];
-  const int64_t rows = out.numel() / row;
+  const int64_t row = box[nd - 1];
+  const int64_t rows = real / row;
   std::vector<int64_t> idx(nd, 0);  // local index of the row's first element
-  Tensor flat = out.View({out.numel()});
   for (int64_t r = 0; r < rows; ++r) {
     int64_t g = 0;
     for (int d = 0; d < nd; ++d) g = g * global[d] + off[d] + idx[d];
@@ -89,7 +95,7 @@ absl::Status InitLocalValue(const Parameter& param, uint64_t seed, Tensor& out) 
     absl::Status s = InitParameterSlice(param, seed, g, dst);
     if (!s.ok()) return s;
     for (int d = nd - 2; d >= 0; --d) {  // next row
-      if (++idx[d] < param.shape()[d]) break;
+      if (++idx[d] < box[d]) break;
       idx[d] = 0;
     }
   }

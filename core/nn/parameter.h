@@ -40,7 +40,8 @@ class Parameter {
   Parameter(std::string local_name, Shape shape, InitSpec init, bool weight_decay)
       : local_name_(std::move(local_name)),
         global_shape_(shape),
-        shape_(std::move(shape)),
+        shape_(shape),
+        box_shape_(std::move(shape)),
         offsets_(shape_.size(), 0),
         init_(init),
         weight_decay_(weight_decay) {}
@@ -57,6 +58,11 @@ class Parameter {
   const Shape& global_shape() const { return global_shape_; }
   int64_t global_numel() const { return NumElements(global_shape_); }
   const std::vector<int64_t>& local_offsets() const { return offsets_; }
+  // The global elements the local piece covers: shape() less the zero rows
+  // of a padded shard (Placement::PaddedShard), a row-major prefix of the
+  // local tensor. Exports and checkpoints see only this box.
+  const Shape& box_shape() const { return box_shape_; }
+  int64_t box_numel() const { return NumElements(box_shape_); }
 
   const Placement& placement() const { return placement_; }
   // Sets the Shard entries (the local shape follows); only before the value
@@ -104,6 +110,7 @@ class Parameter {
   std::string name_;
   Shape global_shape_;
   Shape shape_;  // local
+  Shape box_shape_;
   std::vector<int64_t> offsets_;
   Placement placement_;
   InitSpec init_;

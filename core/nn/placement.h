@@ -6,6 +6,10 @@
 //                    for any axis not listed)
 //   Shard(dim)       the axis splits tensor dimension `dim` evenly; this
 //                    rank holds block `index` of `count` (tensor parallel)
+//   PaddedShard(0)   the same over dimension 0 in blocks of ceil(n / count)
+//                    rows: the last block runs past the end and the rank
+//                    stores zero rows there (a vocabulary not divisible by
+//                    tp); the stored piece is the box plus those rows
 //   FlatShard[b, e)  this rank holds elements [b, e) of the row-major
 //                    local tensor (zero-3 / fsdp flat sharding)
 //
@@ -30,6 +34,7 @@ struct AxisPlacement {
   Kind kind = Kind::kReplicate;
   int dim = 0;                        // kShard
   int index = 0, count = 1;           // kShard: this rank's block of `count`
+  bool padded = false;                // kShard: ceil-sized blocks, zero rows past the end
   int64_t begin = 0, end = 0;         // kFlatShard: range in the local tensor
   std::string ToString() const;       // "Shard(0)@tp", "FlatShard[0,512)@dp_shard"
 };
@@ -38,17 +43,23 @@ struct AxisPlacement {
 struct Box {
   std::vector<int64_t> offsets;  // per dimension
   Shape shape;
+  // What the rank stores: `shape`, plus the zero rows (dimension 0) where a
+  // padded shard runs past the end; the box is a row-major prefix of it.
+  Shape stored;
 };
 
 class Placement {
  public:
   // Adds Shard(dim) over `axis` of size `count`, this rank at `index`.
   Placement& Shard(std::string axis, int dim, int index, int count);
+  // Adds PaddedShard(0) over `axis`: blocks of ceil(rows / count) rows.
+  Placement& PaddedShard(std::string axis, int index, int count);
   // Records that only [begin, end) of the local tensor lives on this rank.
   Placement& FlatShard(std::string axis, int64_t begin, int64_t end);
 
   // The local piece's box in `global`; an error when a sharded dimension
-  // does not divide evenly or does not exist.
+  // does not divide evenly (Shard) or does not exist, or when a padded
+  // block would hold no row of the tensor.
   absl::StatusOr<Box> LocalBox(const Shape& global) const;
 
   bool ShardedOver(const std::string& axis) const;

@@ -73,6 +73,41 @@ TEST(PlacementTest, LocalInitIsTheSliceOfFullInit) {
   }
 }
 
+// A padded split of 7 rows over 3 ranks: blocks of 3 rows, the last rank
+// covers row 6 only and stores two zero rows after it; init fills the
+// covered rows with the single-process values. A block past the end (5
+// rows over 4 ranks leaves the last one nothing) is an error.
+TEST(PlacementTest, PaddedShardStoresWholeBlocksAndInitsTheRealRows) {
+  Parameter full("wte", {7, 2}, InitSpec::Normal(0.5f), true);
+  full.set_name("embed.wte");
+  std::vector<float> ref = Floats(*InitialValue(full, 42));
+  const int64_t covered[] = {3, 3, 1};
+  for (int rank = 0; rank < 3; ++rank) {
+    Parameter p("wte", {7, 2}, InitSpec::Normal(0.5f), true);
+    p.set_name("embed.wte");
+    Placement pl;
+    pl.PaddedShard("tp", rank, 3);
+    EXPECT_EQ(pl.ToString(), "PaddedShard(0)@tp");
+    ASSERT_TRUE(p.SetPlacement(pl).ok());
+    EXPECT_EQ(p.shape(), (Shape{3, 2}));
+    EXPECT_EQ(p.box_shape(), (Shape{covered[rank], 2}));
+    EXPECT_EQ(p.local_offsets(), (std::vector<int64_t>{3 * rank, 0}));
+    std::vector<float> local = Floats(*InitialValue(p, 42));
+    ASSERT_EQ(local.size(), 6u);
+    for (int64_t i = 0; i < 6; ++i) {
+      const float want = i < p.box_numel() ? ref[6 * rank + i] : 0.f;
+      EXPECT_EQ(local[i], want) << "rank " << rank << " element " << i;
+    }
+  }
+  Placement empty;
+  empty.PaddedShard("tp", 3, 4);
+  absl::Status s = empty.LocalBox({5, 2}).status();
+  EXPECT_NE(s.message().find("whose every block holds at least one row"), std::string::npos) << s;
+  Placement after;
+  after.PaddedShard("tp", 0, 2).Shard("cp", 0, 0, 2);
+  EXPECT_FALSE(after.LocalBox({8, 2}).ok());
+}
+
 TEST(PlacementTest, MaterializedLocalPieceAndLatePlacementError) {
   Parameter p("weight", {4, 4}, InitSpec::Ones(), false);
   p.set_name("w");

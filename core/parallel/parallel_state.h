@@ -31,6 +31,9 @@ struct ParallelState {
   std::function<absl::Status(Tensor&, NativeStream)> dp_sum;
   // Strategies applied, in order, for the log ("ddp", "fsdp", ...).
   std::vector<std::string> strategy_names;
+  // Lines for the startup log: what a strategy changed that the user should
+  // know (tp padding a vocabulary it cannot split evenly).
+  std::vector<std::string> notes;
   // The model-parallel (cp x tp) group gradient norms sum sharded
   // parameters over; null when the mesh has no such axis of size > 1.
   std::shared_ptr<comm::ProcessGroup> model_parallel;

@@ -1,5 +1,6 @@
 #include "core/parallel/sharding_export.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -10,21 +11,39 @@
 namespace weft {
 namespace {
 
+// The part of a target's range [param_offset, + n) inside the parameter's
+// box: a padded shard's zero rows (a suffix of the local tensor) are no
+// global elements, so no piece holds them.
+struct Range {
+  int64_t begin, end;
+};
+Range BoxRange(const OptimTarget& t) {
+  const int64_t box = t.param->box_numel();
+  return {std::min(t.param_offset, box), std::min(t.param_offset + t.value.numel(), box)};
+}
+
 PieceInfo Geometry(const OptimTarget& t, std::string name, const std::vector<int>& coords) {
   const Parameter& p = *t.param;
   PieceInfo info;
   info.name = std::move(name);
   info.global_shape = p.global_shape();
   info.box_offsets = p.local_offsets();
-  info.box_shape = p.shape();
-  info.begin = t.param_offset;
-  info.end = t.param_offset + t.value.numel();
+  info.box_shape = p.box_shape();
+  const Range r = BoxRange(t);
+  info.begin = r.begin;
+  info.end = r.end;
   // A copy of a parameter another model-parallel rank owns (a tied
   // embedding on the last pipeline stage) is never the replica-0 holder.
   // Likewise a replica of a parameter that model-parallel ranks all hold.
   info.replica = p.copy_index() > 0 || p.mp_replica() > 0 ? 1 + t.replica : t.replica;
   info.mesh_coords = coords;
   return info;
+}
+
+// A target's tensor (value or state, t.value's size) as the piece's elements.
+Tensor BoxElements(const OptimTarget& t, const Tensor& tensor) {
+  const Range r = BoxRange(t);
+  return tensor.View({tensor.numel()}).Slice(0, r.begin - t.param_offset, r.end - t.param_offset);
 }
 
 // Global row-major index of element `i` of a box.
@@ -62,9 +81,9 @@ absl::StatusOr<std::vector<StatePiece>> ExportState(const Optimizer& optimizer,
         continue;
       }
       out.push_back({Geometry(t, absl::StrCat(t.param->name(), ":", kind), mesh_coords),
-                     state.View({state.numel()})});
+                     BoxElements(t, state)});
     }
-    out.push_back({Geometry(t, t.param->name(), mesh_coords), value.View({value.numel()})});
+    out.push_back({Geometry(t, t.param->name(), mesh_coords), BoxElements(t, value)});
   }
   return out;
 }

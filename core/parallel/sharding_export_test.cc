@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "core/nn/parameter.h"
 #include "gtest/gtest.h"
 
 namespace weft {
@@ -53,6 +54,43 @@ TEST(ShardingExportTest, GapsOverlapsAndDisagreeingReplicasAreErrors) {
 
   std::vector<HostPiece> short_values = {Piece("b", {2}, {0}, {2}, 0, 2, {1})};
   EXPECT_FALSE(Reassemble(short_values).ok());
+}
+
+// The second tp block of a 5-row table in padded blocks of 3 rows holds rows
+// 3 and 4 and a zero row; flat-sharded in two (fsdp), its second range
+// [3, 6) has one element of the box and two of padding: the export names
+// only box elements, with their values and state.
+TEST(ShardingExportTest, PaddedRowsAreNoPieceOfTheTensor) {
+  Parameter p("wte", {5, 2}, InitSpec::Zeros(), true);
+  p.set_name("embed.wte");
+  ASSERT_TRUE(p.SetPlacement(Placement().PaddedShard("tp", 1, 2)).ok());
+  ASSERT_EQ(p.shape(), (Shape{3, 2}));
+  p.value = *Tensor::FromFloats({6, 7, 8, 9, 0, 0}, {3, 2});
+  p.grad = *Tensor::Zeros({3, 2}, DType::kF32);
+  Tensor flat = p.value.View({6}), grad = p.grad.View({6});
+  std::vector<OptimTarget> targets = {
+      {.name = "a", .value = flat.Slice(0, 0, 3), .grad = grad.Slice(0, 0, 3), .param = &p},
+      {.name = "b", .value = flat.Slice(0, 3, 6), .grad = grad.Slice(0, 3, 6), .param = &p,
+       .param_offset = 3}};
+  auto opt = Optimizer::Create({}, targets, Device::Cpu(), nullptr, nullptr);
+  ASSERT_TRUE(opt.ok()) << opt.status();
+  auto pieces = ExportState(**opt, {});
+  ASSERT_TRUE(pieces.ok()) << pieces.status();
+  auto host = ToHost(*pieces);
+  ASSERT_TRUE(host.ok()) << host.status();
+  const std::vector<float> box_values = {6, 7, 8, 9};
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (const HostPiece& h : *host) {
+    EXPECT_EQ(h.info.box_shape, (Shape{2, 2})) << h.info.name;
+    EXPECT_EQ(h.info.box_offsets, (std::vector<int64_t>{3, 0})) << h.info.name;
+    EXPECT_EQ(static_cast<int64_t>(h.values.size()), h.info.end - h.info.begin);
+    if (h.info.name == "embed.wte") {
+      ranges.emplace_back(h.info.begin, h.info.end);
+      EXPECT_EQ(h.values, std::vector<float>(box_values.begin() + h.info.begin,
+                                             box_values.begin() + h.info.end));
+    }
+  }
+  EXPECT_EQ(ranges, (std::vector<std::pair<int64_t, int64_t>>{{0, 3}, {3, 4}}));
 }
 
 }  // namespace

@@ -337,6 +337,10 @@ absl::Status Trainer::Init() {
       parallel_->world_size, parallel_->dp_size, topology_.launcher,
       parallel_->strategy_names.empty() ? "none" : absl::StrJoin(parallel_->strategy_names, ","),
       c.global_batch(), c.micro_batch(), parallel_->dp_size, accum_steps_));
+  for (const std::string& note : parallel_->notes) {
+    logger_->Print(note);
+    logger_->Log(MetricsLogger::Record().AddString("note", note), /*to_console=*/false);
+  }
   logger_->Log(MetricsLogger::Record().AddString("config", c.ShortDebugString()),
                /*to_console=*/false);
   instruments_->StartGpuSampling();

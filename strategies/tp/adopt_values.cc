@@ -31,12 +31,15 @@ absl::Status AdoptValues(const Module& old, Module& fresh, const AdoptOptions& o
     Tensor box = src->value.View(q->global_shape());
     for (size_t d = 0; d < q->shape().size(); ++d) {
       const int64_t off = q->local_offsets()[d];
-      box = box.Slice(static_cast<int>(d), off, off + q->shape()[d]);
+      box = box.Slice(static_cast<int>(d), off, off + q->box_shape()[d]);
     }
-    WEFT_ASSIGN_OR_RETURN(q->value, Tensor::Empty(q->shape(), src->value.dtype(),
-                                                  src->value.device(), o.param_allocator,
-                                                  o.stream));
-    WEFT_RETURN_IF_ERROR(q->value.CopyFrom(box, o.stream));
+    // A padded shard's rows past the table's end stay zero.
+    const bool padded = q->box_shape() != q->shape();
+    WEFT_ASSIGN_OR_RETURN(q->value, (padded ? Tensor::Zeros : Tensor::Empty)(
+                                        q->shape(), src->value.dtype(), src->value.device(),
+                                        o.param_allocator, o.stream));
+    Tensor dst = padded ? q->value.Slice(0, 0, q->box_shape()[0]) : q->value;
+    WEFT_RETURN_IF_ERROR(dst.CopyFrom(box, o.stream));
     const DType grad_dtype = src->grad.defined() ? src->grad.dtype() : o.grad_dtype;
     WEFT_ASSIGN_OR_RETURN(q->grad, Tensor::Zeros(q->shape(), grad_dtype, src->value.device(),
                                                  o.grad_allocator, o.stream));

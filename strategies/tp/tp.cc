@@ -77,6 +77,22 @@ class PlanApplier {
     return absl::OkStatus();
   }
 
+  // The startup line saying that (and why) the vocabulary shards carry
+  // padding rows; empty when tp divides the table.
+  std::string PaddingNote() const {
+    const int n = tp_.size();
+    if (padded_vocab_ == 0 || padded_vocab_ % n == 0) return "";
+    const int64_t per_rank = tp::VocabRowsPerRank(padded_vocab_, n);
+    return absl::StrCat(
+        "tp: the model's vocabulary table has ", padded_vocab_, " rows (", vocab_, " tokens",
+        padded_vocab_ > vocab_ ? absl::StrCat(" + ", padded_vocab_ - vocab_, " padding") : "",
+        "), not divisible by tp=", n, "; the vocab-parallel embedding and head "
+        "pad it to ", per_rank * n, " rows (", per_rank, " per rank; ",
+        per_rank * n - padded_vocab_, " zero row(s) on the last rank, never looked up and masked "
+        "from the loss); checkpoints keep ", padded_vocab_,
+        " rows. A vocab_pad_multiple divisible by ", n, " avoids the padding");
+  }
+
  private:
   absl::Status ApplyEntry(Module& m, const TpPlanEntry& e) {
     switch (e.style) {
@@ -154,6 +170,7 @@ class PlanApplier {
         return FailedPrecondition("tp: vocab-parallel loss '" + m.name() + "' before its head",
                                   "the LM head listed as vocab before the loss");
       }
+      vocab_ = loss->num_classes();
       return Swap(m, std::make_unique<tp::VocabParallelCrossEntropy>(loss->num_classes(),
                                                                      padded_vocab_, tp_));
     }
@@ -176,7 +193,8 @@ class PlanApplier {
   StrategyContext& ctx_;
   const TpComm tp_;
   const tp::AdoptOptions adopt_;
-  int64_t padded_vocab_ = 0;
+  int64_t padded_vocab_ = 0;  // the table's rows (the model's padded vocabulary)
+  int64_t vocab_ = 0;         // the loss's real classes
   std::vector<std::unique_ptr<Module>> replaced_;
 };
 
@@ -238,6 +256,7 @@ absl::Status TensorParallelStrategy::Apply(StrategyContext& ctx) {
   WEFT_RETURN_IF_ERROR(CheckHeads(model, tp.size()));
   PlanApplier applier(ctx, tp);
   WEFT_RETURN_IF_ERROR(applier.Apply(plan));
+  if (std::string note = applier.PaddingNote(); !note.empty()) ctx.state->notes.push_back(note);
   // What every tp rank holds whole is saved once (rank 0's copy).
   for (Parameter* p : model.Parameters()) {
     if (!p->placement().ShardedOver("tp")) p->set_mp_replica(tp.rank());

@@ -9,27 +9,36 @@
 namespace weft::tp {
 namespace {
 
+// Even blocks when tp divides the rows, else padded ones (see the header).
 absl::Status ShardRows(Parameter* p, const TpComm& tp) {
   Placement placement;
-  placement.Shard("tp", 0, tp.rank(), tp.size());
+  if (p->global_shape()[0] % tp.size() == 0) {
+    placement.Shard("tp", 0, tp.rank(), tp.size());
+  } else {
+    placement.PaddedShard("tp", tp.rank(), tp.size());
+  }
   return p->SetPlacement(std::move(placement));
-}
-
-absl::Status CheckVocab(int64_t rows, const TpComm& tp) {
-  if (rows % tp.size() == 0) return absl::OkStatus();
-  return InvalidArgument(
-      absl::StrCat("a padded vocabulary of ", rows, " rows split over tp=", tp.size()),
-      "a padded vocabulary divisible by tp",
-      absl::StrCat("set the model's vocab_pad_multiple to a multiple of ", tp.size(),
-                   " (e.g. 64 or 128): the extra rows are padding the loss never sees"));
 }
 
 }  // namespace
 
+int64_t VocabRowsPerRank(int64_t rows, int tp) { return (rows + tp - 1) / tp; }
+
+absl::Status CheckVocab(int64_t rows, int tp) {
+  const int64_t block = VocabRowsPerRank(rows, tp);
+  if ((tp - 1) * block < rows) return absl::OkStatus();
+  return InvalidArgument(
+      absl::StrCat("a vocabulary of ", rows, " rows split over tp=", tp, " in blocks of ", block,
+                   " rows leaves tp rank ", tp - 1, " only padding"),
+      absl::StrCat("at least ", (tp - 1) * block + 1, " vocabulary rows, so that every tp rank "
+                   "holds some"),
+      "lower --tp, or raise the model's vocab_pad_multiple to a multiple of tp");
+}
+
 absl::StatusOr<std::unique_ptr<VocabParallelEmbedding>> VocabParallelEmbedding::Create(
     int64_t vocab_rows, int64_t max_positions, int64_t channels, InitSpec wte_init,
     InitSpec wpe_init, TpComm tp) {
-  WEFT_RETURN_IF_ERROR(CheckVocab(vocab_rows, tp));
+  WEFT_RETURN_IF_ERROR(CheckVocab(vocab_rows, tp.size()));
   std::unique_ptr<VocabParallelEmbedding> m(new VocabParallelEmbedding(max_positions, tp));
   m->wte_ = m->RegisterParameter("wte", {vocab_rows, channels}, wte_init, true);
   WEFT_RETURN_IF_ERROR(ShardRows(m->wte_, tp));
@@ -112,7 +121,7 @@ absl::StatusOr<Tensor> VocabParallelEmbedding::Backward(RunContext& ctx, const T
 
 absl::StatusOr<std::unique_ptr<VocabParallelHead>> VocabParallelHead::Create(
     int64_t vocab_rows, int64_t channels, InitSpec init, TpComm tp) {
-  WEFT_RETURN_IF_ERROR(CheckVocab(vocab_rows, tp));
+  WEFT_RETURN_IF_ERROR(CheckVocab(vocab_rows, tp.size()));
   std::unique_ptr<VocabParallelHead> m(new VocabParallelHead(tp));
   m->weight_ = m->RegisterParameter("weight", {vocab_rows, channels}, init, true);
   WEFT_RETURN_IF_ERROR(ShardRows(m->weight_, tp));
@@ -160,7 +169,7 @@ VocabParallelCrossEntropy::VocabParallelCrossEntropy(int64_t vocab, int64_t padd
                                                      TpComm tp)
     : LossModule("VocabParallelCrossEntropy"),
       vocab_(vocab),
-      local_columns_(padded_vocab / tp.size()),
+      local_columns_(VocabRowsPerRank(padded_vocab, tp.size())),
       tp_(std::move(tp)) {}
 
 absl::StatusOr<Tensor> VocabParallelCrossEntropy::ComputeLoss(RunContext& ctx,

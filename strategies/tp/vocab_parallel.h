@@ -1,6 +1,11 @@
 // Vocabulary-parallel embedding, LM head and cross-entropy: each tp rank
 // holds rows [r * Vp/tp, (r+1) * Vp/tp) of the token table (Shard(0)@tp)
 // and the same columns of the logits, which are never gathered whole.
+// When tp does not divide the model's padded vocabulary Vp, each rank
+// holds ceil(Vp/tp) rows (PaddedShard(0)@tp): the last rank stores zero
+// rows past Vp that no token looks up and whose logits the loss masks like
+// the model's own padding (columns >= the real vocabulary), so they never
+// change a loss or a gradient; exports and checkpoints keep Vp rows.
 //
 //   VocabParallelEmbedding  each rank looks up the tokens it holds (zeros
 //       for the others), rank 0 adds the positions, and the partial sums
@@ -19,6 +24,11 @@
 #include "strategies/tp/tp_comm.h"
 
 namespace weft::tp {
+
+// Rows of a `rows`-row table each of `tp` ranks stores: ceil(rows / tp).
+int64_t VocabRowsPerRank(int64_t rows, int tp);
+// An error when padded blocks would leave a tp rank no row of the table.
+absl::Status CheckVocab(int64_t rows, int tp);
 
 class VocabParallelEmbedding : public Module {
  public:
@@ -71,7 +81,8 @@ class VocabParallelHead : public Module {
 
 class VocabParallelCrossEntropy : public LossModule {
  public:
-  // `vocab` real classes out of `padded_vocab` columns split over tp.
+  // `vocab` real classes out of `padded_vocab` columns split over tp, each
+  // rank holding VocabRowsPerRank(padded_vocab, tp) of them.
   VocabParallelCrossEntropy(int64_t vocab, int64_t padded_vocab, TpComm tp);
 
   // logits (N, Vp/tp): this rank's columns; losses (N) whole on every rank.
