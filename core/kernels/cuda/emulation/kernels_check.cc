@@ -234,7 +234,7 @@ void Embedding() {
     size_t bytes = *EmbeddingBackwardScratchBytes(B * T, V);
     std::vector<char> scratch(bytes + 256);
     char* s = scratch.data() + (256 - reinterpret_cast<uintptr_t>(scratch.data()) % 256) % 256;
-    st = LaunchEmbeddingBackward(dwte.data(), dwpe.data(), DType::kF32, dout.data(), DType::kF32, tok.data(), B, T, C, V, s, bytes, nullptr);
+    st = LaunchEmbeddingBackward(dwte.data(), dwpe.data(), DType::kF32, dout.data(), DType::kF32, tok.data(), B, T, C, V, 0, s, bytes, nullptr);
     if (!st.ok()) { printf("%s\n", std::string(st.message()).c_str()); ++bad; return; }
     e = 0;
     for (int i = 0; i < V * C; ++i) e = std::max(e, std::fabs(dwte[i] - rwte[i]));
