@@ -103,7 +103,9 @@ void CheckVocabCrossEntropy(DType dt, int64_t rows, int64_t vocab, int64_t padde
   for (int64_t r = 0; r < rows; ++r) {
     const bool ignored = y[r] < 0;
     for (int64_t j = 0; j < padded; ++j) {
-      if (ignored || j >= vocab) ASSERT_EQ(gpu.grad[r * padded + j], 0.0f) << r << ", " << j;
+      if (ignored || j >= vocab) {
+        ASSERT_EQ(gpu.grad[r * padded + j], 0.0f) << r << ", " << j;
+      }
     }
   }
 }
