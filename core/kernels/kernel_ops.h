@@ -193,6 +193,48 @@ class KernelOps {
                                                    int64_t vocab, float dloss_scale,
                                                    bool compute_grad) = 0;
 
+  // Vocabulary-parallel embedding and cross-entropy (tensor parallelism): a
+  // shard holds global rows [vocab_begin, vocab_begin + rows) of the token
+  // table and the same logit columns; columns >= `vocab` are padding
+  // (vocab_shard.h). Defaults return Unimplemented.
+  //
+  // out (B, T, C) = wte_shard[token - vocab_begin] for tokens this shard
+  // holds, 0 for the others; + wpe[t] when wpe is defined (rows >= T).
+  virtual absl::Status VocabEmbeddingForward(const KernelContext& ctx, Tensor& out,
+                                             const Tensor& tokens, const Tensor& wte_shard,
+                                             int64_t vocab_begin, const Tensor& wpe);
+  // dwte_shard[token - vocab_begin] += dout for tokens held here, dwpe +=
+  // dout summed over the batch when defined. Deterministic.
+  virtual absl::Status VocabEmbeddingBackward(const KernelContext& ctx, Tensor& dwte_shard,
+                                              Tensor& dwpe, const Tensor& dout,
+                                              const Tensor& tokens, int64_t vocab_begin);
+  // The cross-entropy in three steps around two all-reduces over the shards
+  // (the caller's), all per row of logits (N, cols), f32 statistics (N):
+  //  1. Stats: over this shard's real columns, row_max (-inf when none),
+  //     sum_exp = sum of exp(z - row_max), target_logit = z[target] when
+  //     held here, else 0. Ignored rows (target < 0): -inf, 0, 0.
+  //  [global_max = all-reduce max of row_max]
+  //  2. Rescale: sum_exp *= exp(row_max - global_max) (0 for row_max -inf).
+  //  [all-reduce sum of sum_exp and target_logit]
+  //  3. Finish: losses = log(sum_exp) + global_max - target_logit, 0 for
+  //     ignored rows; with compute_grad the logits become
+  //     dloss_scale * (softmax - onehot) on real columns, 0 on padding and
+  //     ignored rows.
+  // One shard (vocab_begin 0, all columns) gives CrossEntropyForwardBackward.
+  // Targets >= vocab: an error on CPU, NaN loss and zero row on CUDA.
+  virtual absl::Status VocabCrossEntropyStats(const KernelContext& ctx, Tensor& row_max,
+                                              Tensor& sum_exp, Tensor& target_logit,
+                                              const Tensor& logits, const Tensor& targets,
+                                              int64_t vocab_begin, int64_t vocab);
+  virtual absl::Status VocabCrossEntropyRescale(const KernelContext& ctx, Tensor& sum_exp,
+                                                const Tensor& row_max, const Tensor& global_max);
+  virtual absl::Status VocabCrossEntropyFinish(const KernelContext& ctx, Tensor& losses,
+                                               Tensor& logits, const Tensor& targets,
+                                               int64_t vocab_begin, int64_t vocab,
+                                               const Tensor& global_max, const Tensor& sum_exp,
+                                               const Tensor& target_logit, float dloss_scale,
+                                               bool compute_grad);
+
   // Inverted dropout: out = x * mask / (1 - p), mask from Philox(seed, offset).
   virtual absl::Status DropoutForward(const KernelContext& ctx, Tensor& out, const Tensor& x,
                                       float p, uint64_t seed, uint64_t offset) = 0;

@@ -11,7 +11,7 @@ namespace {
 
 struct MoeRegistry {
   std::mutex mu;
-  std::array<MoeKernelOps*, 2> ops{};  // indexed by DeviceType
+  std::array<MoeKernelOps*, kNumDeviceTypes> ops{};  // indexed by DeviceType (meta too)
 };
 
 MoeRegistry& GetMoeRegistry() {

@@ -4,7 +4,6 @@
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "strategies/tp/region_ops.h"
-#include "strategies/tp/vocab_kernels.h"
 
 namespace weft::tp {
 namespace {
@@ -86,8 +85,8 @@ absl::StatusOr<Tensor> VocabParallelEmbedding::Forward(RunContext& ctx, const Te
   if (tp_.rank() == 0) {
     WEFT_ASSIGN_OR_RETURN(pe, PositionRows(ctx, tokens.dim(1)));
   }
-  WEFT_RETURN_IF_ERROR(
-      VocabEmbeddingForward(partial, tokens, wte_->value, wte_->local_offsets()[0], pe));
+  WEFT_RETURN_IF_ERROR(ctx.ops->VocabEmbeddingForward(ctx.kernel(), partial, tokens, wte_->value,
+                                                      wte_->local_offsets()[0], pe));
   return LeaveRowRegion(tp_, ctx, partial);
 }
 
@@ -100,16 +99,17 @@ absl::StatusOr<Tensor> VocabParallelEmbedding::Backward(RunContext& ctx, const T
   // The whole output gradient: wpe's gradient is then the same on every rank.
   WEFT_ASSIGN_OR_RETURN(Tensor whole, LeaveRowRegionBackward(tp_, ctx, dy));
   if (!ctx.sequence.has_value() || ctx.sequence->IsIdentity()) {
-    WEFT_RETURN_IF_ERROR(VocabEmbeddingBackward(wte_->grad, wpe_->grad, whole, (*saved)[0],
-                                                wte_->local_offsets()[0]));
+    WEFT_RETURN_IF_ERROR(ctx.ops->VocabEmbeddingBackward(ctx.kernel(), wte_->grad, wpe_->grad,
+                                                         whole, (*saved)[0],
+                                                         wte_->local_offsets()[0]));
   } else {
     // Position gradients per local token, then added at the chunks' rows.
     const TokenChunks& chunks = *ctx.sequence;
     const int64_t len = chunks.chunk_len;
     WEFT_ASSIGN_OR_RETURN(Tensor dpe, ctx.Zeros({chunks.size(), wpe_->shape()[1]},
                                                 wpe_->grad.dtype()));
-    WEFT_RETURN_IF_ERROR(VocabEmbeddingBackward(wte_->grad, dpe, whole, (*saved)[0],
-                                                wte_->local_offsets()[0]));
+    WEFT_RETURN_IF_ERROR(ctx.ops->VocabEmbeddingBackward(ctx.kernel(), wte_->grad, dpe, whole,
+                                                         (*saved)[0], wte_->local_offsets()[0]));
     for (int i = 0; i < chunks.count; ++i) {
       Tensor g = wpe_->grad.Slice(0, chunks.offsets[i], chunks.offsets[i] + len);
       WEFT_RETURN_IF_ERROR(ctx.ops->Add(ctx.kernel(), g, g, dpe.Slice(0, i * len, (i + 1) * len)));
@@ -185,20 +185,27 @@ absl::StatusOr<Tensor> VocabParallelCrossEntropy::ComputeLoss(RunContext& ctx,
   const int64_t n = targets.numel();
   const int64_t begin = tp_.rank() * local_columns_;
   const Tensor y = targets.View({n});
-  WEFT_ASSIGN_OR_RETURN(Tensor row_max, ctx.Empty({n}, DType::kF32));
-  // Summed together: [sum of exp, target logit].
+  // Rows: [local max, global max]; [sum of exp, target logit] are summed
+  // together in one all-reduce.
+  WEFT_ASSIGN_OR_RETURN(Tensor maxes, ctx.Empty({2, n}, DType::kF32));
   WEFT_ASSIGN_OR_RETURN(Tensor sums, ctx.Empty({2, n}, DType::kF32));
+  Tensor local_max = maxes.Select(0, 0), global_max = maxes.Select(0, 1);
   Tensor sum_exp = sums.Select(0, 0), target_logit = sums.Select(0, 1);
-  WEFT_RETURN_IF_ERROR(LocalMaxAndTarget(logits, y, begin, vocab_, row_max, target_logit));
+  WEFT_RETURN_IF_ERROR(ctx.ops->VocabCrossEntropyStats(ctx.kernel(), local_max, sum_exp,
+                                                       target_logit, logits, y, begin, vocab_));
+  WEFT_RETURN_IF_ERROR(global_max.CopyFrom(local_max, ctx.stream));
   WEFT_RETURN_IF_ERROR(Annotate(
-      tp_.group->AllReduce(row_max, {.op = comm::ReduceOp::kMax, .stream = tp_.stream})->Wait(),
+      tp_.group->AllReduce(global_max, {.op = comm::ReduceOp::kMax, .stream = tp_.stream})
+          ->Wait(),
       "tp cross-entropy max"));
-  WEFT_RETURN_IF_ERROR(LocalSumExp(logits, row_max, begin, vocab_, sum_exp));
+  WEFT_RETURN_IF_ERROR(
+      ctx.ops->VocabCrossEntropyRescale(ctx.kernel(), sum_exp, local_max, global_max));
   WEFT_RETURN_IF_ERROR(AllReduce(tp_, sums).status());
   WEFT_ASSIGN_OR_RETURN(Tensor losses, ctx.Empty({n}, DType::kF32));
   Tensor grad_in_place = logits;  // shares the logits' storage
-  WEFT_RETURN_IF_ERROR(VocabCrossEntropyFinish(grad_in_place, y, begin, vocab_, row_max, sum_exp,
-                                               target_logit, dloss_scale, ctx.training, losses));
+  WEFT_RETURN_IF_ERROR(ctx.ops->VocabCrossEntropyFinish(
+      ctx.kernel(), losses, grad_in_place, y, begin, vocab_, global_max, sum_exp, target_logit,
+      dloss_scale, ctx.training));
   if (ctx.training) ctx.Saved(this)[0] = logits;  // now dL/dlogits of this rank's columns
   return losses;
 }

@@ -14,8 +14,10 @@
 //       the region whole; tied, it reads the embedding's sharded table.
 //   VocabParallelCrossEntropy  per row: the max, the sum of exp(z - max)
 //       and the target's logit are reduced across tp (one all-reduce of the
-//       max, one of the sum and the target logit), so every rank gets the
-//       whole loss and the gradient of its own columns.
+//       max, one of the sum and the target logit; each rank's sum is first
+//       rescaled from its own max to the global one), so every rank gets the
+//       whole loss and the gradient of its own columns. The kernels are
+//       KernelOps::VocabCrossEntropy* (CPU and CUDA).
 #ifndef WEFT_STRATEGIES_TP_VOCAB_PARALLEL_H_
 #define WEFT_STRATEGIES_TP_VOCAB_PARALLEL_H_
 

@@ -60,6 +60,24 @@ class CpuKernelOps : public KernelOps {
                                            Tensor& logits, const Tensor& targets, int64_t vocab,
                                            float dloss_scale, bool compute_grad) override;
 
+  absl::Status VocabEmbeddingForward(const KernelContext& ctx, Tensor& out, const Tensor& tokens,
+                                     const Tensor& wte_shard, int64_t vocab_begin,
+                                     const Tensor& wpe) override;
+  absl::Status VocabEmbeddingBackward(const KernelContext& ctx, Tensor& dwte_shard, Tensor& dwpe,
+                                      const Tensor& dout, const Tensor& tokens,
+                                      int64_t vocab_begin) override;
+  absl::Status VocabCrossEntropyStats(const KernelContext& ctx, Tensor& row_max,
+                                      Tensor& sum_exp, Tensor& target_logit,
+                                      const Tensor& logits, const Tensor& targets,
+                                      int64_t vocab_begin, int64_t vocab) override;
+  absl::Status VocabCrossEntropyRescale(const KernelContext& ctx, Tensor& sum_exp,
+                                        const Tensor& row_max, const Tensor& global_max) override;
+  absl::Status VocabCrossEntropyFinish(const KernelContext& ctx, Tensor& losses, Tensor& logits,
+                                       const Tensor& targets, int64_t vocab_begin, int64_t vocab,
+                                       const Tensor& global_max, const Tensor& sum_exp,
+                                       const Tensor& target_logit, float dloss_scale,
+                                       bool compute_grad) override;
+
   absl::Status DropoutForward(const KernelContext& ctx, Tensor& out, const Tensor& x, float p,
                               uint64_t seed, uint64_t offset) override;
   absl::Status DropoutBackward(const KernelContext& ctx, Tensor& dx, const Tensor& dy, float p,

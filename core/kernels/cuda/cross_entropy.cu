@@ -1,15 +1,23 @@
-// Fused softmax + cross-entropy. One block per row: pass 1 keeps a running
-// (max, sum of exp) per thread over the row (one read, no separate max
-// pass), combined across the block in a fixed tree; pass 2 rereads the row
-// (mostly from L2) and overwrites it with the gradient. Full-vocabulary
-// probabilities are never stored.
+// Fused softmax + cross-entropy, and the same row passes split for the
+// vocabulary-parallel loss (tensor parallelism), so that one shard holding
+// every column reproduces the fused kernel bit for bit.
+//
+// One block per row: pass 1 keeps a running (max, sum of exp) per thread over
+// the row's real columns (one read, no separate max pass), combined across
+// the block in a fixed tree; pass 2 rereads the row (mostly from L2) and
+// overwrites it with the gradient. Full-vocabulary probabilities are never
+// stored. The vocabulary-parallel loss runs pass 1 per shard (Stats), lets
+// the caller all-reduce the max, rescales the shard's sum to the global max
+// (Rescale), all-reduces the sums, and runs pass 2 (Finish).
 #include "core/kernels/cuda/common.cuh"
 #include "core/kernels/cuda/cross_entropy.h"
+#include "core/kernels/vocab_shard.h"
 
 namespace weft::cuda {
 namespace {
 
 constexpr int kThreads = 512;
+constexpr int kRowThreads = 256;  // per-row statistics kernels (Rescale, losses)
 
 __device__ __forceinline__ void Accumulate(MaxSum& st, float x) {
   if (x > st.m) {
@@ -22,33 +30,17 @@ __device__ __forceinline__ void Accumulate(MaxSum& st, float x) {
   }
 }
 
+// Pass 1: (max, sum of exp(z - max)) over columns [0, real) of row z; every
+// thread of the block gets the total. `warp_states` is shared memory for
+// kThreads / 32 states. -inf and 0 when real == 0.
 template <typename T, int V>
-__global__ void __launch_bounds__(kThreads)
-    CrossEntropyKernel(float* __restrict__ losses, T* __restrict__ logits,
-                       const int32_t* __restrict__ targets, int64_t vocab, int64_t padded,
-                       float dloss_scale, bool compute_grad) {
-  __shared__ MaxSum warp_states[kThreads / kWarpSize];
-  const int64_t row = blockIdx.x;
-  T* z = logits + row * padded;
-  const int32_t y = targets[row];
-  const bool ignored = y < 0;
-  const bool invalid = y >= vocab;
-  if (ignored || invalid) {  // uniform across the block
-    if (threadIdx.x == 0) losses[row] = ignored ? 0.0f : NAN;
-    if (compute_grad) {
-      const float zeros[V] = {};
-      for (int64_t i = int64_t(threadIdx.x) * V; i < padded; i += int64_t(blockDim.x) * V) {
-        StoreF<V>(z + i, zeros);
-      }
-    }
-    return;
-  }
-
+__device__ __forceinline__ MaxSum RowMaxSum(const T* __restrict__ z, int64_t real,
+                                            MaxSum* warp_states) {
   MaxSum st{-INFINITY, 0.0f};
-  for (int64_t i = int64_t(threadIdx.x) * V; i < padded; i += int64_t(blockDim.x) * V) {
+  for (int64_t i = int64_t(threadIdx.x) * V; i < real; i += int64_t(blockDim.x) * V) {
     float f[V];
-    LoadF<V>(z + i, f);
-    if (i + V <= vocab) {
+    LoadF<V>(z + i, f);  // in bounds: rows hold a multiple of V columns when V > 1
+    if (i + V <= real) {
       // A whole vector of real logits: rescale at most once per vector
       // instead of branching per element.
       float m = f[0];
@@ -73,7 +65,7 @@ __global__ void __launch_bounds__(kThreads)
     } else {
 #pragma unroll
       for (int k = 0; k < V; ++k) {
-        if (i + k < vocab) Accumulate(st, f[k]);
+        if (i + k < real) Accumulate(st, f[k]);
       }
     }
   }
@@ -87,7 +79,54 @@ __global__ void __launch_bounds__(kThreads)
     if (lane == 0) warp_states[0] = w;
   }
   __syncthreads();
-  const MaxSum total = warp_states[0];
+  return warp_states[0];
+}
+
+// Pass 2: row z (cols) becomes scale * (exp(z - lse) - onehot(target_col))
+// on columns [0, real) and 0 on the padding.
+template <typename T, int V>
+__device__ __forceinline__ void WriteRowGrad(T* __restrict__ z, int64_t cols, int64_t real,
+                                             int64_t target_col, float lse, float scale) {
+  for (int64_t i = int64_t(threadIdx.x) * V; i < cols; i += int64_t(blockDim.x) * V) {
+    float f[V];
+    LoadF<V>(z + i, f);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const int64_t c = i + k;
+      f[k] = c < real ? scale * (expf(f[k] - lse) - (c == target_col ? 1.0f : 0.0f)) : 0.0f;
+    }
+    StoreF<V>(z + i, f);
+  }
+}
+
+template <typename T, int V>
+__device__ __forceinline__ void ZeroRow(T* __restrict__ z, int64_t cols) {
+  const float zeros[V] = {};
+  for (int64_t i = int64_t(threadIdx.x) * V; i < cols; i += int64_t(blockDim.x) * V) {
+    StoreF<V>(z + i, zeros);
+  }
+}
+
+// Ignored rows (target < 0) lose 0; targets >= vocab cannot be reported
+// without a host sync, so their loss is NaN (the run visibly fails).
+__device__ __forceinline__ bool SkippedRow(int32_t y, int64_t vocab) { return y < 0 || y >= vocab; }
+__device__ __forceinline__ float SkippedLoss(int32_t y) { return y < 0 ? 0.0f : NAN; }
+
+template <typename T, int V>
+__global__ void __launch_bounds__(kThreads)
+    CrossEntropyKernel(float* __restrict__ losses, T* __restrict__ logits,
+                       const int32_t* __restrict__ targets, int64_t vocab, int64_t padded,
+                       float dloss_scale, bool compute_grad) {
+  __shared__ MaxSum warp_states[kThreads / kWarpSize];
+  const int64_t row = blockIdx.x;
+  T* z = logits + row * padded;
+  const int32_t y = targets[row];
+  if (SkippedRow(y, vocab)) {  // uniform across the block
+    if (threadIdx.x == 0) losses[row] = SkippedLoss(y);
+    if (compute_grad) ZeroRow<T, V>(z, padded);
+    return;
+  }
+  const MaxSum total = RowMaxSum<T, V>(z, vocab, warp_states);
   const float lse = total.m + logf(total.s);
   // Every thread reads z[y] before the barrier below, so pass 2 cannot
   // overwrite it first.
@@ -95,16 +134,101 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) losses[row] = lse - zy;
   if (!compute_grad) return;
   __syncthreads();
-  for (int64_t i = int64_t(threadIdx.x) * V; i < padded; i += int64_t(blockDim.x) * V) {
-    float f[V];
-    LoadF<V>(z + i, f);
-#pragma unroll
-    for (int k = 0; k < V; ++k) {
-      const int64_t c = i + k;
-      f[k] = c < vocab ? dloss_scale * (expf(f[k] - lse) - (c == y ? 1.0f : 0.0f)) : 0.0f;
+  WriteRowGrad<T, V>(z, padded, vocab, y, lse, dloss_scale);
+}
+
+// Vocabulary-parallel pass 1 over this shard's columns: local max, sum of
+// exp relative to it, and the target's logit if held here (else 0).
+template <typename T, int V>
+__global__ void __launch_bounds__(kThreads)
+    VocabStatsKernel(float* __restrict__ row_max, float* __restrict__ sum_exp,
+                     float* __restrict__ target_logit, const T* __restrict__ logits,
+                     const int32_t* __restrict__ targets, int64_t cols, int64_t real,
+                     int64_t vocab_begin, int64_t vocab) {
+  __shared__ MaxSum warp_states[kThreads / kWarpSize];
+  const int64_t row = blockIdx.x;
+  const T* z = logits + row * cols;
+  const int32_t y = targets[row];
+  if (SkippedRow(y, vocab)) {  // uniform across the block
+    if (threadIdx.x == 0) {
+      row_max[row] = -INFINITY;
+      sum_exp[row] = 0.0f;
+      target_logit[row] = 0.0f;
     }
-    StoreF<V>(z + i, f);
+    return;
   }
+  const MaxSum total = RowMaxSum<T, V>(z, real, warp_states);
+  if (threadIdx.x == 0) {
+    row_max[row] = total.m;
+    sum_exp[row] = total.s;
+    const int64_t col = VocabLocalColumn(y, vocab_begin, real);
+    target_logit[row] = col >= 0 ? ToF(z[col]) : 0.0f;
+  }
+}
+
+// sum_exp was relative to the shard's max; make it relative to the global
+// max. Exact (a factor of 1) when the shard holds the global max.
+__global__ void VocabRescaleKernel(float* __restrict__ sum_exp, const float* __restrict__ row_max,
+                                   const float* __restrict__ global_max, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const float m = row_max[i];
+    sum_exp[i] = m == -INFINITY ? 0.0f : sum_exp[i] * expf(m - global_max[i]);
+  }
+}
+
+// The fused kernel's expressions: lse = max + log(sum); loss = lse - z[y].
+__device__ __forceinline__ float RowLse(const float* global_max, const float* sum_exp,
+                                        int64_t row) {
+  return global_max[row] + logf(sum_exp[row]);
+}
+
+__global__ void VocabLossKernel(float* __restrict__ losses, const int32_t* __restrict__ targets,
+                                const float* __restrict__ global_max,
+                                const float* __restrict__ sum_exp,
+                                const float* __restrict__ target_logit, int64_t n,
+                                int64_t vocab) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int32_t y = targets[i];
+    losses[i] = SkippedRow(y, vocab) ? SkippedLoss(y)
+                                     : RowLse(global_max, sum_exp, i) - target_logit[i];
+  }
+}
+
+template <typename T, int V>
+__global__ void __launch_bounds__(kThreads)
+    VocabGradKernel(float* __restrict__ losses, T* __restrict__ logits,
+                    const int32_t* __restrict__ targets, const float* __restrict__ global_max,
+                    const float* __restrict__ sum_exp, const float* __restrict__ target_logit,
+                    int64_t cols, int64_t real, int64_t vocab_begin, int64_t vocab,
+                    float dloss_scale) {
+  const int64_t row = blockIdx.x;
+  T* z = logits + row * cols;
+  const int32_t y = targets[row];
+  if (SkippedRow(y, vocab)) {  // uniform across the block
+    if (threadIdx.x == 0) losses[row] = SkippedLoss(y);
+    ZeroRow<T, V>(z, cols);
+    return;
+  }
+  const float lse = RowLse(global_max, sum_exp, row);
+  if (threadIdx.x == 0) losses[row] = lse - target_logit[row];
+  WriteRowGrad<T, V>(z, cols, real, VocabLocalColumn(y, vocab_begin, real), lse, dloss_scale);
+}
+
+// One block per row: gridDim.x allows 2^31 - 1.
+absl::Status CheckRows(int64_t rows) {
+  if (rows < (int64_t{1} << 31)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      "cross-entropy over 2^31 or more rows; expected fewer (one block per row). "
+      "Hint: split the batch into micro-batches");
+}
+
+// Vector width for rows of `cols` columns at `p`: 16 bytes when every row
+// starts aligned, else 1.
+template <typename T>
+bool Vectorized(const T* p, int64_t cols) {
+  return cols % Packed128<T>::kSize == 0 && Aligned16(p);
 }
 
 template <typename T>
@@ -112,8 +236,9 @@ absl::Status LaunchT(float* losses, T* logits, const int32_t* targets, int64_t r
                      int64_t vocab, int64_t padded, float dloss_scale, bool compute_grad,
                      cudaStream_t stream) {
   constexpr int V = Packed128<T>::kSize;
+  WEFT_RETURN_IF_ERROR(CheckRows(rows));
   const unsigned grid = static_cast<unsigned>(rows);
-  if (padded % V == 0 && Aligned16(logits)) {
+  if (Vectorized(logits, padded)) {
     CrossEntropyKernel<T, V><<<grid, kThreads, 0, stream>>>(losses, logits, targets, vocab,
                                                             padded, dloss_scale, compute_grad);
   } else {
@@ -121,6 +246,43 @@ absl::Status LaunchT(float* losses, T* logits, const int32_t* targets, int64_t r
                                                             padded, dloss_scale, compute_grad);
   }
   return CheckLaunch("CrossEntropyKernel");
+}
+
+template <typename T>
+absl::Status StatsT(const VocabShardArgs& a, const T* logits, float* row_max, float* sum_exp,
+                    float* target_logit, cudaStream_t stream) {
+  constexpr int V = Packed128<T>::kSize;
+  WEFT_RETURN_IF_ERROR(CheckRows(a.rows));
+  const int64_t real = VocabRealColumns(a.vocab_begin, a.cols, a.vocab);
+  const unsigned grid = static_cast<unsigned>(a.rows);
+  if (Vectorized(logits, a.cols)) {
+    VocabStatsKernel<T, V><<<grid, kThreads, 0, stream>>>(
+        row_max, sum_exp, target_logit, logits, a.targets, a.cols, real, a.vocab_begin, a.vocab);
+  } else {
+    VocabStatsKernel<T, 1><<<grid, kThreads, 0, stream>>>(
+        row_max, sum_exp, target_logit, logits, a.targets, a.cols, real, a.vocab_begin, a.vocab);
+  }
+  return CheckLaunch("VocabStatsKernel");
+}
+
+template <typename T>
+absl::Status GradT(const VocabShardArgs& a, T* logits, float* losses, const float* global_max,
+                   const float* sum_exp, const float* target_logit, float dloss_scale,
+                   cudaStream_t stream) {
+  constexpr int V = Packed128<T>::kSize;
+  WEFT_RETURN_IF_ERROR(CheckRows(a.rows));
+  const int64_t real = VocabRealColumns(a.vocab_begin, a.cols, a.vocab);
+  const unsigned grid = static_cast<unsigned>(a.rows);
+  if (Vectorized(logits, a.cols)) {
+    VocabGradKernel<T, V><<<grid, kThreads, 0, stream>>>(losses, logits, a.targets, global_max,
+                                                         sum_exp, target_logit, a.cols, real,
+                                                         a.vocab_begin, a.vocab, dloss_scale);
+  } else {
+    VocabGradKernel<T, 1><<<grid, kThreads, 0, stream>>>(losses, logits, a.targets, global_max,
+                                                         sum_exp, target_logit, a.cols, real,
+                                                         a.vocab_begin, a.vocab, dloss_scale);
+  }
+  return CheckLaunch("VocabGradKernel");
 }
 
 }  // namespace
@@ -135,6 +297,43 @@ absl::Status LaunchCrossEntropy(float* losses, void* logits, DType dtype, const 
   }
   return LaunchT(losses, static_cast<bf16*>(logits), targets, rows, vocab, padded_vocab,
                  dloss_scale, compute_grad, stream);
+}
+
+absl::Status LaunchVocabCrossEntropyStats(const VocabShardArgs& a, const void* logits,
+                                          float* row_max, float* sum_exp, float* target_logit,
+                                          cudaStream_t stream) {
+  if (a.rows == 0) return absl::OkStatus();
+  if (a.dtype == DType::kF32) {
+    return StatsT(a, static_cast<const float*>(logits), row_max, sum_exp, target_logit, stream);
+  }
+  return StatsT(a, static_cast<const bf16*>(logits), row_max, sum_exp, target_logit, stream);
+}
+
+absl::Status LaunchVocabCrossEntropyRescale(float* sum_exp, const float* row_max,
+                                            const float* global_max, int64_t rows,
+                                            cudaStream_t stream) {
+  if (rows == 0) return absl::OkStatus();
+  VocabRescaleKernel<<<GridFor(rows, kRowThreads), kRowThreads, 0, stream>>>(sum_exp, row_max,
+                                                                             global_max, rows);
+  return CheckLaunch("VocabRescaleKernel");
+}
+
+absl::Status LaunchVocabCrossEntropyFinish(const VocabShardArgs& a, void* logits, float* losses,
+                                           const float* global_max, const float* sum_exp,
+                                           const float* target_logit, float dloss_scale,
+                                           bool compute_grad, cudaStream_t stream) {
+  if (a.rows == 0) return absl::OkStatus();
+  if (!compute_grad) {
+    VocabLossKernel<<<GridFor(a.rows, kRowThreads), kRowThreads, 0, stream>>>(
+        losses, a.targets, global_max, sum_exp, target_logit, a.rows, a.vocab);
+    return CheckLaunch("VocabLossKernel");
+  }
+  if (a.dtype == DType::kF32) {
+    return GradT(a, static_cast<float*>(logits), losses, global_max, sum_exp, target_logit,
+                 dloss_scale, stream);
+  }
+  return GradT(a, static_cast<bf16*>(logits), losses, global_max, sum_exp, target_logit,
+               dloss_scale, stream);
 }
 
 }  // namespace weft::cuda

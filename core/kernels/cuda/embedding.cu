@@ -1,4 +1,5 @@
-// Token + position embedding. Forward is a vectorized gather. Backward must
+// Token + position embedding, of a whole table or of a vocabulary-parallel
+// shard (tensor parallelism). Forward is a vectorized gather. Backward must
 // scatter-add rows of dout into the token table without atomics (their order
 // would make runs differ), so it buckets positions by token with a stable
 // radix sort (CUB) and lets one block per distinct token sum its positions in
@@ -10,6 +11,7 @@
 #include "core/base/errors.h"
 #include "core/kernels/cuda/common.cuh"
 #include "core/kernels/cuda/embedding.h"
+#include "core/kernels/vocab_shard.h"
 
 namespace weft::cuda {
 namespace {
@@ -17,44 +19,48 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kRowThreads = 128;  // WteGradKernel: threads per distinct token
 
-template <typename T, int V>
+// The table holds global rows [vocab_begin, vocab_begin + vocab_rows) (all
+// of them, from 0, unless it is a vocabulary-parallel shard). Tokens outside:
+// a shard's row is 0 (another shard adds it) plus the position; a whole
+// table's is NaN (an invalid id).
+template <typename T, int V, bool kShard>
 __global__ void EmbeddingForwardKernel(T* __restrict__ out, const int32_t* __restrict__ tokens,
                                        const T* __restrict__ wte, const T* __restrict__ wpe,
                                        int64_t positions, int seq, int channels,
-                                       int64_t vocab_rows) {
+                                       int64_t vocab_rows, int64_t vocab_begin) {
   const int vecs = channels / V;
   const int64_t total = positions * vecs;
   for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += int64_t(gridDim.x) * blockDim.x) {
     const int64_t pos = idx / vecs;
     const int c = static_cast<int>(idx % vecs) * V;
-    const int32_t tok = tokens[pos];
+    const int64_t row = VocabLocalRow(tokens[pos], vocab_begin, vocab_rows);
     float f[V];
-    if (tok < 0 || tok >= vocab_rows) {
-#pragma unroll
-      for (int k = 0; k < V; ++k) f[k] = NAN;
+    if (row >= 0) {
+      LoadF<V>(wte + row * channels + c, f);
     } else {
-      LoadF<V>(wte + int64_t(tok) * channels + c, f);
-      if (wpe != nullptr) {
-        float p[V];
-        LoadF<V>(wpe + (pos % seq) * channels + c, p);
 #pragma unroll
-        for (int k = 0; k < V; ++k) f[k] += p[k];
-      }
+      for (int k = 0; k < V; ++k) f[k] = kShard ? 0.0f : NAN;
+    }
+    if (wpe != nullptr && (row >= 0 || kShard)) {
+      float p[V];
+      LoadF<V>(wpe + (pos % seq) * channels + c, p);
+#pragma unroll
+      for (int k = 0; k < V; ++k) f[k] += p[k];
     }
     StoreF<V>(out + pos * channels + c, f);
   }
 }
 
-// Sort input: key = token (invalid ids map to the sentinel vocab_rows, which
-// sorts last and is skipped), value = position.
+// Sort input: key = the token's row in the table (ids it does not hold map
+// to the sentinel vocab_rows, which sorts last and is skipped), value =
+// position.
 __global__ void PrepareSortKernel(uint32_t* __restrict__ keys, int32_t* __restrict__ vals,
-                                  const int32_t* __restrict__ tokens, int n,
-                                  int64_t vocab_rows) {
+                                  const int32_t* __restrict__ tokens, int n, int64_t vocab_rows,
+                                  int64_t vocab_begin) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    const int32_t t = tokens[i];
-    keys[i] = (t >= 0 && t < vocab_rows) ? static_cast<uint32_t>(t)
-                                         : static_cast<uint32_t>(vocab_rows);
+    const int64_t row = VocabLocalRow(tokens[i], vocab_begin, vocab_rows);
+    keys[i] = static_cast<uint32_t>(row >= 0 ? row : vocab_rows);
     vals[i] = i;
   }
 }
@@ -131,27 +137,45 @@ absl::StatusOr<ScratchLayout> Layout(int64_t n, int64_t vocab_rows) {
   return l;
 }
 
-template <typename T>
+template <typename T, bool kShard>
 absl::Status ForwardT(T* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t positions,
-                      int seq, int channels, int64_t vocab_rows, cudaStream_t stream) {
+                      int seq, int channels, int64_t vocab_rows, int64_t vocab_begin,
+                      cudaStream_t stream) {
   constexpr int V = Packed128<T>::kSize;
   const bool vec = channels % V == 0 && Aligned16(out) && Aligned16(wte) &&
                    (wpe == nullptr || Aligned16(wpe));
   if (vec) {
-    EmbeddingForwardKernel<T, V><<<GridFor(positions * channels / V, kThreads), kThreads, 0,
-                                   stream>>>(out, tokens, wte, wpe, positions, seq, channels,
-                                             vocab_rows);
+    EmbeddingForwardKernel<T, V, kShard><<<GridFor(positions * channels / V, kThreads), kThreads,
+                                           0, stream>>>(out, tokens, wte, wpe, positions, seq,
+                                                        channels, vocab_rows, vocab_begin);
   } else {
-    EmbeddingForwardKernel<T, 1><<<GridFor(positions * channels, kThreads), kThreads, 0,
-                                   stream>>>(out, tokens, wte, wpe, positions, seq, channels,
-                                             vocab_rows);
+    EmbeddingForwardKernel<T, 1, kShard><<<GridFor(positions * channels, kThreads), kThreads, 0,
+                                           stream>>>(out, tokens, wte, wpe, positions, seq,
+                                                     channels, vocab_rows, vocab_begin);
   }
   return CheckLaunch("EmbeddingForwardKernel");
 }
 
+template <bool kShard>
+absl::Status Forward(void* out, const int32_t* tokens, const void* wte, const void* wpe,
+                     DType dtype, int64_t batch, int64_t seq, int64_t channels,
+                     int64_t vocab_rows, int64_t vocab_begin, cudaStream_t stream) {
+  const int64_t positions = batch * seq;
+  if (positions * channels == 0) return absl::OkStatus();
+  const int s = static_cast<int>(seq), c = static_cast<int>(channels);
+  if (dtype == DType::kF32) {
+    return ForwardT<float, kShard>(static_cast<float*>(out), tokens,
+                                   static_cast<const float*>(wte), static_cast<const float*>(wpe),
+                                   positions, s, c, vocab_rows, vocab_begin, stream);
+  }
+  return ForwardT<bf16, kShard>(static_cast<bf16*>(out), tokens, static_cast<const bf16*>(wte),
+                                static_cast<const bf16*>(wpe), positions, s, c, vocab_rows,
+                                vocab_begin, stream);
+}
+
 template <typename T, typename G>
 absl::Status BackwardT(G* dwte, G* dwpe, const T* dout, const int32_t* tokens, int batch, int seq,
-                       int channels, int64_t vocab_rows, char* scratch,
+                       int channels, int64_t vocab_rows, int64_t vocab_begin, char* scratch,
                        const ScratchLayout& l, cudaStream_t stream) {
   const int n = batch * seq;
   auto* keys_in = reinterpret_cast<uint32_t*>(scratch + l.keys_in);
@@ -159,7 +183,7 @@ absl::Status BackwardT(G* dwte, G* dwpe, const T* dout, const int32_t* tokens, i
   auto* vals_in = reinterpret_cast<int32_t*>(scratch + l.vals_in);
   auto* vals_out = reinterpret_cast<int32_t*>(scratch + l.vals_out);
   PrepareSortKernel<<<GridFor(n, kThreads), kThreads, 0, stream>>>(keys_in, vals_in, tokens, n,
-                                                                   vocab_rows);
+                                                                   vocab_rows, vocab_begin);
   WEFT_RETURN_IF_ERROR(CheckLaunch("PrepareSortKernel"));
   size_t temp_bytes = l.temp_bytes;
   WEFT_CUDA_RETURN_IF_ERROR(cub::DeviceRadixSort::SortPairs(
@@ -184,14 +208,14 @@ absl::Status BackwardT(G* dwte, G* dwpe, const T* dout, const int32_t* tokens, i
 template <typename T>
 absl::Status BackwardG(void* dwte, void* dwpe, DType grad_dtype, const T* dout,
                        const int32_t* tokens, int batch, int seq, int channels,
-                       int64_t vocab_rows, char* scratch, const ScratchLayout& l,
-                       cudaStream_t stream) {
+                       int64_t vocab_rows, int64_t vocab_begin, char* scratch,
+                       const ScratchLayout& l, cudaStream_t stream) {
   if (grad_dtype == DType::kF32) {
     return BackwardT(static_cast<float*>(dwte), static_cast<float*>(dwpe), dout, tokens, batch,
-                     seq, channels, vocab_rows, scratch, l, stream);
+                     seq, channels, vocab_rows, vocab_begin, scratch, l, stream);
   }
   return BackwardT(static_cast<bf16*>(dwte), static_cast<bf16*>(dwpe), dout, tokens, batch, seq,
-                   channels, vocab_rows, scratch, l, stream);
+                   channels, vocab_rows, vocab_begin, scratch, l, stream);
 }
 
 }  // namespace
@@ -199,15 +223,16 @@ absl::Status BackwardG(void* dwte, void* dwpe, DType grad_dtype, const T* dout,
 absl::Status LaunchEmbeddingForward(void* out, const int32_t* tokens, const void* wte,
                                     const void* wpe, DType dtype, int64_t batch, int64_t seq,
                                     int64_t channels, int64_t vocab_rows, cudaStream_t stream) {
-  const int64_t positions = batch * seq;
-  if (positions * channels == 0) return absl::OkStatus();
-  const int s = static_cast<int>(seq), c = static_cast<int>(channels);
-  if (dtype == DType::kF32) {
-    return ForwardT(static_cast<float*>(out), tokens, static_cast<const float*>(wte),
-                    static_cast<const float*>(wpe), positions, s, c, vocab_rows, stream);
-  }
-  return ForwardT(static_cast<bf16*>(out), tokens, static_cast<const bf16*>(wte),
-                  static_cast<const bf16*>(wpe), positions, s, c, vocab_rows, stream);
+  return Forward<false>(out, tokens, wte, wpe, dtype, batch, seq, channels, vocab_rows, 0,
+                        stream);
+}
+
+absl::Status LaunchVocabEmbeddingForward(void* out, const int32_t* tokens, const void* wte_shard,
+                                         const void* wpe, DType dtype, int64_t batch,
+                                         int64_t seq, int64_t channels, int64_t shard_rows,
+                                         int64_t vocab_begin, cudaStream_t stream) {
+  return Forward<true>(out, tokens, wte_shard, wpe, dtype, batch, seq, channels, shard_rows,
+                       vocab_begin, stream);
 }
 
 absl::StatusOr<size_t> EmbeddingBackwardScratchBytes(int64_t positions, int64_t vocab_rows) {
@@ -218,7 +243,8 @@ absl::StatusOr<size_t> EmbeddingBackwardScratchBytes(int64_t positions, int64_t 
 absl::Status LaunchEmbeddingBackward(void* dwte, void* dwpe, DType grad_dtype, const void* dout,
                                      DType dtype, const int32_t* tokens, int64_t batch,
                                      int64_t seq, int64_t channels, int64_t vocab_rows,
-                                     void* scratch, size_t scratch_bytes, cudaStream_t stream) {
+                                     int64_t vocab_begin, void* scratch, size_t scratch_bytes,
+                                     cudaStream_t stream) {
   if (batch * seq * channels == 0) return absl::OkStatus();
   WEFT_ASSIGN_OR_RETURN(ScratchLayout l, Layout(batch * seq, vocab_rows));
   if (scratch_bytes < l.total) {
@@ -228,10 +254,10 @@ absl::Status LaunchEmbeddingBackward(void* dwte, void* dwpe, DType grad_dtype, c
   const int b = static_cast<int>(batch), t = static_cast<int>(seq), c = static_cast<int>(channels);
   if (dtype == DType::kF32) {
     return BackwardG(dwte, dwpe, grad_dtype, static_cast<const float*>(dout), tokens, b, t, c,
-                     vocab_rows, s, l, stream);
+                     vocab_rows, vocab_begin, s, l, stream);
   }
   return BackwardG(dwte, dwpe, grad_dtype, static_cast<const bf16*>(dout), tokens, b, t, c,
-                   vocab_rows, s, l, stream);
+                   vocab_rows, vocab_begin, s, l, stream);
 }
 
 }  // namespace weft::cuda

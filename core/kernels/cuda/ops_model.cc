@@ -125,7 +125,7 @@ absl::Status CudaKernelOps::EmbeddingBackward(const KernelContext& ctx, Tensor& 
   WEFT_ASSIGN_OR_RETURN(Tensor scratch, Scratch(ctx, static_cast<int64_t>(bytes)));
   return LaunchEmbeddingBackward(dwte.raw_data(), dwpe.defined() ? dwpe.raw_data() : nullptr,
                                  dwte.dtype(), dout.raw_data(), dout.dtype(),
-                                 tokens.data<int32_t>(), b, t, c, dwte.dim(0),
+                                 tokens.data<int32_t>(), b, t, c, dwte.dim(0), /*vocab_begin=*/0,
                                  scratch.raw_data(), bytes, StreamOf(ctx));
 }
 

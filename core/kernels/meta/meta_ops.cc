@@ -54,6 +54,27 @@ class MetaKernelOps : public KernelOps {
                                            int64_t, float, bool) override {
     return Ok();
   }
+  absl::Status VocabEmbeddingForward(const KernelContext&, Tensor&, const Tensor&, const Tensor&,
+                                     int64_t, const Tensor&) override {
+    return Ok();
+  }
+  absl::Status VocabEmbeddingBackward(const KernelContext&, Tensor&, Tensor&, const Tensor&,
+                                      const Tensor&, int64_t) override {
+    return Ok();
+  }
+  absl::Status VocabCrossEntropyStats(const KernelContext&, Tensor&, Tensor&, Tensor&,
+                                      const Tensor&, const Tensor&, int64_t, int64_t) override {
+    return Ok();
+  }
+  absl::Status VocabCrossEntropyRescale(const KernelContext&, Tensor&, const Tensor&,
+                                        const Tensor&) override {
+    return Ok();
+  }
+  absl::Status VocabCrossEntropyFinish(const KernelContext&, Tensor&, Tensor&, const Tensor&,
+                                       int64_t, int64_t, const Tensor&, const Tensor&,
+                                       const Tensor&, float, bool) override {
+    return Ok();
+  }
   absl::Status DropoutForward(const KernelContext&, Tensor&, const Tensor&, float, uint64_t,
                               uint64_t) override {
     return Ok();

@@ -234,7 +234,7 @@ void Embedding() {
     size_t bytes = *EmbeddingBackwardScratchBytes(B * T, V);
     std::vector<char> scratch(bytes + 256);
     char* s = scratch.data() + (256 - reinterpret_cast<uintptr_t>(scratch.data()) % 256) % 256;
-    st = LaunchEmbeddingBackward(dwte.data(), dwpe.data(), DType::kF32, dout.data(), DType::kF32, tok.data(), B, T, C, V, s, bytes, nullptr);
+    st = LaunchEmbeddingBackward(dwte.data(), dwpe.data(), DType::kF32, dout.data(), DType::kF32, tok.data(), B, T, C, V, 0, s, bytes, nullptr);
     if (!st.ok()) { printf("%s\n", std::string(st.message()).c_str()); ++bad; return; }
     e = 0;
     for (int i = 0; i < V * C; ++i) e = std::max(e, std::fabs(dwte[i] - rwte[i]));
@@ -243,12 +243,110 @@ void Embedding() {
   }
 }
 
+// The vocabulary-parallel loss over `shards` column blocks (the all-reduces
+// done here) against the double reference; one shard must equal the fused
+// kernel bit for bit.
+float AsF(float v) { return v; }
+float AsF(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T> T HostFromF(float v) {
+  if constexpr (sizeof(T) == 2) return __float2bfloat16_rn(v); else return v;
+}
+
+template <typename T>
+void VocabCrossEntropy(int rows, int V, int Vp, int shards) {
+  const bool bf = sizeof(T) == 2;
+  auto z = Rand(rows * Vp, 18, 4);
+  std::vector<T> zt(z.size());
+  for (size_t i = 0; i < z.size(); ++i) { zt[i] = HostFromF<T>(z[i]); z[i] = AsF(zt[i]); }
+  std::vector<int32_t> tg(rows); for (int r = 0; r < rows; ++r) tg[r] = (r * 7919) % V;
+  tg[rows / 2] = -1; tg[rows - 1] = V - 1;
+  const DType dt = bf ? DType::kBF16 : DType::kF32;
+  std::vector<double> loss(rows, 0), grad(rows * Vp, 0);
+  for (int r = 0; r < rows; ++r) {
+    if (tg[r] < 0) continue;
+    double m = -1e300; for (int j = 0; j < V; ++j) m = std::max(m, double(z[r * Vp + j]));
+    double s = 0; for (int j = 0; j < V; ++j) s += std::exp(z[r * Vp + j] - m);
+    double lse = m + std::log(s); loss[r] = lse - z[r * Vp + tg[r]];
+    for (int j = 0; j < V; ++j) grad[r * Vp + j] = 0.25 * (std::exp(z[r * Vp + j] - lse) - (j == tg[r]));
+  }
+  const int w = Vp / shards;
+  std::vector<std::vector<T>> zs(shards);
+  std::vector<std::vector<float>> mx(shards, std::vector<float>(rows)), se = mx, tl = mx;
+  std::vector<float> gmax(rows, -INFINITY), sum(rows, 0), tsum(rows, 0), gl(rows);
+  for (int s = 0; s < shards; ++s) {
+    for (int r = 0; r < rows; ++r) zs[s].insert(zs[s].end(), zt.begin() + r * Vp + s * w, zt.begin() + r * Vp + (s + 1) * w);
+    VocabShardArgs a{tg.data(), dt, rows, w, int64_t(s) * w, V};
+    ok(LaunchVocabCrossEntropyStats(a, zs[s].data(), mx[s].data(), se[s].data(), tl[s].data(), nullptr));
+    for (int r = 0; r < rows; ++r) gmax[r] = std::max(gmax[r], mx[s][r]);
+  }
+  for (int s = 0; s < shards; ++s) {
+    ok(LaunchVocabCrossEntropyRescale(se[s].data(), mx[s].data(), gmax.data(), rows, nullptr));
+    for (int r = 0; r < rows; ++r) { sum[r] += se[s][r]; tsum[r] += tl[s][r]; }
+  }
+  std::vector<double> g(rows * Vp);
+  for (int s = 0; s < shards; ++s) {
+    VocabShardArgs a{tg.data(), dt, rows, w, int64_t(s) * w, V};
+    std::vector<float> l(rows);
+    ok(LaunchVocabCrossEntropyFinish(a, zs[s].data(), l.data(), gmax.data(), sum.data(), tsum.data(), 0.25f, true, nullptr));
+    std::vector<float> l2(rows);
+    ok(LaunchVocabCrossEntropyFinish(a, zs[s].data(), l2.data(), gmax.data(), sum.data(), tsum.data(), 0.25f, false, nullptr));
+    if (l2 != l) { printf("vocab ce: losses without grad differ\n"); ++bad; }
+    if (s == 0) gl = l;
+    for (int r = 0; r < rows; ++r) for (int j = 0; j < w; ++j) g[r * Vp + s * w + j] = AsF(zs[s][r * w + j]);
+  }
+  char what[96];
+  snprintf(what, sizeof what, "vocab ce %s V=%d/%d x%d", bf ? "bf16" : "f32", V, Vp, shards);
+  Check(what, std::max(Err(gl, loss), Err(g, grad)), bf ? 1e-2 : 1e-5);
+  if (shards == 1) {  // bitwise the fused kernel
+    std::vector<T> fz = zt; std::vector<float> fl(rows);
+    ok(LaunchCrossEntropy(fl.data(), fz.data(), dt, tg.data(), rows, V, Vp, 0.25f, true, nullptr));
+    bool same = fl == gl;
+    for (size_t i = 0; i < fz.size(); ++i) same = same && AsF(fz[i]) == AsF(zs[0][i]);
+    printf("%-40s %s\n", "  one shard == fused, bitwise", same ? "ok" : "FAIL"); bad += !same;
+  }
+}
+
+void VocabEmbedding() {
+  const int B = 2, T = 9, C = 16, rows = 24, shards = 3, w = rows / shards;
+  auto wte = Rand(rows * C, 21), wpe = Rand(T * C, 22), dout = Rand(B * T * C, 23);
+  std::vector<int32_t> tok(B * T); for (int i = 0; i < B * T; ++i) tok[i] = (i * 13) % rows;
+  tok[3] = tok[4] = 7;  // repeated: summed in position order
+  std::vector<float> sum(B * T * C, 0), dwte(rows * C, 0.25f), dwpe(T * C, 0.5f);
+  double e = 0;
+  for (int s = 0; s < shards; ++s) {
+    std::vector<float> out(B * T * C), dpe(T * C, 0.5f);
+    ok(LaunchVocabEmbeddingForward(out.data(), tok.data(), wte.data() + s * w * C, s == 0 ? wpe.data() : nullptr, DType::kF32, B, T, C, w, s * w, nullptr));
+    for (size_t i = 0; i < out.size(); ++i) sum[i] += out[i];
+    size_t bytes = *EmbeddingBackwardScratchBytes(B * T, w);
+    std::vector<char> scratch(bytes + 256);
+    char* sp = scratch.data() + (256 - reinterpret_cast<uintptr_t>(scratch.data()) % 256) % 256;
+    ok(LaunchEmbeddingBackward(dwte.data() + s * w * C, dpe.data(), DType::kF32, dout.data(), DType::kF32, tok.data(), B, T, C, w, s * w, sp, bytes, nullptr));
+    if (s == 0) dwpe = dpe;
+    else for (int i = 0; i < T * C; ++i) e = std::max(e, double(std::fabs(dpe[i] - dwpe[i])));
+  }
+  std::vector<double> rwte(rows * C, 0.25), rwpe(T * C, 0.5);
+  for (int i = 0; i < B * T; ++i) for (int c = 0; c < C; ++c) {
+    e = std::max(e, double(std::fabs(sum[i * C + c] - (wte[tok[i] * C + c] + wpe[(i % T) * C + c]))));
+    rwte[tok[i] * C + c] += dout[i * C + c]; rwpe[(i % T) * C + c] += dout[i * C + c];
+  }
+  for (int i = 0; i < rows * C; ++i) e = std::max(e, std::fabs(dwte[i] - rwte[i]));
+  for (int i = 0; i < T * C; ++i) e = std::max(e, std::fabs(dwpe[i] - rwpe[i]));
+  Check("vocab embedding fwd/bwd x3 shards", e, 1e-5);
+}
+
 int main() {
   LayerNorm(37, 13); LayerNorm(20, 768); LayerNorm(9, 96);
   ColumnSum(300, 37); ColumnSum(1000, 64);
   CrossEntropy(4, 65, 128, false); CrossEntropy(3, 13, 13, false); CrossEntropy(2, 50257, 50304, false);
   CrossEntropy(3, 50257, 50304, true);
   Reductions(); Optimizers(); Sgd(); Dropout(); Gelu(); Embedding();
+  for (int shards : {1, 2, 4}) {
+    VocabCrossEntropy<float>(5, 61, 64, shards); VocabCrossEntropy<__nv_bfloat16>(5, 61, 64, shards);
+    VocabCrossEntropy<float>(3, 5, 16, shards);  // shards of padding only
+  }
+  VocabCrossEntropy<float>(3, 13, 13, 1);  // no vector path
+  VocabCrossEntropy<float>(2, 50257, 50304, 2); VocabCrossEntropy<__nv_bfloat16>(2, 50257, 50304, 1);
+  VocabEmbedding();
   printf(bad ? "FAILURES: %d\n" : "all ok\n", bad);
   return bad;
 }
