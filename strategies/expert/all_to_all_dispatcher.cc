@@ -3,6 +3,8 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 
@@ -49,7 +51,10 @@ absl::StatusOr<Tensor> AllToAllDispatcher::ExchangeAndCompute(
   auto wait = [&]() -> absl::Status {
     if (arrived) return absl::OkStatus();
     arrived = true;
-    return Annotate(work->Wait(), what);
+    const absl::Time start = absl::Now();
+    absl::Status st = Annotate(work->Wait(), what);
+    wait_ms_ += absl::ToDoubleMilliseconds(absl::Now() - start);
+    return st;
   };
   // The own run first: its rows are this rank's block of `rows`.
   std::vector<int> order;

@@ -52,6 +52,10 @@ class AllToAllDispatcher : public ExpertDispatcher {
   // this rank included.
   int64_t own_bytes_sent() const { return own_bytes_; }
   int64_t expert_bytes_sent() const { return expert_bytes_; }
+  // Host time spent waiting for the row exchanges the experts overlap (the
+  // forward rows and the output gradients): the exposed part on gloo. On
+  // CUDA the wait is stream-ordered and this is launch time only.
+  double exchange_wait_ms() const { return wait_ms_; }
 
  private:
   struct Splits {
@@ -76,6 +80,7 @@ class AllToAllDispatcher : public ExpertDispatcher {
   const bool overlap_;
   int64_t own_bytes_ = 0;
   int64_t expert_bytes_ = 0;
+  double wait_ms_ = 0;
 };
 
 }  // namespace weft

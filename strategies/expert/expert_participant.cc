@@ -49,10 +49,14 @@ void ExpertParticipant::AppendStepMetrics(std::vector<std::pair<std::string, dou
   out->push_back({"ep_a2a_bus_mb", (now.bus_bytes - last_.bus_bytes) / 1e6});
   last_ = now;
   int64_t own = 0, expert = 0;
+  double wait = 0;
   for (const auto& d : dispatchers_) {
     own += d->own_bytes_sent();
     expert += d->expert_bytes_sent();
+    wait += d->exchange_wait_ms();
   }
+  out->push_back({"ep_a2a_wait_ms", wait - last_wait_ms_});
+  last_wait_ms_ = wait;
   out->push_back({"ep_a2a_own_mb", (own - last_own_) / 1e6});
   out->push_back({"ep_a2a_expert_mb", (expert - last_expert_) / 1e6});
   last_own_ = own;

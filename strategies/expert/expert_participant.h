@@ -50,13 +50,15 @@ class ExpertParticipant : public StepParticipant {
   // included; dispatch and combine, forward and backward); ep_a2a_bus_mb,
   // what actually left the rank; ep_a2a_own_mb and ep_a2a_expert_mb, the
   // dispatchers' split of the payload into rows of this rank's tokens and
-  // rows its experts computed (see AllToAllDispatcher).
+  // rows its experts computed (see AllToAllDispatcher); ep_a2a_wait_ms,
+  // the host time waiting for the exchanges the experts overlap.
   void AppendStepMetrics(std::vector<std::pair<std::string, double>>* out) override;
 
  private:
   std::vector<Parameter*> params_;
   std::vector<std::shared_ptr<AllToAllDispatcher>> dispatchers_;
   int64_t last_own_ = 0, last_expert_ = 0;
+  double last_wait_ms_ = 0;
   std::shared_ptr<comm::ProcessGroup> ep_group_;
   std::shared_ptr<comm::ProcessGroup> replicas_;
   std::shared_ptr<comm::ProcessGroup> model_parallel_;  // tp (null: none)
