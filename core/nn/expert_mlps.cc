@@ -1,15 +1,30 @@
 #include "core/nn/expert_mlps.h"
 
+#include <numeric>
+
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/kernels/grouped_gemm.h"
 
 namespace weft {
+namespace {
+
+std::vector<int64_t> RunCounts(const std::vector<int64_t>& counts, int run, int l) {
+  return std::vector<int64_t>(counts.begin() + run * l, counts.begin() + (run + 1) * l);
+}
+
+std::vector<int> InOrder(int runs) {
+  std::vector<int> order(runs);
+  std::iota(order.begin(), order.end(), 0);
+  return order;
+}
+
+}  // namespace
 
 ExpertMlps::ExpertMlps(int num_experts, int64_t channels, int64_t hidden, float init_std,
                        float proj_init_std)
-    : Module("ExpertMlps"), channels_(channels), hidden_(hidden) {
+    : Module("ExpertMlps"), channels_(channels) {
   const int64_t e = num_experts;
   fc_weight_ = RegisterParameter("fc_weight", {e, hidden, channels}, InitSpec::Normal(init_std),
                                  true);
@@ -29,37 +44,77 @@ absl::StatusOr<Tensor> ExpertMlps::Backward(RunContext&, const Tensor&) {
                             "BackwardGrouped(ctx, dy)", "call it through MoeLayer");
 }
 
+absl::StatusOr<std::vector<int64_t>> ExpertMlps::RunStarts(
+    const std::vector<int64_t>& counts) const {
+  const int l = num_local_experts();
+  if (counts.empty() || counts.size() % l != 0) {
+    return InvalidArgument(absl::StrCat(counts.size(), " group counts"),
+                           absl::StrCat("a multiple of ", l, " (runs of one per local expert)"));
+  }
+  const int runs = static_cast<int>(counts.size() / l);
+  std::vector<int64_t> start(runs + 1, 0);
+  for (int r = 0; r < runs; ++r) {
+    start[r + 1] = start[r];
+    for (int j = 0; j < l; ++j) start[r + 1] += counts[r * l + j];
+  }
+  return start;
+}
+
 absl::StatusOr<Tensor> ExpertMlps::ForwardGrouped(RunContext& ctx, const Tensor& x,
                                                   const std::vector<int64_t>& counts) {
-  if (static_cast<int>(counts.size()) != num_local_experts()) {
-    return InvalidArgument(absl::StrCat(counts.size(), " group counts"),
-                           absl::StrCat(num_local_experts(), " (one per local expert)"));
+  WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> start, RunStarts(counts));
+  return ForwardRuns(ctx, x, counts, InOrder(static_cast<int>(start.size()) - 1),
+                     [&](int r) -> absl::StatusOr<Tensor> {
+                       return x.Slice(0, start[r], start[r + 1]);
+                     });
+}
+
+absl::StatusOr<Tensor> ExpertMlps::ForwardRuns(RunContext& ctx, const Tensor& x,
+                                               const std::vector<int64_t>& counts,
+                                               const std::vector<int>& order,
+                                               const RowSource& rows) {
+  WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> start, RunStarts(counts));
+  const int64_t m = x.dim(0), hidden = fc_weight_->shape()[1];
+  if (start.back() != m) {
+    return InvalidArgument(absl::StrCat(m, " expert rows"),
+                           absl::StrCat(start.back(), ", the sum of the group counts"));
   }
-  const int64_t m = x.dim(0);
+  const int l = num_local_experts();
+  // Under tp one rank's partial sums carry the bias.
+  const bool bias = partial_ == nullptr || partial_->adds_output_bias();
   Tensor y;
   WEFT_RETURN_IF_ERROR(RunHooked(ctx, /*backward=*/false, [&]() -> absl::Status {
-    WEFT_ASSIGN_OR_RETURN(Tensor pre, ctx.Empty({m, hidden_}, ctx.compute_dtype));
-    WEFT_ASSIGN_OR_RETURN(Tensor h, ctx.Empty({m, hidden_}, ctx.compute_dtype));
+    WEFT_ASSIGN_OR_RETURN(Tensor pre, ctx.Empty({m, hidden}, ctx.compute_dtype));
+    WEFT_ASSIGN_OR_RETURN(Tensor h, ctx.Empty({m, hidden}, ctx.compute_dtype));
     WEFT_ASSIGN_OR_RETURN(y, ctx.Empty({m, channels_}, ctx.compute_dtype));
-    // (M, C) -> (M, H): GELU fused, the pre-activation kept for backward.
-    WEFT_RETURN_IF_ERROR(GroupedGemm(*ctx.ops, ctx.kernel(),
-                                     {.kind = GroupedGemmKind::kForward, .out = h, .a = x,
-                                      .w = fc_weight_->value, .epilogue = Epilogue::kBiasGelu,
-                                      .bias = fc_bias_->value, .aux = pre},
-                                     counts));
-    // (M, H) -> (M, C)
-    WEFT_RETURN_IF_ERROR(GroupedGemm(*ctx.ops, ctx.kernel(),
-                                     {.kind = GroupedGemmKind::kForward, .out = y, .a = h,
-                                      .w = proj_weight_->value, .epilogue = Epilogue::kBias,
-                                      .bias = proj_bias_->value},
-                                     counts));
+    for (int r : order) {
+      const int64_t b = start[r], e = start[r + 1];
+      WEFT_ASSIGN_OR_RETURN(Tensor xr, rows(r));
+      if (e == b) continue;
+      const std::vector<int64_t> c = RunCounts(counts, r, l);
+      const Tensor hr = h.Slice(0, b, e);
+      // (M_r, C) -> (M_r, H): GELU fused, the pre-activation kept for backward.
+      WEFT_RETURN_IF_ERROR(GroupedGemm(*ctx.ops, ctx.kernel(),
+                                       {.kind = GroupedGemmKind::kForward, .out = hr, .a = xr,
+                                        .w = fc_weight_->value, .epilogue = Epilogue::kBiasGelu,
+                                        .bias = fc_bias_->value, .aux = pre.Slice(0, b, e)},
+                                       c));
+      // (M_r, H) -> (M_r, C)
+      WEFT_RETURN_IF_ERROR(GroupedGemm(
+          *ctx.ops, ctx.kernel(),
+          {.kind = GroupedGemmKind::kForward, .out = y.Slice(0, b, e), .a = hr,
+           .w = proj_weight_->value, .epilogue = bias ? Epilogue::kBias : Epilogue::kNone,
+           .bias = bias ? proj_bias_->value : Tensor()},
+          c));
+    }
+    if (partial_ != nullptr) WEFT_RETURN_IF_ERROR(partial_->Sum(ctx, y));
     if (ctx.training) {
       SavedActivations& saved = ctx.Saved(this);
       saved[kInput] = x;
       saved[kPreActivation] = pre;
       saved[kHidden] = h;
-      WEFT_ASSIGN_OR_RETURN(saved[kCounts],
-                            Tensor::FromVector<int64_t>(counts, {static_cast<int64_t>(counts.size())}));
+      WEFT_ASSIGN_OR_RETURN(saved[kCounts], Tensor::FromVector<int64_t>(
+                                                counts, {static_cast<int64_t>(counts.size())}));
     }
     return absl::OkStatus();
   }));
@@ -67,6 +122,21 @@ absl::StatusOr<Tensor> ExpertMlps::ForwardGrouped(RunContext& ctx, const Tensor&
 }
 
 absl::StatusOr<Tensor> ExpertMlps::BackwardGrouped(RunContext& ctx, const Tensor& dy) {
+  SavedActivations* saved = ctx.FindSaved(this);
+  if (saved == nullptr || !(*saved)[kCounts].defined()) {
+    return FailedPrecondition("ExpertMlps backward without saved input",
+                              "ForwardGrouped in training mode before BackwardGrouped");
+  }
+  WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> counts, (*saved)[kCounts].ToVector<int64_t>());
+  WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> start, RunStarts(counts));
+  return BackwardRuns(ctx, InOrder(static_cast<int>(start.size()) - 1),
+                      [&](int r) -> absl::StatusOr<Tensor> {
+                        return dy.Slice(0, start[r], start[r + 1]);
+                      });
+}
+
+absl::StatusOr<Tensor> ExpertMlps::BackwardRuns(RunContext& ctx, const std::vector<int>& order,
+                                                const RowSource& dy_rows) {
   SavedActivations* saved = ctx.FindSaved(this);
   if (saved == nullptr || !(*saved)[kInput].defined()) {
     return FailedPrecondition("ExpertMlps backward without saved input",
@@ -76,37 +146,51 @@ absl::StatusOr<Tensor> ExpertMlps::BackwardGrouped(RunContext& ctx, const Tensor
   WEFT_RETURN_IF_ERROR(RunHooked(ctx, /*backward=*/true, [&]() -> absl::Status {
     const Tensor x = (*saved)[kInput], pre = (*saved)[kPreActivation], h = (*saved)[kHidden];
     WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> counts, (*saved)[kCounts].ToVector<int64_t>());
-    const int64_t m = x.dim(0);
+    WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> start, RunStarts(counts));
+    const int64_t m = x.dim(0), hidden = fc_weight_->shape()[1];
+    const int l = num_local_experts();
     const KernelContext k = ctx.kernel();
-    // proj: dW += dy^T h, db += column sums of dy per expert.
-    WEFT_RETURN_IF_ERROR(GroupedGemm(*ctx.ops, k,
-                                     {.kind = GroupedGemmKind::kWeightGrad,
-                                      .out = proj_weight_->grad, .a = dy, .b = h},
-                                     counts));
-    int64_t begin = 0;
-    for (size_t e = 0; e < counts.size(); ++e) {
-      if (counts[e] > 0) {
-        Tensor db = proj_bias_->grad.Select(0, e);
-        WEFT_RETURN_IF_ERROR(ctx.ops->BiasGrad(k, db, dy.Slice(0, begin, begin + counts[e])));
-      }
-      begin += counts[e];
-    }
-    // d(fc pre-activation) = (dy . W_proj) * gelu'(pre), fc's bias gradient fused.
-    WEFT_ASSIGN_OR_RETURN(Tensor dpre, ctx.Empty({m, hidden_}, ctx.compute_dtype));
-    WEFT_RETURN_IF_ERROR(GroupedGemm(*ctx.ops, k,
-                                     {.kind = GroupedGemmKind::kInputGrad, .out = dpre, .a = dy,
-                                      .w = proj_weight_->value, .epilogue = Epilogue::kDGelu,
-                                      .aux = pre, .bias_grad = fc_bias_->grad},
-                                     counts));
-    WEFT_RETURN_IF_ERROR(GroupedGemm(*ctx.ops, k,
-                                     {.kind = GroupedGemmKind::kWeightGrad,
-                                      .out = fc_weight_->grad, .a = dpre, .b = x},
-                                     counts));
+    WEFT_ASSIGN_OR_RETURN(Tensor dpre, ctx.Empty({m, hidden}, ctx.compute_dtype));
     WEFT_ASSIGN_OR_RETURN(dx, ctx.Empty({m, channels_}, ctx.compute_dtype));
-    WEFT_RETURN_IF_ERROR(GroupedGemm(*ctx.ops, k,
-                                     {.kind = GroupedGemmKind::kInputGrad, .out = dx, .a = dpre,
-                                      .w = fc_weight_->value},
-                                     counts));
+    for (int r : order) {
+      const int64_t b = start[r], e = start[r + 1];
+      WEFT_ASSIGN_OR_RETURN(Tensor dy, dy_rows(r));
+      if (e == b) continue;
+      const std::vector<int64_t> c = RunCounts(counts, r, l);
+      const Tensor dpre_r = dpre.Slice(0, b, e), x_r = x.Slice(0, b, e);
+      // proj: dW += dy^T h, db += column sums of dy per expert (every tp
+      // rank holds all of dy: the bias gradient is whole everywhere).
+      WEFT_RETURN_IF_ERROR(GroupedGemm(*ctx.ops, k,
+                                       {.kind = GroupedGemmKind::kWeightGrad,
+                                        .out = proj_weight_->grad, .a = dy,
+                                        .b = h.Slice(0, b, e)},
+                                       c));
+      int64_t row = 0;
+      for (int j = 0; j < l; ++j) {
+        if (c[j] > 0) {
+          Tensor db = proj_bias_->grad.Select(0, j);
+          WEFT_RETURN_IF_ERROR(ctx.ops->BiasGrad(k, db, dy.Slice(0, row, row + c[j])));
+        }
+        row += c[j];
+      }
+      // d(fc pre-activation) = (dy . W_proj) * gelu'(pre), fc's bias gradient fused.
+      WEFT_RETURN_IF_ERROR(GroupedGemm(*ctx.ops, k,
+                                       {.kind = GroupedGemmKind::kInputGrad, .out = dpre_r,
+                                        .a = dy, .w = proj_weight_->value,
+                                        .epilogue = Epilogue::kDGelu, .aux = pre.Slice(0, b, e),
+                                        .bias_grad = fc_bias_->grad},
+                                       c));
+      WEFT_RETURN_IF_ERROR(GroupedGemm(*ctx.ops, k,
+                                       {.kind = GroupedGemmKind::kWeightGrad,
+                                        .out = fc_weight_->grad, .a = dpre_r, .b = x_r},
+                                       c));
+      WEFT_RETURN_IF_ERROR(GroupedGemm(*ctx.ops, k,
+                                       {.kind = GroupedGemmKind::kInputGrad,
+                                        .out = dx.Slice(0, b, e), .a = dpre_r,
+                                        .w = fc_weight_->value},
+                                       c));
+    }
+    if (partial_ != nullptr) WEFT_RETURN_IF_ERROR(partial_->Sum(ctx, dx));
     return absl::OkStatus();
   }));
   ctx.DropSaved(this);

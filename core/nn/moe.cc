@@ -145,14 +145,11 @@ absl::StatusOr<Tensor> MoeLayer::Forward(RunContext& ctx, const Tensor& x) {
   // Tokens grouped by expert (M, C), to the experts' ranks and back.
   WEFT_ASSIGN_OR_RETURN(Tensor grouped, ctx.Empty({m, c}, ctx.compute_dtype));
   WEFT_RETURN_IF_ERROR(moe->GatherRows(kc, grouped, x2, assign, k, Tensor()));
-  Tensor local = grouped;
-  std::vector<int64_t> local_counts = plan.counts;
+  Tensor expert_out;
   if (dispatcher_ != nullptr) {
-    WEFT_ASSIGN_OR_RETURN(local, dispatcher_->Dispatch(ctx, grouped, plan.counts, &local_counts));
-  }
-  WEFT_ASSIGN_OR_RETURN(Tensor expert_out, experts_->ForwardGrouped(ctx, local, local_counts));
-  if (dispatcher_ != nullptr) {
-    WEFT_ASSIGN_OR_RETURN(expert_out, dispatcher_->Combine(ctx, expert_out));
+    WEFT_ASSIGN_OR_RETURN(expert_out, dispatcher_->Forward(ctx, grouped, plan.counts, *experts_));
+  } else {
+    WEFT_ASSIGN_OR_RETURN(expert_out, experts_->ForwardGrouped(ctx, grouped, plan.counts));
   }
   WEFT_ASSIGN_OR_RETURN(Tensor y, ctx.Empty({n, c}, ctx.compute_dtype));
   WEFT_RETURN_IF_ERROR(moe->CombineRows(kc, y, expert_out, slots, gates, /*accumulate=*/false));
@@ -201,12 +198,11 @@ absl::StatusOr<Tensor> MoeLayer::Backward(RunContext& ctx, const Tensor& dy) {
   WEFT_RETURN_IF_ERROR(moe->RowDots(kc, dgates, dy2, expert_out, slots));
   WEFT_ASSIGN_OR_RETURN(Tensor dout, ctx.Empty({m, c}, ctx.compute_dtype));
   WEFT_RETURN_IF_ERROR(moe->GatherRows(kc, dout, dy2, assign, k, gates));
+  Tensor dgrouped;
   if (dispatcher_ != nullptr) {
-    WEFT_ASSIGN_OR_RETURN(dout, dispatcher_->CombineBackward(ctx, dout));
-  }
-  WEFT_ASSIGN_OR_RETURN(Tensor dgrouped, experts_->BackwardGrouped(ctx, dout));
-  if (dispatcher_ != nullptr) {
-    WEFT_ASSIGN_OR_RETURN(dgrouped, dispatcher_->DispatchBackward(ctx, dgrouped));
+    WEFT_ASSIGN_OR_RETURN(dgrouped, dispatcher_->Backward(ctx, dout, *experts_));
+  } else {
+    WEFT_ASSIGN_OR_RETURN(dgrouped, experts_->BackwardGrouped(ctx, dout));
   }
   // Every kept choice of token t read x[t] once.
   WEFT_ASSIGN_OR_RETURN(Tensor dx, ctx.Empty({n, c}, ctx.compute_dtype));

@@ -23,7 +23,8 @@
 // task loss does; the z-loss likewise per token.
 //
 // Expert parallelism plugs in through an ExpertDispatcher (the experts'
-// rows go to other ranks and back); the layer itself knows no ranks.
+// rows go to other ranks and back), tensor parallelism through the experts'
+// ExpertPartialSums; the layer itself knows no ranks.
 // On CUDA the routing plan is built on the host from the top-k indices (one
 // small device-to-host copy per layer call): the grouped GEMMs and the
 // all_to_all_v need the per-expert counts on the host anyway.

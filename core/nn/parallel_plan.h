@@ -12,6 +12,10 @@
 //              over the vocabulary.
 //   kSequence  a module that runs on sequence shards under sequence
 //              parallelism (LayerNorm, Dropout); ignored without it.
+//   kExperts   a mixture-of-experts layer's ExpertMlps: every expert's
+//              hidden units split like a column- then row-parallel MLP
+//              (fc by output, proj by input features), one sum over tp
+//              after the experts; the router stays replicated (unlisted).
 #ifndef WEFT_CORE_NN_PARALLEL_PLAN_H_
 #define WEFT_CORE_NN_PARALLEL_PLAN_H_
 
@@ -22,7 +26,7 @@
 
 namespace weft {
 
-enum class TpStyle { kColwise, kRowwise, kVocab, kSequence };
+enum class TpStyle { kColwise, kRowwise, kVocab, kSequence, kExperts };
 
 struct TpPlanEntry {
   std::string pattern;

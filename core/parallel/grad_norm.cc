@@ -13,7 +13,10 @@ absl::Status GradNormSquared(KernelOps& ops, const KernelContext& ctx,
   for (const OptimTarget& t : targets) {
     // Copies (a tied weight's second holder) are counted by their owner.
     if (t.param != nullptr && t.param->copy_index() > 0) continue;
-    const bool split = t.param != nullptr && t.param->placement().HasDimShards();
+    // Only tp splits count here: experts are also Shard(0) over dp_shard,
+    // which the expert strategy sums itself (and a tp-replicated expert
+    // bias must not be counted tp times).
+    const bool split = t.param != nullptr && t.param->placement().ShardedOver("tp");
     (split ? sharded : replicated).push_back(t.grad);
   }
   if (model_parallel == nullptr || model_parallel->size() == 1) {

@@ -1,9 +1,8 @@
 // The squared global gradient norm, placement-aware, before the
 // data-parallel strategies complete it (StepParticipant::ReduceGradNormSq).
 //
-// A target whose parameter is split by a Shard(dim) placement over the
-// model-parallel axes (tp, cp) holds a disjoint part of the gradient: its
-// squares are summed over the model-parallel group. A replicated target
+// A target whose parameter is split over tp holds a disjoint part of the
+// gradient: its squares are summed over the model-parallel (tp) group. A replicated target
 // holds the same gradient on every rank of that group: counted once.
 // Flat shards over data-parallel axes are the participants' business.
 #ifndef WEFT_CORE_PARALLEL_GRAD_NORM_H_

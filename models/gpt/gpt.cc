@@ -118,20 +118,30 @@ TensorParallelPlan Gpt::ParallelPlan() const {
   // rank), the projections by input features, the vocabulary in the
   // embedding, head and loss; norms and residual dropouts run on sequence
   // shards under sequence parallelism.
-  return {
+  TensorParallelPlan plan = {
       {"embed", TpStyle::kVocab},
       {"blocks.*.attn.qkv", TpStyle::kColwise, /*packed=*/3},
       {"blocks.*.attn.proj", TpStyle::kRowwise},
-      {"blocks.*.mlp.fc", TpStyle::kColwise},
-      {"blocks.*.mlp.proj", TpStyle::kRowwise},
       {"lm_head", TpStyle::kVocab},
       {"loss", TpStyle::kVocab},
       {"blocks.*.ln1", TpStyle::kSequence},
       {"blocks.*.ln2", TpStyle::kSequence},
       {"blocks.*.attn.dropout", TpStyle::kSequence},
-      {"blocks.*.mlp.dropout", TpStyle::kSequence},
       {"ln_f", TpStyle::kSequence},
   };
+  const int every = config_.moe_every();
+  if (every != 1) {  // some blocks keep a dense MLP (block 0 at least)
+    plan.push_back({"blocks.*.mlp.fc", TpStyle::kColwise});
+    plan.push_back({"blocks.*.mlp.proj", TpStyle::kRowwise});
+    plan.push_back({"blocks.*.mlp.dropout", TpStyle::kSequence});
+  }
+  // MoE blocks: the router replicated (every tp rank routes the same
+  // tokens), each expert's hidden units split over tp (Megatron's expert
+  // tensor parallelism; core/nn/expert_mlps.h).
+  if (every > 0 && config_.n_layer() >= every) {
+    plan.push_back({"blocks.*.mlp.experts", TpStyle::kExperts});
+  }
+  return plan;
 }
 
 absl::StatusOr<Tensor> Gpt::ForwardLoss(RunContext& ctx, const Tensor& inputs,

@@ -3,32 +3,89 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
-#include "core/kernels/moe_ops.h"
 
 namespace weft {
 namespace {
 
-// Saved-entry tensor indexes: splits (2 * ep, host i64), the two orders.
-enum { kSplits, kToLocal, kToReceived };
+// Saved-entry tensor index: the splits (2 * ep, host i64).
+enum { kSplits };
 
 absl::StatusOr<Tensor> OnDevice(const RunContext& ctx, Tensor host) {
   if (ctx.device.is_cpu()) return host;
   return host.To(ctx.device, ctx.stream);
 }
 
+int64_t Sum(const std::vector<int64_t>& v) { return std::accumulate(v.begin(), v.end(), int64_t{0}); }
+
+// Row offset of each block of `splits`, and the total.
+std::vector<int64_t> Offsets(const std::vector<int64_t>& splits) {
+  std::vector<int64_t> off(splits.size() + 1, 0);
+  for (size_t i = 0; i < splits.size(); ++i) off[i + 1] = off[i] + splits[i];
+  return off;
+}
+
 }  // namespace
 
 AllToAllDispatcher::AllToAllDispatcher(std::shared_ptr<comm::ProcessGroup> group,
-                                       int num_experts)
+                                       int num_experts, bool overlap)
     : group_(std::move(group)),
       num_experts_(num_experts),
-      local_experts_(num_experts / group_->size()) {}
+      local_experts_(num_experts / group_->size()),
+      overlap_(overlap) {}
 
-absl::StatusOr<Tensor> AllToAllDispatcher::Dispatch(RunContext& ctx, const Tensor& x,
-                                                    const std::vector<int64_t>& counts,
-                                                    std::vector<int64_t>* local_counts) {
+absl::StatusOr<Tensor> AllToAllDispatcher::ExchangeAndCompute(
+    RunContext& ctx, const Splits& splits, const Tensor& rows, const char* what,
+    const std::function<absl::StatusOr<Tensor>(const Tensor&, const std::vector<int>&,
+                                               const ExpertMlps::RowSource&)>& compute) {
+  const int ep = group_->size(), me = group_->rank();
+  const std::vector<int64_t> sent_at = Offsets(splits.send), recv_at = Offsets(splits.recv);
+  WEFT_ASSIGN_OR_RETURN(Tensor received, ctx.Empty({recv_at.back(), rows.dim(-1)}, rows.dtype()));
+  own_bytes_ += static_cast<int64_t>(rows.nbytes());
+  std::shared_ptr<comm::Work> work =
+      group_->AllToAllV(rows, splits.send, received, splits.recv, {.stream = ctx.stream});
+  bool arrived = false;
+  auto wait = [&]() -> absl::Status {
+    if (arrived) return absl::OkStatus();
+    arrived = true;
+    const absl::Time start = absl::Now();
+    absl::Status st = Annotate(work->Wait(), what);
+    wait_ms_ += absl::ToDoubleMilliseconds(absl::Now() - start);
+    return st;
+  };
+  // The own run first: its rows are this rank's block of `rows`.
+  std::vector<int> order;
+  if (overlap_) order.push_back(me);
+  for (int p = 0; p < ep; ++p) {
+    if (!overlap_ || p != me) order.push_back(p);
+  }
+  absl::StatusOr<Tensor> out = compute(received, order, [&](int run) -> absl::StatusOr<Tensor> {
+    if (overlap_ && run == me) return rows.Slice(0, sent_at[me], sent_at[me + 1]);
+    WEFT_RETURN_IF_ERROR(wait());
+    return received.Slice(0, recv_at[run], recv_at[run + 1]);
+  });
+  // Never leave the exchange behind, even when the experts failed.
+  const absl::Status done = wait();
+  if (!out.ok()) return out.status();
+  WEFT_RETURN_IF_ERROR(done);
+  return out;
+}
+
+absl::StatusOr<Tensor> AllToAllDispatcher::Return(RunContext& ctx, const Splits& splits,
+                                                  const Tensor& y, const char* what) {
+  WEFT_ASSIGN_OR_RETURN(Tensor out, ctx.Empty({Sum(splits.send), y.dim(-1)}, y.dtype()));
+  expert_bytes_ += static_cast<int64_t>(y.nbytes());
+  WEFT_RETURN_IF_ERROR(Annotate(
+      group_->AllToAllV(y, splits.recv, out, splits.send, {.stream = ctx.stream})->Wait(), what));
+  return out;
+}
+
+absl::StatusOr<Tensor> AllToAllDispatcher::Forward(RunContext& ctx, const Tensor& x,
+                                                   const std::vector<int64_t>& counts,
+                                                   ExpertMlps& experts) {
   const int ep = group_->size(), l = local_experts_;
   if (static_cast<int>(counts.size()) != num_experts_) {
     return InvalidArgument(absl::StrCat(counts.size(), " expert counts"),
@@ -43,117 +100,56 @@ absl::StatusOr<Tensor> AllToAllDispatcher::Dispatch(RunContext& ctx, const Tenso
   WEFT_RETURN_IF_ERROR(Annotate(
       group_->AllToAll(send_counts, recv_counts, {.stream = ctx.stream})->Wait(),
       "expert parallel: exchanging token counts"));
+  // recv[p * L + j]: rows from rank p for local expert j, i.e. run p's counts.
   WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> recv, recv_counts.ToVector<int64_t>());
 
-  Plan plan;
-  plan.send_splits.assign(ep, 0);
-  plan.recv_splits.assign(ep, 0);
-  local_counts->assign(l, 0);
+  Splits splits{std::vector<int64_t>(ep, 0), std::vector<int64_t>(ep, 0)};
   for (int p = 0; p < ep; ++p) {
     for (int j = 0; j < l; ++j) {
-      plan.send_splits[p] += counts[p * l + j];
-      plan.recv_splits[p] += recv[p * l + j];
-      (*local_counts)[j] += recv[p * l + j];
+      splits.send[p] += counts[p * l + j];
+      splits.recv[p] += recv[p * l + j];
     }
   }
-  // 3. Received rows are (source p, expert j)-major; local order is (j, p).
-  std::vector<int64_t> block_start(static_cast<size_t>(ep) * l);
-  int64_t off = 0;
-  for (int p = 0; p < ep; ++p) {
-    for (int j = 0; j < l; ++j) {
-      block_start[p * l + j] = off;
-      off += recv[p * l + j];
-    }
+  if (ctx.training) {
+    std::vector<int64_t> both = splits.send;
+    both.insert(both.end(), splits.recv.begin(), splits.recv.end());
+    WEFT_ASSIGN_OR_RETURN(ctx.Saved(this)[kSplits], Tensor::FromVector<int64_t>(
+                                                        both, {static_cast<int64_t>(both.size())}));
   }
-  std::vector<int32_t> to_local, to_received(off);
-  to_local.reserve(off);
-  for (int j = 0; j < l; ++j) {
-    for (int p = 0; p < ep; ++p) {
-      for (int64_t r = 0; r < recv[p * l + j]; ++r) {
-        const int64_t received = block_start[p * l + j] + r;
-        to_received[received] = static_cast<int32_t>(to_local.size());
-        to_local.push_back(static_cast<int32_t>(received));
-      }
-    }
-  }
-  WEFT_ASSIGN_OR_RETURN(plan.to_local, OnDevice(ctx, *Tensor::FromVector<int32_t>(to_local, {off})));
-  WEFT_ASSIGN_OR_RETURN(plan.to_received,
-                        OnDevice(ctx, *Tensor::FromVector<int32_t>(to_received, {off})));
-  std::vector<int64_t> splits = plan.send_splits;
-  splits.insert(splits.end(), plan.recv_splits.begin(), plan.recv_splits.end());
-  SavedActivations& saved = ctx.Saved(this);
-  WEFT_ASSIGN_OR_RETURN(saved[kSplits],
-                        Tensor::FromVector<int64_t>(splits, {static_cast<int64_t>(splits.size())}));
-  saved[kToLocal] = plan.to_local;
-  saved[kToReceived] = plan.to_received;
-  return Forward(ctx, plan, x);
+  // 2.-3. Rows to the experts' ranks, through the experts.
+  WEFT_ASSIGN_OR_RETURN(
+      Tensor y, ExchangeAndCompute(ctx, splits, x, "expert parallel: dispatching token rows",
+                                   [&](const Tensor& received, const std::vector<int>& order,
+                                       const ExpertMlps::RowSource& source) {
+                                     return experts.ForwardRuns(ctx, received, recv, order,
+                                                                source);
+                                   }));
+  // 4. Outputs back.
+  return Return(ctx, splits, y, "expert parallel: returning expert outputs");
 }
 
-absl::StatusOr<AllToAllDispatcher::Plan> AllToAllDispatcher::LoadPlan(RunContext& ctx) {
+absl::StatusOr<Tensor> AllToAllDispatcher::Backward(RunContext& ctx, const Tensor& dy,
+                                                    ExpertMlps& experts) {
   SavedActivations* saved = ctx.FindSaved(this);
   if (saved == nullptr || !(*saved)[kSplits].defined()) {
-    return FailedPrecondition("expert exchange without its Dispatch",
-                              "Dispatch of this micro-batch before Combine and the backwards");
+    return FailedPrecondition("expert exchange backward without its forward",
+                              "Forward of this micro-batch in training mode before Backward");
   }
-  const std::vector<int64_t> splits = *(*saved)[kSplits].ToVector<int64_t>();
-  const size_t ep = splits.size() / 2;
-  Plan plan;
-  plan.send_splits.assign(splits.begin(), splits.begin() + ep);
-  plan.recv_splits.assign(splits.begin() + ep, splits.end());
-  plan.to_local = (*saved)[kToLocal];
-  plan.to_received = (*saved)[kToReceived];
-  return plan;
-}
-
-absl::StatusOr<Tensor> AllToAllDispatcher::Forward(RunContext& ctx, const Plan& plan,
-                                                   const Tensor& x) {
-  const int64_t c = x.dim(-1);
-  const int64_t received = std::accumulate(plan.recv_splits.begin(), plan.recv_splits.end(),
-                                           int64_t{0});
-  WEFT_ASSIGN_OR_RETURN(Tensor in, ctx.Empty({received, c}, x.dtype()));
-  own_bytes_ += static_cast<int64_t>(x.nbytes());
-  WEFT_RETURN_IF_ERROR(Annotate(group_->AllToAllV(x, plan.send_splits, in, plan.recv_splits,
-                                                  {.stream = ctx.stream})
-                                    ->Wait(),
-                                "expert parallel: dispatching token rows"));
-  WEFT_ASSIGN_OR_RETURN(MoeKernelOps * moe, GetMoeKernelOps(ctx.device.type));
-  WEFT_ASSIGN_OR_RETURN(Tensor out, ctx.Empty({received, c}, x.dtype()));
-  WEFT_RETURN_IF_ERROR(moe->GatherRows(ctx.kernel(), out, in, plan.to_local, 1, Tensor()));
-  return out;
-}
-
-absl::StatusOr<Tensor> AllToAllDispatcher::Inverse(RunContext& ctx, const Plan& plan,
-                                                   const Tensor& y) {
-  const int64_t c = y.dim(-1);
-  const int64_t sent = std::accumulate(plan.send_splits.begin(), plan.send_splits.end(),
-                                       int64_t{0});
-  WEFT_ASSIGN_OR_RETURN(MoeKernelOps * moe, GetMoeKernelOps(ctx.device.type));
-  WEFT_ASSIGN_OR_RETURN(Tensor back, ctx.Empty({y.dim(0), c}, y.dtype()));
-  WEFT_RETURN_IF_ERROR(moe->GatherRows(ctx.kernel(), back, y, plan.to_received, 1, Tensor()));
-  WEFT_ASSIGN_OR_RETURN(Tensor out, ctx.Empty({sent, c}, y.dtype()));
-  expert_bytes_ += static_cast<int64_t>(back.nbytes());
-  WEFT_RETURN_IF_ERROR(Annotate(group_->AllToAllV(back, plan.recv_splits, out, plan.send_splits,
-                                                  {.stream = ctx.stream})
-                                    ->Wait(),
-                                "expert parallel: returning expert outputs"));
-  return out;
-}
-
-absl::StatusOr<Tensor> AllToAllDispatcher::Combine(RunContext& ctx, const Tensor& y) {
-  WEFT_ASSIGN_OR_RETURN(Plan plan, LoadPlan(ctx));
-  if (!ctx.training) ctx.DropSaved(this);  // no backward will need it
-  return Inverse(ctx, plan, y);
-}
-
-absl::StatusOr<Tensor> AllToAllDispatcher::CombineBackward(RunContext& ctx, const Tensor& dy) {
-  WEFT_ASSIGN_OR_RETURN(Plan plan, LoadPlan(ctx));
-  return Forward(ctx, plan, dy);
-}
-
-absl::StatusOr<Tensor> AllToAllDispatcher::DispatchBackward(RunContext& ctx, const Tensor& dx) {
-  WEFT_ASSIGN_OR_RETURN(Plan plan, LoadPlan(ctx));
+  const std::vector<int64_t> both = *(*saved)[kSplits].ToVector<int64_t>();
   ctx.DropSaved(this);
-  return Inverse(ctx, plan, dx);
+  const size_t ep = both.size() / 2;
+  const Splits splits{std::vector<int64_t>(both.begin(), both.begin() + ep),
+                      std::vector<int64_t>(both.begin() + ep, both.end())};
+  // Output gradients travel like the rows did; the experts' backward runs
+  // on them; input gradients travel back like the outputs.
+  WEFT_ASSIGN_OR_RETURN(
+      Tensor dx,
+      ExchangeAndCompute(ctx, splits, dy, "expert parallel: dispatching output gradients",
+                         [&](const Tensor&, const std::vector<int>& order,
+                             const ExpertMlps::RowSource& source) {
+                           return experts.BackwardRuns(ctx, order, source);
+                         }));
+  return Return(ctx, splits, dx, "expert parallel: returning input gradients");
 }
 
 }  // namespace weft

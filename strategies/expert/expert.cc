@@ -5,35 +5,17 @@
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/nn/moe.h"
+#include "core/parallel/narrow_parameter.h"
 #include "strategies/expert/all_to_all_dispatcher.h"
 #include "strategies/expert/expert_participant.h"
 
 namespace weft {
-namespace {
-
-// Slices `p` (materialized whole) to block `index` of `count` along dim 0
-// and records Shard(0) over dp_shard.
-absl::Status ShardExpertParameter(Parameter& p, int index, int count, StrategyContext& ctx) {
-  const Tensor full = p.value;
-  const DType grad_dtype = p.grad.defined() ? p.grad.dtype() : ctx.grad_dtype;
-  p.value = Tensor();
-  p.grad = Tensor();
-  WEFT_RETURN_IF_ERROR(p.SetPlacement(Placement().Shard("dp_shard", 0, index, count)));
-  const int64_t rows = p.shape()[0];
-  NativeStream stream = ctx.run->stream;
-  WEFT_ASSIGN_OR_RETURN(p.value, Tensor::Empty(p.shape(), full.dtype(), ctx.run->device,
-                                               ctx.param_allocator, stream));
-  WEFT_RETURN_IF_ERROR(p.value.CopyFrom(full.Slice(0, index * rows, (index + 1) * rows), stream));
-  WEFT_ASSIGN_OR_RETURN(p.grad, Tensor::Zeros(p.shape(), grad_dtype, ctx.run->device,
-                                              ctx.grad_allocator, stream));
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 OptionSchema ExpertStrategy::Options() const {
   OptionSchema s;
   s.Int("ep", 1, "expert-parallel ranks: experts split over blocks of ep dp_shard ranks");
+  s.Bool("ep_overlap", true,
+         "compute the experts on a rank's own tokens while the others' are exchanged");
   return s;
 }
 
@@ -101,21 +83,23 @@ absl::Status ExpertStrategy::Apply(StrategyContext& ctx) {
     WEFT_ASSIGN_OR_RETURN(replicas, ctx.mesh->NewGroup(replica_ranks, "ep_replicas"));
   }
 
+  const bool overlap = ctx.options->GetBool("ep_overlap");
   std::vector<Parameter*> expert_params;
   std::vector<std::shared_ptr<AllToAllDispatcher>> dispatchers;
   for (MoeLayer* layer : layers) {
     for (Parameter* p : layer->experts()->expert_parameters()) {
-      WEFT_RETURN_IF_ERROR(ShardExpertParameter(*p, index, ep, ctx));
+      WEFT_RETURN_IF_ERROR(NarrowParameter(*p, "dp_shard", 0, index, ep, ctx));
       expert_params.push_back(p);
     }
     dispatchers.push_back(
-        std::make_shared<AllToAllDispatcher>(ep_group, layer->config().num_experts));
+        std::make_shared<AllToAllDispatcher>(ep_group, layer->config().num_experts, overlap));
     layer->set_dispatcher(dispatchers.back());
   }
   ctx.state->keep_alive.push_back(ep_group);
   if (replicas != nullptr) ctx.state->keep_alive.push_back(replicas);
   ctx.state->participants.push_back(std::make_unique<ExpertParticipant>(
-      std::move(expert_params), std::move(dispatchers), ep_group, replicas, ctx.run->ops,
+      std::move(expert_params), std::move(dispatchers), ep_group, replicas,
+      ctx.state->model_parallel, ctx.run->ops,
       ctx.run->kernel()));
   return absl::OkStatus();
 }

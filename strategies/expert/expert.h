@@ -8,7 +8,8 @@
 // and back (AllToAllDispatcher).
 //
 // Parameters. Expert weights get the placement Shard(0) over dp_shard in N
-// blocks, sliced from the single-process initialisation, so:
+// blocks (added to any placement they have), sliced from the
+// single-process initialisation, so:
 //   - dense weights stay replicated and reduce over the whole data-parallel
 //     group, by the data-parallel strategy (ddp, or fsdp which also shards
 //     them);
@@ -23,6 +24,14 @@
 // Routing happens per rank: with a capacity, each rank's micro-batch is
 // routed with its own per-expert capacity, exactly as one process running
 // each rank's tokens as a separate micro-batch would.
+//
+// With tp (applied before this strategy) the ep groups run along dp_shard
+// at each tp position; the experts arrive here already split over tp by
+// hidden units (strategies/tp/parallel_experts.h) and get their dp_shard
+// split on top. The gradient norm completes both parts over tp first.
+//
+// Option ep_overlap (default true): the dispatcher computes a rank's own
+// rows while the others are exchanged (all_to_all_dispatcher.h).
 //
 // Errors: ep not dividing dp_shard (the mesh), cp > 1, experts not divisible
 // by ep, no MoE layer in the model.

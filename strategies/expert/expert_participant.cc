@@ -3,15 +3,16 @@
 #include "absl/container/flat_hash_set.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
+#include "core/parallel/grad_norm.h"
 
 namespace weft {
 
 absl::Status ExpertParticipant::AfterAllGradients(const std::vector<OptimTarget>& targets) {
   const absl::flat_hash_set<const Parameter*> experts(params_.begin(), params_.end());
-  dense_grads_.clear();
+  dense_.clear();
+  experts_.clear();
   for (const OptimTarget& t : targets) {
-    if (t.param != nullptr && (experts.contains(t.param) || t.param->copy_index() > 0)) continue;
-    dense_grads_.push_back(t.grad);
+    (t.param != nullptr && experts.contains(t.param) ? experts_ : dense_).push_back(t);
   }
   if (replicas_ == nullptr || replicas_->size() == 1) return absl::OkStatus();
   // After FinishGradients, so a data-parallel strategy's own reduction of
@@ -29,16 +30,15 @@ absl::Status ExpertParticipant::AfterAllGradients(const std::vector<OptimTarget>
 
 absl::Status ExpertParticipant::ReduceGradNormSq(Tensor& norm_sq) {
   if (ep_group_->size() == 1) return absl::OkStatus();
-  std::vector<Tensor> grads;
-  for (Parameter* p : params_) grads.push_back(p->grad);
   WEFT_ASSIGN_OR_RETURN(Tensor experts, Tensor::Zeros({1}, DType::kF32, kernel_.device, nullptr,
                                                       kernel_.stream));
-  WEFT_RETURN_IF_ERROR(ops_->SumSquares(kernel_, experts, grads));
+  WEFT_RETURN_IF_ERROR(
+      GradNormSquared(*ops_, kernel_, experts_, model_parallel_.get(), experts));
   WEFT_RETURN_IF_ERROR(Annotate(
       ep_group_->AllReduce(experts, {.op = comm::ReduceOp::kSum, .stream = kernel_.stream})
           ->Wait(),
       "gradient norm over the ep group"));
-  WEFT_RETURN_IF_ERROR(ops_->SumSquares(kernel_, norm_sq, dense_grads_));
+  WEFT_RETURN_IF_ERROR(GradNormSquared(*ops_, kernel_, dense_, model_parallel_.get(), norm_sq));
   return ops_->Add(kernel_, norm_sq, norm_sq, experts);
 }
 
@@ -49,10 +49,14 @@ void ExpertParticipant::AppendStepMetrics(std::vector<std::pair<std::string, dou
   out->push_back({"ep_a2a_bus_mb", (now.bus_bytes - last_.bus_bytes) / 1e6});
   last_ = now;
   int64_t own = 0, expert = 0;
+  double wait = 0;
   for (const auto& d : dispatchers_) {
     own += d->own_bytes_sent();
     expert += d->expert_bytes_sent();
+    wait += d->exchange_wait_ms();
   }
+  out->push_back({"ep_a2a_wait_ms", wait - last_wait_ms_});
+  last_wait_ms_ = wait;
   out->push_back({"ep_a2a_own_mb", (own - last_own_) / 1e6});
   out->push_back({"ep_a2a_expert_mb", (expert - last_expert_) / 1e6});
   last_own_ = own;

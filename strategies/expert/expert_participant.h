@@ -2,10 +2,12 @@
 // gradients over the ranks of dp_shard that hold the same experts (other ep
 // blocks), and completes the gradient norm with the other ep ranks' experts.
 //
-// The norm is rebuilt as sum(dense^2) + all-reduce(sum(my experts^2)) rather
+// The norm is rebuilt as dense + all-reduce over ep (my experts) rather
 // than patched (local - mine + all): every rank of the ep group must get
 // bitwise the same norm, or the clipping scale, and then the replicated
-// dense weights, drift apart in the last bits.
+// dense weights, drift apart in the last bits. Both parts are complete over
+// tp first (GradNormSquared with the tp group): under ep x tp an expert's
+// hidden units are split over tp, its output bias is not.
 #ifndef WEFT_STRATEGIES_EXPERT_EXPERT_PARTICIPANT_H_
 #define WEFT_STRATEGIES_EXPERT_EXPERT_PARTICIPANT_H_
 
@@ -30,12 +32,14 @@ class ExpertParticipant : public StepParticipant {
   ExpertParticipant(std::vector<Parameter*> expert_params,
                     std::vector<std::shared_ptr<AllToAllDispatcher>> dispatchers,
                     std::shared_ptr<comm::ProcessGroup> ep_group,
-                    std::shared_ptr<comm::ProcessGroup> replicas, KernelOps* ops,
+                    std::shared_ptr<comm::ProcessGroup> replicas,
+                    std::shared_ptr<comm::ProcessGroup> model_parallel, KernelOps* ops,
                     KernelContext kernel)
       : params_(std::move(expert_params)),
         dispatchers_(std::move(dispatchers)),
         ep_group_(std::move(ep_group)),
         replicas_(std::move(replicas)),
+        model_parallel_(std::move(model_parallel)),
         ops_(ops),
         kernel_(kernel) {}
 
@@ -46,18 +50,21 @@ class ExpertParticipant : public StepParticipant {
   // included; dispatch and combine, forward and backward); ep_a2a_bus_mb,
   // what actually left the rank; ep_a2a_own_mb and ep_a2a_expert_mb, the
   // dispatchers' split of the payload into rows of this rank's tokens and
-  // rows its experts computed (see AllToAllDispatcher).
+  // rows its experts computed (see AllToAllDispatcher); ep_a2a_wait_ms,
+  // the host time waiting for the exchanges the experts overlap.
   void AppendStepMetrics(std::vector<std::pair<std::string, double>>* out) override;
 
  private:
   std::vector<Parameter*> params_;
   std::vector<std::shared_ptr<AllToAllDispatcher>> dispatchers_;
   int64_t last_own_ = 0, last_expert_ = 0;
+  double last_wait_ms_ = 0;
   std::shared_ptr<comm::ProcessGroup> ep_group_;
   std::shared_ptr<comm::ProcessGroup> replicas_;
+  std::shared_ptr<comm::ProcessGroup> model_parallel_;  // tp (null: none)
   KernelOps* ops_;
   KernelContext kernel_;
-  std::vector<Tensor> dense_grads_;  // replicated targets, counted once
+  std::vector<OptimTarget> dense_, experts_;  // this step's targets
   comm::OpCounters last_;  // ep group all_to_all_v counters at the last report
 };
 

@@ -8,11 +8,13 @@
 #include "core/nn/attention.h"
 #include "core/nn/dropout.h"
 #include "core/nn/embedding.h"
+#include "core/nn/expert_mlps.h"
 #include "core/nn/layer_norm.h"
 #include "core/nn/linear.h"
 #include "core/nn/lm_head.h"
 #include "core/nn/loss.h"
 #include "strategies/tp/adopt_values.h"
+#include "strategies/tp/parallel_experts.h"
 #include "strategies/tp/parallel_linear.h"
 #include "strategies/tp/sequence_grads.h"
 #include "strategies/tp/tp_comm.h"
@@ -29,6 +31,7 @@ const char* StyleName(TpStyle s) {
     case TpStyle::kRowwise: return "rowwise";
     case TpStyle::kVocab: return "vocab";
     case TpStyle::kSequence: return "sequence";
+    case TpStyle::kExperts: return "experts";
   }
   return "?";
 }
@@ -100,6 +103,7 @@ class PlanApplier {
       case TpStyle::kRowwise: return SplitLinear(m, e);
       case TpStyle::kVocab: return SplitVocab(m);
       case TpStyle::kSequence: return OnSequenceShards(m);
+      case TpStyle::kExperts: return SplitExperts(m);
     }
     return absl::OkStatus();
   }
@@ -188,6 +192,21 @@ class PlanApplier {
       return absl::OkStatus();
     }
     return WrongType(m, TpStyle::kSequence, "LayerNorm or Dropout");
+  }
+
+  absl::Status SplitExperts(Module& m) {
+    auto* experts = dynamic_cast<ExpertMlps*>(&m);
+    if (experts == nullptr) return WrongType(m, TpStyle::kExperts, "ExpertMlps");
+    if (tp_.sequence_parallel) {
+      // The MoE layer would route sequence shards: its routing, balance
+      // loss and expert split would all need the whole sequence back.
+      return FailedPrecondition(
+          absl::StrCat("sequence parallelism (sp) with the mixture-of-experts layer '",
+                       m.parent()->name(), "'"),
+          "tp without sp for MoE models (experts split over tp on whole sequences)",
+          "use --strategy=tp instead of sp, or a dense model (--moe_every=0) with sp");
+    }
+    return tp::SplitExperts(*experts, tp_, ctx_);
   }
 
   StrategyContext& ctx_;

@@ -1,0 +1,175 @@
+// Expert parallelism with tensor parallelism (Megatron's expert tensor
+// parallelism) vs one process, 20 steps, dp tolerances, dropless routing:
+// tp2 on a GPT-MoE (no ep), and ep2 x tp2 on 4 ranks. The dense parts are
+// tp-sharded as for the dense GPT; in each MoE layer the router is
+// replicated over tp and every expert's hidden units are split over tp
+// (core/nn/expert_mlps.h, strategies/tp/parallel_experts.h), so no expert
+// computation is repeated across tp. Checks the loss per step, parameters,
+// the gradient norm, and the tp and ep traffic per step against the
+// formulas below; sp with MoE and an expert size tp does not divide are
+// refused.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/parity.h"
+#include "tests/tiny_gpt.h"
+
+namespace weft {
+namespace {
+
+constexpr double kLossRtol = 1e-4;
+constexpr double kParamTol = 1e-3;
+constexpr int kExperts = 4, kTopK = 2, kChannels = 32, kSeqLen = 16, kLayers = 2;
+
+GptJob Job(int moe_every) {
+  GptJob job = testing::TinyGptJob(testing::WriteCorpus(std::getenv("TEST_TMPDIR")));
+  job.mutable_train()->set_steps(20);
+  GptConfig* m = job.mutable_model();
+  m->set_n_head(4);
+  m->set_moe_every(moe_every);
+  m->set_num_experts(kExperts);
+  m->set_top_k(kTopK);
+  m->set_moe_aux_loss_coef(0.01f);
+  m->set_moe_z_loss_coef(0.001f);
+  return job;
+}
+
+double Get(const testing::ParityRun& run, const std::string& key) {
+  auto it = run.comm.find(key);
+  return it == run.comm.end() ? 0.0 : it->second;
+}
+
+void Check(const testing::ParityRun& single, const testing::ParityRun& run,
+           const std::string& label) {
+  double worst_loss = 0;
+  for (size_t i = 0; i < run.losses.size() && i < single.losses.size(); ++i) {
+    worst_loss = std::max(worst_loss, std::fabs(run.losses[i] - single.losses[i]) /
+                                          std::fabs(single.losses[i]));
+  }
+  double worst_norm = 0;
+  for (size_t i = 0; i < run.grad_norms.size() && i < single.grad_norms.size(); ++i) {
+    worst_norm = std::max(worst_norm, std::fabs(run.grad_norms[i] - single.grad_norms[i]) /
+                                          single.grad_norms[i]);
+  }
+  std::printf("%s: loss %.4f -> %.4f, max loss rel diff %.2e, max param diff %.2e, "
+              "max grad norm rel diff %.2e\n",
+              label.c_str(), run.losses.front(), run.losses.back(), worst_loss,
+              testing::MaxRelativeDifference(run.params, single.params), worst_norm);
+  testing::ExpectParity(single, run, kLossRtol, kParamTol, label);
+  // The clipping norm: tp-split pieces summed over tp, the experts over ep,
+  // replicated pieces (router, expert output biases) once.
+  ASSERT_EQ(run.grad_norms.size(), single.grad_norms.size()) << label;
+  for (size_t i = 0; i < run.grad_norms.size(); ++i) {
+    EXPECT_GT(single.grad_norms[i], 0) << label;
+    EXPECT_NEAR(run.grad_norms[i], single.grad_norms[i], kLossRtol * single.grad_norms[i])
+        << label << ": gradient norm at step " << i + 1;
+  }
+  EXPECT_EQ(testing::MeanOverSteps(run, "moe_dropped_frac"), 0) << label;
+}
+
+// tp all-reduce payload per step (bytes, f32), per micro-batch of B x T
+// tokens of width C (S = 4 B T C), L layers of which D dense:
+//   dense regions  every layer leaves attn.proj in forward and enters qkv
+//                  in backward; a dense MLP adds fc (backward) and proj
+//                  (forward); the embedding and the head add one each:
+//                  (2 L + 2 D + 2) S
+//   cross-entropy  row max, summed exponentials and target logits: 12 B T
+//   experts        the partial outputs (forward) and partial input
+//                  gradients (backward) of the rows this rank's experts
+//                  computed: 2 x 4 C per row, per MoE layer; without ep
+//                  every routed row (B T k per layer), with ep exactly the
+//                  expert-side bytes the ep all_to_all_v sends back
+//                  (ep_a2a_expert_mb: outputs and input gradients).
+double DenseAndLossBytes(const GptJob& job, int dense_layers) {
+  const double b = job.train().micro_batch(), t = job.train().seq_len();
+  const double s = 4 * b * t * kChannels;
+  return (2 * kLayers + 2 * dense_layers + 2) * s + 12 * b * t;
+}
+
+TEST(ExpertTpParityTest, Tp2OnGptMoeMatchesOneProcess) {
+  // Block 0 dense, block 1 MoE: both halves of the plan.
+  GptJob job = Job(/*moe_every=*/2);
+  auto single = testing::RunSingleProcess(job);
+  ASSERT_TRUE(single.ok()) << single.status();
+  job.mutable_train()->mutable_parallel()->set_strategy("tp");
+  job.mutable_train()->mutable_parallel()->set_tp(2);
+  auto multi = testing::RunMultiProcess(job, 2);
+  ASSERT_TRUE(multi.ok()) << multi.status();
+  Check(*single, *multi, "tp2 GPT-MoE");
+  const double b = job.train().micro_batch();
+  const double experts = 2.0 * b * kSeqLen * kTopK * kChannels * 4 * /*MoE layers*/ 1;
+  EXPECT_DOUBLE_EQ(Get(*multi, "tp_all_reduce_payload"),
+                   DenseAndLossBytes(job, /*dense_layers=*/1) + experts);
+  EXPECT_EQ(Get(*multi, "tp_all_gather"), 0);
+  std::printf("tp2 GPT-MoE: tp all-reduce payload %.0f B/step, of which experts %.0f\n",
+              Get(*multi, "tp_all_reduce_payload"), experts);
+}
+
+TEST(ExpertTpParityTest, Ep2Tp2MatchesOneProcess) {
+  GptJob job = Job(/*moe_every=*/1);
+  // 2 data-parallel ranks (the ep group), each a tp pair: the reference
+  // routes its batch of 8 as the 2 groups the data-parallel ranks get.
+  job.mutable_model()->set_moe_routing_groups(2);
+  auto single = testing::RunSingleProcess(job);
+  ASSERT_TRUE(single.ok()) << single.status();
+  job.mutable_model()->set_moe_routing_groups(1);
+  job.mutable_train()->set_micro_batch(4);
+  ParallelConfig* p = job.mutable_train()->mutable_parallel();
+  p->set_strategy("tp");
+  p->set_tp(2);
+  p->set_ep(2);
+  auto multi = testing::RunMultiProcess(job, 4);
+  ASSERT_TRUE(multi.ok()) << multi.status();
+  Check(*single, *multi, "ep2 x tp2");
+  // ep: each tp rank exchanges its ep peers' rows as under ep alone (both
+  // tp ranks of a pair send the same rows: the tokens are whole on each):
+  // tokens x top_k x C x 2 x 4 bytes of own rows per layer, plus the rows
+  // its experts computed coming back.
+  const double tokens = job.train().micro_batch() * kSeqLen;
+  const double own = tokens * kTopK * kChannels * 2 * 4 * kLayers;
+  const double own_mb = testing::MeanOverSteps(*multi, "ep_a2a_own_mb");
+  const double expert_mb = testing::MeanOverSteps(*multi, "ep_a2a_expert_mb");
+  EXPECT_NEAR(own_mb, own / 1e6, 1e-9);
+  EXPECT_NEAR(testing::MeanOverSteps(*multi, "ep_a2a_payload_mb"), own_mb + expert_mb, 1e-9);
+  EXPECT_GT(expert_mb, 0);
+  // tp: the dense regions and the loss as for a GPT without dense MLPs,
+  // plus the experts' partial sums, exactly the expert-side row bytes.
+  EXPECT_NEAR(Get(*multi, "tp_all_reduce_payload"),
+              DenseAndLossBytes(job, /*dense_layers=*/0) + expert_mb * 1e6, 1e-3);
+  std::printf("ep2 x tp2: ep a2a own %.0f + expert %.0f B/step, tp all-reduce %.0f B/step\n",
+              own_mb * 1e6, expert_mb * 1e6, Get(*multi, "tp_all_reduce_payload"));
+}
+
+absl::Status RunExpectingError(GptJob job, int world) {
+  job.mutable_train()->set_steps(2);
+  auto r = testing::RunMultiProcess(job, world);
+  return r.ok() ? absl::OkStatus() : r.status();
+}
+
+TEST(ExpertTpErrorsTest, RefusedCombinations) {
+  GptJob job = Job(/*moe_every=*/1);
+  job.mutable_train()->set_micro_batch(4);
+  ParallelConfig* p = job.mutable_train()->mutable_parallel();
+  p->set_tp(2);
+  p->set_ep(2);
+  // Sequence parallelism: the MoE layer would route sequence shards.
+  p->set_strategy("sp");
+  absl::Status s = RunExpectingError(job, 4);
+  EXPECT_NE(s.message().find("sequence parallelism (sp) with the mixture-of-experts layer"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.message().find("use --strategy=tp instead of sp"), std::string::npos) << s;
+  // An expert hidden size tp does not divide (33 units over tp=2).
+  p->set_strategy("tp");
+  p->set_ep(1);
+  job.mutable_train()->set_micro_batch(8);
+  job.mutable_model()->set_expert_mlp_ratio(33.0f / kChannels);
+  s = RunExpectingError(job, 2);
+  EXPECT_NE(s.message().find("33 hidden units, not divisible by tp=2"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace weft
