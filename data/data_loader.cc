@@ -52,6 +52,15 @@ absl::StatusOr<std::unique_ptr<DataLoader>> DataLoader::Create(
   so.shuffle = options.shuffle;
   so.seed = options.seed;
   so.drop_last = options.drop_last;
+  so.global_batch = options.global_batch;
+  if (options.global_batch < 0 ||
+      options.global_batch % (options.batch_size * options.world_size) != 0) {
+    return InvalidArgument(
+        absl::StrCat("global batch ", options.global_batch, " with batches of ",
+                     options.batch_size, " on ", options.world_size, " ranks"),
+        "a global batch divisible by batch_size x world_size",
+        "the global batch is batch_size x world_size x accumulation steps");
+  }
   absl::StatusOr<DistributedSampler> sampler = DistributedSampler::Create(so);
   if (!sampler.ok()) return Annotate(sampler.status(), dataset->Describe());
   const int64_t per_rank = sampler->num_samples_per_rank();

@@ -26,7 +26,7 @@ GptJob CpJob() {
   job.mutable_train()->set_steps(20);
   job.mutable_train()->set_seq_len(kSeqLen);
   // 20 steps x 2 samples stay within the corpus's first epoch at this
-  // length: data-parallel samplers split an epoch's tail unlike one process.
+  // length (epoch boundaries are covered by tests/parity_ddp_test).
   job.mutable_train()->set_global_batch(2);
   job.mutable_train()->set_micro_batch(1);  // 2 accumulation steps (1 with dp2)
   job.mutable_model()->set_max_seq_len(kSeqLen);
