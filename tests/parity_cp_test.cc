@@ -140,18 +140,25 @@ TEST(ContextParallelDropoutTest, Cp2Fsdp2MatchesFsdp2) {
 // tp heads only, half a cp-only block. With dropout, the tp ranks hold
 // whole residual tensors (after the row-parallel all-reduce) and draw the
 // masks of their chunks, like cp alone.
-class ContextTensorParallelParityTest : public ::testing::TestWithParam<float> {};
+struct CpTpCase {
+  std::string label;
+  std::string strategy;  // tp
+  float dropout = 0;
+};
+
+class ContextTensorParallelParityTest : public ::testing::TestWithParam<CpTpCase> {};
 
 TEST_P(ContextTensorParallelParityTest, Cp2Tp2MatchesOneProcess) {
+  const CpTpCase& c = GetParam();
   GptJob job = CpJob();
-  job.mutable_model()->set_dropout(GetParam());
-  const std::string label = GetParam() > 0 ? "cp2_tp2_dropout" : "cp2_tp2";
+  job.mutable_model()->set_dropout(c.dropout);
+  const std::string& label = c.label;
   auto single = testing::RunSingleProcess(job);
   ASSERT_TRUE(single.ok()) << single.status();
   ParallelConfig* p = job.mutable_train()->mutable_parallel();
   p->set_cp(2);
   p->set_tp(2);
-  p->set_strategy("tp");
+  p->set_strategy(c.strategy);
   auto multi = testing::RunMultiProcess(job, 4);
   ASSERT_TRUE(multi.ok()) << multi.status();
   testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, label);
@@ -168,10 +175,10 @@ TEST_P(ContextTensorParallelParityTest, Cp2Tp2MatchesOneProcess) {
               testing::LastStep(*multi, "cp_ring_mb") * (1 << 20), ring);
 }
 
-INSTANTIATE_TEST_SUITE_P(Dropout, ContextTensorParallelParityTest, ::testing::Values(0.f, 0.1f),
-                         [](const ::testing::TestParamInfo<float>& i) {
-                           return i.param > 0 ? std::string("p01") : std::string("p0");
-                         });
+INSTANTIATE_TEST_SUITE_P(Cases, ContextTensorParallelParityTest,
+                         ::testing::Values(CpTpCase{"cp2_tp2", "tp"},
+                                           CpTpCase{"cp2_tp2_dropout", "tp", 0.1f}),
+                         [](const ::testing::TestParamInfo<CpTpCase>& i) { return i.param.label; });
 
 }  // namespace
 }  // namespace weft

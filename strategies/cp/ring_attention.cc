@@ -49,10 +49,17 @@ absl::StatusOr<Tensor> RingAttention::Forward(RunContext& ctx, const Tensor& x) 
     return InvalidArgument("ring attention input " + ShapeString(x.shape()),
                            absl::StrCat("(B, T_local, ", c_, ")"));
   }
-  if (!ctx.sequence.has_value() || ctx.sequence->count != 2 || ctx.sequence->size() != x.dim(1)) {
+  if (!ctx.sequence.has_value() || ctx.sequence->count != 2) {
     return FailedPrecondition("ring attention without this rank's zigzag chunks",
                               "RunContext::sequence with 2 chunks covering the input",
                               "run the model through the cp strategy's root wrapper");
+  }
+  if (ctx.sequence->size() != x.dim(1)) {
+    // Sequence parallelism would hand it a block of the chunks.
+    return FailedPrecondition(
+        absl::StrCat("ring attention input of ", x.dim(1), " tokens on a rank holding ",
+                     ctx.sequence->size(), " tokens of each sequence"),
+        "the rank's whole chunks", "cp composes with tp, not with sp (use --strategy=tp)");
   }
   const TokenChunks mine = *ctx.sequence;
   const int64_t b = x.dim(0), t = x.dim(1);
