@@ -74,6 +74,8 @@ class DataLoader {
     // and batch_size (distributed_sampler.h). 0: the epoch is cut to a
     // multiple of world_size, then each rank drops its short last batch
     // (with drop_last; PyTorch's behaviour, which depends on both).
+    // Evaluation loaders derived from the training options reset it to 0:
+    // padded to a global batch they would count repeated samples.
     int64_t global_batch = 0;
     int num_workers = 2;      // 0 = assemble on the caller's thread
     int prefetch_depth = 4;   // batches assembled ahead of the consumer (>= 1)
