@@ -52,6 +52,15 @@ absl::StatusOr<std::unique_ptr<DataLoader>> DataLoader::Create(
   so.shuffle = options.shuffle;
   so.seed = options.seed;
   so.drop_last = options.drop_last;
+  so.global_batch = options.global_batch;
+  if (options.global_batch < 0 ||
+      options.global_batch % (options.batch_size * options.world_size) != 0) {
+    return InvalidArgument(
+        absl::StrCat("global batch ", options.global_batch, " with batches of ",
+                     options.batch_size, " on ", options.world_size, " ranks"),
+        "a global batch divisible by batch_size x world_size",
+        "the global batch is batch_size x world_size x accumulation steps");
+  }
   absl::StatusOr<DistributedSampler> sampler = DistributedSampler::Create(so);
   if (!sampler.ok()) return Annotate(sampler.status(), dataset->Describe());
   const int64_t per_rank = sampler->num_samples_per_rank();
@@ -320,21 +329,26 @@ LoaderState DataLoader::State() const {
   s.world_size = options_.world_size;
   s.shuffle = options_.shuffle;
   s.drop_last = options_.drop_last;
+  s.global_batch = options_.global_batch;
   return s;
 }
 
 absl::Status DataLoader::Restore(const LoaderState& state) {
   if (state.num_samples != dataset_->num_samples() || state.batch_size != options_.batch_size ||
       state.world_size != options_.world_size || state.shuffle != options_.shuffle ||
-      state.drop_last != options_.drop_last) {
+      state.drop_last != options_.drop_last ||
+      (state.global_batch != 0 && state.global_batch != options_.global_batch)) {
     return InvalidArgument(
         absl::StrCat("loader state for ", state.num_samples, " samples, batch size ",
                      state.batch_size, ", world size ", state.world_size, ", shuffle ",
-                     state.shuffle, ", drop_last ", state.drop_last),
+                     state.shuffle, ", drop_last ", state.drop_last, ", global batch ",
+                     state.global_batch),
         absl::StrCat(dataset_->num_samples(), " samples, batch size ", options_.batch_size,
                      ", world size ", options_.world_size, ", shuffle ", options_.shuffle,
-                     ", drop_last ", options_.drop_last, " (this loader)"),
-        "resume with the data, batch size and world size of the checkpointed run");
+                     ", drop_last ", options_.drop_last, ", global batch ",
+                     options_.global_batch, " (this loader)"),
+        "resume with the data, batch size, world size and global batch of the checkpointed run "
+        "(the global batch sets the epochs' length)");
   }
   if (state.epoch < 0 || state.batch < 0 || state.batch >= batches_per_epoch_) {
     return InvalidArgument(absl::StrCat("loader position epoch ", state.epoch, " batch ",

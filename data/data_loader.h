@@ -68,6 +68,15 @@ class DataLoader {
     // Drops the sampler's tail (instead of padding by wrapping around) and a
     // short last batch (instead of returning it with fewer rows).
     bool drop_last = true;
+    // Samples per optimizer step over all ranks (batch_size x world_size x
+    // accumulation steps). Epochs are cut to a multiple of it, so that they
+    // end after the same samples, on a step boundary, for any world size
+    // and batch_size (distributed_sampler.h). 0: the epoch is cut to a
+    // multiple of world_size, then each rank drops its short last batch
+    // (with drop_last; PyTorch's behaviour, which depends on both).
+    // Evaluation loaders derived from the training options reset it to 0:
+    // padded to a global batch they would count repeated samples.
+    int64_t global_batch = 0;
     int num_workers = 2;      // 0 = assemble on the caller's thread
     int prefetch_depth = 4;   // batches assembled ahead of the consumer (>= 1)
     Device device = Device::Cpu();

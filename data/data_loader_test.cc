@@ -200,6 +200,20 @@ TEST(DataLoaderTest, RestoreRejectsAStateFromAnotherConfiguration) {
   s = loader->State();
   s.batch = 10;  // past the end of an epoch
   EXPECT_FALSE(loader->Restore(s).ok());
+  // The global batch sets the epochs' length; 0 (a state written before it
+  // was recorded) is not checked.
+  s = loader->State();
+  s.global_batch = 10;
+  status = loader->Restore(s);
+  ASSERT_FALSE(status.ok());
+  EXPECT_THAT(status.message(), HasSubstr("global batch 10"));
+  s.global_batch = 0;
+  EXPECT_TRUE(loader->Restore(s).ok());
+  auto old = LoaderState::Parse(
+      "weft-loader-state v1 epoch=1 batch=2 seed=0 samples=50 batch_size=5 world=1 shuffle=1 "
+      "drop_last=1");
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->global_batch, 0);
   EXPECT_FALSE(LoaderState::Parse("weft-loader-state v1 epoch=1").ok());
   EXPECT_TRUE(Take(*loader, 2).size() == 2) << "a rejected Restore leaves the loader running";
 }

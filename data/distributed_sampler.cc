@@ -44,11 +44,20 @@ absl::StatusOr<DistributedSampler> DistributedSampler::Create(const SamplerOptio
   }
   const int64_t n = options.num_samples;
   const int64_t w = options.world_size;
-  const int64_t per_rank = options.drop_last ? n / w : (n + w - 1) / w;
+  const int64_t g = options.global_batch > 0 ? options.global_batch : w;
+  if (g % w != 0) {
+    return InvalidArgument(
+        absl::StrCat("global batch of ", g, " samples over ", w, " ranks"),
+        "a global batch divisible by the world size", "every rank takes global_batch / world");
+  }
+  const int64_t total = (options.drop_last ? n / g : (n + g - 1) / g) * g;
+  const int64_t per_rank = total / w;
   if (per_rank == 0) {
     return InvalidArgument(
-        absl::StrCat("drop_last with ", n, " samples over ", w, " ranks leaves none per rank"),
-        absl::StrCat("at least ", w, " samples"), "use drop_last=false or more data");
+        absl::StrCat("drop_last with ", n, " samples and a global batch of ", g,
+                     " leaves no sample per rank"),
+        absl::StrCat("at least ", g, " samples"),
+        "use drop_last=false, a smaller global batch or more data");
   }
   return DistributedSampler(options, per_rank);
 }

@@ -2,15 +2,19 @@
 //
 // Each epoch has one global order `perm` of the N sample indices: a
 // permutation drawn from (seed, epoch) when shuffling, else 0..N-1. It is
-// made divisible by the world size W, either by dropping the tail
+// made a multiple of the global batch G (the samples all ranks consume
+// together per step; G = W unless set), either by dropping the tail
 // (drop_last) or by wrapping around to its start (padding repeats samples),
 // and rank r takes perm[r], perm[r + W], perm[r + 2W], ... Ranks are
 // disjoint (up to padding) and together cover every sample.
 //
-// The invariant training relies on: if every rank consumes B/W consecutive
+// The invariant training relies on: if every rank consumes G/W consecutive
 // samples of its partition per optimizer step, the union over ranks of step
-// s is exactly perm[s*B, (s+1)*B) whatever W is, so the math of a step does
-// not depend on the world size (padding aside: W=1 never pads).
+// s is exactly perm[s*G, (s+1)*G) whatever W is, so the math of a step does
+// not depend on the world size. Cutting the epoch to a multiple of G (not
+// of W, or of each rank's micro-batch) keeps that true across epoch
+// boundaries: every W ends every epoch after the same samples, on a step
+// boundary.
 //
 // The permutation is a Fisher-Yates shuffle driven by SplitMix64 with a
 // bounded draw that has no modulo bias. It is deterministic across machines
@@ -33,6 +37,9 @@ struct SamplerOptions {
   bool shuffle = true;
   uint64_t seed = 0;
   bool drop_last = false;
+  // Samples per step over all ranks (a multiple of world_size); the epoch
+  // is cut or padded to a multiple of it. 0: world_size.
+  int64_t global_batch = 0;
 };
 
 class DistributedSampler {
@@ -43,7 +50,7 @@ class DistributedSampler {
   void SetEpoch(int64_t epoch) { epoch_ = epoch; }
   int64_t epoch() const { return epoch_; }
 
-  // Samples per rank per epoch: floor(N/W) with drop_last, else ceil(N/W).
+  // Samples per rank per epoch: floor(N/G)*G/W with drop_last, else ceil(N/G)*G/W.
   int64_t num_samples_per_rank() const { return per_rank_; }
   // per_rank * W: the length of the (truncated or padded) global order.
   int64_t total_size() const { return per_rank_ * options_.world_size; }

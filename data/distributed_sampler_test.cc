@@ -85,6 +85,61 @@ TEST_P(SamplerPartitionTest, UnionOfAStepIsTheSameSliceOfThePermutationForAnyWor
   }
 }
 
+// Across epoch boundaries: with the epoch cut to a multiple of the global
+// batch, a rank's stream of samples (epoch after epoch) gives every step the
+// same samples for any world size, also the steps of later epochs. Cut to a
+// multiple of W instead, N=103 gives W=2 epochs of 102, W=4 of 100, and
+// steps drift apart from the first step of the second epoch.
+TEST_P(SamplerPartitionTest, StepsAcrossEpochsAreTheSameForAnyWorld) {
+  const int world = GetParam();
+  const int64_t n = 103, global_batch = 12;
+  const int64_t per_step = global_batch / world;
+  SamplerOptions o{.num_samples = n, .world_size = 1, .rank = 0, .shuffle = true, .seed = 5,
+                   .drop_last = true, .global_batch = global_batch};
+  DistributedSampler one = *DistributedSampler::Create(o);
+  EXPECT_EQ(one.total_size(), 96);
+  o.world_size = world;
+  std::vector<std::vector<int64_t>> streams(world);  // each rank's samples, 3 epochs
+  std::vector<int64_t> whole;                         // one process's
+  for (int64_t epoch = 0; epoch < 3; ++epoch) {
+    one.SetEpoch(epoch);
+    const std::vector<int64_t> e = one.Indices();
+    whole.insert(whole.end(), e.begin(), e.end());
+    for (int r = 0; r < world; ++r) {
+      o.rank = r;
+      DistributedSampler s = *DistributedSampler::Create(o);
+      EXPECT_EQ(s.total_size(), 96);
+      s.SetEpoch(epoch);
+      const std::vector<int64_t> mine = s.Indices();
+      streams[r].insert(streams[r].end(), mine.begin(), mine.end());
+    }
+  }
+  for (int64_t step = 0; (step + 1) * global_batch <= static_cast<int64_t>(whole.size());
+       ++step) {
+    std::vector<int64_t> got;
+    for (int r = 0; r < world; ++r) {
+      got.insert(got.end(), streams[r].begin() + step * per_step,
+                 streams[r].begin() + (step + 1) * per_step);
+    }
+    std::vector<int64_t> want(whole.begin() + step * global_batch,
+                              whole.begin() + (step + 1) * global_batch);
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    ASSERT_EQ(got, want) << "world " << world << " step " << step;
+  }
+}
+
+TEST(DistributedSamplerTest, GlobalBatchMustSplitOverTheWorld) {
+  SamplerOptions o{.num_samples = 100, .world_size = 4, .rank = 0, .global_batch = 6};
+  auto s = DistributedSampler::Create(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("divisible by the world size"), std::string::npos)
+      << s.status();
+  o.global_batch = 200;
+  o.drop_last = true;
+  EXPECT_FALSE(DistributedSampler::Create(o).ok());  // not one global batch
+}
+
 INSTANTIATE_TEST_SUITE_P(Worlds, SamplerPartitionTest, ::testing::Values(1, 2, 3, 4));
 
 TEST(DistributedSamplerTest, EpochAndSeedChangeTheOrderDeterministically) {

@@ -15,6 +15,7 @@ absl::StatusOr<ImageData> OpenFashionMnistData(const ImageDataOptions& options) 
   DataLoader::Options test_options = options.loader;
   test_options.shuffle = false;
   test_options.drop_last = false;  // evaluate every test image
+  test_options.global_batch = 0;   // and pad no more than the world size needs
   auto test_loader = DataLoader::Create(std::move(test), test_options);
   if (!test_loader.ok()) return Annotate(test_loader.status(), "test split");
   out.test = *std::move(test_loader);

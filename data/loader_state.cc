@@ -15,7 +15,8 @@ constexpr char kHeader[] = "weft-loader-state v1";
 std::string LoaderState::Serialize() const {
   return absl::StrCat(kHeader, " epoch=", epoch, " batch=", batch, " seed=", seed,
                       " samples=", num_samples, " batch_size=", batch_size, " world=", world_size,
-                      " shuffle=", shuffle ? 1 : 0, " drop_last=", drop_last ? 1 : 0);
+                      " shuffle=", shuffle ? 1 : 0, " drop_last=", drop_last ? 1 : 0,
+                      " global_batch=", global_batch);
 }
 
 absl::StatusOr<LoaderState> LoaderState::Parse(absl::string_view text) {
@@ -39,7 +40,10 @@ absl::StatusOr<LoaderState> LoaderState::Parse(absl::string_view text) {
     else if (p[0] == "world") ok = absl::SimpleAtoi(p[1], &s.world_size);
     else if (p[0] == "shuffle") ok = absl::SimpleAtob(p[1], &s.shuffle);
     else if (p[0] == "drop_last") ok = absl::SimpleAtob(p[1], &s.drop_last);
-    else return bad(absl::StrCat("unknown key '", p[0], "'"));
+    else if (p[0] == "global_batch") {
+      ok = absl::SimpleAtoi(p[1], &s.global_batch) && s.global_batch >= 0;
+      --found;  // optional: states written before it existed lack it
+    } else return bad(absl::StrCat("unknown key '", p[0], "'"));
     if (!ok) return bad(absl::StrCat("bad value in '", kv, "'"));
     ++found;
   }

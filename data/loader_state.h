@@ -9,7 +9,9 @@
 //
 // Text form (one line, for checkpoint metadata):
 //   weft-loader-state v1 epoch=2 batch=17 seed=1234 samples=5000 batch_size=8 world=4
-//       shuffle=1 drop_last=1
+//       shuffle=1 drop_last=1 global_batch=64
+// (global_batch, which sets the epoch's length, is absent from older states:
+// 0, not checked.)
 #ifndef WEFT_DATA_LOADER_STATE_H_
 #define WEFT_DATA_LOADER_STATE_H_
 
@@ -30,6 +32,7 @@ struct LoaderState {
   int world_size = 0;
   bool shuffle = true;
   bool drop_last = true;
+  int64_t global_batch = 0;  // DataLoader::Options::global_batch
 
   std::string Serialize() const;
   // The same position for another per-rank batch size and world size (a
@@ -44,7 +47,8 @@ struct LoaderState {
   friend bool operator==(const LoaderState& a, const LoaderState& b) {
     return a.epoch == b.epoch && a.batch == b.batch && a.seed == b.seed &&
            a.num_samples == b.num_samples && a.batch_size == b.batch_size &&
-           a.world_size == b.world_size && a.shuffle == b.shuffle && a.drop_last == b.drop_last;
+           a.world_size == b.world_size && a.shuffle == b.shuffle && a.drop_last == b.drop_last &&
+           a.global_batch == b.global_batch;
   }
 };
 

@@ -147,6 +147,7 @@ absl::StatusOr<TextData> OpenTextData(const TextDataOptions& options) {
     DataLoader::Options val_options = options.loader;
     val_options.shuffle = false;
     val_options.drop_last = false;  // evaluate every window, even a short split
+    val_options.global_batch = 0;   // and pad no more than the world size needs
     auto val = DataLoader::Create(*std::move(val_set), val_options);
     if (!val.ok()) return Annotate(val.status(), "validation split");
     out.val = *std::move(val);

@@ -1,6 +1,7 @@
 // Context parallelism vs one process: the same loss at every step and the
 // same parameters and optimizer state after 20 steps at seq_len 256, for
-// cp=2, cp=4, cp2 x fsdp2 and cp2 x ddp2. The ring's traffic per step, counted by its
+// cp=2, cp=4, cp2 x fsdp2 and cp2 x ddp2, and with dropout 0.1 (masks of
+// the chunks' global positions) for cp=2, cp2 x tp2 and cp2 x fsdp2. The ring's traffic per step, counted by its
 // process group, must equal the K/V ring formula, and the step's comm_mb
 // must be the ring plus the gradient all-reduce plus the loss sum.
 #include <algorithm>
@@ -26,7 +27,7 @@ GptJob CpJob() {
   job.mutable_train()->set_steps(20);
   job.mutable_train()->set_seq_len(kSeqLen);
   // 20 steps x 2 samples stay within the corpus's first epoch at this
-  // length: data-parallel samplers split an epoch's tail unlike one process.
+  // length (epoch boundaries are covered by tests/parity_ddp_test).
   job.mutable_train()->set_global_batch(2);
   job.mutable_train()->set_micro_batch(1);  // 2 accumulation steps (1 with dp2)
   job.mutable_model()->set_max_seq_len(kSeqLen);
@@ -38,13 +39,23 @@ struct CpCase {
   int cp;
   int dp_shard = 1;
   std::string dp_strategy;  // "" or a data-parallel strategy over dp_shard ranks
+  float dropout = 0;
 };
+
+double MaxLossRelDiff(const testing::ParityRun& a, const testing::ParityRun& ref) {
+  double worst = 0;
+  for (size_t i = 0; i < a.losses.size() && i < ref.losses.size(); ++i) {
+    worst = std::max(worst, std::fabs(a.losses[i] - ref.losses[i]) / std::fabs(ref.losses[i]));
+  }
+  return worst;
+}
 
 class ContextParallelParityTest : public ::testing::TestWithParam<CpCase> {};
 
 TEST_P(ContextParallelParityTest, MatchesOneProcess) {
   const CpCase& c = GetParam();
   GptJob job = CpJob();
+  job.mutable_model()->set_dropout(c.dropout);
   auto single = testing::RunSingleProcess(job);
   ASSERT_TRUE(single.ok()) << single.status();
   ParallelConfig* p = job.mutable_train()->mutable_parallel();
@@ -75,11 +86,7 @@ TEST_P(ContextParallelParityTest, MatchesOneProcess) {
           << c.label << " step " << s + 1;
     }
   }
-  double loss_rdiff = 0;
-  for (size_t i = 0; i < multi->losses.size(); ++i) {
-    loss_rdiff = std::max(
-        loss_rdiff, std::fabs(multi->losses[i] - single->losses[i]) / std::fabs(single->losses[i]));
-  }
+  const double loss_rdiff = MaxLossRelDiff(*multi, *single);
   std::printf(
       "%s: max loss rdiff %.2e, param diff %.2e; ring %.0f B/step per rank (formula "
       "%.0f), comm_mb %.6f\n",
@@ -91,7 +98,8 @@ TEST_P(ContextParallelParityTest, MatchesOneProcess) {
 INSTANTIATE_TEST_SUITE_P(Cases, ContextParallelParityTest,
                          ::testing::Values(CpCase{"cp2", 2}, CpCase{"cp4", 4},
                                            CpCase{"cp2_fsdp2", 2, 2, "fsdp"},
-                                           CpCase{"cp2_ddp2", 2, 2, "ddp"}),
+                                           CpCase{"cp2_ddp2", 2, 2, "ddp"},
+                                           CpCase{"cp2_dropout", 2, 1, "", 0.1f}),
                          [](const ::testing::TestParamInfo<CpCase>& i) { return i.param.label; });
 
 TEST(ContextParallelErrorsTest, SeqLenNotDivisibleByTwiceCp) {
@@ -107,40 +115,70 @@ TEST(ContextParallelErrorsTest, SeqLenNotDivisibleByTwiceCp) {
   EXPECT_NE(m.find("--seq_len=248 or 252"), std::string::npos) << m;
 }
 
-TEST(ContextParallelErrorsTest, DropoutIsRefused) {
+// cp2 x fsdp2 with dropout. Masks are keyed by the data-parallel rank
+// (core/runtime/trainer.h), so no dp run draws one process's masks; the
+// reference is fsdp2 alone, whose every mask cp must reproduce from its
+// chunks' global positions.
+TEST(ContextParallelDropoutTest, Cp2Fsdp2MatchesFsdp2) {
   GptJob job = CpJob();
-  job.mutable_train()->set_steps(1);
   job.mutable_model()->set_dropout(0.1f);
-  job.mutable_train()->mutable_parallel()->set_cp(2);
-  auto run = testing::RunMultiProcess(job, 2);
-  ASSERT_FALSE(run.ok());
-  EXPECT_NE(run.status().message().find("dropout 0 with --cp > 1"), std::string::npos)
-      << run.status();
+  ParallelConfig* p = job.mutable_train()->mutable_parallel();
+  p->set_strategy("fsdp");
+  p->set_dp_shard(2);
+  auto fsdp = testing::RunMultiProcess(job, 2);
+  ASSERT_TRUE(fsdp.ok()) << fsdp.status();
+  p->set_cp(2);
+  auto multi = testing::RunMultiProcess(job, 4);
+  ASSERT_TRUE(multi.ok()) << multi.status();
+  testing::ExpectParity(*fsdp, *multi, kLossRtol, kParamTol, "cp2_fsdp2_dropout");
+  std::printf("cp2_fsdp2_dropout vs fsdp2: max loss rdiff %.2e, param diff %.2e\n",
+              MaxLossRelDiff(*multi, *fsdp),
+              testing::MaxRelativeDifference(multi->params, fsdp->params));
 }
 
 // cp2 x tp2 on 4 ranks: each rank's ring carries the K/V blocks of its own
-// tp heads only, half a cp-only block.
-TEST(ContextTensorParallelParityTest, Cp2Tp2MatchesOneProcess) {
+// tp heads only, half a cp-only block. With dropout, the tp ranks hold
+// whole residual tensors (after the row-parallel all-reduce) and draw the
+// masks of their chunks, like cp alone.
+struct CpTpCase {
+  std::string label;
+  std::string strategy;  // tp
+  float dropout = 0;
+};
+
+class ContextTensorParallelParityTest : public ::testing::TestWithParam<CpTpCase> {};
+
+TEST_P(ContextTensorParallelParityTest, Cp2Tp2MatchesOneProcess) {
+  const CpTpCase& c = GetParam();
   GptJob job = CpJob();
+  job.mutable_model()->set_dropout(c.dropout);
+  const std::string& label = c.label;
   auto single = testing::RunSingleProcess(job);
   ASSERT_TRUE(single.ok()) << single.status();
   ParallelConfig* p = job.mutable_train()->mutable_parallel();
   p->set_cp(2);
   p->set_tp(2);
-  p->set_strategy("tp");
+  p->set_strategy(c.strategy);
   auto multi = testing::RunMultiProcess(job, 4);
   ASSERT_TRUE(multi.ok()) << multi.status();
-  testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, "cp2_tp2");
+  testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, label);
   const TrainConfig& t = job.train();
   const int64_t micro_batches = t.global_batch() / t.micro_batch();
   const double block = 4.0 * t.micro_batch() * (kSeqLen / 2) * 2 * job.model().d_model() / 2;
   const double ring = job.model().n_layer() * micro_batches * 2 * block * (3 * 2 - 2);
   ASSERT_FALSE(std::isnan(testing::LastStep(*multi, "cp_ring_mb")));
   EXPECT_DOUBLE_EQ(testing::LastStep(*multi, "cp_ring_mb") * (1 << 20), ring);
-  std::printf("cp2_tp2: max param diff %.2e; ring %.0f B/step per rank (formula %.0f)\n",
+  std::printf("%s: max loss rdiff %.2e, param diff %.2e; ring %.0f B/step per rank (formula "
+              "%.0f)\n",
+              label.c_str(), MaxLossRelDiff(*multi, *single),
               testing::MaxRelativeDifference(multi->params, single->params),
               testing::LastStep(*multi, "cp_ring_mb") * (1 << 20), ring);
 }
+
+INSTANTIATE_TEST_SUITE_P(Cases, ContextTensorParallelParityTest,
+                         ::testing::Values(CpTpCase{"cp2_tp2", "tp"},
+                                           CpTpCase{"cp2_tp2_dropout", "tp", 0.1f}),
+                         [](const ::testing::TestParamInfo<CpTpCase>& i) { return i.param.label; });
 
 }  // namespace
 }  // namespace weft

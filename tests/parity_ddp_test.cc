@@ -1,6 +1,11 @@
 // ddp with 2 and 4 gloo ranks (processes) vs one process: same loss at every
 // step and same parameters after 20 steps, and the same with gradient
 // accumulation (no_sync on all but the last micro-batch).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
 #include "gtest/gtest.h"
 #include "tests/parity.h"
 #include "tests/tiny_gpt.h"
@@ -56,6 +61,51 @@ TEST(DdpParityTest, GradientAccumulationWithNoSync) {
 
 namespace weft {
 namespace {
+
+// Epoch boundaries: 20 steps of a global batch G over a corpus of N
+// windows cross at least two epochs, with N not a multiple of G. Every
+// dp_size and micro_batch must end an epoch after the same samples as one
+// process: before epochs were cut to a multiple of G, each rank dropped
+// its own short tail (of N/W windows, per micro-batch), so ddp2 with
+// micro-batches of 24 and fsdp2 with 12 skipped different samples than one
+// process with 8 and drifted from the first step of the second epoch.
+TEST(DataParallelEpochTest, EpochBoundariesMatchOneProcess) {
+  GptJob job = Job();
+  constexpr int64_t kGlobalBatch = 48;
+  job.mutable_train()->set_seq_len(32);
+  job.mutable_model()->set_max_seq_len(32);
+  job.mutable_train()->set_global_batch(kGlobalBatch);
+  job.mutable_train()->set_micro_batch(8);
+  auto samples = testing::TrainSamples(job);
+  ASSERT_TRUE(samples.ok()) << samples.status();
+  const int64_t epoch = *samples / kGlobalBatch * kGlobalBatch;  // samples per epoch
+  ASSERT_NE(*samples % kGlobalBatch, 0) << "an epoch must drop a tail";
+  ASSERT_GE(job.train().steps() * kGlobalBatch, 2 * epoch + kGlobalBatch)
+      << *samples << " samples: 20 steps must start a third epoch";
+  auto single = testing::RunSingleProcess(job);
+  ASSERT_TRUE(single.ok()) << single.status();
+  struct Case {
+    std::string strategy;
+    int micro_batch;
+  };
+  for (const Case& c : {Case{"ddp", 24}, Case{"fsdp", 12}}) {
+    GptJob multi_job = job;
+    multi_job.mutable_train()->mutable_parallel()->set_strategy(c.strategy);
+    multi_job.mutable_train()->set_micro_batch(c.micro_batch);
+    auto multi = testing::RunMultiProcess(multi_job, 2);
+    ASSERT_TRUE(multi.ok()) << multi.status();
+    const std::string label = c.strategy + "2 across epochs";
+    testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, label);
+    double loss_rdiff = 0;
+    for (size_t i = 0; i < multi->losses.size(); ++i) {
+      loss_rdiff = std::max(loss_rdiff, std::fabs(multi->losses[i] - single->losses[i]) /
+                                            std::fabs(single->losses[i]));
+    }
+    std::printf("%s (%lld samples, epochs of %lld): max loss rdiff %.2e, param diff %.2e\n",
+                label.c_str(), static_cast<long long>(*samples), static_cast<long long>(epoch),
+                loss_rdiff, testing::MaxRelativeDifference(multi->params, single->params));
+  }
+}
 
 // Fixed seed and world size: two multi-process runs are bitwise identical.
 TEST(DdpParityTest, RepeatedRunsAreBitwiseIdentical) {

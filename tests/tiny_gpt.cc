@@ -74,6 +74,14 @@ Trainer::Options GptTrainerOptions(const GptJob& job, std::optional<JobTopology>
   return o;
 }
 
+absl::StatusOr<int64_t> TrainSamples(const GptJob& job) {
+  data::DataLoader::Options one_rank;
+  one_rank.batch_size = 1;
+  one_rank.num_workers = 0;
+  WEFT_ASSIGN_OR_RETURN(DataLoaders d, GptTrainerOptions(job).open_data(one_rank));
+  return d.train->dataset().num_samples();
+}
+
 absl::StatusOr<std::unique_ptr<Trainer>> MakeGptTrainer(
     const GptJob& job, std::optional<JobTopology> topology,
     const std::function<void(Trainer::Options&)>& customize) {

@@ -28,6 +28,9 @@ GptJob TinyGptJob(const std::string& corpus);
 Trainer::Options GptTrainerOptions(const GptJob& job,
                                    std::optional<JobTopology> topology = std::nullopt);
 
+// The number of training windows (samples) the job's data holds.
+absl::StatusOr<int64_t> TrainSamples(const GptJob& job);
+
 // `topology` injects ranks and a shared store (multi-process tests).
 // `customize` may set further trainer options (test hooks).
 absl::StatusOr<std::unique_ptr<Trainer>> MakeGptTrainer(

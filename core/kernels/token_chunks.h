@@ -15,6 +15,9 @@ struct TokenChunks {
   int64_t chunk_len = 0;
   int count = 0;
   int64_t offsets[kMaxChunks] = {};
+  // The whole sequence's length (0: size(), the chunks are all of it), for
+  // what indexes the global (B, T, ...) tensor: dropout masks.
+  int64_t seq_len = 0;
 
   // One chunk of `len` tokens starting at `offset`.
   static TokenChunks Contiguous(int64_t len, int64_t offset = 0) {

@@ -13,7 +13,8 @@ CausalSelfAttention::CausalSelfAttention(int64_t channels, int num_heads, float 
                                    channels, 3 * channels, Linear::Options{.init_std = init_std}));
   RegisterSwappableModule("proj", std::make_unique<Linear>(
                                      channels, channels, Linear::Options{.init_std = proj_init_std}));
-  dropout_ = RegisterModule("dropout", std::make_unique<Dropout>(dropout));
+  // Swappable: ring attention (cp) takes it over with qkv and proj.
+  RegisterSwappableModule("dropout", std::make_unique<Dropout>(dropout));
 }
 
 int CausalSelfAttention::LocalHeads(int64_t local_channels) const {
@@ -49,7 +50,7 @@ absl::StatusOr<Tensor> CausalSelfAttention::Forward(RunContext& ctx, const Tenso
     saved[kLogSumExp] = lse;
   }
   WEFT_ASSIGN_OR_RETURN(Tensor y, child("proj")->CallForward(ctx, att));
-  return dropout_->CallForward(ctx, y);
+  return child("dropout")->CallForward(ctx, y);
 }
 
 absl::StatusOr<Tensor> CausalSelfAttention::Backward(RunContext& ctx, const Tensor& dy) {
@@ -58,7 +59,7 @@ absl::StatusOr<Tensor> CausalSelfAttention::Backward(RunContext& ctx, const Tens
     return FailedPrecondition("attention backward without saved activations",
                               "Forward in training mode before Backward");
   }
-  WEFT_ASSIGN_OR_RETURN(Tensor dproj, dropout_->CallBackward(ctx, dy));
+  WEFT_ASSIGN_OR_RETURN(Tensor dproj, child("dropout")->CallBackward(ctx, dy));
   WEFT_ASSIGN_OR_RETURN(Tensor datt, child("proj")->CallBackward(ctx, dproj));
   const Tensor& qkv_out = (*saved)[kQkv];
   WEFT_ASSIGN_OR_RETURN(Tensor dqkv, ctx.Empty(qkv_out.shape(), ctx.compute_dtype));

@@ -1,6 +1,8 @@
 // CausalSelfAttention: qkv projection, fused causal attention (no T x T
 // matrix is stored: the kernel keeps a logsumexp per query), output
-// projection and residual dropout. GPT-2 layout and naming.
+// projection and residual dropout. GPT-2 layout and naming. The fused
+// kernel drops no attention probabilities: the residual dropout is the
+// layer's only one.
 #ifndef WEFT_CORE_NN_ATTENTION_H_
 #define WEFT_CORE_NN_ATTENTION_H_
 
@@ -29,7 +31,6 @@ class CausalSelfAttention : public Module {
 
   const int64_t c_;
   const int num_heads_;
-  Dropout* dropout_;
   // Saved per micro-batch: (B, T, 3C), (B, T, C), (B, NH, T).
   enum { kQkv, kAttention, kLogSumExp };
 };

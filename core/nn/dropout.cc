@@ -1,5 +1,7 @@
 #include "core/nn/dropout.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
@@ -8,6 +10,8 @@ namespace weft {
 
 // Sharded regions draw from their own stream.
 constexpr uint64_t kShardedStreamKey = 0x5348415244454421ull;
+// The T of (B, T, ...): where context parallelism splits the sequence.
+constexpr int kSequenceDim = 1;
 
 uint64_t Dropout::Seed(const RunContext& ctx) const {
   uint64_t h = 1469598103934665603ull;  // FNV-1a of the module path
@@ -53,39 +57,109 @@ void ForEachContiguousRun(const Box& box, const Shape& global,
   }
 }
 
+absl::StatusOr<SequenceRows> MapSequenceRows(int64_t rows, int index, int count,
+                                             const std::optional<TokenChunks>& chunks) {
+  if (rows < 0 || count < 1 || index < 0 || index >= count) {
+    return InvalidArgument(absl::StrCat(rows, " rows as block ", index, " of ", count),
+                           "rows >= 0 and 0 <= index < count");
+  }
+  // Positions among the rank's tokens first, then where those sit globally.
+  const int64_t rank_rows = rows * count;
+  int64_t pos = index * rows;
+  SequenceRows out;
+  if (!chunks.has_value()) {
+    out.runs.push_back({0, pos, rows});
+    out.global_rows = rank_rows;
+    return out;
+  }
+  const TokenChunks& c = *chunks;
+  if (c.chunk_len <= 0 || c.count < 1 || c.count > TokenChunks::kMaxChunks ||
+      c.size() != rank_rows) {
+    return InvalidArgument(
+        absl::StrCat(rows, " rows along the sequence",
+                     count > 1 ? absl::StrCat(" (block ", index, " of ", count, ")") : "",
+                     " on a rank holding ", c.count, " chunks of ", c.chunk_len, " tokens"),
+        "rows x blocks = the rank's tokens",
+        "dropout runs on (B, T_local, ...) activations of the rank's chunks");
+  }
+  for (int64_t local = 0, left = rows; left > 0;) {
+    const int64_t chunk = pos / c.chunk_len, within = pos % c.chunk_len;
+    const int64_t n = std::min(left, c.chunk_len - within);
+    const int64_t global = c.offsets[chunk] + within;
+    if (!out.runs.empty() && out.runs.back().global + out.runs.back().length == global) {
+      out.runs.back().length += n;  // adjacent chunks: one run
+    } else {
+      out.runs.push_back({local, global, n});
+    }
+    local += n;
+    pos += n;
+    left -= n;
+  }
+  out.global_rows = c.seq_len > 0 ? c.seq_len : c.size();
+  return out;
+}
+
+void ForEachSequenceRun(const Shape& shape, int dim, const SequenceRows& rows,
+                        const std::function<void(int64_t, int64_t, int64_t)>& fn) {
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < dim; ++d) outer *= shape[d];
+  for (int d = dim + 1; d < static_cast<int>(shape.size()); ++d) inner *= shape[d];
+  const int64_t local_rows = shape[dim];
+  for (int64_t o = 0; o < outer; ++o) {
+    for (const SequenceRows::Run& r : rows.runs) {
+      fn((o * local_rows + r.local) * inner, (o * rows.global_rows + r.global) * inner,
+         r.length * inner);
+    }
+  }
+}
+
 absl::Status Dropout::Apply(RunContext& ctx, Tensor& out, const Tensor& in, bool backward) const {
   const uint64_t seed = Seed(ctx);
   auto launch = [&](Tensor& o, const Tensor& i, uint64_t offset) {
     return backward ? ctx.ops->DropoutBackward(ctx.kernel(), o, i, p_, seed, offset)
                     : ctx.ops->DropoutForward(ctx.kernel(), o, i, p_, seed, offset);
   };
-  std::optional<std::pair<Box, Shape>> shard = shard_;
-  if (block_) {
-    if (block_->dim < 0 || block_->dim >= in.ndim()) {
-      return InvalidArgument(absl::StrCat("dropout '", name(), "' input ", ShapeString(in.shape()),
-                                          " split along dimension ", block_->dim),
-                             "an input with that dimension");
-    }
-    Box box{std::vector<int64_t>(in.ndim(), 0), in.shape()};
-    Shape global = in.shape();
-    global[block_->dim] *= block_->count;
-    box.offsets[block_->dim] = block_->index * in.dim(block_->dim);
-    shard.emplace(std::move(box), std::move(global));
-  }
-  if (!shard) return launch(out, in, 0);
-  const auto& [box, global] = *shard;
-  if (in.shape() != box.shape) {
-    return InvalidArgument(absl::StrCat("dropout '", name(), "' input ", ShapeString(in.shape())),
-                           "the sharded box " + ShapeString(box.shape));
-  }
   Tensor flat_out = out.View({out.numel()});
   const Tensor flat_in = in.View({in.numel()});
   absl::Status status;
-  ForEachContiguousRun(box, global, [&](int64_t local, int64_t g, int64_t n) {
+  const auto launch_run = [&](int64_t local, int64_t g, int64_t n) {
     if (!status.ok()) return;
     Tensor o = flat_out.Slice(0, local, local + n);
     status = launch(o, flat_in.Slice(0, local, local + n), static_cast<uint64_t>(g));
-  });
+  };
+  // A rank holding chunks of the sequence (context parallelism).
+  const std::optional<TokenChunks>& chunks = ctx.sequence;
+  const bool chunked = chunks.has_value() &&
+                       !(chunks->IsIdentity() && (chunks->seq_len == 0 ||
+                                                  chunks->seq_len == chunks->size()));
+  if (shard_) {
+    if (block_ || chunked) {
+      return FailedPrecondition(
+          absl::StrCat("dropout '", name(), "' holds a sharded box and a piece of the sequence"),
+          "either a box (SetShard) or sequence pieces (SetBlockAlong, RunContext::sequence)");
+    }
+    const auto& [box, global] = *shard_;
+    if (in.shape() != box.shape) {
+      return InvalidArgument(absl::StrCat("dropout '", name(), "' input ", ShapeString(in.shape())),
+                             "the sharded box " + ShapeString(box.shape));
+    }
+    ForEachContiguousRun(box, global, launch_run);
+    return status;
+  }
+  if (!block_ && !chunked) return launch(out, in, 0);
+  const int dim = block_ ? block_->dim : kSequenceDim;
+  if (dim < 0 || dim >= in.ndim() || (chunked && dim != kSequenceDim)) {
+    return InvalidArgument(absl::StrCat("dropout '", name(), "' input ", ShapeString(in.shape()),
+                                        " split along dimension ", dim,
+                                        chunked ? " on a rank holding chunks of the sequence" : ""),
+                           chunked ? "a split along the sequence (dimension 1) of (B, T, ...)"
+                                   : "an input with that dimension");
+  }
+  absl::StatusOr<SequenceRows> rows =
+      MapSequenceRows(in.dim(dim), block_ ? block_->index : 0, block_ ? block_->count : 1,
+                      chunked ? chunks : std::nullopt);
+  if (!rows.ok()) return Annotate(rows.status(), absl::StrCat("dropout '", name(), "'"));
+  ForEachSequenceRun(in.shape(), dim, *rows, launch_run);
   return status;
 }
 

@@ -1,6 +1,8 @@
-// Dropout's random streams: a rank holding a box of a sharded region draws
-// exactly that box of the single-process mask, and the replicated and
-// sharded streams are independent.
+// Dropout's random streams: a rank holding a box of a sharded region, or
+// zigzag chunks of the sequence (context parallelism), possibly split again
+// by sequence parallelism, draws exactly those elements of the
+// single-process mask, and the replicated and sharded streams are
+// independent.
 #include "core/nn/dropout.h"
 
 #include <vector>
@@ -58,6 +60,76 @@ TEST(DropoutTest, ShardedBoxesReproduceTheSingleProcessMask) {
           ASSERT_EQ(got[(b * 2 + t) * 4 + c], ref[(b * 6 + 2 * r + t) * 4 + c])
               << "rank " << r << " at " << b << "," << t << "," << c;
   }
+}
+
+// Rank r of cp holds chunks r and 2cp-1-r of the 2cp chunks of a sequence.
+TokenChunks Zigzag(int r, int cp, int64_t seq_len) {
+  TokenChunks c;
+  c.chunk_len = seq_len / (2 * cp);
+  c.count = 2;
+  c.offsets[0] = r * c.chunk_len;
+  c.offsets[1] = (2 * cp - 1 - r) * c.chunk_len;
+  c.seq_len = seq_len;
+  return c;
+}
+
+TEST(DropoutTest, ZigzagChunksReproduceTheSingleProcessMask) {
+  const int64_t b = 2, t = 16, c = 3;
+  Host whole(Dropout::Stream::kReplicated);
+  const std::vector<float> ref = Mask(*whole.d, Ones({b, t, c}));
+  for (int cp : {2, 4}) {
+    for (int r = 0; r < cp; ++r) {
+      const TokenChunks chunks = Zigzag(r, cp, t);
+      // sp splits the rank's tokens again: block k of sp.
+      for (int sp : {1, 2, 4}) {
+        for (int k = 0; k < sp; ++k) {
+          Host piece(Dropout::Stream::kReplicated);
+          if (sp > 1) piece.d->SetBlockAlong(1, k, sp);
+          RunContext ctx = Ctx();
+          ctx.sequence = chunks;
+          const int64_t rows = chunks.size() / sp;
+          auto got = piece.d->CallForward(ctx, Ones({b, rows, c}));
+          ASSERT_TRUE(got.ok()) << got.status();
+          const std::vector<float> mask = *got->ToFloats();
+          for (int64_t bi = 0; bi < b; ++bi)
+            for (int64_t i = 0; i < rows; ++i)
+              for (int64_t ci = 0; ci < c; ++ci)
+                ASSERT_EQ(mask[(bi * rows + i) * c + ci],
+                          ref[(bi * t + chunks.Position(k * rows + i)) * c + ci])
+                    << "cp " << cp << " rank " << r << " sp block " << k << " of " << sp
+                    << " at " << bi << "," << i << "," << ci;
+        }
+      }
+    }
+  }
+}
+
+TEST(DropoutTest, SequenceRowsOfZigzagChunks) {
+  using Run = SequenceRows::Run;
+  // cp2 rank 0 of 8 tokens: chunks [0, 2) and [6, 8).
+  auto rows = MapSequenceRows(4, 0, 1, Zigzag(0, 2, 8));
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(rows->runs, (std::vector<Run>{{0, 0, 2}, {2, 6, 2}}));
+  EXPECT_EQ(rows->global_rows, 8);
+  // The second sp block of those tokens is the second chunk.
+  rows = MapSequenceRows(2, 1, 2, Zigzag(0, 2, 8));
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(rows->runs, (std::vector<Run>{{0, 6, 2}}));
+  // cp2 rank 1: chunks [2, 4) and [4, 6) touch: one run.
+  rows = MapSequenceRows(4, 0, 1, Zigzag(1, 2, 8));
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(rows->runs, (std::vector<Run>{{0, 2, 4}}));
+  // Without chunks: an sp block of the whole sequence.
+  rows = MapSequenceRows(3, 2, 4, std::nullopt);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(rows->runs, (std::vector<Run>{{0, 6, 3}}));
+  EXPECT_EQ(rows->global_rows, 12);
+  // Rows that are not the rank's tokens are an error naming both.
+  rows = MapSequenceRows(5, 0, 1, Zigzag(0, 2, 8));
+  ASSERT_FALSE(rows.ok());
+  EXPECT_NE(rows.status().message().find("5 rows along the sequence on a rank holding 2 chunks of 2"),
+            std::string::npos)
+      << rows.status();
 }
 
 TEST(DropoutTest, StreamsAreIndependent) {

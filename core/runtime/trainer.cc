@@ -232,6 +232,8 @@ absl::Status Trainer::Init() {
   base.batch_size = c.micro_batch();
   base.rank = parallel_->dp_rank;
   base.world_size = parallel_->dp_size;
+  // Epochs end on the same samples for every dp_size and micro_batch.
+  base.global_batch = c.global_batch();
   base.seed = static_cast<uint64_t>(c.seed());
   base.device = ctx_.device;
   base.num_workers = c.data().num_workers();

@@ -6,29 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
-#include "core/nn/dropout.h"
 #include "strategies/cp/cp_model.h"
 #include "strategies/cp/cp_participant.h"
 #include "strategies/cp/ring.h"
 #include "strategies/cp/ring_attention.h"
 
 namespace weft {
-namespace {
-
-absl::Status CheckNoDropout(Model& model) {
-  for (Module* m : model.Modules()) {
-    auto* d = dynamic_cast<Dropout*>(m);
-    if (d != nullptr && d->p() > 0) {
-      return InvalidArgument(
-          absl::StrCat("dropout p=", d->p(), " at '", d->name(), "' with context parallelism"),
-          "dropout 0 with --cp > 1",
-          "masks index the local chunks, not global positions; set dropout to 0");
-    }
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::Status ContextParallelStrategy::Validate(const StrategyOptionSet&,
                                                const comm::MeshLayout* mesh) const {
@@ -45,7 +28,6 @@ absl::Status ContextParallelStrategy::Apply(StrategyContext& ctx) {
   if (ctx.mesh == nullptr) {
     return InvalidArgument("--strategy=cp without a device mesh", "a multi-rank job with --cp");
   }
-  WEFT_RETURN_IF_ERROR(CheckNoDropout(ctx.model()));
   WEFT_ASSIGN_OR_RETURN(int rank, ctx.mesh->Coordinate("cp"));
   WEFT_ASSIGN_OR_RETURN(int size, ctx.mesh->AxisSize("cp"));
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> group, ctx.mesh->Group("cp"));

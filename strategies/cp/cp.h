@@ -10,8 +10,11 @@
 //   the cp group after the data-parallel reduction (cp_participant.h), so
 //   each cp rank applies the same update, and gradient norms count each
 //   parameter once.
+// - dropout masks follow the chunks' global positions (RunContext::sequence,
+//   core/nn/dropout.h): each rank draws its chunks' rows of the
+//   single-process masks.
 // Composes with ddp, zero and fsdp on the dp axes. Requires seq_len
-// divisible by 2 x cp and dropout 0 (masks are drawn per local element).
+// divisible by 2 x cp.
 // Depends only on comm/ and core/.
 #ifndef WEFT_STRATEGIES_CP_CP_H_
 #define WEFT_STRATEGIES_CP_CP_H_

@@ -32,10 +32,12 @@ class Vacated : public Module {
 }  // namespace
 
 RingAttention::RingAttention(std::unique_ptr<Module> qkv, std::unique_ptr<Module> proj,
-                             int64_t channels, int num_heads, std::shared_ptr<Ring> ring)
+                             std::unique_ptr<Module> dropout, int64_t channels, int num_heads,
+                             std::shared_ptr<Ring> ring)
     : Module("RingAttention"), c_(channels), num_heads_(num_heads), ring_(std::move(ring)) {
   RegisterSwappableModule("qkv", std::move(qkv));
   RegisterSwappableModule("proj", std::move(proj));
+  RegisterSwappableModule("dropout", std::move(dropout));
 }
 
 int RingAttention::LocalHeads(int64_t local_channels) const {
@@ -47,10 +49,17 @@ absl::StatusOr<Tensor> RingAttention::Forward(RunContext& ctx, const Tensor& x) 
     return InvalidArgument("ring attention input " + ShapeString(x.shape()),
                            absl::StrCat("(B, T_local, ", c_, ")"));
   }
-  if (!ctx.sequence.has_value() || ctx.sequence->count != 2 || ctx.sequence->size() != x.dim(1)) {
+  if (!ctx.sequence.has_value() || ctx.sequence->count != 2) {
     return FailedPrecondition("ring attention without this rank's zigzag chunks",
                               "RunContext::sequence with 2 chunks covering the input",
                               "run the model through the cp strategy's root wrapper");
+  }
+  if (ctx.sequence->size() != x.dim(1)) {
+    // Sequence parallelism would hand it a block of the chunks.
+    return FailedPrecondition(
+        absl::StrCat("ring attention input of ", x.dim(1), " tokens on a rank holding ",
+                     ctx.sequence->size(), " tokens of each sequence"),
+        "the rank's whole chunks", "cp composes with tp, not with sp (use --strategy=tp)");
   }
   const TokenChunks mine = *ctx.sequence;
   const int64_t b = x.dim(0), t = x.dim(1);
@@ -86,7 +95,8 @@ absl::StatusOr<Tensor> RingAttention::Forward(RunContext& ctx, const Tensor& x) 
     saved[kOut] = out;
     saved[kLogSumExp] = lse;
   }
-  return child("proj")->CallForward(ctx, out);
+  WEFT_ASSIGN_OR_RETURN(Tensor y, child("proj")->CallForward(ctx, out));
+  return child("dropout")->CallForward(ctx, y);
 }
 
 absl::StatusOr<Tensor> RingAttention::Backward(RunContext& ctx, const Tensor& dy) {
@@ -100,7 +110,8 @@ absl::StatusOr<Tensor> RingAttention::Backward(RunContext& ctx, const Tensor& dy
   const Tensor out = (*saved)[kOut], lse = (*saved)[kLogSumExp];
   const int64_t c = qkv.dim(2) / 3;
   const int heads = LocalHeads(c);
-  WEFT_ASSIGN_OR_RETURN(Tensor dout, child("proj")->CallBackward(ctx, dy));
+  WEFT_ASSIGN_OR_RETURN(Tensor dy_proj, child("dropout")->CallBackward(ctx, dy));
+  WEFT_ASSIGN_OR_RETURN(Tensor dout, child("proj")->CallBackward(ctx, dy_proj));
   WEFT_ASSIGN_OR_RETURN(Tensor dqkv, ctx.Zeros(qkv.shape(), ctx.compute_dtype));
   const int n = ring_->size();
   Tensor cur = kv;
@@ -157,8 +168,11 @@ absl::StatusOr<int> SwapInRingAttention(Module& model, const std::shared_ptr<Rin
                           old->ReplaceChild("qkv", std::make_unique<Vacated>()));
     WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Module> proj,
                           old->ReplaceChild("proj", std::make_unique<Vacated>()));
-    auto ring_attention = std::make_unique<RingAttention>(std::move(qkv), std::move(proj),
-                                                          old->channels(), old->num_heads(), ring);
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Module> dropout,
+                          old->ReplaceChild("dropout", std::make_unique<Vacated>()));
+    auto ring_attention = std::make_unique<RingAttention>(
+        std::move(qkv), std::move(proj), std::move(dropout), old->channels(), old->num_heads(),
+        ring);
     absl::StatusOr<std::unique_ptr<Module>> replaced =
         parent->ReplaceChild(name, std::move(ring_attention));
     if (!replaced.ok()) return Annotate(replaced.status(), "swapping in ring attention");

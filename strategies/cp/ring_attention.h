@@ -1,6 +1,7 @@
 // RingAttention: causal self-attention over a sequence split across the cp
 // ranks, swapped in by the cp strategy for each CausalSelfAttention (same
-// qkv and proj layers, so parameter names and values are unchanged).
+// qkv, proj and residual dropout, so parameter names and values, and the
+// dropout masks' keys, are unchanged).
 //
 // Forward: every rank holds the queries and the K/V block of its two zigzag
 // chunks (RunContext::sequence). The K/V blocks travel cp - 1 steps around
@@ -24,9 +25,12 @@ namespace weft::cp {
 
 class RingAttention : public Module {
  public:
-  // qkv: (B, T, C) -> (B, T, 3C); proj: (B, T, C) -> (B, T, C).
-  RingAttention(std::unique_ptr<Module> qkv, std::unique_ptr<Module> proj, int64_t channels,
-                int num_heads, std::shared_ptr<Ring> ring);
+  // qkv: (B, T, C) -> (B, T, 3C); proj, dropout: (B, T, C) -> (B, T, C).
+  // The dropout draws the masks of the rank's chunks' global positions
+  // (core/nn/dropout.h).
+  RingAttention(std::unique_ptr<Module> qkv, std::unique_ptr<Module> proj,
+                std::unique_ptr<Module> dropout, int64_t channels, int num_heads,
+                std::shared_ptr<Ring> ring);
 
   // x: (B, T_local, C), the rank's chunks of ctx.sequence.
   absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) override;
@@ -45,7 +49,7 @@ class RingAttention : public Module {
 };
 
 // Swaps every CausalSelfAttention under `root` for RingAttention over the
-// same qkv and proj layers; returns how many.
+// same qkv, proj and dropout layers; returns how many.
 absl::StatusOr<int> SwapInRingAttention(Module& root, const std::shared_ptr<Ring>& ring);
 
 }  // namespace weft::cp

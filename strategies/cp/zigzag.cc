@@ -31,6 +31,7 @@ TokenChunks ZigzagOf(int rank, int cp, int64_t chunk_len) {
   c.count = 2;
   c.offsets[0] = rank * chunk_len;
   c.offsets[1] = (2 * cp - 1 - rank) * chunk_len;
+  c.seq_len = 2 * cp * chunk_len;
   return c;
 }
 
