@@ -16,6 +16,17 @@ absl::StatusOr<Tensor> LossModule::CallLoss(RunContext& ctx, const Tensor& predi
   return losses;
 }
 
+absl::StatusOr<Tensor> LossModule::Backward(RunContext& ctx, const Tensor&) {
+  SavedActivations* saved = ctx.FindSaved(this);
+  if (saved == nullptr) {
+    return FailedPrecondition("loss backward without a training forward",
+                              "ComputeLoss with ctx.training before Backward");
+  }
+  Tensor grad = (*saved)[0];
+  ctx.DropSaved(this);
+  return grad;
+}
+
 absl::StatusOr<Tensor> LossModule::Forward(RunContext&, const Tensor&) {
   return FailedPrecondition(absl::StrCat(type_name(), " '", name(), "' called without targets"),
                             "CallLoss(ctx, prediction, targets, scale)",
@@ -35,19 +46,8 @@ absl::StatusOr<Tensor> CrossEntropyLoss::ComputeLoss(RunContext& ctx, const Tens
   WEFT_RETURN_IF_ERROR(ctx.ops->CrossEntropyForwardBackward(
       ctx.kernel(), losses, grad_in_place, targets.View({targets.numel()}), num_classes_, dloss_scale,
       /*compute_grad=*/ctx.training));
-  if (ctx.training) ctx.Saved(this)[0] = logits;  // now holds dL/dlogits
+  if (ctx.training) SaveGradient(ctx, logits);  // now holds dL/dlogits
   return losses;
-}
-
-absl::StatusOr<Tensor> CrossEntropyLoss::Backward(RunContext& ctx, const Tensor&) {
-  SavedActivations* saved = ctx.FindSaved(this);
-  if (saved == nullptr) {
-    return FailedPrecondition("loss backward without a training forward",
-                              "ComputeLoss with ctx.training before Backward");
-  }
-  Tensor dlogits = (*saved)[0];
-  ctx.DropSaved(this);
-  return dlogits;
 }
 
 }  // namespace weft

@@ -30,6 +30,12 @@ class LossModule : public Module {
 
   // A loss needs targets: Forward alone is an error.
   absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) override;
+  // Returns (and releases) the dL/dprediction ComputeLoss saved.
+  absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
+
+ protected:
+  // For ComputeLoss in training: `grad` is what Backward returns.
+  void SaveGradient(RunContext& ctx, const Tensor& grad) { ctx.Saved(this)[0] = grad; }
 };
 
 class CrossEntropyLoss : public LossModule {
@@ -41,8 +47,6 @@ class CrossEntropyLoss : public LossModule {
   absl::StatusOr<Tensor> ComputeLoss(RunContext& ctx, const Tensor& logits, const Tensor& targets,
                                      float dloss_scale) override;
   // Returns dL/dlogits of the micro-batch ctx.slot; `dy` is ignored.
-  absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
-
   int64_t num_classes() const { return num_classes_; }
 
  private:

@@ -206,19 +206,8 @@ absl::StatusOr<Tensor> VocabParallelCrossEntropy::ComputeLoss(RunContext& ctx,
   WEFT_RETURN_IF_ERROR(ctx.ops->VocabCrossEntropyFinish(
       ctx.kernel(), losses, grad_in_place, y, begin, vocab_, global_max, sum_exp, target_logit,
       dloss_scale, ctx.training));
-  if (ctx.training) ctx.Saved(this)[0] = logits;  // now dL/dlogits of this rank's columns
+  if (ctx.training) SaveGradient(ctx, logits);  // now dL/dlogits of this rank's columns
   return losses;
-}
-
-absl::StatusOr<Tensor> VocabParallelCrossEntropy::Backward(RunContext& ctx, const Tensor&) {
-  SavedActivations* saved = ctx.FindSaved(this);
-  if (saved == nullptr) {
-    return FailedPrecondition("loss backward without a training forward",
-                              "ComputeLoss with ctx.training before Backward");
-  }
-  Tensor dlogits = (*saved)[0];
-  ctx.DropSaved(this);
-  return dlogits;
 }
 
 }  // namespace weft::tp

@@ -90,7 +90,6 @@ class VocabParallelCrossEntropy : public LossModule {
   // logits (N, Vp/tp): this rank's columns; losses (N) whole on every rank.
   absl::StatusOr<Tensor> ComputeLoss(RunContext& ctx, const Tensor& logits, const Tensor& targets,
                                      float dloss_scale) override;
-  absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
 
  private:
   const int64_t vocab_;
