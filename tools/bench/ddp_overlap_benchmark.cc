@@ -9,16 +9,15 @@
 //       [--n_layer=4] [--d_model=256] [--bucket_mb=1]
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
+#include <cstdlib>
 #include <string>
-#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
-#include "comm/testing/multiprocess.h"
 #include "core/base/status_macros.h"
 #include "tests/tiny_gpt.h"
+#include "tools/bench/rank_step_timings.h"
 
 ABSL_FLAG(int, world, 2, "ranks");
 ABSL_FLAG(int, steps, 12, "steps per run (the first 2 are warmup)");
@@ -49,43 +48,10 @@ absl::StatusOr<Summary> Run(bool overlap) {
   p->set_strategy("ddp");
   p->set_overlap(overlap);
   p->set_bucket_mb(absl::GetFlag(FLAGS_bucket_mb));
-  const std::string out = absl::StrCat(dir, "/ddp_overlap_", overlap, ".txt");
-  auto results = comm::testing::RunRanks(
-      comm::testing::RankMode::kProcesses, world,
-      [&](const comm::testing::RankContext& rc) -> absl::Status {
-        JobTopology topo;
-        topo.rank = rc.rank;
-        topo.world_size = rc.world_size;
-        topo.store = rc.store;
-        WEFT_ASSIGN_OR_RETURN(auto trainer, testing::MakeGptTrainer(job, topo));
-        std::vector<std::pair<double, double>> steps;
-        for (int i = 0; i < job.train().steps(); ++i) {
-          WEFT_ASSIGN_OR_RETURN(StepStats s, trainer->TrainStep());
-          double wait = 0;
-          for (const auto& [k, v] : s.extra) {
-            if (k == "ddp_wait_ms") wait = v;
-          }
-          steps.push_back({s.step_ms, wait});
-        }
-        if (rc.rank == 0) {
-          std::ofstream f(out);
-          for (size_t i = 2; i < steps.size(); ++i) f << steps[i].first << " " << steps[i].second << "\n";
-        }
-        return absl::OkStatus();
-      },
-      {.deadline = absl::Minutes(10), .timeout = absl::Seconds(120)});
-  WEFT_RETURN_IF_ERROR(comm::testing::AllRanksOk(results));
-  std::ifstream in(out);
-  std::vector<double> step, wait;
-  double a, b;
-  while (in >> a >> b) {
-    step.push_back(a);
-    wait.push_back(b);
-  }
-  if (step.empty()) return absl::InternalError("no steps measured");
-  std::sort(step.begin(), step.end());
-  std::sort(wait.begin(), wait.end());
-  return Summary{step[step.size() / 2], wait[wait.size() / 2]};
+  WEFT_ASSIGN_OR_RETURN(bench::StepTimings t,
+                        bench::TimeRankSteps(job, world, "ddp_wait_ms",
+                                             absl::StrCat("ddp_overlap_", overlap)));
+  return Summary{bench::Median(t.step_ms), bench::Median(t.wait_ms)};
 }
 
 }  // namespace
