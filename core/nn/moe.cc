@@ -63,7 +63,7 @@ void MoeLayer::Record(const std::vector<int32_t>& experts_of, const std::vector<
                       int64_t dropped, float dloss_scale, bool count_stats,
                       std::vector<float>* dprobs_extra) {
   const int e = config_.num_experts, k = config_.top_k, groups = config_.routing_groups;
-  const int64_t n = static_cast<int64_t>(lse.size());
+  const int64_t n = static_cast<int64_t>(experts_of.size()) / k;
   // f[g, j]: fraction of group g's choices routed to j; p[g, j]: mean prob.
   std::vector<double> f(static_cast<size_t>(groups) * e, 0.0), p(f.size(), 0.0);
   std::vector<int64_t> tokens(groups, 0);
@@ -71,6 +71,7 @@ void MoeLayer::Record(const std::vector<int32_t>& experts_of, const std::vector<
     const int g = group_of[t];
     ++tokens[g];
     for (int j = 0; j < k; ++j) f[g * e + experts_of[t * k + j]] += 1.0;
+    if (!count_stats) continue;  // probs feed the aux-loss metric only
     for (int j = 0; j < e; ++j) p[g * e + j] += probs[t * e + j];
   }
   double aux = 0;
@@ -155,8 +156,14 @@ absl::StatusOr<Tensor> MoeLayer::Forward(RunContext& ctx, const Tensor& x) {
   WEFT_RETURN_IF_ERROR(moe->CombineRows(kc, y, expert_out, slots, gates, /*accumulate=*/false));
 
   if (ctx.training) {
-    WEFT_ASSIGN_OR_RETURN(std::vector<float> probs_host, probs.ToVector<float>());
-    WEFT_ASSIGN_OR_RETURN(std::vector<float> lse_host, lse.ToVector<float>());
+    // The probabilities and log-sum-exps are read for the metrics only (the
+    // balance-loss gradient needs the routing fractions): a recompute's
+    // metrics are not counted, so it skips the two reads (host syncs).
+    std::vector<float> probs_host, lse_host;
+    if (!ctx.recomputing) {
+      WEFT_ASSIGN_OR_RETURN(probs_host, probs.ToVector<float>());
+      WEFT_ASSIGN_OR_RETURN(lse_host, lse.ToVector<float>());
+    }
     std::vector<float> dprobs_extra;
     Record(experts_of, probs_host, lse_host, group_of, plan.dropped, ctx.dloss_scale,
            /*count_stats=*/!ctx.recomputing, &dprobs_extra);

@@ -121,8 +121,10 @@ TEST(MoeLayerTest, DroppedTokensGetZeroOutput) {
   std::map<std::string, double> got(metrics.begin(), metrics.end());
   EXPECT_EQ(got.at("moe_dropped_frac"), zero_rows / 10.0);
   EXPECT_GT(got.at("moe_aux_loss"), 0.0);
-  EXPECT_LE(got.at("moe_load_min"), 1.0);
-  EXPECT_GE(got.at("moe_load_max"), 1.0);
+  // Loads average 1 by construction; this routing overflows its experts'
+  // capacity, so the load is strictly uneven.
+  EXPECT_LT(got.at("moe_load_min"), 1.0);
+  EXPECT_GT(got.at("moe_load_max"), 1.0);
   // Taken: a second call reports nothing new.
   metrics.clear();
   AppendMoeMetrics(m, &metrics);
