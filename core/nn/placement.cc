@@ -98,13 +98,6 @@ bool Placement::ShardedOver(const std::string& axis) const {
   return false;
 }
 
-bool Placement::HasDimShards() const {
-  for (const AxisPlacement& a : axes_) {
-    if (a.kind == AxisPlacement::Kind::kShard) return true;
-  }
-  return false;
-}
-
 std::string Placement::ToString() const {
   if (axes_.empty()) return "Replicate";
   return absl::StrJoin(axes_, ", ", [](std::string* out, const AxisPlacement& a) {

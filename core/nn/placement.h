@@ -65,8 +65,6 @@ class Placement {
   bool ShardedOver(const std::string& axis) const;
   // Replicated over `axis`: neither Shard nor FlatShard on it.
   bool ReplicatedOver(const std::string& axis) const { return !ShardedOver(axis); }
-  // True when some Shard(dim) entry splits the tensor (tensor-parallel-like).
-  bool HasDimShards() const;
   const std::vector<AxisPlacement>& axes() const { return axes_; }
   std::string ToString() const;  // "Replicate" or "Shard(0)@tp, FlatShard[0,8)@dp_shard"
 

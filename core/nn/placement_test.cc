@@ -18,7 +18,6 @@ TEST(PlacementTest, ShardsComposeIntoABox) {
   EXPECT_EQ(box.offsets, (std::vector<int64_t>{3, 4, 0}));
   EXPECT_TRUE(p.ShardedOver("tp"));
   EXPECT_TRUE(p.ReplicatedOver("dp_shard"));
-  EXPECT_TRUE(p.HasDimShards());
   EXPECT_EQ(p.ToString(), "Shard(0)@tp, Shard(1)@cp");
 }
 
@@ -38,7 +37,6 @@ TEST(PlacementTest, FlatShardKeepsTheLocalShape) {
   p.FlatShard("dp_shard", 0, 5);
   EXPECT_EQ(p.LocalBox({4, 4})->shape, (Shape{4, 4}));
   EXPECT_TRUE(p.ShardedOver("dp_shard"));
-  EXPECT_FALSE(p.HasDimShards());
 }
 
 std::vector<float> Floats(const Tensor& t) { return *t.ToFloats(); }

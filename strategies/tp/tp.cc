@@ -87,9 +87,15 @@ class PlanApplier {
     if (padded_vocab_ == 0 || padded_vocab_ % n == 0) return "";
     const int64_t per_rank = tp::VocabRowsPerRank(padded_vocab_, n);
     return absl::StrCat(
-        "tp: the model's vocabulary table has ", padded_vocab_, " rows (", vocab_, " tokens",
-        padded_vocab_ > vocab_ ? absl::StrCat(" + ", padded_vocab_ - vocab_, " padding") : "",
-        "), not divisible by tp=", n, "; the vocab-parallel embedding and head "
+        "tp: the model's vocabulary table has ", padded_vocab_, " rows",
+        // vocab_ is known only when a vocab-split loss was swapped in.
+        vocab_ > 0 ? absl::StrCat(" (", vocab_, " tokens",
+                                  padded_vocab_ > vocab_
+                                      ? absl::StrCat(" + ", padded_vocab_ - vocab_, " padding")
+                                      : "",
+                                  ")")
+                   : "",
+        ", not divisible by tp=", n, "; the vocab-parallel embedding and head "
         "pad it to ", per_rank * n, " rows (", per_rank, " per rank; ",
         per_rank * n - padded_vocab_, " zero row(s) on the last rank, never looked up and masked "
         "from the loss); checkpoints keep ", padded_vocab_,
