@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
+#include "core/nn/moe.h"
 #include "strategies/cp/cp_model.h"
 #include "strategies/cp/cp_participant.h"
 #include "strategies/cp/ring.h"
@@ -21,12 +22,30 @@ absl::Status ContextParallelStrategy::Validate(const StrategyOptionSet&,
   }
   WEFT_ASSIGN_OR_RETURN(int cp, mesh->AxisSize("cp"));
   if (cp < 1) return InvalidArgument(absl::StrCat("--cp=", cp), "cp >= 1");
+  // The cp wrapper lists no stages for pp to split, and ring attention needs
+  // the whole micro-batch's chunks.
+  const int pp = mesh->AxisSize("pp").value_or(1);
+  if (cp > 1 && pp > 1) {
+    return FailedPrecondition(absl::StrCat("--cp=", cp, " with --pp=", pp),
+                              "context parallelism without pipeline parallelism",
+                              "cp does not compose with pp yet: drop --cp or --pp");
+  }
   return absl::OkStatus();
 }
 
 absl::Status ContextParallelStrategy::Apply(StrategyContext& ctx) {
   if (ctx.mesh == nullptr) {
     return InvalidArgument("--strategy=cp without a device mesh", "a multi-rank job with --cp");
+  }
+  // MoE routing (capacity, balance loss) spans the tokens routed together;
+  // under cp those would be one rank's chunks, not the sequence.
+  for (Module* m : ctx.model().Modules()) {
+    if (dynamic_cast<MoeLayer*>(m) != nullptr) {
+      return FailedPrecondition(
+          absl::StrCat("--strategy=cp on a model with MoE layers ('", m->name(), "')"),
+          "a dense model under cp",
+          "cp does not compose with MoE yet: its routing would see each rank's chunks only");
+    }
   }
   WEFT_ASSIGN_OR_RETURN(int rank, ctx.mesh->Coordinate("cp"));
   WEFT_ASSIGN_OR_RETURN(int size, ctx.mesh->AxisSize("cp"));
