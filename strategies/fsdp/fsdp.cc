@@ -6,7 +6,7 @@
 #include "core/base/status_macros.h"
 #include "core/parallel/reduce_dtype.h"
 #include "core/parallel/reduce_groups.h"
-#include "strategies/fsdp/fsdp_participant.h"
+#include "core/parallel/sharded_units.h"
 
 namespace weft {
 
@@ -43,7 +43,7 @@ absl::Status FsdpStrategy::Validate(const StrategyOptionSet& options,
 absl::Status FsdpStrategy::Apply(StrategyContext& ctx) {
   // Shards every parameter over the data-parallel ranks itself, except those
   // already sharded over dp_shard (experts under --ep), which it keeps whole
-  // (FsdpParticipant::Build); nothing may be sharded over dp_replicate.
+  // (ShardedUnitsParticipant::Build); nothing may be sharded over dp_replicate.
   WEFT_RETURN_IF_ERROR(CheckNotShardedOver(ctx.model().Parameters(), "dp_replicate", "fsdp"));
   if (ctx.mesh->AxisSize("dp_replicate").value_or(1) > 1) {
     WEFT_RETURN_IF_ERROR(CheckNotShardedOver(ctx.model().Parameters(), "dp_shard", "fsdp (HSDP)"));
@@ -53,7 +53,7 @@ absl::Status FsdpStrategy::Apply(StrategyContext& ctx) {
   if (ctx.mesh->AxisSize("dp_replicate").value_or(1) > 1) {
     WEFT_ASSIGN_OR_RETURN(replicate, ctx.mesh->Group("dp_replicate"));
   }
-  FsdpParticipant::Config config;
+  ShardedUnitsParticipant::Config config;
   const std::string& wrap_types = ctx.options->GetString("fsdp_wrap");
   for (absl::string_view t : absl::StrSplit(wrap_types, '|', absl::SkipEmpty())) {
     config.wrap_types.insert(std::string(t));
@@ -61,8 +61,8 @@ absl::Status FsdpStrategy::Apply(StrategyContext& ctx) {
   config.reshard_after_forward = ctx.options->GetBool("reshard_after_forward");
   config.grad_dtype = ctx.grad_dtype;
   WEFT_ASSIGN_OR_RETURN(config.reduce_dtype, ReduceDType(*ctx.options, ctx.grad_dtype));
-  auto participant = std::make_unique<FsdpParticipant>(std::move(config), shard, replicate,
-                                                       ctx.run->stream);
+  auto participant = std::make_unique<ShardedUnitsParticipant>(std::move(config), shard,
+                                                               replicate, ctx.run->stream);
   WEFT_RETURN_IF_ERROR(participant->Build(ctx));
   ctx.state->participants.push_back(std::move(participant));
   return absl::OkStatus();

@@ -1,10 +1,12 @@
 #include "strategies/zero/zero.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/parallel/reduce_dtype.h"
 #include "core/parallel/reduce_groups.h"
+#include "core/parallel/sharded_units.h"
 #include "strategies/zero/zero_participant.h"
 
 namespace weft {
@@ -13,6 +15,9 @@ OptionSchema ZeroStrategy::Options() const {
   OptionSchema s;
   s.Int("zero_stage", 1, "1: optimizer state sharded, 2: + gradients, 3: + parameters");
   s.Double("bucket_mb", 25, "stages 1-2: parameter group size in MiB, in backward order");
+  s.String("zero3_wrap", "TransformerBlock|Linear",
+           "stage 3: module types that form one gathered unit, separated by '|' (a "
+           "wrapped module's nested wraps are part of it)");
   AddReduceDTypeOption(s);
   return s;
 }
@@ -43,8 +48,26 @@ absl::Status ZeroStrategy::Apply(StrategyContext& ctx) {
   }
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> group,
                         ctx.mesh->FlatGroup({"dp_replicate", "dp_shard"}));
-  auto participant =
-      std::make_unique<ZeroParticipant>(static_cast<int>(ctx.options->GetInt("zero_stage")), group, ctx.run->stream);
+  const int stage = static_cast<int>(ctx.options->GetInt("zero_stage"));
+  if (stage == 3) {
+    // Stage 3 is fsdp's unit schedule over the whole data-parallel group.
+    ShardedUnitsParticipant::Config config;
+    for (absl::string_view t :
+         absl::StrSplit(ctx.options->GetString("zero3_wrap"), '|', absl::SkipEmpty())) {
+      config.wrap_types.insert(std::string(t));
+    }
+    config.grad_dtype = ctx.grad_dtype;
+    WEFT_ASSIGN_OR_RETURN(config.reduce_dtype, ReduceDType(*ctx.options, ctx.grad_dtype));
+    config.axis = "dp_replicate+dp_shard";
+    config.strategy = "zero-3";
+    config.wrap_option = "zero3_wrap";
+    auto participant = std::make_unique<ShardedUnitsParticipant>(std::move(config), group,
+                                                                 nullptr, ctx.run->stream);
+    WEFT_RETURN_IF_ERROR(participant->Build(ctx));
+    ctx.state->participants.push_back(std::move(participant));
+    return absl::OkStatus();
+  }
+  auto participant = std::make_unique<ZeroParticipant>(stage, group, ctx.run->stream);
   WEFT_RETURN_IF_ERROR(participant->Build(ctx));
   ctx.state->participants.push_back(std::move(participant));
   return absl::OkStatus();

@@ -10,12 +10,19 @@
 //            from its first backward write until its reduce-scatter, which
 //            starts as soon as its layers finish backward (overlapping the
 //            rest), every micro-batch; ranks keep only their slice.
-//   stage 3  + parameters sharded. Each layer's parameters are all-gathered
-//            just before its forward and again before its backward, and
-//            freed after each. Shared (tied) parameters stay gathered from
-//            the start of forward to the end of backward.
+//   stage 3  + parameters sharded: fsdp's unit schedule (strategies/fsdp/
+//            fsdp.h) over the whole data-parallel group. Each unit (a module
+//            whose type is in --zero3_wrap, default TransformerBlock|Linear)
+//            is all-gathered before its forward, the next unit prefetched,
+//            freed after, and gathered again for its backward; the root's
+//            other parameters (embeddings, tied head, final norm) stay
+//            gathered from the start of forward to the end of backward.
 // Groups: stages 1-2 bucket parameters in backward order (--bucket_mb);
-// stage 3 has one group per layer, so memory follows the largest layer.
+// stage 3 has one group per unit, so memory follows the largest unit (two
+// while one is prefetched). A unit is gathered whole because one module's
+// backward may write another's gradient (the MLP's fused GELU backward
+// writes fc's bias gradient inside proj's): with one group per Linear that
+// fusion could not run, and bf16 results then differed from one process.
 // Per-rank model state (fp32, Adam): 16Ψ for none, 8Ψ + 8Ψ/N (stage 1),
 // 4Ψ + 12Ψ/N (stage 2), 16Ψ/N (stage 3), plus transient gathered layers.
 #ifndef WEFT_STRATEGIES_ZERO_ZERO_H_

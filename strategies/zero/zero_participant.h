@@ -1,5 +1,6 @@
-// ZeroParticipant: the step schedule of ZeRO stages 1-3 over ShardedGroups
-// (see zero.h for what each stage keeps and when it communicates).
+// ZeroParticipant: the step schedule of ZeRO stages 1 and 2 over
+// ShardedGroups (see zero.h for what each stage keeps and when it
+// communicates). Stage 3 is core/parallel/sharded_units.h.
 #ifndef WEFT_STRATEGIES_ZERO_ZERO_PARTICIPANT_H_
 #define WEFT_STRATEGIES_ZERO_ZERO_PARTICIPANT_H_
 
@@ -42,10 +43,8 @@ class ZeroParticipant : public StepParticipant {
   std::shared_ptr<comm::ProcessGroup> group_;
   NativeStream stream_;
   std::vector<std::unique_ptr<ShardedGroup>> groups_;
-  std::vector<int> pending_;    // params of each group whose owner has not finished backward
-  std::vector<bool> resident_;  // stage 3: gathered for the whole step (shared/root params)
+  std::vector<int> pending_;  // params of each group whose owner has not finished backward
   absl::flat_hash_map<const Parameter*, size_t> group_of_;
-  absl::flat_hash_map<const Module*, std::vector<size_t>> groups_of_module_;  // stage 3
   // At most two full gradient buffers in flight.
   ReduceQueue reduces_{2};
 };

@@ -46,6 +46,7 @@ TEST(ZeroOptionsTest, DefaultsAndTypes) {
   EXPECT_EQ(o.GetInt("zero_stage"), 1);
   EXPECT_EQ(o.GetDouble("bucket_mb"), 25);
   EXPECT_EQ(o.GetEnum("reduce_dtype"), "auto");
+  EXPECT_EQ(o.GetString("zero3_wrap"), "TransformerBlock|Linear");
   absl::Status s = Options(z, {{"zero_stage", "two"}}).status();
   EXPECT_NE(s.message().find("zero.zero_stage='two'"), std::string::npos) << s;
   EXPECT_NE(s.message().find("type int"), std::string::npos) << s;

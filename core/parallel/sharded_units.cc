@@ -1,4 +1,4 @@
-#include "strategies/fsdp/fsdp_participant.h"
+#include "core/parallel/sharded_units.h"
 
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
@@ -8,7 +8,7 @@ namespace weft {
 namespace {
 
 
-// Parameters fsdp shards: all but those already sharded over dp_shard.
+// Parameters the units shard: all but those already sharded over dp_shard.
 void Collect(Module& m, std::vector<Parameter*>* out) {
   for (Parameter* p : m.Parameters()) {
     if (p->placement().ReplicatedOver("dp_shard")) out->push_back(p);
@@ -26,7 +26,7 @@ int ShardBlocks(const Parameter& p) {
 
 }  // namespace
 
-absl::Status FsdpParticipant::AddUnit(const std::string& name, std::vector<Parameter*> params,
+absl::Status ShardedUnitsParticipant::AddUnit(const std::string& name, std::vector<Parameter*> params,
                                       StrategyContext& ctx) {
   ShardedGroup::Options o;
   o.params = ShardedGroup::Mode::kSharded;
@@ -38,13 +38,14 @@ absl::Status FsdpParticipant::AddUnit(const std::string& name, std::vector<Param
   o.ops = ctx.run->ops;
   o.param_allocator = ctx.param_allocator;
   o.grad_allocator = ctx.grad_allocator;
+  o.axis = config_.axis;
   WEFT_ASSIGN_OR_RETURN(auto unit, ShardedGroup::Create(name, params, shard_, o));
   for (Parameter* p : params) unit_of_[p] = static_cast<int>(units_.size());
   units_.push_back(std::move(unit));
   return absl::OkStatus();
 }
 
-absl::Status FsdpParticipant::Build(StrategyContext& ctx) {
+absl::Status ShardedUnitsParticipant::Build(StrategyContext& ctx) {
   Model& model = ctx.model();
   // Wrapped modules in forward (pre-)order; nested wraps are not split.
   std::vector<Module*> wrapped;
@@ -68,20 +69,24 @@ absl::Status FsdpParticipant::Build(StrategyContext& ctx) {
   }
   for (Parameter* p : in_units) {
     if (p->shared()) {
-      return FailedPrecondition("shared parameter " + p->name() + " inside an fsdp unit",
-                                "tied parameters outside the wrapped modules",
-                                "change --strategy_options=fsdp_wrap");
+      return FailedPrecondition(
+          absl::StrCat("shared parameter ", p->name(), " inside a ", config_.strategy, " unit"),
+          "tied parameters outside the wrapped modules",
+          absl::StrCat("change --strategy_options=", config_.wrap_option));
     }
   }
   for (Parameter* p : in_units) {
     if (p->has_copies()) {
-      return FailedPrecondition(absl::StrCat(p->name(), ", which has copies on other ranks, inside an fsdp unit"),
-                                "parameters with copies (tied across pipeline stages) outside the wrapped modules",
-                                "change --strategy_options=fsdp_wrap");
+      return FailedPrecondition(
+          absl::StrCat(p->name(), ", which has copies on other ranks, inside a ", config_.strategy,
+                       " unit"),
+          "parameters with copies (tied across pipeline stages) outside the wrapped modules",
+          absl::StrCat("change --strategy_options=", config_.wrap_option));
     }
   }
   if (root.empty() && copied.empty() && wrapped.empty()) {
-    return InvalidArgument("fsdp on a model without parameters", "a model with parameters");
+    return InvalidArgument(config_.strategy + " on a model without parameters",
+                           "a model with parameters");
   }
   // Index 0 is the root unit even when it has no parameters (nullptr then).
   unit_module_.push_back(&model);
@@ -108,18 +113,18 @@ absl::Status FsdpParticipant::Build(StrategyContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status FsdpParticipant::Gathered(int u) {
+absl::Status ShardedUnitsParticipant::Gathered(int u) {
   if (units_[u] == nullptr) return absl::OkStatus();
   WEFT_RETURN_IF_ERROR(units_[u]->Gather(/*async=*/false));
   return units_[u]->WaitGathered();
 }
 
-absl::Status FsdpParticipant::Prefetch(int u) {
+absl::Status ShardedUnitsParticipant::Prefetch(int u) {
   if (u < num_root_ || u >= static_cast<int>(units_.size())) return absl::OkStatus();
   return units_[u]->Gather(/*async=*/true);
 }
 
-void FsdpParticipant::InstallHooks(Model& model) {
+void ShardedUnitsParticipant::InstallHooks(Model& model) {
   using HP = Module::HookPoint;
   model.AddHook(HP::kPreForward, [this](Module&, RunContext&) -> absl::Status {
     for (int u = 0; u < num_root_; ++u) WEFT_RETURN_IF_ERROR(Gathered(u));
@@ -175,9 +180,9 @@ void FsdpParticipant::InstallHooks(Model& model) {
   }
 }
 
-absl::Status FsdpParticipant::ReduceUnit(int u) { return reduces_.Launch(*units_[u]); }
+absl::Status ShardedUnitsParticipant::ReduceUnit(int u) { return reduces_.Launch(*units_[u]); }
 
-absl::Status FsdpParticipant::ZeroGrad() {
+absl::Status ShardedUnitsParticipant::ZeroGrad() {
   for (auto& u : units_) {
     if (u != nullptr) WEFT_RETURN_IF_ERROR(u->ZeroShardGrad());
   }
@@ -185,12 +190,12 @@ absl::Status FsdpParticipant::ZeroGrad() {
   return absl::OkStatus();
 }
 
-absl::Status FsdpParticipant::BeforeBackward(const BackwardInfo&) {
+absl::Status ShardedUnitsParticipant::BeforeBackward(const BackwardInfo&) {
   // The previous backward's reductions own their full gradient buffers.
   return reduces_.Drain();
 }
 
-absl::Status FsdpParticipant::FinishGradients() {
+absl::Status ShardedUnitsParticipant::FinishGradients() {
   WEFT_RETURN_IF_ERROR(reduces_.Drain());
   if (replicate_ == nullptr || replicate_->size() == 1) return absl::OkStatus();
   // HSDP: shards are replicated over dp_replicate; sum their gradients.
@@ -204,7 +209,7 @@ absl::Status FsdpParticipant::FinishGradients() {
   return absl::OkStatus();
 }
 
-std::optional<std::vector<OptimTarget>> FsdpParticipant::OptimizerTargets() {
+std::optional<std::vector<OptimTarget>> ShardedUnitsParticipant::OptimizerTargets() {
   std::vector<OptimTarget> targets;
   for (auto& u : units_) {
     if (u == nullptr) continue;
@@ -222,7 +227,7 @@ std::optional<std::vector<OptimTarget>> FsdpParticipant::OptimizerTargets() {
   return targets;
 }
 
-absl::Status FsdpParticipant::ReduceGradNormSq(Tensor& norm_sq) {
+absl::Status ShardedUnitsParticipant::ReduceGradNormSq(Tensor& norm_sq) {
   if (!kept_.empty()) {
     // Rebuilt from this rank's shards plus its kept blocks, each weighted by
     // 1 / (ranks of dp_shard holding it), so the sum over dp_shard counts
@@ -245,7 +250,7 @@ absl::Status FsdpParticipant::ReduceGradNormSq(Tensor& norm_sq) {
   // Disjoint over dp_shard, identical over dp_replicate.
   return Annotate(
       shard_->AllReduce(norm_sq, {.op = comm::ReduceOp::kSum, .stream = stream_})->Wait(),
-      "fsdp gradient norm");
+      config_.strategy + " gradient norm");
 }
 
 

@@ -1,12 +1,16 @@
-// FsdpParticipant: the per-unit gather / reshard / reduce schedule of fsdp
-// (see fsdp.h) and its part in the training step.
+// ShardedUnitsParticipant: the per-unit gather / reshard / reduce schedule
+// that fsdp and zero stage 3 share (strategies/fsdp/fsdp.h describes it),
+// and its part in the training step. A unit is a wrapped module (by type)
+// whose parameters form one flat group, gathered and reduced together, so a
+// module's backward may write a gradient of a sibling in the same unit (the
+// MLP's fused GELU backward writes fc's bias gradient during proj's).
 //
 // Parameters another strategy already sharded over dp_shard (experts under
-// --ep) are kept whole, outside the units: fsdp zeroes their gradients,
-// lists them as whole optimizer targets and counts them in the gradient
-// norm; the strategy that placed them reduces their gradients.
-#ifndef WEFT_STRATEGIES_FSDP_FSDP_PARTICIPANT_H_
-#define WEFT_STRATEGIES_FSDP_FSDP_PARTICIPANT_H_
+// --ep) are kept whole, outside the units: the participant zeroes their
+// gradients, lists them as whole optimizer targets and counts them in the
+// gradient norm; the strategy that placed them reduces their gradients.
+#ifndef WEFT_CORE_PARALLEL_SHARDED_UNITS_H_
+#define WEFT_CORE_PARALLEL_SHARDED_UNITS_H_
 
 #include <memory>
 #include <set>
@@ -21,15 +25,20 @@
 
 namespace weft {
 
-class FsdpParticipant : public StepParticipant {
+class ShardedUnitsParticipant : public StepParticipant {
  public:
   struct Config {
     std::set<std::string> wrap_types;
     bool reshard_after_forward = true;
     DType grad_dtype = DType::kF32;
     DType reduce_dtype = DType::kF32;
+    // The mesh axis (or axes) the units shard over, for placements.
+    std::string axis = "dp_shard";
+    // Names for errors: the strategy, and the option that sets wrap_types.
+    std::string strategy = "fsdp";
+    std::string wrap_option = "fsdp_wrap";
   };
-  FsdpParticipant(Config config, std::shared_ptr<comm::ProcessGroup> shard,
+  ShardedUnitsParticipant(Config config, std::shared_ptr<comm::ProcessGroup> shard,
                   std::shared_ptr<comm::ProcessGroup> replicate, NativeStream stream)
       : config_(std::move(config)),
         shard_(std::move(shard)),
@@ -76,4 +85,4 @@ class FsdpParticipant : public StepParticipant {
 
 }  // namespace weft
 
-#endif  // WEFT_STRATEGIES_FSDP_FSDP_PARTICIPANT_H_
+#endif  // WEFT_CORE_PARALLEL_SHARDED_UNITS_H_
