@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# One GPU session's work in few device calls: build and pack everything here
+# (no GPU needed), carry the pack to the lent GPU machine (no Bazel there),
+# and run every gpu-tagged test, the sanitizers, the speed comparison with
+# PyTorch, each strategy's overhead at world size 1 and the 200-step curve.
+#
+#   tools/bench/gpu_session.sh pack [--out=.gpub] [extra //targets]
+#       builds with //tools:bundle into OUT/bundle, adds BPE-8192 tokens of
+#       ../shared/data (or $WEFT_DATA_DIR) and the PyTorch scripts, and
+#       writes OUT/bundle.tar.xz (must stay under the 64 MiB carry limit)
+#   tools/bench/gpu_session.sh run [--pack=.gpub/bundle.tar.xz] [STAGE ...]
+#       on the GPU machine, from the repository root: unpacks to /tmp/weft_gpu
+#       and runs the stages (default: all, in this order), logging each to
+#       $OUT (or /tmp/weft_gpu/out) and a one-line verdict per item to
+#       summary.txt:
+#         tests       every gpu test binary in the pack
+#         sanitize    memcheck on kernels_parity_test, racecheck on attention_test
+#         speed       gpt_throughput vs PyTorch eager and torch.compile, B=32 and 64
+#         strategies  none, ddp, zero-1/2/3, fsdp, tp, cp at world size 1 (NCCL)
+#         train       GPT-2 124M on BPE-8192 tokens, 200 steps (the loss curve)
+#
+# Each item has a timeout, so one hang cannot eat the session's device time.
+set -uo pipefail
+
+mode="${1:-}"
+shift || true
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+
+pack() {
+  local out="$root/.gpub" extra=()
+  for a in "$@"; do
+    case "$a" in
+      --out=*) out="${a#--out=}" ;;
+      //*) extra+=("$a") ;;
+      *) echo "gpu_session pack: unknown argument '$a'" >&2; exit 2 ;;
+    esac
+  done
+  cd "$root" || exit 1
+  mapfile -t tests < <(bazel query 'attr(tags, "\bgpu\b", tests(//...))' 2>/dev/null)
+  if [ ${#tests[@]} -eq 0 ]; then
+    echo "gpu_session pack: bazel query found no gpu-tagged tests" >&2
+    exit 1
+  fi
+  local targets=("${tests[@]}" //tools/bench:gpt_throughput //models/gpt:train
+                 //core/kernels/cuda:kernels_benchmark "${extra[@]}")
+  rm -rf "$out/bundle"
+  bazel run -c opt //tools:bundle -- --out="$out/bundle" "${targets[@]}" || exit 1
+  local data="${WEFT_DATA_DIR:-$root/../shared/data}"
+  local inputs
+  inputs="$(ls "$data"/tinyshakespeare/input.txt "$data"/wikitext-2/{valid,test}.txt 2>/dev/null \
+            | paste -sd, -)"
+  if [ -z "$inputs" ]; then
+    echo "gpu_session pack: no corpora under $data (set WEFT_DATA_DIR)" >&2
+    exit 1
+  fi
+  bazel run -c opt //tools:prepare_data -- --input="$inputs" --tokenizer=bpe:8192 \
+      --progress=false --out="$out/bundle/data_bpe8k" || exit 1
+  cp "$root"/tools/bench/*.py "$0" "$out/bundle/"
+  tar -C "$out/bundle" -cJf "$out/bundle.tar.xz" .
+  local mib=$(( $(stat -c %s "$out/bundle.tar.xz") / 1048576 ))
+  echo "gpu_session pack: $out/bundle.tar.xz, $mib MiB, ${#targets[@]} targets"
+  if [ "$mib" -ge 64 ]; then
+    echo "gpu_session pack: over the 64 MiB carry limit; pack fewer targets" >&2
+    exit 1
+  fi
+}
+
+# Runs one item with a timeout; its log goes to $logs/<name>.log and its
+# verdict (ok / FAILED rc=N / TIMEOUT) to the summary.
+item() {
+  local name="$1" limit="$2"
+  shift 2
+  local t0=$SECONDS
+  timeout "$limit" "$@" > "$logs/$name.log" 2>&1
+  local rc=$?
+  local verdict="ok"
+  [ $rc -ne 0 ] && verdict="FAILED rc=$rc"
+  [ $rc -eq 124 ] && verdict="TIMEOUT after ${limit}s"
+  printf '%-34s %-22s %4ss\n' "$name" "$verdict" "$((SECONDS - t0))" | tee -a "$summary"
+  return $rc
+}
+
+# The JSON summaries (weft's and PyTorch's benchmarks print one per run) as
+# "impl: tok/s, median step ms, mfu" lines, and each run's ratio to `$2`'s
+# tok/s when given.
+throughput_of() {
+  python3 - "$@" <<'PY'
+import json, sys
+rows = []
+for path in sys.argv[1:]:
+    for line in open(path, errors="replace"):
+        if line.startswith('{"bench"'):
+            rows.append(json.loads(line))
+for r in rows:
+    print(f"  {r['impl']:14s} B={r['global_batch']}: {r['tokens_per_s']:>10,.0f} tok/s  "
+          f"{r['step_ms_median']:8.2f} ms  mfu {r.get('mfu')}")
+weft = [r for r in rows if r["impl"] == "weft"]
+for r in rows:
+    if weft and r["impl"] != "weft":
+        print(f"  weft / {r['impl']} = {weft[0]['tokens_per_s'] / r['tokens_per_s']:.3f}")
+PY
+}
+
+stage_tests() {
+  for t in bin/*_test; do
+    [ -x "$t" ] || continue
+    local n
+    n="$(basename "$t")"
+    item "test $n" 300 ./run "$n" --gtest_brief=1
+    grep -E "Failure|Expected|Which is|FAILED" "$logs/test $n.log" | head -12 >> "$summary"
+  done
+}
+
+stage_sanitize() {
+  item "memcheck kernels_parity_test" 500 \
+      compute-sanitizer --tool memcheck --error-exitcode 9 ./bin/kernels_parity_test --gtest_brief=1
+  item "racecheck attention_test" 500 \
+      compute-sanitizer --tool racecheck --error-exitcode 9 ./bin/attention_test --gtest_brief=1
+}
+
+stage_speed() {
+  for b in 32 64; do
+    item "weft gpt_throughput B=$b" 240 ./run gpt_throughput --device=cuda --global_batch=$b \
+        --micro_batch=$b --steps=30
+    item "torch eager+compile B=$b" 400 python3 gpt_throughput_torch.py --batch=$b --steps=30
+    throughput_of "$logs/weft gpt_throughput B=$b.log" "$logs/torch eager+compile B=$b.log" \
+        | tee -a "$summary"
+  done
+}
+
+stage_strategies() {
+  export WORLD_SIZE=1 RANK=0 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1
+  local port=29700
+  local -a cases=("none:" "ddp:--train.parallel.strategy=ddp"
+                  "zero-1:--train.parallel.strategy=zero --train.parallel.zero_stage=1"
+                  "zero-2:--train.parallel.strategy=zero --train.parallel.zero_stage=2"
+                  "zero-3:--train.parallel.strategy=zero --train.parallel.zero_stage=3"
+                  "fsdp:--train.parallel.strategy=fsdp"
+                  "tp1:--train.parallel.strategy=tp --train.parallel.tp=1"
+                  "cp1:--train.parallel.strategy=cp --train.parallel.cp=1")
+  for c in "${cases[@]}"; do
+    local name="${c%%:*}" flags="${c#*:}"
+    port=$((port + 1))
+    # shellcheck disable=SC2086
+    MASTER_PORT=$port item "strategy $name B=16" 200 ./run gpt_throughput --device=cuda \
+        --global_batch=16 --micro_batch=16 --steps=20 --train.parallel.backend=nccl $flags
+    throughput_of "$logs/strategy $name B=16.log" | sed "s/weft /$name /" | tee -a "$summary"
+  done
+  unset WORLD_SIZE RANK LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR
+}
+
+stage_train() {
+  item "train 124M bpe8k 200 steps" 400 ./run train \
+      --config=bin/train.runfiles/weft/models/gpt/configs/gpt2_124m.textproto \
+      --model.vocab_size=8192 --train.data.data=data_bpe8k --train.steps=200 \
+      --train.optim.warmup_steps=20 --train.log_every=10 --train.metrics_out="$logs/train.jsonl"
+  grep -E "^step (1|10|20|50|100|150|200) \||val_loss" "$logs/train 124M bpe8k 200 steps.log" \
+      | cut -c1-60 >> "$summary"
+}
+
+run() {
+  local packfile="$root/.gpub/bundle.tar.xz" stages=()
+  for a in "$@"; do
+    case "$a" in
+      --pack=*) packfile="${a#--pack=}" ;;
+      tests|sanitize|speed|strategies|train) stages+=("$a") ;;
+      *) echo "gpu_session run: unknown argument '$a'" >&2; exit 2 ;;
+    esac
+  done
+  [ ${#stages[@]} -eq 0 ] && stages=(tests sanitize speed strategies train)
+  local dir=/tmp/weft_gpu
+  rm -rf "$dir" && mkdir -p "$dir" && tar -C "$dir" -xJf "$packfile" || exit 1
+  logs="${OUT:-$dir/out}"
+  mkdir -p "$logs"
+  summary="$logs/summary.txt"
+  cd "$dir" || exit 1
+  export TEST_TMPDIR=/tmp/weft_gpu_tmp WEFT_RUN_QUIET=1
+  mkdir -p "$TEST_TMPDIR"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$summary"
+  for s in "${stages[@]}"; do
+    echo "== $s" | tee -a "$summary"
+    "stage_$s"
+  done
+  echo "== summary ($summary)"
+  cat "$summary"
+}
+
+case "$mode" in
+  pack) pack "$@" ;;
+  run) run "$@" ;;
+  *) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 2 ;;
+esac
