@@ -96,6 +96,15 @@ absl::StatusOr<GemmDims> CheckGemmArgs(const GemmArgs& g) {
     return InvalidArgument("gemm bias_grad without the kDGelu epilogue",
                            "bias_grad only with kDGelu (use BiasGrad otherwise)");
   }
+  if (g.a_col_sums.defined() && (!g.trans_a || g.epilogue != Epilogue::kNone)) {
+    return InvalidArgument("gemm a_col_sums without trans_a, or with an epilogue",
+                           "a_col_sums only beside a weight gradient: trans_a, kNone",
+                           "use BiasGrad otherwise");
+  }
+  if (g.a_col_sums.defined() && g.a_col_sums.numel() != d.m) {
+    return InvalidArgument(absl::StrCat("gemm a_col_sums of ", g.a_col_sums.numel(), " elements"),
+                           absl::StrCat("M = ", d.m, " (the columns of a)"));
+  }
   return d;
 }
 

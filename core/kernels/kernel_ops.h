@@ -60,6 +60,10 @@ struct GemmArgs {
   Tensor bias;       // (N): kBias, kBiasGelu
   Tensor aux;        // (M, N): written by kBiasGelu, read by kDGelu
   Tensor bias_grad;  // (N), optional with kDGelu: += column sums of `out`
+  // (M), optional with trans_a and kNone: += column sums of a (K, M), i.e.
+  // the bias gradient beside a weight gradient dW = dyᵀ·x, from the GEMM's
+  // own read of dy (cuBLASLt's BGRAD epilogue) instead of a second pass.
+  Tensor a_col_sums;
 };
 
 struct GemmDims {
@@ -67,7 +71,7 @@ struct GemmDims {
 };
 // Shape and argument rules every Gemm implementation enforces (rank 2,
 // matching inner dimensions, accumulate only without an epilogue,
-// bias_grad only with kDGelu). Device and dtype checks are the backend's.
+// bias_grad only with kDGelu, a_col_sums only with trans_a and kNone). Device and dtype checks are the backend's.
 absl::StatusOr<GemmDims> CheckGemmArgs(const GemmArgs& args);
 
 // One parameter (or shard of one) that an optimizer updates in place.

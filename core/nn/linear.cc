@@ -69,19 +69,21 @@ absl::StatusOr<Tensor> Linear::Backward(RunContext& ctx, const Tensor& dy) {
     WEFT_ASSIGN_OR_RETURN(dw_a, ctx.Empty({m, out_}, dpre.dtype()));
     WEFT_RETURN_IF_ERROR(dw_a.CopyFrom(dpre, ctx.stream, /*async=*/true));
   }
-  auto weight_grad = [ops = ctx.ops, k = ctx.kernel(), w = weight_, dw_a, x]() {
-    return ops->Gemm(k, {.out = w->grad, .a = dw_a, .b = x, .trans_a = true, .accumulate = true});
+  // The bias gradient (column sums of dpre) comes out of the same GEMM,
+  // unless proj's fused GELU backward already wrote it.
+  const bool bias_done = options_.gelu && dy_is_preactivation_;
+  dy_is_preactivation_ = false;
+  Parameter* const bias = bias_done ? nullptr : bias_;
+  auto weight_grad = [ops = ctx.ops, k = ctx.kernel(), w = weight_, bias, dw_a, x]() {
+    GemmArgs g{.out = w->grad, .a = dw_a, .b = x, .trans_a = true, .accumulate = true};
+    if (bias != nullptr) g.a_col_sums = bias->grad;
+    return ops->Gemm(k, g);
   };
   if (ctx.defer_weight_grads) {
     ctx.store().Defer(ctx.slot, std::move(weight_grad));
   } else {
     WEFT_RETURN_IF_ERROR(weight_grad());
   }
-  const bool bias_done = options_.gelu && dy_is_preactivation_;
-  if (bias_ != nullptr && !bias_done) {
-    WEFT_RETURN_IF_ERROR(ctx.ops->BiasGrad(ctx.kernel(), bias_->grad, dpre));
-  }
-  dy_is_preactivation_ = false;
   // dx = dpre . W, or, fused, d(producer pre-activation) = (dpre . W) * gelu'(pre).
   WEFT_ASSIGN_OR_RETURN(Tensor dx, ctx.Empty({m, in_}, ctx.compute_dtype));
   GemmArgs g{.out = dx, .a = dpre, .b = weight_->value};

@@ -405,6 +405,10 @@ absl::Status FastCpuKernelOps::Gemm(const KernelContext& ctx, const GemmArgs& g)
   if (g.bias_grad.defined()) {
     WEFT_RETURN_IF_ERROR(CheckShape(g.bias_grad, "dbias", {n}));
   }
+  if (g.a_col_sums.defined()) {
+    WEFT_RETURN_IF_ERROR(CheckShape(g.a_col_sums, "gemm a_col_sums", {m}));
+  }
+  float* a_sums = g.a_col_sums.defined() ? g.a_col_sums.data<float>() : nullptr;
   float* c = g.out.data<float>();
   const float* a = g.a.data<float>();
   const float* b = g.b.data<float>();
@@ -422,6 +426,8 @@ absl::Status FastCpuKernelOps::Gemm(const KernelContext& ctx, const GemmArgs& g)
                 g.trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(rows),
                 static_cast<int>(n), static_cast<int>(k), 1.0f, ar, lda, b, ldb, beta,
                 c + r0 * n, static_cast<int>(n));
+    // a is (K, M) here (trans_a): this chunk's rows of out are its columns.
+    if (a_sums != nullptr) ColumnSums(a_sums, a, k, lda, r0, r1);
     switch (epi) {
       case Epilogue::kNone:
         break;

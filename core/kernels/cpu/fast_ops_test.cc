@@ -92,6 +92,25 @@ TEST_P(FastOpsTest, GemmAllEpiloguesAndTransposes) {
   }
 }
 
+TEST_P(FastOpsTest, WeightGradientWithItsBiasGradientIsBitwiseTheReference) {
+  // dW += dyᵀ·x with db += column sums of dy from the same call.
+  const int64_t tokens = 45, out = 37, in = 29;
+  Tensor dy = RandomTensor({tokens, out}, 1), x = RandomTensor({tokens, in}, 2);
+  Tensor dw0 = RandomTensor({out, in}, 3), db0 = RandomTensor({out}, 4);
+  Tensor dw[2] = {Copy(dw0), Copy(dw0)}, db[2] = {Copy(db0), Copy(db0)};
+  for (int w = 0; w < 2; ++w) {
+    GemmArgs g{.out = dw[w], .a = dy, .b = x, .trans_a = true, .accumulate = true};
+    g.a_col_sums = db[w];
+    ASSERT_TRUE((w == 0 ? static_cast<KernelOps&>(fast_) : ref_).Gemm(kCtx, g).ok());
+  }
+  ExpectClose(dw[0], dw[1], 1e-5, "weight gradient");
+  ExpectBitwise(db[0], db[1], "bias gradient");
+  // And the same bits as a separate BiasGrad, which the layers used before.
+  Tensor separate = Copy(db0);
+  ASSERT_TRUE(ref_.BiasGrad(kCtx, separate, dy).ok());
+  ExpectBitwise(db[0], separate, "bias gradient vs BiasGrad");
+}
+
 TEST_P(FastOpsTest, BiasGradIsBitwiseTheReference) {
   Tensor dy = RandomTensor({53, 70}, 1);
   Tensor a = RandomTensor({70}, 2), b = Copy(a);

@@ -32,6 +32,10 @@ absl::Status CpuKernelOps::Gemm(const KernelContext&, const GemmArgs& g) {
   }
   switch (g.epilogue) {
     case Epilogue::kNone:
+      if (g.a_col_sums.defined()) {
+        Tensor sums = g.a_col_sums;
+        return BiasGrad(KernelContext{Device::Cpu()}, sums, g.a);  // a is (K, M)
+      }
       return absl::OkStatus();
     case Epilogue::kBias: {
       WEFT_RETURN_IF_ERROR(CheckShape(g.bias, "gemm bias", {n}));

@@ -120,6 +120,33 @@ TEST(GemmTest, BiasGeluForwardAndDGeluBackwardMatchFiniteDifferences) {
   EXPECT_LT(RelativeError(Values(db), NumericalGradient(bias, loss)), 1e-2);
 }
 
+TEST(GemmTest, ColumnSumsOfAOnlyBesideAWeightGradient) {
+  CpuKernelOps ops;
+  Tensor a = RandomTensor({3, 4}, 1), b = RandomTensor({3, 2}, 2);
+  Tensor out = *Tensor::Zeros({4, 2}, DType::kF32);
+  Tensor sums = *Tensor::Zeros({4}, DType::kF32);
+  GemmArgs g{.out = out, .a = a, .b = b, .trans_a = true};
+  g.a_col_sums = sums;
+  ASSERT_TRUE(ops.Gemm(kCtx, g).ok());
+  const float* av = a.data<float>();
+  EXPECT_FLOAT_EQ(sums.data<float>()[1], av[1] + av[5] + av[9]);
+  // Without trans_a the sums would be over a's rows: refused, as is a
+  // length other than M and an epilogue beside them.
+  Tensor a2 = RandomTensor({4, 3}, 3);
+  GemmArgs plain{.out = out, .a = a2, .b = b};
+  plain.a_col_sums = sums;
+  absl::Status s = ops.Gemm(kCtx, plain);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("a_col_sums"), std::string::npos) << s;
+  g.a_col_sums = *Tensor::Zeros({3}, DType::kF32);
+  s = ops.Gemm(kCtx, g);
+  EXPECT_NE(s.message().find("M = 4"), std::string::npos) << s;
+  g.a_col_sums = sums;
+  g.epilogue = Epilogue::kBias;
+  g.bias = *Tensor::Zeros({2}, DType::kF32);
+  EXPECT_FALSE(ops.Gemm(kCtx, g).ok());
+}
+
 TEST(GemmTest, BiasGradAccumulates) {
   CpuKernelOps ops;
   Tensor dy = RandomTensor({3, 2}, 1);

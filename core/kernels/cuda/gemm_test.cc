@@ -15,18 +15,17 @@ struct Case {
   bool ta, tb;
 };
 
-struct Outputs {
-  std::vector<float> out, aux, bias_grad;
-};
-
 // Runs one GEMM on both devices; ab and out are the GPU dtypes, the CPU
 // sees the same (rounded) values in f32.
+// with_a_col_sums: the weight-gradient form, where the bias gradient (the
+// column sums of a) comes out of the same GEMM (cuBLASLt BGRADB).
 void CheckGemm(const Case& c, DType ab, DType out_dtype, Epilogue epi, bool accumulate,
-               bool with_bias_grad) {
+               bool with_bias_grad, bool with_a_col_sums = false) {
   SCOPED_TRACE(::testing::Message() << "m=" << c.m << " n=" << c.n << " k=" << c.k << " ta="
                                   << c.ta << " tb=" << c.tb << " ab=" << DTypeName(ab)
                                   << " out=" << DTypeName(out_dtype)
-                                  << " epilogue=" << static_cast<int>(epi));
+                                  << " epilogue=" << static_cast<int>(epi)
+                                  << " a_col_sums=" << with_a_col_sums);
   const Shape a_shape = c.ta ? Shape{c.k, c.m} : Shape{c.m, c.k};
   const Shape b_shape = c.tb ? Shape{c.n, c.k} : Shape{c.k, c.n};
   const std::vector<float> a = RoundTo(ab, Random(c.m * c.k, 1));
@@ -35,6 +34,7 @@ void CheckGemm(const Case& c, DType ab, DType out_dtype, Epilogue epi, bool accu
   const std::vector<float> bias = RoundTo(out_dtype, Random(c.n, 4));
   const std::vector<float> aux0 = RoundTo(out_dtype, Random(c.m * c.n, 5, 2.0f));
   const std::vector<float> bg0 = Random(c.n, 6);
+  const std::vector<float> as0 = Random(c.m, 8);
   const bool has_bias = epi == Epilogue::kBias || epi == Epilogue::kBiasGelu;
   const bool has_aux = epi == Epilogue::kBiasGelu || epi == Epilogue::kDGelu;
 
@@ -64,6 +64,10 @@ void CheckGemm(const Case& c, DType ab, DType out_dtype, Epilogue epi, bool accu
     cpu.bias_grad = Host(bg0, {c.n});
     gpu.bias_grad = Gpu(bg0, {c.n}, DType::kF32);
   }
+  if (with_a_col_sums) {
+    cpu.a_col_sums = Host(as0, {c.m});
+    gpu.a_col_sums = Gpu(as0, {c.m}, DType::kF32);
+  }
   ASSERT_TRUE(CpuOps().Gemm(kCpuCtx, cpu).ok());
   const absl::Status st = GpuOps().Gemm(GpuCtx(), gpu);
   ASSERT_TRUE(st.ok()) << st;
@@ -76,6 +80,11 @@ void CheckGemm(const Case& c, DType ab, DType out_dtype, Epilogue epi, bool accu
   }
   if (with_bias_grad) {
     EXPECT_TRUE(Close(Floats(gpu.bias_grad), Floats(cpu.bias_grad), tol)) << "bias_grad";
+  }
+  if (with_a_col_sums) {
+    // f32 sums of the same (rounded) inputs: only the order differs.
+    EXPECT_TRUE(Close(Floats(gpu.a_col_sums), Floats(cpu.a_col_sums), TolFor(DType::kF32, true)))
+        << "a_col_sums";
   }
 }
 
@@ -122,6 +131,22 @@ TEST(GemmParityTest, Gpt2Shapes) {
             true);
   CheckGemm({3072, 768, 512, true, false}, DType::kBF16, DType::kF32, Epilogue::kNone, true,
             false);
+}
+
+TEST(GemmParityTest, WeightGradientWithItsBiasGradient) {
+  // Every trans_a shape (7 x 13 forces the unfused fallback: 16-byte rows
+  // are not possible), then GPT-2's qkv, proj and fc weight gradients.
+  for (const Case& c : kShapes) {
+    if (!c.ta) continue;
+    CheckGemm(c, DType::kF32, DType::kF32, Epilogue::kNone, true, false, true);
+    CheckGemm(c, DType::kBF16, DType::kF32, Epilogue::kNone, true, false, true);
+    CheckGemm(c, DType::kBF16, DType::kBF16, Epilogue::kNone, false, false, true);
+  }
+  for (const Case& c : {Case{2304, 768, 512, true, false}, Case{768, 768, 512, true, false},
+                        Case{768, 3072, 512, true, false}}) {
+    CheckGemm(c, DType::kBF16, DType::kF32, Epilogue::kNone, true, false, true);
+  }
+  CheckGemm({4, 8, 0, true, false}, DType::kF32, DType::kF32, Epilogue::kNone, true, false, true);
 }
 
 TEST(GemmParityTest, ZeroK) {

@@ -16,6 +16,7 @@
 #include "core/kernels/cuda/matmul_kernels.h"
 #include "core/tensor/allocator.h"
 #include "core/tensor/cuda/cuda_check.h"
+#include "core/tensor/tensor.h"
 
 namespace weft::cuda {
 namespace {
@@ -42,6 +43,7 @@ cublasLtEpilogue_t LtEpilogue(MatmulEpilogue e) {
     case MatmulEpilogue::kBias: return CUBLASLT_EPILOGUE_BIAS;
     case MatmulEpilogue::kBiasGelu: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
     case MatmulEpilogue::kDGelu: return CUBLASLT_EPILOGUE_DGELU;
+    case MatmulEpilogue::kBiasGradA: return CUBLASLT_EPILOGUE_BGRADB;
   }
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
@@ -105,6 +107,9 @@ absl::Status SetPointers(const Plan& plan, const MatmulArgs& args) {
   if (args.epilogue == MatmulEpilogue::kBiasGelu || args.epilogue == MatmulEpilogue::kDGelu) {
     WEFT_RETURN_IF_ERROR(SetDesc(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, args.aux));
   }
+  if (args.epilogue == MatmulEpilogue::kBiasGradA) {
+    WEFT_RETURN_IF_ERROR(SetDesc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, args.bias_grad));
+  }
   return absl::OkStatus();
 }
 
@@ -135,7 +140,8 @@ class LtDevice {
                       Alignment(args.a),
                       Alignment(args.b),
                       Alignment(args.out),
-                      Alignment(args.bias),
+                      Alignment(args.epilogue == MatmulEpilogue::kBiasGradA ? args.bias_grad
+                                                                            : args.bias),
                       Alignment(args.aux)};
     auto it = plans_.find(key);
     if (it == plans_.end()) {
@@ -180,6 +186,10 @@ class LtDevice {
         args.epilogue == MatmulEpilogue::kBias || args.epilogue == MatmulEpilogue::kBiasGelu;
     if (has_bias && args.bias_dtype != args.out_dtype) {
       const int32_t type = CudaType(args.bias_dtype);
+      WEFT_RETURN_IF_ERROR(SetDesc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, type));
+    }
+    if (args.epilogue == MatmulEpilogue::kBiasGradA && args.out_dtype != DType::kF32) {
+      const int32_t type = CUDA_R_32F;  // the bias gradient is always f32 here
       WEFT_RETURN_IF_ERROR(SetDesc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, type));
     }
     if (args.epilogue == MatmulEpilogue::kBiasGelu || args.epilogue == MatmulEpilogue::kDGelu) {
@@ -289,6 +299,10 @@ bool FusedEpilogueMayApply(const MatmulArgs& args) {
   if (has_aux && args.out_dtype != DType::kBF16) return false;
   if (has_aux && (args.n % 8 != 0 || Alignment(args.aux) < 16)) return false;
   if (args.bias != nullptr && Alignment(args.bias) < 16) return false;
+  if (args.epilogue == MatmulEpilogue::kBiasGradA &&
+      (!args.trans_a || Alignment(args.bias_grad) < 16)) {
+    return false;
+  }
   return true;
 }
 
@@ -307,6 +321,7 @@ absl::Status RunPlain(LtDevice& lt, const MatmulArgs& args, void* dest, cudaStre
   plain.epilogue = MatmulEpilogue::kNone;
   plain.bias = nullptr;
   plain.aux = nullptr;
+  plain.bias_grad = nullptr;
   plain.bias_dtype = DType::kF32;
   const absl::Status st = lt.Run(plain, stream);
   return absl::IsUnimplemented(st) ? NoAlgorithm(args) : st;
@@ -346,6 +361,17 @@ absl::Status Matmul(int device, const MatmulArgs& args, cudaStream_t stream) {
     case MatmulEpilogue::kDGelu:
       return LaunchDGelu(args.out, args.out_dtype, args.aux, args.out_dtype, args.m * args.n,
                          stream);
+    case MatmulEpilogue::kBiasGradA: {
+      // Unfused (or K = 0): bias_grad = column sums of a (K, M), written.
+      WEFT_CUDA_RETURN_IF_ERROR(
+          cudaMemsetAsync(args.bias_grad, 0, static_cast<size_t>(args.m) * sizeof(float), stream));
+      if (args.k == 0) return absl::OkStatus();
+      WEFT_ASSIGN_OR_RETURN(Tensor scratch,
+                            Tensor::Empty({ColumnSumScratchFloats(args.k, args.m)}, DType::kF32,
+                                          Device::Cuda(device), nullptr, stream));
+      return LaunchColumnSum(args.bias_grad, DType::kF32, args.a, args.ab_dtype, args.k, args.m,
+                             scratch.data<float>(), stream);
+    }
   }
   return absl::OkStatus();
 }

@@ -33,6 +33,9 @@ enum class MatmulEpilogue : uint8_t {
   kBias,      // out = mm + bias
   kBiasGelu,  // aux = mm + bias; out = gelu(aux)
   kDGelu,     // out = mm * gelu'(aux)
+  // out [+]= mm; bias_grad (M, f32) = column sums of a (K, M) (trans_a
+  // only): cuBLASLt's BGRADB, since our a is its B. Written, not added.
+  kBiasGradA,
 };
 
 struct MatmulArgs {
@@ -44,11 +47,12 @@ struct MatmulArgs {
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false;
   bool trans_b = false;
-  bool accumulate = false;  // out += (kNone only)
+  bool accumulate = false;  // out += (kNone and kBiasGradA only)
   MatmulEpilogue epilogue = MatmulEpilogue::kNone;
   const void* bias = nullptr;  // (N)
   DType bias_dtype = DType::kF32;
   void* aux = nullptr;  // (M, N), same dtype as out
+  float* bias_grad = nullptr;  // (M): kBiasGradA
 };
 
 // Enqueues the GEMM on `stream` on device `device` (must be current).

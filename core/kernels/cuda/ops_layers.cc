@@ -163,8 +163,21 @@ absl::Status CudaKernelOps::Gemm(const KernelContext& ctx, const GemmArgs& g) {
     WEFT_RETURN_IF_ERROR(CheckFloat(ctx, g.bias_grad, "gemm bias_grad"));
     WEFT_RETURN_IF_ERROR(CheckNumel(g.bias_grad, "gemm bias_grad", n));
   }
+  // cuBLASLt writes the column sums of a in its epilogue (they overwrite, so
+  // into scratch, then added: gradients accumulate).
+  Tensor a_sums;
+  if (g.a_col_sums.defined()) {  // only with trans_a and kNone (CheckGemmArgs)
+    WEFT_RETURN_IF_ERROR(CheckFloat(ctx, g.a_col_sums, "gemm a_col_sums"));
+    WEFT_ASSIGN_OR_RETURN(a_sums, Scratch(ctx, 4 * m));
+    args.epilogue = MatmulEpilogue::kBiasGradA;
+    args.bias_grad = a_sums.data<float>();
+  }
   DeviceGuard guard(ctx.device.index);
   WEFT_RETURN_IF_ERROR(Matmul(ctx.device.index, args, StreamOf(ctx)));
+  if (a_sums.defined()) {
+    Tensor sums = g.a_col_sums;
+    WEFT_RETURN_IF_ERROR(Add(ctx, sums, sums, a_sums.View({m})));
+  }
   // cuBLASLt's DGELU_BGRAD would overwrite the bias gradient; ours accumulates.
   if (g.bias_grad.defined()) return ColumnSum(ctx, g.bias_grad, g.out, m, n);
   return absl::OkStatus();
