@@ -37,12 +37,13 @@ uint32_t Alignment(const void* p) {
   return a;
 }
 
-cublasLtEpilogue_t LtEpilogue(MatmulEpilogue e) {
-  switch (e) {
+cublasLtEpilogue_t LtEpilogue(const MatmulArgs& args) {
+  switch (args.epilogue) {
     case MatmulEpilogue::kNone: return CUBLASLT_EPILOGUE_DEFAULT;
     case MatmulEpilogue::kBias: return CUBLASLT_EPILOGUE_BIAS;
     case MatmulEpilogue::kBiasGelu: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
-    case MatmulEpilogue::kDGelu: return CUBLASLT_EPILOGUE_DGELU;
+    case MatmulEpilogue::kDGelu:
+      return args.bias_grad != nullptr ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DGELU;
     case MatmulEpilogue::kBiasGradA: return CUBLASLT_EPILOGUE_BGRADB;
   }
   return CUBLASLT_EPILOGUE_DEFAULT;
@@ -51,21 +52,23 @@ cublasLtEpilogue_t LtEpilogue(MatmulEpilogue e) {
 // Everything a cached plan depends on. Pointers only through alignment.
 struct PlanKey {
   int64_t m, n, k;
-  bool trans_a, trans_b, accumulate;
+  bool trans_a, trans_b, accumulate, bias_grad;
   DType ab, out, bias;
   MatmulEpilogue epilogue;
   uint32_t align_a, align_b, align_out, align_bias, align_aux;
 
   friend bool operator==(const PlanKey& x, const PlanKey& y) {
     return x.m == y.m && x.n == y.n && x.k == y.k && x.trans_a == y.trans_a &&
-           x.trans_b == y.trans_b && x.accumulate == y.accumulate && x.ab == y.ab &&
+           x.trans_b == y.trans_b && x.accumulate == y.accumulate &&
+           x.bias_grad == y.bias_grad && x.ab == y.ab &&
            x.out == y.out && x.bias == y.bias && x.epilogue == y.epilogue &&
            x.align_a == y.align_a && x.align_b == y.align_b && x.align_out == y.align_out &&
            x.align_bias == y.align_bias && x.align_aux == y.align_aux;
   }
   template <typename H>
   friend H AbslHashValue(H h, const PlanKey& k) {
-    return H::combine(std::move(h), k.m, k.n, k.k, k.trans_a, k.trans_b, k.accumulate, k.ab,
+    return H::combine(std::move(h), k.m, k.n, k.k, k.trans_a, k.trans_b, k.accumulate,
+                      k.bias_grad, k.ab,
                       k.out, k.bias, k.epilogue, k.align_a, k.align_b, k.align_out, k.align_bias,
                       k.align_aux);
   }
@@ -107,7 +110,7 @@ absl::Status SetPointers(const Plan& plan, const MatmulArgs& args) {
   if (args.epilogue == MatmulEpilogue::kBiasGelu || args.epilogue == MatmulEpilogue::kDGelu) {
     WEFT_RETURN_IF_ERROR(SetDesc(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, args.aux));
   }
-  if (args.epilogue == MatmulEpilogue::kBiasGradA) {
+  if (args.bias_grad != nullptr) {  // kBiasGradA, or kDGelu's DGELU_BGRAD
     WEFT_RETURN_IF_ERROR(SetDesc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, args.bias_grad));
   }
   return absl::OkStatus();
@@ -133,6 +136,7 @@ class LtDevice {
                       args.trans_a,
                       args.trans_b,
                       args.accumulate,
+                      args.bias_grad != nullptr,
                       args.ab_dtype,
                       args.out_dtype,
                       args.bias_dtype,
@@ -140,8 +144,7 @@ class LtDevice {
                       Alignment(args.a),
                       Alignment(args.b),
                       Alignment(args.out),
-                      Alignment(args.epilogue == MatmulEpilogue::kBiasGradA ? args.bias_grad
-                                                                            : args.bias),
+                      Alignment(args.bias_grad != nullptr ? args.bias_grad : args.bias),
                       Alignment(args.aux)};
     auto it = plans_.find(key);
     if (it == plans_.end()) {
@@ -180,7 +183,7 @@ class LtDevice {
     const cublasOperation_t op_b = args.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     WEFT_RETURN_IF_ERROR(SetDesc(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, op_a));
     WEFT_RETURN_IF_ERROR(SetDesc(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, op_b));
-    const uint32_t epilogue = LtEpilogue(args.epilogue);
+    const uint32_t epilogue = LtEpilogue(args);
     WEFT_RETURN_IF_ERROR(SetDesc(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue));
     const bool has_bias =
         args.epilogue == MatmulEpilogue::kBias || args.epilogue == MatmulEpilogue::kBiasGelu;
@@ -188,7 +191,7 @@ class LtDevice {
       const int32_t type = CudaType(args.bias_dtype);
       WEFT_RETURN_IF_ERROR(SetDesc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, type));
     }
-    if (args.epilogue == MatmulEpilogue::kBiasGradA && args.out_dtype != DType::kF32) {
+    if (args.bias_grad != nullptr && args.out_dtype != DType::kF32) {
       const int32_t type = CUDA_R_32F;  // the bias gradient is always f32 here
       WEFT_RETURN_IF_ERROR(SetDesc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, type));
     }
@@ -299,10 +302,8 @@ bool FusedEpilogueMayApply(const MatmulArgs& args) {
   if (has_aux && args.out_dtype != DType::kBF16) return false;
   if (has_aux && (args.n % 8 != 0 || Alignment(args.aux) < 16)) return false;
   if (args.bias != nullptr && Alignment(args.bias) < 16) return false;
-  if (args.epilogue == MatmulEpilogue::kBiasGradA &&
-      (!args.trans_a || Alignment(args.bias_grad) < 16)) {
-    return false;
-  }
+  if (args.epilogue == MatmulEpilogue::kBiasGradA && !args.trans_a) return false;
+  if (args.bias_grad != nullptr && Alignment(args.bias_grad) < 16) return false;
   return true;
 }
 
@@ -325,6 +326,20 @@ absl::Status RunPlain(LtDevice& lt, const MatmulArgs& args, void* dest, cudaStre
   plain.bias_dtype = DType::kF32;
   const absl::Status st = lt.Run(plain, stream);
   return absl::IsUnimplemented(st) ? NoAlgorithm(args) : st;
+}
+
+// The unfused bias gradient, written like cuBLASLt's: dst (cols, f32) =
+// column sums of src (rows, cols).
+absl::Status WriteColumnSums(int device, float* dst, const void* src, DType src_dtype,
+                             int64_t rows, int64_t cols, cudaStream_t stream) {
+  WEFT_CUDA_RETURN_IF_ERROR(
+      cudaMemsetAsync(dst, 0, static_cast<size_t>(cols) * sizeof(float), stream));
+  if (rows == 0) return absl::OkStatus();
+  WEFT_ASSIGN_OR_RETURN(Tensor scratch,
+                        Tensor::Empty({ColumnSumScratchFloats(rows, cols)}, DType::kF32,
+                                      Device::Cuda(device), nullptr, stream));
+  return LaunchColumnSum(dst, DType::kF32, src, src_dtype, rows, cols, scratch.data<float>(),
+                         stream);
 }
 
 }  // namespace
@@ -359,19 +374,14 @@ absl::Status Matmul(int device, const MatmulArgs& args, cudaStream_t stream) {
       return LaunchBiasGelu(args.out, args.aux, args.out_dtype, args.bias, args.bias_dtype,
                             args.m, args.n, stream);
     case MatmulEpilogue::kDGelu:
-      return LaunchDGelu(args.out, args.out_dtype, args.aux, args.out_dtype, args.m * args.n,
-                         stream);
-    case MatmulEpilogue::kBiasGradA: {
-      // Unfused (or K = 0): bias_grad = column sums of a (K, M), written.
-      WEFT_CUDA_RETURN_IF_ERROR(
-          cudaMemsetAsync(args.bias_grad, 0, static_cast<size_t>(args.m) * sizeof(float), stream));
-      if (args.k == 0) return absl::OkStatus();
-      WEFT_ASSIGN_OR_RETURN(Tensor scratch,
-                            Tensor::Empty({ColumnSumScratchFloats(args.k, args.m)}, DType::kF32,
-                                          Device::Cuda(device), nullptr, stream));
-      return LaunchColumnSum(args.bias_grad, DType::kF32, args.a, args.ab_dtype, args.k, args.m,
-                             scratch.data<float>(), stream);
-    }
+      WEFT_RETURN_IF_ERROR(LaunchDGelu(args.out, args.out_dtype, args.aux, args.out_dtype,
+                                       args.m * args.n, stream));
+      if (args.bias_grad == nullptr) return absl::OkStatus();
+      return WriteColumnSums(device, args.bias_grad, args.out, args.out_dtype, args.m, args.n,
+                             stream);
+    case MatmulEpilogue::kBiasGradA:  // a is (K, M)
+      return WriteColumnSums(device, args.bias_grad, args.a, args.ab_dtype, args.k, args.m,
+                             stream);
   }
   return absl::OkStatus();
 }

@@ -32,7 +32,7 @@ enum class MatmulEpilogue : uint8_t {
   kNone,
   kBias,      // out = mm + bias
   kBiasGelu,  // aux = mm + bias; out = gelu(aux)
-  kDGelu,     // out = mm * gelu'(aux)
+  kDGelu,     // out = mm * gelu'(aux); with bias_grad: + its column sums
   // out [+]= mm; bias_grad (M, f32) = column sums of a (K, M) (trans_a
   // only): cuBLASLt's BGRADB, since our a is its B. Written, not added.
   kBiasGradA,
@@ -52,7 +52,9 @@ struct MatmulArgs {
   const void* bias = nullptr;  // (N)
   DType bias_dtype = DType::kF32;
   void* aux = nullptr;  // (M, N), same dtype as out
-  float* bias_grad = nullptr;  // (M): kBiasGradA
+  // Written, not added (cuBLASLt overwrites): kBiasGradA (M) the column
+  // sums of a; kDGelu (N), optional, the column sums of out (DGELU_BGRAD).
+  float* bias_grad = nullptr;
 };
 
 // Enqueues the GEMM on `stream` on device `device` (must be current).

@@ -1,5 +1,6 @@
 // Kernels that complete cuBLASLt GEMMs: the deterministic column sum behind
-// BiasGrad (and GemmArgs::bias_grad), and unfused epilogues used when
+// BiasGrad (and the bias gradients cuBLASLt has no fused epilogue for), and
+// unfused epilogues used when
 // cuBLASLt has no algorithm for a fused one (shape, dtype or alignment).
 // Pointers are device memory on the current device; dtypes kF32 or kBF16.
 #ifndef WEFT_CORE_KERNELS_CUDA_MATMUL_KERNELS_H_

@@ -159,28 +159,33 @@ absl::Status CudaKernelOps::Gemm(const KernelContext& ctx, const GemmArgs& g) {
     WEFT_RETURN_IF_ERROR(CheckSameDType(g.aux, "gemm aux (pre-gelu)", g.out, "gemm out"));
     args.aux = g.aux.raw_data();
   }
+  // A bias gradient comes out of cuBLASLt's epilogue (DGELU_BGRAD for
+  // kDGelu's column sums of out, BGRADB for a weight gradient's column sums
+  // of a). It overwrites, so it goes to scratch and is added: gradients
+  // accumulate.
+  Tensor grad_dst;  // the gradient the sums add into
+  int64_t grad_len = 0;
   if (g.bias_grad.defined()) {  // only with kDGelu (CheckGemmArgs)
     WEFT_RETURN_IF_ERROR(CheckFloat(ctx, g.bias_grad, "gemm bias_grad"));
     WEFT_RETURN_IF_ERROR(CheckNumel(g.bias_grad, "gemm bias_grad", n));
+    grad_dst = g.bias_grad;
+    grad_len = n;
   }
-  // cuBLASLt writes the column sums of a in its epilogue (they overwrite, so
-  // into scratch, then added: gradients accumulate).
-  Tensor a_sums;
   if (g.a_col_sums.defined()) {  // only with trans_a and kNone (CheckGemmArgs)
     WEFT_RETURN_IF_ERROR(CheckFloat(ctx, g.a_col_sums, "gemm a_col_sums"));
-    WEFT_ASSIGN_OR_RETURN(a_sums, Scratch(ctx, 4 * m));
     args.epilogue = MatmulEpilogue::kBiasGradA;
-    args.bias_grad = a_sums.data<float>();
+    grad_dst = g.a_col_sums;
+    grad_len = m;
+  }
+  Tensor sums;
+  if (grad_dst.defined()) {
+    WEFT_ASSIGN_OR_RETURN(sums, Scratch(ctx, 4 * grad_len));
+    args.bias_grad = sums.data<float>();
   }
   DeviceGuard guard(ctx.device.index);
   WEFT_RETURN_IF_ERROR(Matmul(ctx.device.index, args, StreamOf(ctx)));
-  if (a_sums.defined()) {
-    Tensor sums = g.a_col_sums;
-    WEFT_RETURN_IF_ERROR(Add(ctx, sums, sums, a_sums.View({m})));
-  }
-  // cuBLASLt's DGELU_BGRAD would overwrite the bias gradient; ours accumulates.
-  if (g.bias_grad.defined()) return ColumnSum(ctx, g.bias_grad, g.out, m, n);
-  return absl::OkStatus();
+  if (!grad_dst.defined()) return absl::OkStatus();
+  return Add(ctx, grad_dst, grad_dst, sums.View({grad_len}));
 }
 
 absl::Status CudaKernelOps::BiasGrad(const KernelContext& ctx, Tensor& dbias, const Tensor& dy) {
