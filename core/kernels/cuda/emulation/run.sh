@@ -17,18 +17,13 @@ python3 "$here/transform.py" "$root/core/kernels/cuda" "$work/core/kernels/cuda"
 flags=(-std=c++20 -O1 -w -include "$here/prelude.h" -I"$work" -I"$root" -I"$cuda/include")
 libs=(-labsl_status -labsl_statusor -labsl_strings -labsl_cord -labsl_str_format_internal -pthread)
 objs=()
-# The attention kernels (the flash ones, and attention_simple, which
-# dispatches to them) and attention_check are left out: the flash kernels
-# load fragments with ldmatrix (each lane receives rows other lanes
-# addressed) and tiles with cp.async, PTX that transform.py does not rewrite
-# yet. Until it does, only the gpu-tagged attention tests check them.
-for f in layernorm matmul_kernels \
+for f in layernorm matmul_kernels attention_flash_fwd attention_flash_bwd attention_simple \
          cross_entropy reduce optimizer dropout elementwise embedding; do
   g++ "${flags[@]}" -x c++ -c "$work/core/kernels/cuda/$f.cu" -o "$work/$f.o"
   objs+=("$work/$f.o")
 done
 g++ -std=c++20 -O1 -I"$root" -c "$root/core/base/errors.cc" -o "$work/errors.o"
-for check in kernels_check; do
+for check in kernels_check attention_check; do
   g++ "${flags[@]}" -c "$here/$check.cc" -o "$work/$check.o"
   g++ -o "$work/$check" "$work/$check.o" "${objs[@]}" "$work/errors.o" "${libs[@]}"
   echo "== $check"
