@@ -143,13 +143,12 @@ inline void ldmatrix(const void* row, uint32_t* const (&out)[N]) {
 struct Copy { void* dst; const void* src; int size, src_size; };
 inline thread_local std::vector<Copy> uncommitted_;
 inline thread_local std::vector<std::vector<Copy>> groups_;
-inline bool LateCopies() {
-  static const bool late = [] {
-    const char* e = std::getenv("EMU_CP_ASYNC");
-    return e != nullptr && std::strcmp(e, "late") == 0;
-  }();
-  return late;
-}
+// Set from EMU_CP_ASYNC at start-up; a check may switch it between launches.
+inline bool g_late_copies = [] {
+  const char* e = std::getenv("EMU_CP_ASYNC");
+  return e != nullptr && std::strcmp(e, "late") == 0;
+}();
+inline bool LateCopies() { return g_late_copies; }
 inline void DoCopy(const Copy& c) {
   std::memcpy(c.dst, c.src, c.src_size);
   std::memset(static_cast<char*>(c.dst) + c.src_size, 0, c.size - c.src_size);
@@ -177,35 +176,42 @@ inline void cp_async_wait(int n) {
   groups_.erase(groups_.begin(), groups_.begin() + done);
 }
 
+// One std::thread per CUDA thread of a block, reused for every block of the
+// grid (blocks run one after another; thread creation dominated the run time).
 template <typename K, typename... Args>
 void Launch(K kernel, dim3 grid, dim3 block, size_t smem_bytes, void*, Args... args) {
   const unsigned nt = block.x * block.y * block.z;
-  for (unsigned bz = 0; bz < grid.z; ++bz)
-    for (unsigned by = 0; by < grid.y; ++by)
-      for (unsigned bx = 0; bx < grid.x; ++bx) {
-        auto blk = std::make_unique<Block>();
-        blk->bar = std::make_unique<std::barrier<>>(nt);
-        for (unsigned w = 0; w < (nt + 31) / 32; ++w)
-          blk->warp_bar.push_back(std::make_unique<std::barrier<>>(32));
-        blk->dyn_smem = smem_bytes;
-        // Shared memory starts as garbage on a GPU: NaN bytes here, so a
-        // read before the first write shows up in the results.
-        for (const Range& r : g_smem) std::memset(r.base, 0xff, std::min(smem_bytes, r.size));
-        g_block = blk.get();
-        std::vector<std::thread> threads;
-        for (unsigned tid = 0; tid < nt; ++tid) {
-          threads.emplace_back([&, tid] {
-            linear_tid_ = tid;
-            threadIdx_ = {tid % block.x, (tid / block.x) % block.y, tid / (block.x * block.y)};
+  auto blk = std::make_unique<Block>();
+  blk->bar = std::make_unique<std::barrier<>>(nt);
+  for (unsigned w = 0; w < (nt + 31) / 32; ++w)
+    blk->warp_bar.push_back(std::make_unique<std::barrier<>>(32));
+  blk->dyn_smem = smem_bytes;
+  g_block = blk.get();
+  std::vector<std::thread> threads;
+  for (unsigned tid = 0; tid < nt; ++tid) {
+    threads.emplace_back([&, tid] {
+      linear_tid_ = tid;
+      threadIdx_ = {tid % block.x, (tid / block.x) % block.y, tid / (block.x * block.y)};
+      blockDim_ = {block.x, block.y, block.z};
+      gridDim_ = {grid.x, grid.y, grid.z};
+      for (unsigned bz = 0; bz < grid.z; ++bz)
+        for (unsigned by = 0; by < grid.y; ++by)
+          for (unsigned bx = 0; bx < grid.x; ++bx) {
+            // Shared memory starts as garbage on a GPU: NaN bytes here, so
+            // a read before the first write shows up in the results.
+            if (tid == 0)
+              for (const Range& r : g_smem) std::memset(r.base, 0xff, std::min(smem_bytes, r.size));
+            blk->bar->arrive_and_wait();  // the previous block is done, smem reset
             blockIdx_ = {bx, by, bz};
-            blockDim_ = {block.x, block.y, block.z};
-            gridDim_ = {grid.x, grid.y, grid.z};
             kernel(args...);
-          });
-        }
-        for (auto& th : threads) th.join();
-        g_block = nullptr;
-      }
+            uncommitted_.clear();  // copies never waited for do not land
+            groups_.clear();
+            blk->bar->arrive_and_wait();
+          }
+    });
+  }
+  for (auto& th : threads) th.join();
+  g_block = nullptr;
 }
 }  // namespace emu
 

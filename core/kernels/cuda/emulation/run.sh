@@ -16,12 +16,14 @@ cuda="${CUDA_PATH:-/usr/local/cuda}"
 python3 "$here/transform.py" "$root/core/kernels/cuda" "$work/core/kernels/cuda"
 flags=(-std=c++20 -O1 -w -include "$here/prelude.h" -I"$work" -I"$root" -I"$cuda/include")
 libs=(-labsl_status -labsl_statusor -labsl_strings -labsl_cord -labsl_str_format_internal -pthread)
-objs=()
-for f in layernorm matmul_kernels attention_flash_fwd attention_flash_bwd attention_simple \
-         cross_entropy reduce optimizer dropout elementwise embedding; do
-  g++ "${flags[@]}" -x c++ -c "$work/core/kernels/cuda/$f.cu" -o "$work/$f.o"
-  objs+=("$work/$f.o")
-done
+kernels=(layernorm matmul_kernels attention_flash_fwd attention_flash_bwd attention_simple
+         cross_entropy reduce optimizer dropout elementwise embedding)
+# One g++ per kernel file, EMU_JOBS (default: the cores, at most 4) at a time.
+jobs="${EMU_JOBS:-$(( $(nproc) < 4 ? $(nproc) : 4 ))}"
+printf '%s\n' "${kernels[@]}" | xargs -P "$jobs" -I{} \
+  g++ "${flags[@]}" -x c++ -c "$work/core/kernels/cuda/{}.cu" -o "$work/{}.o"
+objs=("${kernels[@]/#/$work/}")
+objs=("${objs[@]/%/.o}")
 g++ -std=c++20 -O1 -I"$root" -c "$root/core/base/errors.cc" -o "$work/errors.o"
 for check in kernels_check attention_check; do
   g++ "${flags[@]}" -c "$here/$check.cc" -o "$work/$check.o"
@@ -29,3 +31,4 @@ for check in kernels_check attention_check; do
   echo "== $check"
   "$work/$check"
 done
+echo "run.sh took ${SECONDS}s"
