@@ -6,9 +6,16 @@
 # emulation hides, shared-memory limits, cuBLASLt), so the gpu-tagged tests
 # still decide. Needs g++ >= 12, python3, Debian's absl and the CUDA headers.
 #
-#   core/kernels/cuda/emulation/run.sh      (from the repository root)
+#   core/kernels/cuda/emulation/run.sh      (from anywhere)
+#   bazel test //core/kernels/cuda:emulation_test
 set -euo pipefail
-root="$(cd "$(dirname "$0")/../../../.." && pwd)"
+# Under `bazel test` (//core/kernels/cuda:emulation_test) the sources are in
+# the runfiles tree, and $0 is a copy named after the target.
+if [ -n "${TEST_SRCDIR:-}" ]; then
+  root="$TEST_SRCDIR/$TEST_WORKSPACE"
+else
+  root="$(cd "$(dirname "$0")/../../../.." && pwd)"
+fi
 here="$root/core/kernels/cuda/emulation"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
