@@ -5,7 +5,8 @@ Usage: transform.py SRC_DIR OUT_DIR
 
 g++ cannot parse kernel launches, inline PTX or __shared__ semantics, so:
   Kernel<<<grid, block[, smem[, stream]]>>>(args)
-      -> emu::Launch([](auto&&... a) { Kernel(a...); }, grid, block, smem, stream, args)
+      -> emu::Launch([&](auto&&... a) { Kernel(a...); }, grid, block, smem, stream, args)
+     (by reference: the kernel may be a local function pointer)
   static __shared__ arrays -> function-local statics (blocks run one at a time)
   inline PTX (asm volatile) -> calls into prelude.h, operand by operand:
     mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32   -> emu::mma
@@ -29,7 +30,7 @@ def launch(m):
         cfg += ', 0, nullptr'
     elif commas == 2:
         cfg += ', nullptr'
-    return 'emu::Launch([](auto&&... emu_a) { ' + m.group(1) + '(emu_a...); }, ' + cfg + ', '
+    return 'emu::Launch([&](auto&&... emu_a) { ' + m.group(1) + '(emu_a...); }, ' + cfg + ', '
 
 
 def split_top(s, sep):
