@@ -2,10 +2,13 @@
 // (g++ -include) before sources rewritten by transform.py. Each CUDA thread
 // is a std::thread; blocks run one after another, so function-local statics
 // stand in for shared memory; std::barrier implements __syncthreads and the
-// warp collectives (__shfl_xor_sync, mma.sync). emu::mma rebuilds the 16x16
-// A and 16x8 B tiles from the 32 lanes' registers with the PTX ISA fragment
-// layout for mma.m16n8k16 (bf16) and multiplies in f32. Slow (a thread per
-// CUDA thread): keep problem sizes small.
+// warp collectives (__shfl_xor_sync, mma.sync, ldmatrix). emu::mma rebuilds
+// the 16x16 A and 16x8 B tiles from the 32 lanes' registers with the PTX ISA
+// fragment layout for mma.m16n8k16 (bf16) and multiplies in f32;
+// emu::ldmatrix hands each lane its words of the 8x8 matrices whose rows
+// other lanes addressed; emu::cp_async copies at once (or, with
+// EMU_CP_ASYNC=late, at the cp.async.wait_group that must cover it).
+// Slow (a thread per CUDA thread): keep problem sizes small.
 #pragma once
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -14,7 +17,10 @@
 #include <barrier>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <thread>
 #include <vector>
 #include <memory>
@@ -24,16 +30,51 @@ namespace emu {
 struct Dim { unsigned x = 1, y = 1, z = 1; };
 inline thread_local Dim threadIdx_, blockIdx_, blockDim_, gridDim_;
 inline thread_local unsigned linear_tid_;
+// Warp collectives exchange through slot (n & 1) for the n-th collective of
+// a thread, so one barrier each suffices: a lane reuses a slot two
+// collectives later, after every lane passed the barrier in between, that
+// is, after every lane finished reading it.
+inline thread_local unsigned collective_ = 0;
 struct Block {
   std::unique_ptr<std::barrier<>> bar;
   std::vector<std::unique_ptr<std::barrier<>>> warp_bar;
-  float xchg[32][32];
-  uint32_t a[32][32][4], b[32][32][2];
+  size_t dyn_smem = 0;  // the launch's dynamic shared memory bytes
+  float xchg[2][32][32];
+  uint32_t a[2][32][32][4], b[2][32][32][2];
+  const void* addr[2][32][32];
 };
 inline Block* g_block = nullptr;
 inline int warp_id() { return linear_tid_ / 32; }
 inline int lane_id() { return linear_tid_ % 32; }
+inline int next_slot() { return collective_++ & 1; }
 inline void warp_sync() { g_block->warp_bar[warp_id()]->arrive_and_wait(); }
+
+[[noreturn]] inline void Fail(const char* what, const void* p, long detail) {
+  fprintf(stderr, "emu: %s (address %p, %ld) in block (%u,%u,%u) thread %u\n", what, p, detail,
+          blockIdx_.x, blockIdx_.y, blockIdx_.z, linear_tid_);
+  std::abort();
+}
+
+// Each translation unit's stand-in for dynamic shared memory (the `smem`
+// defined at the end of this file) registers here, so PTX that names a
+// shared address can insist that [p, p + n) lies in the launch's window.
+struct Range { unsigned char* base; size_t size; };
+inline std::vector<Range> g_smem;
+inline bool RegisterSmem(unsigned char* base, size_t size) {
+  g_smem.push_back({base, size});
+  return true;
+}
+inline void CheckShared(const void* p, size_t n, size_t align, const char* what) {
+  const auto* c = static_cast<const unsigned char*>(p);
+  if (reinterpret_cast<uintptr_t>(p) % align != 0) Fail(what, p, -long(align));
+  for (const Range& r : g_smem) {
+    if (c >= r.base && c < r.base + r.size) {
+      if (c + n > r.base + g_block->dyn_smem) Fail(what, p, long(c - r.base));
+      return;
+    }
+  }
+  Fail(what, p, 0);
+}
 
 inline float bf(uint32_t pair, int half) {
   uint16_t bits = half ? (pair >> 16) : (pair & 0xffff);
@@ -45,19 +86,19 @@ inline float bf(uint32_t pair, int half) {
 
 // PTX m16n8k16 fragment layout (bf16): see attention_mma.cuh.
 inline void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  const int w = warp_id(), l = lane_id();
-  for (int i = 0; i < 4; ++i) g_block->a[w][l][i] = a[i];
-  for (int i = 0; i < 2; ++i) g_block->b[w][l][i] = b[i];
+  const int w = warp_id(), l = lane_id(), s = next_slot();
+  for (int i = 0; i < 4; ++i) g_block->a[s][w][l][i] = a[i];
+  for (int i = 0; i < 2; ++i) g_block->b[s][w][l][i] = b[i];
   warp_sync();
   auto A = [&](int r, int c) {
     int lane = (r % 8) * 4 + (c % 8) / 2;
     int reg = (r >= 8 ? 1 : 0) + (c >= 8 ? 2 : 0);
-    return bf(g_block->a[w][lane][reg], c % 2);
+    return bf(g_block->a[s][w][lane][reg], c % 2);
   };
   auto B = [&](int k, int n) {
     int lane = n * 4 + (k % 8) / 2;
     int reg = k >= 8 ? 1 : 0;
-    return bf(g_block->b[w][lane][reg], k % 2);
+    return bf(g_block->b[s][w][lane][reg], k % 2);
   };
   const int g = l / 4, t = l % 4;
   for (int i = 0; i < 4; ++i) {
@@ -66,34 +107,111 @@ inline void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
     for (int k = 0; k < 16; ++k) acc += A(r, k) * B(k, c);
     d[i] += acc;
   }
-  warp_sync();
 }
 
+// ldmatrix.sync.aligned.m8n8.xN[.trans].shared.b16 (PTX ISA): lane 8i + j
+// supplies the address of row j (16 contiguous bytes) of 8x8 matrix i,
+// i < N (other lanes' addresses are ignored). Lane l receives in out[i] the
+// 32-bit word of matrix i holding row l / 4, columns 2 * (l % 4) and + 1
+// (lower column in the low half); .trans delivers the transposed matrix,
+// so that word holds memory rows 2 * (l % 4) and + 1 of column l / 4.
+template <int N, bool Trans>
+inline void ldmatrix(const void* row, uint32_t* const (&out)[N]) {
+  const int w = warp_id(), l = lane_id(), s = next_slot();
+  if (l < 8 * N) CheckShared(row, 16, 16, "ldmatrix row address outside the dynamic shared window or not 16-byte aligned");
+  g_block->addr[s][w][l] = row;
+  warp_sync();
+  for (int i = 0; i < N; ++i) {
+    uint16_t half[2];
+    for (int j = 0; j < 2; ++j) {
+      const int r = l / 4, c = 2 * (l % 4) + j;  // fragment element (r, c)
+      const int mem_row = Trans ? c : r, mem_col = Trans ? r : c;
+      const auto* p = static_cast<const unsigned char*>(g_block->addr[s][w][8 * i + mem_row]);
+      std::memcpy(&half[j], p + 2 * mem_col, 2);
+    }
+    *out[i] = uint32_t(half[0]) | uint32_t(half[1]) << 16;
+  }
+}
+
+// cp.async.{ca,cg}.shared.global [dst], [src], size, src_size: copies
+// src_size bytes and zero-fills the rest of the size (4, 8 or 16) bytes. By
+// default at once (a copy is then visible after the next barrier, as a
+// waited-for one is); EMU_CP_ASYNC=late holds each copy back until a
+// cp.async.wait_group leaves its group no longer pending, the latest the
+// hardware may land it, so a read that the waits do not cover sees stale
+// shared memory.
+struct Copy { void* dst; const void* src; int size, src_size; };
+inline thread_local std::vector<Copy> uncommitted_;
+inline thread_local std::vector<std::vector<Copy>> groups_;
+// Set from EMU_CP_ASYNC at start-up; a check may switch it between launches.
+inline bool g_late_copies = [] {
+  const char* e = std::getenv("EMU_CP_ASYNC");
+  return e != nullptr && std::strcmp(e, "late") == 0;
+}();
+inline bool LateCopies() { return g_late_copies; }
+inline void DoCopy(const Copy& c) {
+  std::memcpy(c.dst, c.src, c.src_size);
+  std::memset(static_cast<char*>(c.dst) + c.src_size, 0, c.size - c.src_size);
+}
+inline void cp_async(void* dst, const void* src, int size, int src_size) {
+  if (size != 4 && size != 8 && size != 16) Fail("cp.async size not 4, 8 or 16", dst, size);
+  if (src_size < 0 || src_size > size) Fail("cp.async src-size outside [0, size]", src, src_size);
+  if (reinterpret_cast<uintptr_t>(src) % size != 0) Fail("cp.async global source misaligned", src, size);
+  CheckShared(dst, size, size, "cp.async destination outside the dynamic shared window or misaligned");
+  const Copy c{dst, src, size, src_size};
+  if (LateCopies()) {
+    uncommitted_.push_back(c);
+  } else {
+    DoCopy(c);
+  }
+}
+inline void cp_async_commit() {
+  if (LateCopies()) groups_.push_back(std::move(uncommitted_)), uncommitted_.clear();
+}
+// cp.async.wait_group n: all but the n most recently committed groups land.
+inline void cp_async_wait(int n) {
+  if (!LateCopies()) return;
+  const size_t done = groups_.size() > size_t(n) ? groups_.size() - n : 0;
+  for (size_t i = 0; i < done; ++i) for (const Copy& c : groups_[i]) DoCopy(c);
+  groups_.erase(groups_.begin(), groups_.begin() + done);
+}
+
+// One std::thread per CUDA thread of a block, reused for every block of the
+// grid (blocks run one after another; thread creation dominated the run time).
 template <typename K, typename... Args>
-void Launch(K kernel, dim3 grid, dim3 block, size_t, void*, Args... args) {
+void Launch(K kernel, dim3 grid, dim3 block, size_t smem_bytes, void*, Args... args) {
   const unsigned nt = block.x * block.y * block.z;
-  for (unsigned bz = 0; bz < grid.z; ++bz)
-    for (unsigned by = 0; by < grid.y; ++by)
-      for (unsigned bx = 0; bx < grid.x; ++bx) {
-        Block blk;
-        blk.bar = std::make_unique<std::barrier<>>(nt);
-        for (unsigned w = 0; w < (nt + 31) / 32; ++w)
-          blk.warp_bar.push_back(std::make_unique<std::barrier<>>(32));
-        g_block = &blk;
-        std::vector<std::thread> threads;
-        for (unsigned tid = 0; tid < nt; ++tid) {
-          threads.emplace_back([&, tid] {
-            linear_tid_ = tid;
-            threadIdx_ = {tid % block.x, (tid / block.x) % block.y, tid / (block.x * block.y)};
+  auto blk = std::make_unique<Block>();
+  blk->bar = std::make_unique<std::barrier<>>(nt);
+  for (unsigned w = 0; w < (nt + 31) / 32; ++w)
+    blk->warp_bar.push_back(std::make_unique<std::barrier<>>(32));
+  blk->dyn_smem = smem_bytes;
+  g_block = blk.get();
+  std::vector<std::thread> threads;
+  for (unsigned tid = 0; tid < nt; ++tid) {
+    threads.emplace_back([&, tid] {
+      linear_tid_ = tid;
+      threadIdx_ = {tid % block.x, (tid / block.x) % block.y, tid / (block.x * block.y)};
+      blockDim_ = {block.x, block.y, block.z};
+      gridDim_ = {grid.x, grid.y, grid.z};
+      for (unsigned bz = 0; bz < grid.z; ++bz)
+        for (unsigned by = 0; by < grid.y; ++by)
+          for (unsigned bx = 0; bx < grid.x; ++bx) {
+            // Shared memory starts as garbage on a GPU: NaN bytes here, so
+            // a read before the first write shows up in the results.
+            if (tid == 0)
+              for (const Range& r : g_smem) std::memset(r.base, 0xff, std::min(smem_bytes, r.size));
+            blk->bar->arrive_and_wait();  // the previous block is done, smem reset
             blockIdx_ = {bx, by, bz};
-            blockDim_ = {block.x, block.y, block.z};
-            gridDim_ = {grid.x, grid.y, grid.z};
             kernel(args...);
-          });
-        }
-        for (auto& th : threads) th.join();
-        g_block = nullptr;
-      }
+            uncommitted_.clear();  // copies never waited for do not land
+            groups_.clear();
+            blk->bar->arrive_and_wait();
+          }
+    });
+  }
+  for (auto& th : threads) th.join();
+  g_block = nullptr;
 }
 }  // namespace emu
 
@@ -104,11 +222,10 @@ void Launch(K kernel, dim3 grid, dim3 block, size_t, void*, Args... args) {
 inline void __syncthreads() { emu::g_block->bar->arrive_and_wait(); }
 inline float __shfl_xor_sync(unsigned, float v, int o) {
   const int w = emu::warp_id(), l = emu::lane_id();
-  emu::g_block->xchg[w][l] = v;
+  const int s = emu::next_slot();
+  emu::g_block->xchg[s][w][l] = v;
   emu::warp_sync();
-  const float r = emu::g_block->xchg[w][l ^ o];
-  emu::warp_sync();
-  return r;
+  return emu::g_block->xchg[s][w][l ^ o];
 }
 template <typename T> T __ldcs(const T* p) { return *p; }
 inline float __fadd_rn(float a, float b) { return a + b; }
@@ -117,7 +234,10 @@ inline int min(int a, int b) { return a < b ? a : b; }
 inline long min(long a, long b) { return a < b ? a : b; }
 inline cudaError_t EmuFuncSetAttribute(...) { return cudaSuccess; }
 
-namespace weft::cuda { namespace { alignas(16) unsigned char smem[1 << 20]; } }
+namespace weft::cuda { namespace {
+alignas(16) unsigned char smem[1 << 20];  // extern __shared__ smem[] of this file's kernels
+const bool emu_smem_registered = ::emu::RegisterSmem(smem, sizeof(smem));
+} }
 #undef __launch_bounds__
 #define __launch_bounds__(...)
 #include <algorithm>

@@ -6,9 +6,16 @@
 # emulation hides, shared-memory limits, cuBLASLt), so the gpu-tagged tests
 # still decide. Needs g++ >= 12, python3, Debian's absl and the CUDA headers.
 #
-#   core/kernels/cuda/emulation/run.sh      (from the repository root)
+#   core/kernels/cuda/emulation/run.sh      (from anywhere)
+#   bazel test //core/kernels/cuda:emulation_test
 set -euo pipefail
-root="$(cd "$(dirname "$0")/../../../.." && pwd)"
+# Under `bazel test` (//core/kernels/cuda:emulation_test) the sources are in
+# the runfiles tree, and $0 is a copy named after the target.
+if [ -n "${TEST_SRCDIR:-}" ]; then
+  root="$TEST_SRCDIR/$TEST_WORKSPACE"
+else
+  root="$(cd "$(dirname "$0")/../../../.." && pwd)"
+fi
 here="$root/core/kernels/cuda/emulation"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -16,21 +23,19 @@ cuda="${CUDA_PATH:-/usr/local/cuda}"
 python3 "$here/transform.py" "$root/core/kernels/cuda" "$work/core/kernels/cuda"
 flags=(-std=c++20 -O1 -w -include "$here/prelude.h" -I"$work" -I"$root" -I"$cuda/include")
 libs=(-labsl_status -labsl_statusor -labsl_strings -labsl_cord -labsl_str_format_internal -pthread)
-objs=()
-# The attention kernels (the flash ones, and attention_simple, which
-# dispatches to them) and attention_check are left out: the flash kernels
-# load fragments with ldmatrix (each lane receives rows other lanes
-# addressed) and tiles with cp.async, PTX that transform.py does not rewrite
-# yet. Until it does, only the gpu-tagged attention tests check them.
-for f in layernorm matmul_kernels \
-         cross_entropy reduce optimizer dropout elementwise embedding; do
-  g++ "${flags[@]}" -x c++ -c "$work/core/kernels/cuda/$f.cu" -o "$work/$f.o"
-  objs+=("$work/$f.o")
-done
+kernels=(layernorm matmul_kernels attention_flash_fwd attention_flash_bwd attention_simple
+         cross_entropy reduce optimizer dropout elementwise embedding)
+# One g++ per kernel file, EMU_JOBS (default: the cores, at most 4) at a time.
+jobs="${EMU_JOBS:-$(( $(nproc) < 4 ? $(nproc) : 4 ))}"
+printf '%s\n' "${kernels[@]}" | xargs -P "$jobs" -I{} \
+  g++ "${flags[@]}" -x c++ -c "$work/core/kernels/cuda/{}.cu" -o "$work/{}.o"
+objs=("${kernels[@]/#/$work/}")
+objs=("${objs[@]/%/.o}")
 g++ -std=c++20 -O1 -I"$root" -c "$root/core/base/errors.cc" -o "$work/errors.o"
-for check in kernels_check; do
+for check in kernels_check attention_check; do
   g++ "${flags[@]}" -c "$here/$check.cc" -o "$work/$check.o"
   g++ -o "$work/$check" "$work/$check.o" "${objs[@]}" "$work/errors.o" "${libs[@]}"
   echo "== $check"
   "$work/$check"
 done
+echo "run.sh took ${SECONDS}s"

@@ -5,9 +5,16 @@ Usage: transform.py SRC_DIR OUT_DIR
 
 g++ cannot parse kernel launches, inline PTX or __shared__ semantics, so:
   Kernel<<<grid, block[, smem[, stream]]>>>(args)
-      -> emu::Launch([](auto&&... a) { Kernel(a...); }, grid, block, smem, stream, args)
+      -> emu::Launch([&](auto&&... a) { Kernel(a...); }, grid, block, smem, stream, args)
+     (by reference: the kernel may be a local function pointer)
   static __shared__ arrays -> function-local statics (blocks run one at a time)
-  the mma.sync asm in attention_mma.cuh -> emu::mma (layout from the PTX ISA)
+  inline PTX (asm volatile) -> calls into prelude.h, operand by operand:
+    mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32   -> emu::mma
+    ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16 -> emu::ldmatrix
+    cp.async.{ca,cg}.shared.global [dst], [src], size[, src_size] -> emu::cp_async
+    cp.async.commit_group / wait_group N / wait_all       -> emu::cp_async_*
+  Any other asm block stops the transform (it would otherwise not compile, or
+  worse, be skipped).
   cudaFuncSetAttribute / cudaGetLastError / CUB radix sort -> emulator stubs
 Everything else (indexing, masking, fragment loads, reductions) is the real code.
 """
@@ -23,7 +30,124 @@ def launch(m):
         cfg += ', 0, nullptr'
     elif commas == 2:
         cfg += ', nullptr'
-    return 'emu::Launch([](auto&&... emu_a) { ' + m.group(1) + '(emu_a...); }, ' + cfg + ', '
+    return 'emu::Launch([&](auto&&... emu_a) { ' + m.group(1) + '(emu_a...); }, ' + cfg + ', '
+
+
+def split_top(s, sep):
+    """Splits s at `sep` outside parentheses, brackets and string literals."""
+    parts, depth, cur, quote = [], 0, '', False
+    for i, ch in enumerate(s):
+        if quote:
+            cur += ch
+            if ch == '"' and s[i - 1] != '\\':
+                quote = False
+            continue
+        if ch == '"':
+            quote = True
+        elif ch in '([{':
+            depth += 1
+        elif ch in ')]}':
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(cur)
+            cur = ''
+            continue
+        cur += ch
+    parts.append(cur)
+    return parts
+
+
+def operands(section):
+    """'"=r"(a[0]), "r"(x)' -> [('=r', 'a[0]'), ('r', 'x')]."""
+    out = []
+    for op in split_top(section, ','):
+        op = op.strip()
+        if not op:
+            continue
+        m = re.fullmatch(r'"([^"]*)"\s*\((.*)\)', op, flags=re.S)
+        assert m, 'unparsed asm operand: ' + op
+        out.append((m.group(1), ' '.join(m.group(2).split())))
+    return out
+
+
+def shared_pointer(expr, what):
+    # The kernels pass shared addresses as SharedAddress(pointer); the
+    # emulator needs the pointer itself.
+    m = re.fullmatch(r'SharedAddress\((.*)\)', expr)
+    assert m, what + ': shared address operand is not SharedAddress(ptr): ' + expr
+    return m.group(1)
+
+
+def rewrite_asm(body, where):
+    """body: the text between 'asm volatile(' and the closing ')'."""
+    sections = split_top(body, ':')
+    template = ''.join(re.findall(r'"((?:[^"\\]|\\.)*)"', sections[0]))
+    template = template.replace('\\n', ' ').replace('\\t', ' ').strip().rstrip(';').strip()
+    ops = []
+    for sec in sections[1:3]:
+        ops += operands(sec)
+    arg = lambda ref: ops[int(ref.lstrip('%'))][1]
+    regs = lambda group: [arg(r.strip()) for r in group.split(',')]
+    what = where + ': "' + template + '"'
+
+    m = re.fullmatch(r'mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32\s+'
+                     r'\{([^}]*)\},\s*\{([^}]*)\},\s*\{([^}]*)\},\s*\{([^}]*)\}', template)
+    if m:
+        d, a, b, c = (regs(m.group(i)) for i in range(1, 5))
+        assert len(d) == 4 and len(a) == 4 and len(b) == 2 and len(c) == 4, what
+        return ('{ float emu_d[4] = {%s}; const uint32_t emu_a[4] = {%s}, emu_b[2] = {%s}; '
+                '::emu::mma(emu_d, emu_a, emu_b); %s }'
+                % (', '.join(c), ', '.join(a), ', '.join(b),
+                   ' '.join('%s = emu_d[%d];' % (x, i) for i, x in enumerate(d))))
+
+    m = re.fullmatch(r'ldmatrix\.sync\.aligned\.m8n8\.x([124])(\.trans)?\.shared(?:::cta)?\.b16\s+'
+                     r'\{([^}]*)\},\s*\[(%\d+)\]', template)
+    if m:
+        n, trans, dst = int(m.group(1)), bool(m.group(2)), regs(m.group(3))
+        assert len(dst) == n, what
+        ptr = shared_pointer(arg(m.group(4)), what)
+        return '::emu::ldmatrix<%d, %s>(%s, {%s});' % (
+            n, 'true' if trans else 'false', ptr, ', '.join('&' + x for x in dst))
+
+    m = re.fullmatch(r'cp\.async\.(?:ca|cg)\.shared(?:::cta)?\.global(?:\.L2::\w+)?\s+'
+                     r'\[(%\d+)\],\s*\[(%\d+)\],\s*(\d+)(?:,\s*(%\d+))?', template)
+    if m:
+        dst = shared_pointer(arg(m.group(1)), what)
+        size = m.group(3)
+        src_size = arg(m.group(4)) if m.group(4) else size
+        return '::emu::cp_async(%s, %s, %s, %s);' % (dst, arg(m.group(2)), size, src_size)
+
+    if template == 'cp.async.commit_group':
+        return '::emu::cp_async_commit();'
+    m = re.fullmatch(r'cp\.async\.wait_group\s+(%\d+|\d+)', template)
+    if m:
+        n = m.group(1)
+        return '::emu::cp_async_wait(%s);' % (arg(n) if n.startswith('%') else n)
+    if template == 'cp.async.wait_all':
+        return '::emu::cp_async_wait(0);'
+    raise AssertionError('no emulation for inline PTX ' + what)
+
+
+def rewrite_all_asm(name, s):
+    out, pos = '', 0
+    for m in re.finditer(r'asm\s+volatile\s*\(', s):
+        if m.start() < pos:
+            continue
+        depth, i = 1, m.end()
+        while depth:
+            if s[i] == '"':  # skip string literals (may hold parentheses)
+                i += 1
+                while s[i] != '"':
+                    i += 2 if s[i] == '\\' else 1
+            elif s[i] == '(':
+                depth += 1
+            elif s[i] == ')':
+                depth -= 1
+            i += 1
+        end = i + 1 if s[i] == ';' else i
+        out += s[pos:m.start()] + rewrite_asm(s[m.end():i - 1], name)
+        pos = end
+    return out + s[pos:]
 
 
 def transform(name, s):
@@ -34,13 +158,10 @@ def transform(name, s):
     s = s.replace('#include <cub/device/device_radix_sort.cuh>', '')
     s = s.replace('cub::DeviceRadixSort::SortPairs', 'emucub::SortPairs')
     s = re.sub(r'(?<!extern )__shared__ ', 'static ', s)
-    if name == 'attention_mma.cuh':
-        # Only the mma.sync asm has an emulation; ldmatrix and cp.async stay
-        # PTX, so the flash kernels that use them are not emulated (run.sh).
-        s, n = re.subn(r'  asm volatile\(\s*"mma\.sync.*?\);\n', '  ::emu::mma(d, a, b);\n', s,
-                       flags=re.S)
-        assert n == 1, 'mma asm not found'
-    return s
+    # Host g++ has no __cvta_generic_to_shared; the rewritten PTX takes the
+    # pointers themselves, so the 32-bit shared address is never used.
+    s = s.replace('__cvta_generic_to_shared(p)', 'reinterpret_cast<uintptr_t>(p)')
+    return rewrite_all_asm(name, s)
 
 
 def main():
