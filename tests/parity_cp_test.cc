@@ -42,14 +42,6 @@ struct CpCase {
   float dropout = 0;
 };
 
-double MaxLossRelDiff(const testing::ParityRun& a, const testing::ParityRun& ref) {
-  double worst = 0;
-  for (size_t i = 0; i < a.losses.size() && i < ref.losses.size(); ++i) {
-    worst = std::max(worst, std::fabs(a.losses[i] - ref.losses[i]) / std::fabs(ref.losses[i]));
-  }
-  return worst;
-}
-
 class ContextParallelParityTest : public ::testing::TestWithParam<CpCase> {};
 
 TEST_P(ContextParallelParityTest, MatchesOneProcess) {
@@ -86,7 +78,7 @@ TEST_P(ContextParallelParityTest, MatchesOneProcess) {
           << c.label << " step " << s + 1;
     }
   }
-  const double loss_rdiff = MaxLossRelDiff(*multi, *single);
+  const double loss_rdiff = testing::MaxLossRelDiff(*multi, *single);
   std::printf(
       "%s: max loss rdiff %.2e, param diff %.2e; ring %.0f B/step per rank (formula "
       "%.0f), comm_mb %.6f\n",
@@ -155,7 +147,7 @@ TEST(ContextParallelDropoutTest, Cp2Fsdp2MatchesFsdp2) {
   ASSERT_TRUE(multi.ok()) << multi.status();
   testing::ExpectParity(*fsdp, *multi, kLossRtol, kParamTol, "cp2_fsdp2_dropout");
   std::printf("cp2_fsdp2_dropout vs fsdp2: max loss rdiff %.2e, param diff %.2e\n",
-              MaxLossRelDiff(*multi, *fsdp),
+              testing::MaxLossRelDiff(*multi, *fsdp),
               testing::MaxRelativeDifference(multi->params, fsdp->params));
 }
 
@@ -193,7 +185,7 @@ TEST_P(ContextTensorParallelParityTest, Cp2Tp2MatchesOneProcess) {
   EXPECT_DOUBLE_EQ(testing::LastStep(*multi, "cp_ring_mb") * (1 << 20), ring);
   std::printf("%s: max loss rdiff %.2e, param diff %.2e; ring %.0f B/step per rank (formula "
               "%.0f)\n",
-              label.c_str(), MaxLossRelDiff(*multi, *single),
+              label.c_str(), testing::MaxLossRelDiff(*multi, *single),
               testing::MaxRelativeDifference(multi->params, single->params),
               testing::LastStep(*multi, "cp_ring_mb") * (1 << 20), ring);
 }
