@@ -139,9 +139,8 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
           stats.by_op[k].bus_bytes / static_cast<double>(std::max<int64_t>(1, steps));
     }
   }
-  run.memory["setup_peak"] = setup_peak;
-  run.memory["step_peak"] = static_cast<double>(device_alloc->Stats().peak_allocated_bytes) - base;
-  run.memory["peak"] = std::max(setup_peak, run.memory["step_peak"]);
+  const double step_peak = static_cast<double>(device_alloc->Stats().peak_allocated_bytes) - base;
+  run.memory["peak"] = std::max(setup_peak, step_peak);
   if (tp_group != nullptr) {
     const comm::CommStats stats = tp_group->stats();
     for (int k = 0; k < comm::kNumOpKinds; ++k) {
@@ -257,6 +256,15 @@ double LastStep(const ParityRun& run, const std::string& key) {
   if (run.step_metrics.empty()) return std::nan("");
   auto it = run.step_metrics.back().find(key);
   return it == run.step_metrics.back().end() ? std::nan("") : it->second;
+}
+
+double MaxLossRelDiff(const ParityRun& run, const ParityRun& reference) {
+  double worst = 0;
+  for (size_t i = 0; i < run.losses.size() && i < reference.losses.size(); ++i) {
+    worst = std::max(worst, std::fabs(run.losses[i] - reference.losses[i]) /
+                                std::fabs(reference.losses[i]));
+  }
+  return worst;
 }
 
 absl::StatusOr<ParityRun> RunSingleProcess(GptJob job, const RunOptions& options) {

@@ -20,10 +20,10 @@ struct ParityRun {
   // Optimizer state after the last step ("<param>:exp_avg", ...), full.
   std::map<std::string, std::vector<float>> optim;
   // Rank 0's peak bytes: per category ("params", "grads", "optimizer",
-  // "activations"), and the device allocator's ("setup_peak" while the
-  // trainer is built, "step_peak" while it trains, "peak" the larger: what
-  // the trainer's peak_mem_mb reports); "activations_after_forward": the
-  // activation store's bytes at the end of a forward (one micro-batch).
+  // "activations"), and the device allocator's ("peak", while the trainer
+  // is built or trains: what the trainer's peak_mem_mb reports);
+  // "activations_after_forward": the activation store's bytes at the end of
+  // a forward (one micro-batch).
   std::map<std::string, double> memory;
   std::map<std::string, double> comm;    // bus bytes per op kind per step, rank 0
   std::vector<double> comm_mb;           // the step metric comm_mb per step, rank 0
@@ -59,6 +59,9 @@ absl::StatusOr<ParityRun> RunMultiProcess(GptJob job, int world, const RunOption
 double MaxOverSteps(const ParityRun& run, const std::string& key);
 double MeanOverSteps(const ParityRun& run, const std::string& key);
 double LastStep(const ParityRun& run, const std::string& key);
+
+// The largest per-step |loss - reference loss| / |reference loss|.
+double MaxLossRelDiff(const ParityRun& run, const ParityRun& reference);
 
 // gtest expectations: per-step relative loss difference <= loss_rtol and
 // max parameter and optimizer-state difference (relative to max(1, |x|))

@@ -1,9 +1,11 @@
 // Context parallelism vs one process: the same loss at every step and the
 // same parameters and optimizer state after 20 steps at seq_len 256, for
 // cp=2, cp=4, cp2 x fsdp2 and cp2 x ddp2, and with dropout 0.1 (masks of
-// the chunks' global positions) for cp=2, cp2 x tp2 and cp2 x fsdp2. The ring's traffic per step, counted by its
-// process group, must equal the K/V ring formula, and the step's comm_mb
-// must be the ring plus the gradient all-reduce plus the loss sum.
+// the chunks' global positions) for cp=2, cp2 x tp2, and cp2 x fsdp2 and
+// cp2 x zero-2 (against fsdp2 and zero-2 alone). The ring's traffic per
+// step, counted by its process group, must equal the K/V ring formula, and
+// the step's comm_mb must be the ring plus the gradient all-reduce plus the
+// loss sum.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -42,14 +44,6 @@ struct CpCase {
   float dropout = 0;
 };
 
-double MaxLossRelDiff(const testing::ParityRun& a, const testing::ParityRun& ref) {
-  double worst = 0;
-  for (size_t i = 0; i < a.losses.size() && i < ref.losses.size(); ++i) {
-    worst = std::max(worst, std::fabs(a.losses[i] - ref.losses[i]) / std::fabs(ref.losses[i]));
-  }
-  return worst;
-}
-
 class ContextParallelParityTest : public ::testing::TestWithParam<CpCase> {};
 
 TEST_P(ContextParallelParityTest, MatchesOneProcess) {
@@ -86,7 +80,7 @@ TEST_P(ContextParallelParityTest, MatchesOneProcess) {
           << c.label << " step " << s + 1;
     }
   }
-  const double loss_rdiff = MaxLossRelDiff(*multi, *single);
+  const double loss_rdiff = testing::MaxLossRelDiff(*multi, *single);
   std::printf(
       "%s: max loss rdiff %.2e, param diff %.2e; ring %.0f B/step per rank (formula "
       "%.0f), comm_mb %.6f\n",
@@ -138,26 +132,41 @@ TEST(ContextParallelErrorsTest, PipelineAndMoeAreRefusedClearly) {
   EXPECT_NE(m.find("on a model with MoE layers"), std::string::npos) << m;
 }
 
-// cp2 x fsdp2 with dropout. Masks are keyed by the data-parallel rank
-// (core/runtime/trainer.h), so no dp run draws one process's masks; the
-// reference is fsdp2 alone, whose every mask cp must reproduce from its
-// chunks' global positions.
-TEST(ContextParallelDropoutTest, Cp2Fsdp2MatchesFsdp2) {
+// cp2 x (fsdp2 or zero-2 over 2 ranks) with dropout. Masks are keyed by
+// the data-parallel rank (core/runtime/trainer.h), so no dp run draws one
+// process's masks; the reference is the same data-parallel run without cp,
+// whose every mask cp must reproduce from its chunks' global positions.
+struct CpDpCase {
+  std::string label;
+  std::string strategy;
+  int zero_stage = 1;
+};
+
+class ContextParallelDropoutTest : public ::testing::TestWithParam<CpDpCase> {};
+
+TEST_P(ContextParallelDropoutTest, Cp2MatchesTheSameDataParallelRun) {
+  const CpDpCase& c = GetParam();
   GptJob job = CpJob();
   job.mutable_model()->set_dropout(0.1f);
   ParallelConfig* p = job.mutable_train()->mutable_parallel();
-  p->set_strategy("fsdp");
+  p->set_strategy(c.strategy);
+  p->set_zero_stage(c.zero_stage);
   p->set_dp_shard(2);
-  auto fsdp = testing::RunMultiProcess(job, 2);
-  ASSERT_TRUE(fsdp.ok()) << fsdp.status();
+  auto dp = testing::RunMultiProcess(job, 2);
+  ASSERT_TRUE(dp.ok()) << dp.status();
   p->set_cp(2);
   auto multi = testing::RunMultiProcess(job, 4);
   ASSERT_TRUE(multi.ok()) << multi.status();
-  testing::ExpectParity(*fsdp, *multi, kLossRtol, kParamTol, "cp2_fsdp2_dropout");
-  std::printf("cp2_fsdp2_dropout vs fsdp2: max loss rdiff %.2e, param diff %.2e\n",
-              MaxLossRelDiff(*multi, *fsdp),
-              testing::MaxRelativeDifference(multi->params, fsdp->params));
+  testing::ExpectParity(*dp, *multi, kLossRtol, kParamTol, c.label);
+  std::printf("%s vs the same run without cp: max loss rdiff %.2e, param diff %.2e\n",
+              c.label.c_str(), testing::MaxLossRelDiff(*multi, *dp),
+              testing::MaxRelativeDifference(multi->params, dp->params));
 }
+
+INSTANTIATE_TEST_SUITE_P(Cases, ContextParallelDropoutTest,
+                         ::testing::Values(CpDpCase{"cp2_fsdp2_dropout", "fsdp"},
+                                           CpDpCase{"cp2_zero2_dropout", "zero", 2}),
+                         [](const ::testing::TestParamInfo<CpDpCase>& i) { return i.param.label; });
 
 // cp2 x tp2 on 4 ranks: each rank's ring carries the K/V blocks of its own
 // tp heads only, half a cp-only block. With dropout, the tp ranks hold
@@ -193,7 +202,7 @@ TEST_P(ContextTensorParallelParityTest, Cp2Tp2MatchesOneProcess) {
   EXPECT_DOUBLE_EQ(testing::LastStep(*multi, "cp_ring_mb") * (1 << 20), ring);
   std::printf("%s: max loss rdiff %.2e, param diff %.2e; ring %.0f B/step per rank (formula "
               "%.0f)\n",
-              label.c_str(), MaxLossRelDiff(*multi, *single),
+              label.c_str(), testing::MaxLossRelDiff(*multi, *single),
               testing::MaxRelativeDifference(multi->params, single->params),
               testing::LastStep(*multi, "cp_ring_mb") * (1 << 20), ring);
 }

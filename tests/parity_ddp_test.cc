@@ -96,14 +96,10 @@ TEST(DataParallelEpochTest, EpochBoundariesMatchOneProcess) {
     ASSERT_TRUE(multi.ok()) << multi.status();
     const std::string label = c.strategy + "2 across epochs";
     testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, label);
-    double loss_rdiff = 0;
-    for (size_t i = 0; i < multi->losses.size(); ++i) {
-      loss_rdiff = std::max(loss_rdiff, std::fabs(multi->losses[i] - single->losses[i]) /
-                                            std::fabs(single->losses[i]));
-    }
     std::printf("%s (%lld samples, epochs of %lld): max loss rdiff %.2e, param diff %.2e\n",
                 label.c_str(), static_cast<long long>(*samples), static_cast<long long>(epoch),
-                loss_rdiff, testing::MaxRelativeDifference(multi->params, single->params));
+                testing::MaxLossRelDiff(*multi, *single),
+                testing::MaxRelativeDifference(multi->params, single->params));
   }
 }
 

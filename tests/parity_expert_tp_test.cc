@@ -44,11 +44,6 @@ double Get(const testing::ParityRun& run, const std::string& key) {
 
 void Check(const testing::ParityRun& single, const testing::ParityRun& run,
            const std::string& label) {
-  double worst_loss = 0;
-  for (size_t i = 0; i < run.losses.size() && i < single.losses.size(); ++i) {
-    worst_loss = std::max(worst_loss, std::fabs(run.losses[i] - single.losses[i]) /
-                                          std::fabs(single.losses[i]));
-  }
   double worst_norm = 0;
   for (size_t i = 0; i < run.grad_norms.size() && i < single.grad_norms.size(); ++i) {
     worst_norm = std::max(worst_norm, std::fabs(run.grad_norms[i] - single.grad_norms[i]) /
@@ -56,7 +51,8 @@ void Check(const testing::ParityRun& single, const testing::ParityRun& run,
   }
   std::printf("%s: loss %.4f -> %.4f, max loss rel diff %.2e, max param diff %.2e, "
               "max grad norm rel diff %.2e\n",
-              label.c_str(), run.losses.front(), run.losses.back(), worst_loss,
+              label.c_str(), run.losses.front(), run.losses.back(),
+              testing::MaxLossRelDiff(run, single),
               testing::MaxRelativeDifference(run.params, single.params), worst_norm);
   testing::ExpectParity(single, run, kLossRtol, kParamTol, label);
   // The clipping norm: tp-split pieces summed over tp, the experts over ep,

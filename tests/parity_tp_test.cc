@@ -22,13 +22,9 @@ constexpr double kParamTol = 1e-3;
 // Prints how close a run came (for the notes), then checks it.
 void Check(const testing::ParityRun& single, const testing::ParityRun& run,
            const std::string& label) {
-  double worst_loss = 0;
-  for (size_t i = 0; i < run.losses.size() && i < single.losses.size(); ++i) {
-    worst_loss = std::max(worst_loss, std::fabs(run.losses[i] - single.losses[i]) /
-                                          std::fabs(single.losses[i]));
-  }
   std::printf("%s: %zu steps, loss %.4f -> %.4f, max loss rel diff %.2e, max param diff %.2e\n",
-              label.c_str(), run.losses.size(), run.losses.front(), run.losses.back(), worst_loss,
+              label.c_str(), run.losses.size(), run.losses.front(), run.losses.back(),
+              testing::MaxLossRelDiff(run, single),
               testing::MaxRelativeDifference(run.params, single.params));
   testing::ExpectParity(single, run, kLossRtol, kParamTol, label);
   // The clipping norm spans every axis: sharded pieces summed over tp,

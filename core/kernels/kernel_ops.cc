@@ -20,13 +20,6 @@ Registry& GetRegistry() {
   return *r;
 }
 
-absl::Status NoVocabKernel(const KernelContext& ctx, const char* op) {
-  return absl::UnimplementedError(absl::StrCat(
-      "vocabulary-parallel ", op, " (tensor parallelism) has no kernel on ",
-      ctx.device.ToString(), "; expected a device whose kernels implement it (cpu, cuda). "
-      "Hint: link //core/kernels/cpu or //core/kernels/cuda"));
-}
-
 }  // namespace
 
 absl::Status KernelOps::AttentionBlockForward(const KernelContext& ctx, Tensor&, Tensor&,
@@ -45,33 +38,6 @@ absl::Status KernelOps::AttentionBlockBackward(const KernelContext& ctx, Tensor&
       "blockwise attention backward (context parallelism) has no kernel on ",
       ctx.device.ToString(), "; expected a device whose kernels implement "
       "AttentionBlockBackward. Hint: run cp on CPU"));
-}
-
-absl::Status KernelOps::VocabEmbeddingForward(const KernelContext& ctx, Tensor&, const Tensor&,
-                                              const Tensor&, int64_t, const Tensor&) {
-  return NoVocabKernel(ctx, "embedding");
-}
-
-absl::Status KernelOps::VocabEmbeddingBackward(const KernelContext& ctx, Tensor&, Tensor&,
-                                               const Tensor&, const Tensor&, int64_t) {
-  return NoVocabKernel(ctx, "embedding backward");
-}
-
-absl::Status KernelOps::VocabCrossEntropyStats(const KernelContext& ctx, Tensor&, Tensor&,
-                                               Tensor&, const Tensor&, const Tensor&, int64_t,
-                                               int64_t) {
-  return NoVocabKernel(ctx, "cross-entropy");
-}
-
-absl::Status KernelOps::VocabCrossEntropyRescale(const KernelContext& ctx, Tensor&,
-                                                 const Tensor&, const Tensor&) {
-  return NoVocabKernel(ctx, "cross-entropy");
-}
-
-absl::Status KernelOps::VocabCrossEntropyFinish(const KernelContext& ctx, Tensor&, Tensor&,
-                                                const Tensor&, int64_t, int64_t, const Tensor&,
-                                                const Tensor&, const Tensor&, float, bool) {
-  return NoVocabKernel(ctx, "cross-entropy");
 }
 
 absl::StatusOr<GemmDims> CheckGemmArgs(const GemmArgs& g) {

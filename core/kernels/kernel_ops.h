@@ -200,18 +200,18 @@ class KernelOps {
   // Vocabulary-parallel embedding and cross-entropy (tensor parallelism): a
   // shard holds global rows [vocab_begin, vocab_begin + rows) of the token
   // table and the same logit columns; columns >= `vocab` are padding
-  // (vocab_shard.h). Defaults return Unimplemented.
+  // (vocab_shard.h).
   //
   // out (B, T, C) = wte_shard[token - vocab_begin] for tokens this shard
   // holds, 0 for the others; + wpe[t] when wpe is defined (rows >= T).
   virtual absl::Status VocabEmbeddingForward(const KernelContext& ctx, Tensor& out,
                                              const Tensor& tokens, const Tensor& wte_shard,
-                                             int64_t vocab_begin, const Tensor& wpe);
+                                             int64_t vocab_begin, const Tensor& wpe) = 0;
   // dwte_shard[token - vocab_begin] += dout for tokens held here, dwpe +=
   // dout summed over the batch when defined. Deterministic.
   virtual absl::Status VocabEmbeddingBackward(const KernelContext& ctx, Tensor& dwte_shard,
                                               Tensor& dwpe, const Tensor& dout,
-                                              const Tensor& tokens, int64_t vocab_begin);
+                                              const Tensor& tokens, int64_t vocab_begin) = 0;
   // The cross-entropy in three steps around two all-reduces over the shards
   // (the caller's), all per row of logits (N, cols), f32 statistics (N):
   //  1. Stats: over this shard's real columns, row_max (-inf when none),
@@ -229,15 +229,16 @@ class KernelOps {
   virtual absl::Status VocabCrossEntropyStats(const KernelContext& ctx, Tensor& row_max,
                                               Tensor& sum_exp, Tensor& target_logit,
                                               const Tensor& logits, const Tensor& targets,
-                                              int64_t vocab_begin, int64_t vocab);
+                                              int64_t vocab_begin, int64_t vocab) = 0;
   virtual absl::Status VocabCrossEntropyRescale(const KernelContext& ctx, Tensor& sum_exp,
-                                                const Tensor& row_max, const Tensor& global_max);
+                                                const Tensor& row_max,
+                                                const Tensor& global_max) = 0;
   virtual absl::Status VocabCrossEntropyFinish(const KernelContext& ctx, Tensor& losses,
                                                Tensor& logits, const Tensor& targets,
                                                int64_t vocab_begin, int64_t vocab,
                                                const Tensor& global_max, const Tensor& sum_exp,
                                                const Tensor& target_logit, float dloss_scale,
-                                               bool compute_grad);
+                                               bool compute_grad) = 0;
 
   // Inverted dropout: out = x * mask / (1 - p), mask from Philox(seed, offset).
   virtual absl::Status DropoutForward(const KernelContext& ctx, Tensor& out, const Tensor& x,

@@ -39,6 +39,27 @@ absl::Status MaterializeParameters(Module& root, const MaterializeOptions& o) {
   return absl::OkStatus();
 }
 
+absl::Status AdoptBox(Parameter& p, const Tensor& held, absl::Span<const int64_t> held_at,
+                      DType grad_dtype, const ReplaceOptions& o) {
+  Tensor box = held;
+  for (size_t d = 0; d < p.shape().size(); ++d) {
+    const int64_t off = p.local_offsets()[d] - held_at[d];
+    box = box.Slice(static_cast<int>(d), off, off + p.box_shape()[d]);
+  }
+  const bool padded = p.box_shape() != p.shape();
+  WEFT_ASSIGN_OR_RETURN(p.value, (padded ? Tensor::Zeros : Tensor::Empty)(
+                                     p.shape(), held.dtype(), held.device(),
+                                     o.param_allocator, o.stream));
+  Tensor dst = p.value;
+  for (size_t d = 0; padded && d < p.shape().size(); ++d) {
+    dst = dst.Slice(static_cast<int>(d), 0, p.box_shape()[d]);
+  }
+  WEFT_RETURN_IF_ERROR(dst.CopyFrom(box, o.stream));
+  WEFT_ASSIGN_OR_RETURN(p.grad, Tensor::Zeros(p.shape(), grad_dtype, held.device(),
+                                              o.grad_allocator, o.stream));
+  return absl::OkStatus();
+}
+
 absl::Status ZeroGrads(Module& root, NativeStream stream) {
   for (Parameter* p : root.Parameters()) {
     if (p->grad.defined()) WEFT_RETURN_IF_ERROR(p->grad.Zero(stream));

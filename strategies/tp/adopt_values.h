@@ -6,16 +6,14 @@
 #define WEFT_STRATEGIES_TP_ADOPT_VALUES_H_
 
 #include "absl/status/status.h"
+#include "core/nn/materialize.h"
 #include "core/nn/module.h"
-#include "core/tensor/allocator.h"
 
 namespace weft::tp {
 
 struct AdoptOptions {
-  NativeStream stream = nullptr;
-  Allocator* param_allocator = nullptr;
-  Allocator* grad_allocator = nullptr;
-  DType grad_dtype = DType::kF32;
+  ReplaceOptions tensors;
+  DType grad_dtype = DType::kF32;  // when the old parameter has no gradient
 };
 
 // For every own parameter of `fresh`: value = its box of the same-named

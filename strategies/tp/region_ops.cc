@@ -89,12 +89,6 @@ absl::StatusOr<Tensor> ReduceScatterAlong(const TpComm& tp, RunContext& ctx, con
   return y;
 }
 
-absl::StatusOr<Tensor> BlockAlong(const TpComm& tp, RunContext& ctx, const Tensor& x, int dim) {
-  WEFT_RETURN_IF_ERROR(CheckDim(tp, x, dim, /*divisible=*/true));
-  const int64_t b = x.dim(dim) / tp.size();
-  return x.Slice(dim, tp.rank() * b, (tp.rank() + 1) * b).Contiguous(ctx.stream);
-}
-
 absl::StatusOr<Tensor> EnterColumnRegion(const TpComm& tp, RunContext& ctx, const Tensor& x) {
   if (tp.sequence_parallel) return AllGatherAlong(tp, ctx, x, kSequenceDim);
   return CopyToForward(tp, x);

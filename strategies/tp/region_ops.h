@@ -3,10 +3,11 @@
 //   op            forward                       backward
 //   copy_to       identity                      all-reduce
 //   reduce_from   all-reduce                    identity
-//   scatter_to    keep this rank's block        all-gather
-//   gather_from   all-gather                    keep this rank's block
 //
-// scatter/gather split the last dimension. Sequence parallelism swaps the
+// (Megatron's scatter_to / gather_from along the last dimension have no
+// user: column-parallel outputs stay split until a row-parallel layer, and
+// the vocab-parallel loss reduces its statistics instead of gathering
+// logits.) Sequence parallelism swaps the
 // all-reduce around a region for an all-gather before it and a
 // reduce-scatter after it, along the sequence dimension (1 of (B, T, C)):
 //   gather_seq    all-gather along T            reduce-scatter along T
@@ -29,8 +30,6 @@ absl::StatusOr<Tensor> AllGatherAlong(const TpComm& tp, RunContext& ctx, const T
 // The sum over ranks of x, block `rank` of `size` along `dim`.
 absl::StatusOr<Tensor> ReduceScatterAlong(const TpComm& tp, RunContext& ctx, const Tensor& x,
                                           int dim);
-// This rank's block of x along `dim` (a contiguous copy).
-absl::StatusOr<Tensor> BlockAlong(const TpComm& tp, RunContext& ctx, const Tensor& x, int dim);
 
 inline absl::StatusOr<Tensor> CopyToForward(const TpComm&, const Tensor& x) { return x; }
 inline absl::StatusOr<Tensor> CopyToBackward(const TpComm& tp, const Tensor& dy) {
@@ -40,21 +39,6 @@ inline absl::StatusOr<Tensor> ReduceFromForward(const TpComm& tp, const Tensor& 
   return AllReduce(tp, x);
 }
 inline absl::StatusOr<Tensor> ReduceFromBackward(const TpComm&, const Tensor& dy) { return dy; }
-inline absl::StatusOr<Tensor> ScatterToForward(const TpComm& tp, RunContext& ctx, const Tensor& x) {
-  return BlockAlong(tp, ctx, x, x.ndim() - 1);
-}
-inline absl::StatusOr<Tensor> ScatterToBackward(const TpComm& tp, RunContext& ctx,
-                                                const Tensor& dy) {
-  return AllGatherAlong(tp, ctx, dy, dy.ndim() - 1);
-}
-inline absl::StatusOr<Tensor> GatherFromForward(const TpComm& tp, RunContext& ctx,
-                                                const Tensor& x) {
-  return AllGatherAlong(tp, ctx, x, x.ndim() - 1);
-}
-inline absl::StatusOr<Tensor> GatherFromBackward(const TpComm& tp, RunContext& ctx,
-                                                 const Tensor& dy) {
-  return BlockAlong(tp, ctx, dy, dy.ndim() - 1);
-}
 
 // Entering a column-parallel region: the whole input on every rank.
 // Leaving a row-parallel region: partial sums to the full (tp) or the

@@ -62,8 +62,8 @@ TEST(RegionOpsTest, SequenceGatherThenScatterRoundTrips) {
   });
 }
 
-TEST(RegionOpsTest, CopyReduceScatterGather) {
-  RunOnTwoRanks([](TpComm& tp, RunContext& ctx, int rank) -> absl::Status {
+TEST(RegionOpsTest, CopyToAndReduceFrom) {
+  RunOnTwoRanks([](TpComm& tp, RunContext&, int rank) -> absl::Status {
     Tensor x = RankTensor(rank, {2, 4});
     // copy_to: identity forward, all-reduce backward.
     auto f = CopyToForward(tp, x);
@@ -81,22 +81,7 @@ TEST(RegionOpsTest, CopyReduceScatterGather) {
     if (!r.ok() || (*r->ToFloats())[3] != 106.f) return absl::InternalError("reduce_from fwd");
     auto rb = ReduceFromBackward(tp, dy);
     if (!rb.ok() || rb->raw_data() != dy.raw_data()) return absl::InternalError("reduce_from bwd");
-    // scatter_to keeps my half of the last dimension; its backward gathers.
-    auto s = ScatterToForward(tp, ctx, x);
-    if (!s.ok() || s->shape() != Shape{2, 2}) return absl::InternalError("scatter_to fwd shape");
-    std::vector<float> sv = *s->ToFloats();
-    if (sv[0] != 100.f * rank + 2 * rank || sv[2] != 100.f * rank + 4 + 2 * rank) {
-      return absl::InternalError("scatter_to fwd value");
-    }
-    auto g = GatherFromForward(tp, ctx, *s);
-    if (!g.ok() || g->shape() != Shape{2, 4}) return absl::InternalError("gather_from fwd");
-    std::vector<float> gv = *g->ToFloats();
-    // Columns 0-1 from rank 0, 2-3 from rank 1.
-    if (gv[0] != 0.f || gv[2] != 102.f || gv[7] != 107.f) return absl::InternalError("gather value");
-    auto gb = GatherFromBackward(tp, ctx, *g);
-    if (!gb.ok() || *gb->ToFloats() != sv) return absl::InternalError("gather_from bwd");
-    auto sb = ScatterToBackward(tp, ctx, *gb);
-    return Expect(sb.ok() && *sb->ToFloats() == gv, "scatter_to bwd");
+    return absl::OkStatus();
   });
 }
 

@@ -48,9 +48,9 @@ class PlanApplier {
   PlanApplier(StrategyContext& ctx, TpComm tp)
       : ctx_(ctx),
         tp_(std::move(tp)),
-        adopt_{.stream = ctx.run->stream,
-               .param_allocator = ctx.param_allocator,
-               .grad_allocator = ctx.grad_allocator,
+        adopt_{.tensors = {.stream = ctx.run->stream,
+                           .param_allocator = ctx.param_allocator,
+                           .grad_allocator = ctx.grad_allocator},
                .grad_dtype = ctx.grad_dtype} {}
 
   absl::Status Apply(const TensorParallelPlan& plan) {
