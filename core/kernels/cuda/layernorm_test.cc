@@ -135,7 +135,9 @@ TEST(LayerNormParityTest, Backward) {
           const Tolerance reduce = grad_dt == DType::kBF16 ? kBf16ReduceTol : kF32ReduceTol;
           EXPECT_TRUE(Close(Floats(gdw), Floats(cdw), reduce)) << "dweight";
           EXPECT_TRUE(Close(Floats(gdb), Floats(cdb), reduce)) << "dbias";
-          if (residual == Residual::kOther) EXPECT_EQ(Floats(gres), other) << "residual is read only";
+          if (residual == Residual::kOther) {
+            EXPECT_EQ(Floats(gres), other) << "residual is read only";
+          }
         }
       }
     }
