@@ -137,19 +137,23 @@ __global__ void LayerNormBackwardKernel(T* dx, float* __restrict__ partials, con
       StoreF<V>(dx + base + i, g);
     }
   }
+  // Warps' partials, added in warp order into warp 0's slices: by slot, so
+  // consecutive threads read consecutive banks.
   __syncthreads();
+  for (int i = threadIdx.x; i < 2 * slice; i += blockDim.x) {
+    float t = acc[i];
+    for (int w = 1; w < warps; ++w) t += acc[int64_t(w) * 2 * slice + i];
+    acc[i] = t;
+  }
+  __syncthreads();
+  // Then by column, so the global writes are coalesced.
   float* const out_w = partials + int64_t(blockIdx.x) * channels;
   float* const out_b = partials + int64_t(gridDim.x + blockIdx.x) * channels;
   for (int c = threadIdx.x; c < channels; c += blockDim.x) {
     const int step = c / (kWarpSize * V), in_step = c % (kWarpSize * V);
     const int slot = (step * V + in_step % V) * kWarpSize + in_step / V;
-    float tw = 0.0f, tb = 0.0f;
-    for (int w = 0; w < warps; ++w) {
-      tw += acc[int64_t(w) * 2 * slice + slot];
-      tb += acc[int64_t(w) * 2 * slice + slice + slot];
-    }
-    out_w[c] = tw;
-    out_b[c] = tb;
+    out_w[c] = acc[slot];
+    out_b[c] = acc[slice + slot];
   }
 }
 
