@@ -122,11 +122,14 @@ class KernelOps {
   virtual absl::Status LayerNormForward(const KernelContext& ctx, Tensor& out, Tensor& mean,
                                         Tensor& rstd, const Tensor& x, const Tensor& weight,
                                         const Tensor& bias, float eps) = 0;
-  // dx (overwritten, or += with accumulate_dx), dweight += , dbias += .
+  // dx = residual + dL/dx, or dL/dx when residual is undefined; dweight += ,
+  // dbias += . residual (same shape and dtype as x) may be dx itself, which
+  // makes dx +=, or another tensor, so a residual gradient that must stay
+  // unchanged needs no copy. dx may alias dy.
   virtual absl::Status LayerNormBackward(const KernelContext& ctx, Tensor& dx, Tensor& dweight,
                                          Tensor& dbias, const Tensor& dy, const Tensor& x,
                                          const Tensor& weight, const Tensor& mean,
-                                         const Tensor& rstd, bool accumulate_dx) = 0;
+                                         const Tensor& rstd, const Tensor& residual) = 0;
   // Fused: residual_out = a + b; out = layernorm(residual_out).
   virtual absl::Status ResidualLayerNormForward(const KernelContext& ctx, Tensor& residual_out,
                                                 Tensor& out, Tensor& mean, Tensor& rstd,

@@ -52,7 +52,8 @@ absl::StatusOr<std::pair<Tensor, Tensor>> LayerNorm::ForwardResidual(RunContext&
   return result;
 }
 
-absl::Status LayerNorm::Gradient(RunContext& ctx, const Tensor& dy, Tensor& dx, bool accumulate) {
+absl::Status LayerNorm::Gradient(RunContext& ctx, const Tensor& dy, Tensor& dx,
+                                 const Tensor& residual) {
   SavedActivations* saved = ctx.FindSaved(this);
   if (saved == nullptr) {
     return FailedPrecondition("LayerNorm backward without saved input",
@@ -60,19 +61,29 @@ absl::Status LayerNorm::Gradient(RunContext& ctx, const Tensor& dy, Tensor& dx, 
   }
   WEFT_RETURN_IF_ERROR(ctx.ops->LayerNormBackward(
       ctx.kernel(), dx, weight_->grad, bias_->grad, dy, (*saved)[kInput], weight_->value,
-      (*saved)[kMean], (*saved)[kRstd], accumulate));
+      (*saved)[kMean], (*saved)[kRstd], residual));
   ctx.DropSaved(this);
   return absl::OkStatus();
 }
 
 absl::StatusOr<Tensor> LayerNorm::Backward(RunContext& ctx, const Tensor& dy) {
   WEFT_ASSIGN_OR_RETURN(Tensor dx, ctx.Empty(dy.shape(), ctx.compute_dtype));
-  WEFT_RETURN_IF_ERROR(Gradient(ctx, dy, dx, false));
+  WEFT_RETURN_IF_ERROR(Gradient(ctx, dy, dx, Tensor()));
+  return dx;
+}
+
+absl::StatusOr<Tensor> LayerNorm::BackwardResidual(RunContext& ctx, const Tensor& dy,
+                                                   const Tensor& residual_grad) {
+  Tensor dx;
+  WEFT_RETURN_IF_ERROR(RunHooked(ctx, /*backward=*/true, [&]() -> absl::Status {
+    WEFT_ASSIGN_OR_RETURN(dx, ctx.Empty(dy.shape(), ctx.compute_dtype));
+    return Gradient(ctx, dy, dx, residual_grad);
+  }));
   return dx;
 }
 
 absl::Status LayerNorm::BackwardAccumulate(RunContext& ctx, const Tensor& dy, Tensor& dx_accum) {
-  return RunHooked(ctx, /*backward=*/true, [&] { return Gradient(ctx, dy, dx_accum, true); });
+  return RunHooked(ctx, /*backward=*/true, [&] { return Gradient(ctx, dy, dx_accum, dx_accum); });
 }
 
 }  // namespace weft

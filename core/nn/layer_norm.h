@@ -1,9 +1,11 @@
 // LayerNorm over the last dimension (weight 1, bias 0 at init).
 //
 // Transformer blocks use the fused entry points: ForwardResidual computes
-// residual = a + b and its normalization in one kernel, and
-// BackwardAccumulate adds the input gradient onto an existing residual
-// gradient instead of allocating a new one. Both fire the module's hooks.
+// residual = a + b and its normalization in one kernel; BackwardResidual
+// writes residual gradient + input gradient into a new tensor (the residual
+// gradient is only read, so a caller's dy needs no copy), and
+// BackwardAccumulate adds the input gradient onto a residual gradient the
+// caller owns. All fire the module's hooks.
 #ifndef WEFT_CORE_NN_LAYER_NORM_H_
 #define WEFT_CORE_NN_LAYER_NORM_H_
 
@@ -23,6 +25,9 @@ class LayerNorm : public Module {
   // Returns {a + b, layernorm(a + b)}.
   absl::StatusOr<std::pair<Tensor, Tensor>> ForwardResidual(RunContext& ctx, const Tensor& a,
                                                             const Tensor& b);
+  // Returns residual_grad + dL/dx; residual_grad is left unchanged.
+  absl::StatusOr<Tensor> BackwardResidual(RunContext& ctx, const Tensor& dy,
+                                          const Tensor& residual_grad);
   // dx_accum += dL/dx.
   absl::Status BackwardAccumulate(RunContext& ctx, const Tensor& dy, Tensor& dx_accum);
 
@@ -33,7 +38,8 @@ class LayerNorm : public Module {
   // Allocates out, mean and rstd, and saves x/mean/rstd when training.
   absl::Status Normalize(RunContext& ctx, const Tensor& x, Tensor& out, Tensor& mean,
                          Tensor& rstd);
-  absl::Status Gradient(RunContext& ctx, const Tensor& dy, Tensor& dx, bool accumulate);
+  // dx = residual + dL/dx (residual undefined: dL/dx; it may be dx).
+  absl::Status Gradient(RunContext& ctx, const Tensor& dy, Tensor& dx, const Tensor& residual);
 
   const int64_t c_;
   const float eps_;

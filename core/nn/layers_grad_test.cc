@@ -47,8 +47,11 @@ void CheckGradients(Module& m, Tensor x, double tol, float step = 1e-2f,
   Tensor r = RandomTensor(y.shape(), 99);
   ASSERT_TRUE(ZeroGrads(m).ok());
   ctx.defer_weight_grads = split_backward;
+  const std::vector<float> r_values = Values(r);
   absl::StatusOr<Tensor> dx = m.CallBackward(ctx, r);
   ASSERT_TRUE(dx.ok()) << dx.status();
+  // dy belongs to the caller (a block's residual gradient is read, not added onto).
+  EXPECT_EQ(Values(r), r_values) << "Backward changed its dy";
   const std::vector<float> dx_values = input_has_grad ? Values(*dx) : std::vector<float>{};
   if (split_backward) {
     ASSERT_GT(ctx.store().NumDeferred(ctx.slot), 0);

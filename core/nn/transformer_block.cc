@@ -31,9 +31,9 @@ absl::StatusOr<Tensor> TransformerBlock::Forward(RunContext& ctx, const Tensor& 
 absl::StatusOr<Tensor> TransformerBlock::Backward(RunContext& ctx, const Tensor& dy) {
   // d(out)/d(r) is identity, and r feeds ln2 as well: dr = dy + ln2'(mlp'(dy)).
   WEFT_ASSIGN_OR_RETURN(Tensor dm, child("mlp")->CallBackward(ctx, dy));
-  WEFT_ASSIGN_OR_RETURN(Tensor dr, dy.Clone(ctx.stream));
-  WEFT_RETURN_IF_ERROR(ln2_->BackwardAccumulate(ctx, dm, dr));
-  // r = x + a: both get dr; x also feeds ln1.
+  // dy is the caller's: ln2 reads it as the residual and writes a new dr.
+  WEFT_ASSIGN_OR_RETURN(Tensor dr, ln2_->BackwardResidual(ctx, dm, dy));
+  // r = x + a: both get dr; x also feeds ln1, and dr is ours to add onto.
   WEFT_ASSIGN_OR_RETURN(Tensor dh, child("attn")->CallBackward(ctx, dr));
   WEFT_RETURN_IF_ERROR(ln1_->BackwardAccumulate(ctx, dh, dr));
   return dr;

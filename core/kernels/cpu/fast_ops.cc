@@ -187,7 +187,7 @@ WEFT_CLONES void NormalizeRowsFast(float* out, float* mean, float* rstd, float* 
 
 WEFT_CLONES void LayerNormDxRows(float* dx, const float* x, const float* dy, const float* w,
                                  const float* mean, const float* rstd, int64_t r0, int64_t r1,
-                                 int64_t c, bool accumulate, float* scratch) {
+                                 int64_t c, const float* residual, float* scratch) {
   float* xhat = scratch;
   float* dxhat = scratch + c;
   for (int64_t r = r0; r < r1; ++r) {
@@ -201,8 +201,11 @@ WEFT_CLONES void LayerNormDxRows(float* dx, const float* x, const float* dy, con
     const float mean_dxhat = SumF(dxhat, c) / static_cast<float>(c);
     const float mean_dxhat_xhat = Dot(dxhat, xhat, c) / static_cast<float>(c);
     float* d = dx + r * c;
-    if (accumulate) {
-      for (int64_t i = 0; i < c; ++i) d[i] += s * (dxhat[i] - mean_dxhat - xhat[i] * mean_dxhat_xhat);
+    if (residual != nullptr) {  // may be dx itself
+      const float* rr = residual + r * c;
+      for (int64_t i = 0; i < c; ++i) {
+        d[i] = rr[i] + s * (dxhat[i] - mean_dxhat - xhat[i] * mean_dxhat_xhat);
+      }
     } else {
       for (int64_t i = 0; i < c; ++i) d[i] = s * (dxhat[i] - mean_dxhat - xhat[i] * mean_dxhat_xhat);
     }
@@ -512,11 +515,11 @@ absl::Status FastCpuKernelOps::LayerNormBackward(const KernelContext& ctx, Tenso
                                                  Tensor& dweight, Tensor& dbias,
                                                  const Tensor& dy, const Tensor& x,
                                                  const Tensor& weight, const Tensor& mean,
-                                                 const Tensor& rstd, bool accumulate_dx) {
+                                                 const Tensor& rstd, const Tensor& residual) {
   WEFT_RETURN_IF_ERROR(CheckCpu(x, "layernorm x"));
   if (x.ndim() < 1 || x.dim(-1) == 0) {
     return CpuKernelOps::LayerNormBackward(ctx, dx, dweight, dbias, dy, x, weight, mean, rstd,
-                                           accumulate_dx);
+                                           residual);
   }
   const int64_t c = x.dim(-1), rows = x.numel() / c;
   WEFT_RETURN_IF_ERROR(CheckNumel(dy, "layernorm out", x.numel()));
@@ -526,6 +529,10 @@ absl::Status FastCpuKernelOps::LayerNormBackward(const KernelContext& ctx, Tenso
   WEFT_RETURN_IF_ERROR(CheckNumel(dx, "layernorm dx", x.numel()));
   WEFT_RETURN_IF_ERROR(CheckShape(dweight, "layernorm dweight", {c}));
   WEFT_RETURN_IF_ERROR(CheckShape(dbias, "layernorm dbias", {c}));
+  if (residual.defined()) {
+    WEFT_RETURN_IF_ERROR(CheckNumel(residual, "layernorm residual", x.numel()));
+  }
+  const float* pres = residual.defined() ? residual.data<float>() : nullptr;
   const float *px = x.data<float>(), *pdy = dy.data<float>(), *pw = weight.data<float>();
   const float *pm = mean.data<float>(), *ps = rstd.data<float>();
   float *pdx = dx.data<float>(), *pdw = dweight.data<float>(), *pdb = dbias.data<float>();
@@ -534,7 +541,7 @@ absl::Status FastCpuKernelOps::LayerNormBackward(const KernelContext& ctx, Tenso
     LayerNormParamGradCols(pdw, pdb, px, pdy, pm, ps, rows, c, j0, j1);
   });
   ParallelFor(rows, 8, [&](int64_t r0, int64_t r1) {
-    LayerNormDxRows(pdx, px, pdy, pw, pm, ps, r0, r1, c, accumulate_dx, Scratch(2 * c));
+    LayerNormDxRows(pdx, px, pdy, pw, pm, ps, r0, r1, c, pres, Scratch(2 * c));
   });
   return absl::OkStatus();
 }

@@ -37,7 +37,7 @@ class FastCpuKernelOps : public CpuKernelOps {
   absl::Status LayerNormBackward(const KernelContext& ctx, Tensor& dx, Tensor& dweight,
                                  Tensor& dbias, const Tensor& dy, const Tensor& x,
                                  const Tensor& weight, const Tensor& mean, const Tensor& rstd,
-                                 bool accumulate_dx) override;
+                                 const Tensor& residual) override;
   absl::Status ResidualLayerNormForward(const KernelContext& ctx, Tensor& residual_out,
                                         Tensor& out, Tensor& mean, Tensor& rstd,
                                         const Tensor& a, const Tensor& b, const Tensor& weight,

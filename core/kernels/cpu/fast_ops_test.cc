@@ -139,14 +139,18 @@ TEST_P(FastOpsTest, LayerNorm) {
     ExpectBitwise(res[0], res[1], "residual");
     ExpectClose(out[0], out[1], 2e-5, "residual ln out");
     Tensor dy = RandomTensor({rows, c}, 7);
-    for (bool acc : {false, true}) {
+    // Residual: none, dx itself (accumulate), or another tensor.
+    const Tensor other = RandomTensor({rows, c}, 11);
+    for (int residual : {0, 1, 2}) {
       Tensor dx[2] = {RandomTensor({rows, c}, 8), RandomTensor({rows, c}, 8)};
       Tensor dw[2] = {RandomTensor({c}, 9), RandomTensor({c}, 9)};
       Tensor db[2] = {RandomTensor({c}, 10), RandomTensor({c}, 10)};
+      const Tensor res0 = residual == 0 ? Tensor() : residual == 1 ? dx[0] : other;
+      const Tensor res1 = residual == 0 ? Tensor() : residual == 1 ? dx[1] : other;
       ASSERT_TRUE(fast_.LayerNormBackward(kCtx, dx[0], dw[0], db[0], dy, x, w, mean[1], rstd[1],
-                                          acc).ok());
+                                          res0).ok());
       ASSERT_TRUE(ref_.LayerNormBackward(kCtx, dx[1], dw[1], db[1], dy, x, w, mean[1], rstd[1],
-                                         acc).ok());
+                                         res1).ok());
       ExpectClose(dx[0], dx[1], 2e-5, "ln dx");
       ExpectClose(dw[0], dw[1], 2e-5, "ln dw");
       ExpectClose(db[0], db[1], 2e-5, "ln db");
@@ -257,7 +261,7 @@ TEST(FastOpsDeterminism, ThreadCountDoesNotChangeResults) {
     Tensor y = Empty({b * t, c}), mean = Empty({b * t}), rstd = Empty({b * t});
     ASSERT_TRUE(ops.LayerNormForward(kCtx, y, mean, rstd, x, w, bb, 1e-5f).ok());
     Tensor dx = Empty({b * t, c}), dw = RandomTensor({c}, 6), db = RandomTensor({c}, 7);
-    ASSERT_TRUE(ops.LayerNormBackward(kCtx, dx, dw, db, y, x, w, mean, rstd, false).ok());
+    ASSERT_TRUE(ops.LayerNormBackward(kCtx, dx, dw, db, y, x, w, mean, rstd, Tensor()).ok());
     GemmArgs g;
     g.out = Empty({c, c});
     g.a = x;

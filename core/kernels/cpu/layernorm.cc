@@ -72,12 +72,17 @@ absl::Status CpuKernelOps::ResidualLayerNormForward(const KernelContext&, Tensor
 absl::Status CpuKernelOps::LayerNormBackward(const KernelContext&, Tensor& dx, Tensor& dweight,
                                              Tensor& dbias, const Tensor& dy, const Tensor& x,
                                              const Tensor& weight, const Tensor& mean,
-                                             const Tensor& rstd, bool accumulate_dx) {
+                                             const Tensor& rstd, const Tensor& residual) {
   WEFT_RETURN_IF_ERROR(CheckLayerNorm(dy, mean, rstd, x, weight, weight));
   WEFT_RETURN_IF_ERROR(CheckNumel(dx, "layernorm dx", x.numel()));
   const int64_t c = x.dim(-1), rows = x.numel() / c;
   WEFT_RETURN_IF_ERROR(CheckShape(dweight, "layernorm dweight", {c}));
   WEFT_RETURN_IF_ERROR(CheckShape(dbias, "layernorm dbias", {c}));
+  if (residual.defined()) {
+    WEFT_RETURN_IF_ERROR(CheckNumel(residual, "layernorm residual", x.numel()));
+  }
+  // May be dx itself (accumulate): element i is read before it is written.
+  const float* res = residual.defined() ? residual.data<float>() : nullptr;
   const float* px = x.data<float>();
   const float* pdy = dy.data<float>();
   const float* w = weight.data<float>();
@@ -103,7 +108,7 @@ absl::Status CpuKernelOps::LayerNormBackward(const KernelContext&, Tensor& dx, T
     for (int64_t i = 0; i < c; ++i) {
       const float xhat = (xr[i] - m) * s;
       const float v = s * (gr[i] * w[i] - mean_dxhat - xhat * mean_dxhat_xhat);
-      pdx[r * c + i] = accumulate_dx ? pdx[r * c + i] + v : v;
+      pdx[r * c + i] = res != nullptr ? res[r * c + i] + v : v;
     }
   }
   return absl::OkStatus();

@@ -46,17 +46,39 @@ TEST(LayerNormTest, BackwardMatchesFiniteDifferences) {
     return WeightedSum(out, r);
   };
   loss();
-  Tensor dx = RandomTensor({n, c}, 9);  // overwritten without accumulate_dx
+  Tensor dx = RandomTensor({n, c}, 9);  // overwritten without a residual
   Tensor dw = *Tensor::Zeros({c}, DType::kF32), db = *Tensor::Zeros({c}, DType::kF32);
-  ASSERT_TRUE(ops.LayerNormBackward(kCtx, dx, dw, db, r, x, w, mean, rstd, false).ok());
+  ASSERT_TRUE(ops.LayerNormBackward(kCtx, dx, dw, db, r, x, w, mean, rstd, Tensor()).ok());
   EXPECT_LT(RelativeError(Values(dx), NumericalGradient(x, loss, 1e-3f)), 1e-2);
   EXPECT_LT(RelativeError(Values(dw), NumericalGradient(w, loss, 1e-3f)), 1e-2);
   EXPECT_LT(RelativeError(Values(db), NumericalGradient(b, loss, 1e-3f)), 1e-2);
 
-  // accumulate_dx adds onto what is there.
+  // dx as its own residual adds onto what is there.
   Tensor dx2 = *Tensor::FromFloats(Values(dx), {n, c});
-  ASSERT_TRUE(ops.LayerNormBackward(kCtx, dx2, dw, db, r, x, w, mean, rstd, true).ok());
+  ASSERT_TRUE(ops.LayerNormBackward(kCtx, dx2, dw, db, r, x, w, mean, rstd, dx2).ok());
   for (int i = 0; i < n * c; ++i) EXPECT_NEAR(dx2.data<float>()[i], 2 * dx.data<float>()[i], 1e-5);
+
+  // Another residual is read, never written: dx3 = residual + dL/dx.
+  Tensor residual = RandomTensor({n, c}, 10);
+  const std::vector<float> residual_before = Values(residual);
+  Tensor dx3 = RandomTensor({n, c}, 11);
+  ASSERT_TRUE(ops.LayerNormBackward(kCtx, dx3, dw, db, r, x, w, mean, rstd, residual).ok());
+  EXPECT_EQ(Values(residual), residual_before);
+  for (int i = 0; i < n * c; ++i) {
+    EXPECT_EQ(dx3.data<float>()[i], residual_before[i] + dx.data<float>()[i]) << i;
+  }
+}
+
+TEST(LayerNormTest, BackwardResidualOfWrongSizeIsAnError) {
+  CpuKernelOps ops;
+  Tensor x = RandomTensor({2, 8}, 1), w = RandomTensor({8}, 2), dy = RandomTensor({2, 8}, 3);
+  Tensor mean = *Tensor::Zeros({2}, DType::kF32), rstd = *Tensor::Zeros({2}, DType::kF32);
+  Tensor dx = *Tensor::Empty({2, 8}, DType::kF32);
+  Tensor dw = *Tensor::Zeros({8}, DType::kF32), db = *Tensor::Zeros({8}, DType::kF32);
+  const absl::Status st = ops.LayerNormBackward(kCtx, dx, dw, db, dy, x, w, mean, rstd,
+                                                RandomTensor({2, 7}, 4));
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("residual"), std::string::npos) << st;
 }
 
 TEST(LayerNormTest, ResidualFusedMatchesAddThenNorm) {

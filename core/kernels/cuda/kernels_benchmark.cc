@@ -157,8 +157,12 @@ void BenchNorms(Bench& b, int64_t bt) {
   b.Run("residual + layernorm fwd", 0, 4 * act, [&] {
     return ops.ResidualLayerNormForward(b.ctx(), res, out, mean, rstd, x, r, w, bias, 1e-5f);
   });
+  // One pass: reads dy and x, writes dx (+ the residual read).
   b.Run("layernorm bwd", 0, 3 * act, [&] {
-    return ops.LayerNormBackward(b.ctx(), dx, dw, db, r, x, w, mean, rstd, false);
+    return ops.LayerNormBackward(b.ctx(), dx, dw, db, r, x, w, mean, rstd, Tensor());
+  });
+  b.Run("layernorm bwd + residual grad", 0, 4 * act, [&] {
+    return ops.LayerNormBackward(b.ctx(), dx, dw, db, r, x, w, mean, rstd, res);
   });
   Tensor big = Noise({bt, 4 * kC}, kBf16, 4, 5), big_out = Filled({bt, 4 * kC}, kBf16, 0);
   b.Run("gelu fwd (M x 3072)", 0, 8 * act, [&] { return ops.GeluForward(b.ctx(), big_out, big); });

@@ -1,9 +1,11 @@
 // Layernorm kernels. Forward: one warp per row, two passes over the row for
 // mean and then variance (numerically safer than E[x^2] - E[x]^2; the row is
-// L1-resident for the second read). Backward: one warp per row for dx, and a
-// separate column-parallel pass for dweight/dbias so those reductions run in
-// a fixed order (see column_reduce.cuh) rather than with atomics.
+// L1-resident for the second read). Backward in one pass over dy and x: a
+// warp per row writes dx and adds the row into its block's dweight/dbias
+// partials in shared memory; a small finish (column_reduce.cuh) adds the
+// blocks' partial rows in a fixed order. No atomics: bitwise-deterministic.
 #include <initializer_list>
+#include <string>
 
 #include "core/kernels/cuda/column_reduce.cuh"
 #include "core/kernels/cuda/common.cuh"
@@ -70,133 +72,88 @@ __global__ void LayerNormForwardKernel(T* __restrict__ out, float* __restrict__ 
   }
 }
 
-// dx for one row per warp:
-//   dx = rstd * (dy*w - mean(dy*w) - xhat * mean(dy*w*xhat))
+// One-pass backward. A block of `warps` warps owns rows [r0, r0 +
+// rows_per_block); warp w takes rows r0 + w, r0 + w + warps, ... For each row
+// the first sweep loads dy and x from memory once: it forms the two row sums
+// dx needs and adds dy*xhat and dy into the warp's own shared-memory
+// partials; the second sweep rereads the row (from L1) to write
+//   dx = residual + rstd * (dy*w - mean(dy*w) - xhat * mean(dy*w*xhat)).
+// Then the block adds its warps' partials in warp order and writes one
+// partial row per sum: partials[blockIdx.x] (dweight) and
+// partials[gridDim.x + blockIdx.x] (dbias), for ColumnFinalizeKernel.
+// Shared memory per warp: [2][slice] floats; element k of a lane's V at
+// sweep step j sits at slot (j*V + k)*32 + lane, so a warp's 32 accesses
+// hit 32 banks. A slot belongs to one lane, so no barrier until the end.
+// dx may alias dy or residual: a lane reads its elements of a row before it
+// writes them, and never touches another lane's.
 template <typename T, int V>
-__global__ void LayerNormBackwardDxKernel(T* dx, const T* dy,
-                                          const T* __restrict__ x, const T* __restrict__ weight,
-                                          const float* __restrict__ mean,
-                                          const float* __restrict__ rstd, int64_t rows,
-                                          int channels, bool accumulate) {
-  const int lane = threadIdx.x % kWarpSize;
-  const int64_t row = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
-  if (row >= rows) return;
-  const int64_t base = row * channels;
-  const float m = mean[row], rs = rstd[row];
-  float s1 = 0.0f, s2 = 0.0f;
-  for (int i = lane * V; i < channels; i += kWarpSize * V) {
-    float g[V], f[V], w[V];
-    LoadF<V>(dy + base + i, g);
-    LoadF<V>(x + base + i, f);
-    LoadF<V>(weight + i, w);
-#pragma unroll
-    for (int k = 0; k < V; ++k) {
-      const float dyw = g[k] * w[k];
-      s1 += dyw;
-      s2 += dyw * (f[k] - m) * rs;
-    }
-  }
-  s1 = WarpSum(s1) / channels;
-  s2 = WarpSum(s2) / channels;
-  for (int i = lane * V; i < channels; i += kWarpSize * V) {
-    float g[V], f[V], w[V], old[V] = {};
-    LoadF<V>(dy + base + i, g);
-    LoadF<V>(x + base + i, f);
-    LoadF<V>(weight + i, w);
-    if (accumulate) LoadF<V>(dx + base + i, old);
-#pragma unroll
-    for (int k = 0; k < V; ++k) {
-      const float xhat = (f[k] - m) * rs;
-      g[k] = old[k] + (g[k] * w[k] - s1 - xhat * s2) * rs;
-    }
-    StoreF<V>(dx + base + i, g);
-  }
-}
-
-// Stage 1 of dweight/dbias: like ColumnPartialsKernel, with two sums.
-// partials rows [0, chunks) hold dweight's, [chunks, 2*chunks) dbias's.
-template <typename T>
-__global__ void LayerNormParamPartialsKernel(float* __restrict__ partials,
-                                             const T* __restrict__ dy, const T* __restrict__ x,
-                                             const float* __restrict__ mean,
-                                             const float* __restrict__ rstd, int64_t rows,
-                                             int64_t channels, int rows_per_chunk) {
-  __shared__ float sw[kColRowLanes][kColTile];
-  __shared__ float sb[kColRowLanes][kColTile];
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const int64_t c = int64_t(blockIdx.x) * kColTile + tx;
-  const int64_t r0 = int64_t(blockIdx.y) * rows_per_chunk;
-  const int64_t r1 = min(rows, r0 + rows_per_chunk);
-  float acc_w = 0.0f, acc_b = 0.0f;
-  if (c < channels) {
-    for (int64_t r = r0 + ty; r < r1; r += kColRowLanes) {
-      const float g = ToF(dy[r * channels + c]);
-      acc_w += g * (ToF(x[r * channels + c]) - mean[r]) * rstd[r];
-      acc_b += g;
-    }
-  }
-  sw[ty][tx] = acc_w;
-  sb[ty][tx] = acc_b;
-  __syncthreads();
-  if (ty == 0 && c < channels) {
-    float tw = 0.0f, tb = 0.0f;
-#pragma unroll
-    for (int k = 0; k < kColRowLanes; ++k) {
-      tw += sw[k][tx];
-      tb += sb[k][tx];
-    }
-    partials[int64_t(blockIdx.y) * channels + c] = tw;
-    partials[int64_t(gridDim.y + blockIdx.y) * channels + c] = tb;
-  }
-}
-
-// The same partials with V adjacent columns per thread (16-byte loads of dy
-// and x); rows are visited and added in the same order, so bitwise equal.
-template <typename T>
-__global__ void LayerNormParamPartialsVecKernel(float* __restrict__ partials,
-                                                const T* __restrict__ dy, const T* __restrict__ x,
-                                                const float* __restrict__ mean,
-                                                const float* __restrict__ rstd, int64_t rows,
-                                                int64_t channels, int rows_per_chunk) {
-  constexpr int V = Packed128<T>::kSize;
-  __shared__ float sw[kColRowLanes][kColTile * V];
-  __shared__ float sb[kColRowLanes][kColTile * V];
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const int64_t c = (int64_t(blockIdx.x) * kColTile + tx) * V;
-  const int64_t r0 = int64_t(blockIdx.y) * rows_per_chunk;
-  const int64_t r1 = min(rows, r0 + rows_per_chunk);
-  float acc_w[V] = {}, acc_b[V] = {};
-  if (c < channels) {
-    for (int64_t r = r0 + ty; r < r1; r += kColRowLanes) {
-      float g[V], f[V];
-      LoadF<V>(dy + r * channels + c, g);
-      LoadF<V>(x + r * channels + c, f);
-      const float m = mean[r], rs = rstd[r];
+__global__ void LayerNormBackwardKernel(T* dx, float* __restrict__ partials, const T* dy,
+                                        const T* residual, const T* __restrict__ x,
+                                        const T* __restrict__ weight,
+                                        const float* __restrict__ mean,
+                                        const float* __restrict__ rstd, int64_t rows,
+                                        int channels, int rows_per_block, int slice) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  float* const acc = reinterpret_cast<float*>(smem);
+  const int warps = blockDim.x / kWarpSize;
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  float* const acc_w = acc + int64_t(warp) * 2 * slice;
+  float* const acc_b = acc_w + slice;
+  for (int i = lane; i < 2 * slice; i += kWarpSize) acc_w[i] = 0.0f;
+  const int64_t r0 = int64_t(blockIdx.x) * rows_per_block;
+  const int64_t r1 = min(rows, r0 + rows_per_block);
+  for (int64_t row = r0 + warp; row < r1; row += warps) {
+    const int64_t base = row * channels;
+    const float m = mean[row], rs = rstd[row];
+    float s1 = 0.0f, s2 = 0.0f;
+    for (int i = lane * V, slot = lane; i < channels; i += kWarpSize * V, slot += kWarpSize * V) {
+      float g[V], f[V], w[V];
+      LoadF<V>(dy + base + i, g);
+      LoadF<V>(x + base + i, f);
+      LoadF<V>(weight + i, w);
 #pragma unroll
       for (int k = 0; k < V; ++k) {
-        acc_w[k] += g[k] * (f[k] - m) * rs;
-        acc_b[k] += g[k];
+        const float xhat = (f[k] - m) * rs;
+        const float dyw = g[k] * w[k];
+        s1 += dyw;
+        s2 += dyw * xhat;
+        acc_w[slot + k * kWarpSize] += g[k] * xhat;
+        acc_b[slot + k * kWarpSize] += g[k];
       }
     }
-  }
+    s1 = WarpSum(s1) / channels;
+    s2 = WarpSum(s2) / channels;
+    for (int i = lane * V; i < channels; i += kWarpSize * V) {
+      float g[V], f[V], w[V], old[V] = {};
+      LoadF<V>(dy + base + i, g);
+      LoadF<V>(x + base + i, f);
+      LoadF<V>(weight + i, w);
+      if (residual != nullptr) LoadF<V>(residual + base + i, old);
 #pragma unroll
-  for (int k = 0; k < V; ++k) {
-    sw[ty][tx * V + k] = acc_w[k];
-    sb[ty][tx * V + k] = acc_b[k];
+      for (int k = 0; k < V; ++k) {
+        const float xhat = (f[k] - m) * rs;
+        g[k] = old[k] + (g[k] * w[k] - s1 - xhat * s2) * rs;
+      }
+      StoreF<V>(dx + base + i, g);
+    }
+  }
+  // Warps' partials, added in warp order into warp 0's slices: by slot, so
+  // consecutive threads read consecutive banks.
+  __syncthreads();
+  for (int i = threadIdx.x; i < 2 * slice; i += blockDim.x) {
+    float t = acc[i];
+    for (int w = 1; w < warps; ++w) t += acc[int64_t(w) * 2 * slice + i];
+    acc[i] = t;
   }
   __syncthreads();
-  const int i = ty * kColTile + tx;
-  for (int col = i; col < kColTile * V; col += kColTile * kColRowLanes) {
-    const int64_t gc = int64_t(blockIdx.x) * kColTile * V + col;
-    if (gc >= channels) continue;
-    float tw = 0.0f, tb = 0.0f;
-#pragma unroll
-    for (int k = 0; k < kColRowLanes; ++k) {
-      tw += sw[k][col];
-      tb += sb[k][col];
-    }
-    partials[int64_t(blockIdx.y) * channels + gc] = tw;
-    partials[int64_t(gridDim.y + blockIdx.y) * channels + gc] = tb;
+  // Then by column, so the global writes are coalesced.
+  float* const out_w = partials + int64_t(blockIdx.x) * channels;
+  float* const out_b = partials + int64_t(gridDim.x + blockIdx.x) * channels;
+  for (int c = threadIdx.x; c < channels; c += blockDim.x) {
+    const int step = c / (kWarpSize * V), in_step = c % (kWarpSize * V);
+    const int slot = (step * V + in_step % V) * kWarpSize + in_step / V;
+    out_w[c] = acc[slot];
+    out_b[c] = acc[slice + slot];
   }
 }
 
@@ -226,45 +183,72 @@ absl::Status ForwardT(T* out, float* mean, float* rstd, const T* x, T* res, cons
   return CheckLaunch("LayerNormForwardKernel");
 }
 
+// Launch shape of the backward, a function of (rows, channels) only (never
+// of the GPU or of pointer alignment), so a shape always sums in one order.
+// Warps per block: as many of 8 as fit kBwdSmemBytes of per-warp partials
+// (sized for the widest vector, 8 columns per lane). Rows per block: at
+// least 2 per warp, and few enough blocks (<= 512) that the partial rows
+// (2 x blocks x C floats, read once by the finish) stay small beside dy and x.
+constexpr int kBwdMaxWarps = 8;
+constexpr int64_t kBwdSmemBytes = 96 * 1024;  // > 48 KiB: opt-in, sm_70 and newer
+constexpr int kBwdMinRowsPerWarp = 2;
+constexpr int64_t kBwdMaxBlocks = 512;
+
+int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
+int64_t BwdSliceBytes(int64_t channels) { return 2 * RoundUp(channels, kWarpSize * 8) * 4; }
+
+struct BackwardShape {
+  int warps;
+  int rows_per_block;
+  int blocks;
+};
+
+BackwardShape BackwardShapeFor(int64_t rows, int64_t channels) {
+  const int warps = static_cast<int>(
+      std::clamp<int64_t>(kBwdSmemBytes / BwdSliceBytes(channels), 1, kBwdMaxWarps));
+  const int64_t per_block = std::max<int64_t>(kBwdMinRowsPerWarp * warps,
+                                              RoundUp(CeilDiv(rows, kBwdMaxBlocks), warps));
+  return {warps, static_cast<int>(per_block), static_cast<int>(CeilDiv(rows, per_block))};
+}
+
+template <typename T, int V>
+absl::Status LaunchBackwardKernel(T* dx, float* partials, const T* dy, const T* residual,
+                                  const T* x, const T* weight, const float* mean,
+                                  const float* rstd, int64_t rows, int channels,
+                                  const BackwardShape& shape, cudaStream_t stream) {
+  const int slice = static_cast<int>(RoundUp(channels, kWarpSize * V));
+  const size_t smem = size_t(shape.warps) * 2 * slice * sizeof(float);
+  if (smem > 48 * 1024) {  // the default limit; beyond it needs the opt-in
+    WEFT_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(LayerNormBackwardKernel<T, V>,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                   static_cast<int>(smem)));
+  }
+  LayerNormBackwardKernel<T, V><<<shape.blocks, shape.warps * kWarpSize, smem, stream>>>(
+      dx, partials, dy, residual, x, weight, mean, rstd, rows, channels, shape.rows_per_block,
+      slice);
+  return CheckLaunch("LayerNormBackwardKernel");
+}
+
 template <typename T>
 absl::Status BackwardT(T* dx, void* dweight, void* dbias, DType grad_dtype, const T* dy,
-                       const T* x, const T* weight, const float* mean, const float* rstd,
-                       int64_t rows, int channels, bool accumulate_dx, float* scratch,
+                       const T* residual, const T* x, const T* weight, const float* mean,
+                       const float* rstd, int64_t rows, int channels, float* scratch,
                        cudaStream_t stream) {
-  // dweight/dbias first, then dx: dx may overwrite dy in place.
-  const ColumnChunking ch = ColumnChunks(rows);
-  if (VectorWidth<T>(channels, {dy, x}) == Packed128<T>::kSize) {
-    const dim3 pgrid(static_cast<unsigned>(CeilDiv(channels, kColTile * Packed128<T>::kSize)),
-                     ch.chunks);
-    LayerNormParamPartialsVecKernel<T><<<pgrid, dim3(kColTile, kColRowLanes), 0, stream>>>(
-        scratch, dy, x, mean, rstd, rows, channels, ch.rows_per_chunk);
+  const BackwardShape shape = BackwardShapeFor(rows, channels);
+  if (VectorWidth<T>(channels, {dx, dy, residual, x, weight}) == Packed128<T>::kSize) {
+    WEFT_RETURN_IF_ERROR((LaunchBackwardKernel<T, Packed128<T>::kSize>(
+        dx, scratch, dy, residual, x, weight, mean, rstd, rows, channels, shape, stream)));
   } else {
-    const dim3 pgrid(static_cast<unsigned>(CeilDiv(channels, kColTile)), ch.chunks);
-    LayerNormParamPartialsKernel<T><<<pgrid, dim3(kColTile, kColRowLanes), 0, stream>>>(
-        scratch, dy, x, mean, rstd, rows, channels, ch.rows_per_chunk);
+    WEFT_RETURN_IF_ERROR((LaunchBackwardKernel<T, 1>(dx, scratch, dy, residual, x, weight, mean,
+                                                     rstd, rows, channels, shape, stream)));
   }
-  WEFT_RETURN_IF_ERROR(CheckLaunch("LayerNormParamPartialsKernel"));
-  // grid.y = 1 skips dbias's half of the partials when there is no bias.
-  const dim3 fgrid(static_cast<unsigned>(CeilDiv(channels, 256)), dbias != nullptr ? 2 : 1);
+  // Without a bias only dweight's half of the partials is summed.
   if (grad_dtype == DType::kF32) {
-    ColumnFinalizeKernel<float><<<fgrid, 256, 0, stream>>>(
-        static_cast<float*>(dweight), static_cast<float*>(dbias), scratch, ch.chunks, channels);
-  } else {
-    ColumnFinalizeKernel<bf16><<<fgrid, 256, 0, stream>>>(
-        static_cast<bf16*>(dweight), static_cast<bf16*>(dbias), scratch, ch.chunks, channels);
+    return LaunchColumnFinalize<float>(static_cast<float*>(dweight), static_cast<float*>(dbias),
+                                       scratch, shape.blocks, channels, stream);
   }
-  WEFT_RETURN_IF_ERROR(CheckLaunch("ColumnFinalizeKernel"));
-
-  constexpr int V = Packed128<T>::kSize;
-  const unsigned grid = static_cast<unsigned>(CeilDiv(rows, kWarpsPerBlock));
-  if (VectorWidth<T>(channels, {dx, dy, x, weight}) == V) {
-    LayerNormBackwardDxKernel<T, V><<<grid, kThreads, 0, stream>>>(dx, dy, x, weight, mean, rstd,
-                                                                  rows, channels, accumulate_dx);
-  } else {
-    LayerNormBackwardDxKernel<T, 1><<<grid, kThreads, 0, stream>>>(dx, dy, x, weight, mean, rstd,
-                                                                  rows, channels, accumulate_dx);
-  }
-  return CheckLaunch("LayerNormBackwardDxKernel");
+  return LaunchColumnFinalize<bf16>(static_cast<bf16*>(dweight), static_cast<bf16*>(dbias),
+                                    scratch, shape.blocks, channels, stream);
 }
 
 }  // namespace
@@ -306,26 +290,38 @@ absl::Status LaunchResidualLayerNormForward(void* residual_out, void* out, float
 }
 
 int64_t LayerNormBackwardScratchFloats(int64_t rows, int64_t channels) {
-  return 2 * int64_t(ColumnChunks(rows).chunks) * channels;
+  return 2 * int64_t(BackwardShapeFor(rows, channels).blocks) * channels;
+}
+
+int64_t LayerNormBackwardMaxChannels() {
+  // One warp per block, its two slices rounded up to 256 columns.
+  return kBwdSmemBytes / (2 * sizeof(float)) / (kWarpSize * 8) * (kWarpSize * 8);
 }
 
 absl::Status LaunchLayerNormBackward(void* dx, void* dweight, void* dbias, DType grad_dtype,
-                                     const void* dy, const void* x, const void* weight,
-                                     const float* mean, const float* rstd, DType dtype,
-                                     int64_t rows, int64_t channels, bool accumulate_dx,
-                                     float* scratch, cudaStream_t stream) {
+                                     const void* dy, const void* residual, const void* x,
+                                     const void* weight, const float* mean, const float* rstd,
+                                     DType dtype, int64_t rows, int64_t channels, float* scratch,
+                                     cudaStream_t stream) {
   if (rows == 0 || channels == 0) return absl::OkStatus();
+  if (channels > LayerNormBackwardMaxChannels()) {
+    return absl::InvalidArgumentError(
+        "layernorm backward on CUDA supports at most " +
+        std::to_string(LayerNormBackwardMaxChannels()) + " channels, got " +
+        std::to_string(channels) +
+        " (one warp's dweight/dbias partials must fit in shared memory)");
+  }
   const int c = static_cast<int>(channels);
   if (dtype == DType::kF32) {
     return BackwardT(static_cast<float*>(dx), dweight, dbias, grad_dtype,
-                     static_cast<const float*>(dy), static_cast<const float*>(x),
-                     static_cast<const float*>(weight), mean, rstd, rows, c, accumulate_dx,
-                     scratch, stream);
+                     static_cast<const float*>(dy), static_cast<const float*>(residual),
+                     static_cast<const float*>(x), static_cast<const float*>(weight), mean, rstd,
+                     rows, c, scratch, stream);
   }
   return BackwardT(static_cast<bf16*>(dx), dweight, dbias, grad_dtype,
-                   static_cast<const bf16*>(dy), static_cast<const bf16*>(x),
-                   static_cast<const bf16*>(weight), mean, rstd, rows, c, accumulate_dx, scratch,
-                   stream);
+                   static_cast<const bf16*>(dy), static_cast<const bf16*>(residual),
+                   static_cast<const bf16*>(x), static_cast<const bf16*>(weight), mean, rstd,
+                   rows, c, scratch, stream);
 }
 
 }  // namespace weft::cuda

@@ -31,15 +31,19 @@ absl::Status LaunchResidualLayerNormForward(void* residual_out, void* out, float
 
 // Floats of device scratch LaunchLayerNormBackward needs.
 int64_t LayerNormBackwardScratchFloats(int64_t rows, int64_t channels);
+// Widest C the backward takes (its per-warp partials live in shared memory).
+int64_t LayerNormBackwardMaxChannels();
 
-// dx = (or +=, with accumulate_dx) the input gradient; dweight += sum over
-// rows of dy * xhat; dbias += sum over rows of dy. Deterministic: per-chunk
-// partial sums in a fixed order, then a fixed-order reduce (no atomics).
+// dx = residual + the input gradient (residual null: the input gradient);
+// dweight += sum over rows of dy * xhat; dbias += sum over rows of dy.
+// residual may be dx (accumulate) and dx may be dy. One pass over dy and x,
+// then a finish over per-block partial rows; deterministic (fixed order,
+// no atomics). dbias may be null.
 absl::Status LaunchLayerNormBackward(void* dx, void* dweight, void* dbias, DType grad_dtype,
-                                     const void* dy, const void* x, const void* weight,
-                                     const float* mean, const float* rstd, DType dtype,
-                                     int64_t rows, int64_t channels, bool accumulate_dx,
-                                     float* scratch, cudaStream_t stream);
+                                     const void* dy, const void* residual, const void* x,
+                                     const void* weight, const float* mean, const float* rstd,
+                                     DType dtype, int64_t rows, int64_t channels, float* scratch,
+                                     cudaStream_t stream);
 
 }  // namespace weft::cuda
 

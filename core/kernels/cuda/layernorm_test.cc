@@ -1,8 +1,12 @@
 // CPU-vs-CUDA parity for layernorm forward, fused residual + layernorm, and
-// backward (f32 and bf16; C = 768 on the vector path, C = 13 on the scalar
-// one), plus bitwise determinism of the parameter-gradient reduction.
+// the one-pass backward (f32 and bf16; C = 768 on the vector path, C = 13 on
+// the scalar one; backward also C = 100 (f32 vector, bf16 scalar), C = 1600
+// (6 warps a block, shared memory past 48 KiB), row counts that leave a
+// block's chunk short; residual none, dx itself, or another tensor), plus
+// bitwise determinism of the parameter-gradient reduction.
 // Tolerances: f32 1e-5 for activations, 1e-4 for dweight/dbias (sums over
 // rows); bf16 1e-2 / 2e-2.
+#include "core/kernels/cuda/layernorm.h"
 #include "core/kernels/cuda/parity_util.h"
 #include "gtest/gtest.h"
 
@@ -78,14 +82,20 @@ TEST(LayerNormParityTest, ResidualForward) {
   }
 }
 
+const LnShape kBackwardShapes[] = {{1, 13},  {37, 13},  {64, 768}, {300, 768},
+                                    {129, 96}, {50, 100}, {23, 1600}};
+
+// Which tensor the backward adds dx onto.
+enum class Residual { kNone, kDx, kOther };
+
 TEST(LayerNormParityTest, Backward) {
   for (DType dt : {DType::kF32, DType::kBF16}) {
     for (DType grad_dt : {DType::kF32, DType::kBF16}) {
-      for (bool accumulate : {false, true}) {
-        for (const LnShape& s : kShapes) {
+      for (Residual residual : {Residual::kNone, Residual::kDx, Residual::kOther}) {
+        for (const LnShape& s : kBackwardShapes) {
           SCOPED_TRACE(::testing::Message() << DTypeName(dt) << " grads " << DTypeName(grad_dt)
-                                            << " acc=" << accumulate << " " << s.rows << "x"
-                                            << s.c);
+                                            << " residual=" << static_cast<int>(residual) << " "
+                                            << s.rows << "x" << s.c);
           const int64_t n = s.rows * s.c;
           const auto x = RoundTo(dt, Random(n, 1, 2.0f));
           const auto dy = RoundTo(dt, Random(n, 2));
@@ -93,6 +103,7 @@ TEST(LayerNormParityTest, Backward) {
           const auto dx0 = RoundTo(dt, Random(n, 4));
           const auto dw0 = RoundTo(grad_dt, Random(s.c, 5));
           const auto db0 = RoundTo(grad_dt, Random(s.c, 6));
+          const auto other = RoundTo(dt, Random(n, 7));
           // Statistics from the CPU forward feed both backward passes.
           Tensor out = Host(std::vector<float>(n), {s.rows, s.c});
           Tensor mean = Host(std::vector<float>(s.rows), {s.rows});
@@ -102,26 +113,67 @@ TEST(LayerNormParityTest, Backward) {
                                             Host(w, {s.c}), Host(w, {s.c}), kEps)
                           .ok());
           Tensor cdx = Host(dx0, {s.rows, s.c}), cdw = Host(dw0, {s.c}), cdb = Host(db0, {s.c});
+          const Tensor cres = residual == Residual::kDx      ? cdx
+                              : residual == Residual::kOther ? Host(other, {s.rows, s.c})
+                                                             : Tensor();
           ASSERT_TRUE(CpuOps()
                           .LayerNormBackward(kCpuCtx, cdx, cdw, cdb, Host(dy, {s.rows, s.c}),
                                              Host(x, {s.rows, s.c}), Host(w, {s.c}), mean, rstd,
-                                             accumulate)
+                                             cres)
                           .ok());
           Tensor gdx = Gpu(dx0, {s.rows, s.c}, dt);
           Tensor gdw = Gpu(dw0, {s.c}, grad_dt), gdb = Gpu(db0, {s.c}, grad_dt);
+          const Tensor gres = residual == Residual::kDx      ? gdx
+                              : residual == Residual::kOther ? Gpu(other, {s.rows, s.c}, dt)
+                                                             : Tensor();
           const absl::Status st = GpuOps().LayerNormBackward(
               GpuCtx(), gdx, gdw, gdb, Gpu(dy, {s.rows, s.c}, dt), Gpu(x, {s.rows, s.c}, dt),
               Gpu(w, {s.c}, dt), Gpu(Floats(mean), {s.rows}, DType::kF32),
-              Gpu(Floats(rstd), {s.rows}, DType::kF32), accumulate);
+              Gpu(Floats(rstd), {s.rows}, DType::kF32), gres);
           ASSERT_TRUE(st.ok()) << st;
           EXPECT_TRUE(Close(Floats(gdx), Floats(cdx), TolFor(dt, false))) << "dx";
           const Tolerance reduce = grad_dt == DType::kBF16 ? kBf16ReduceTol : kF32ReduceTol;
           EXPECT_TRUE(Close(Floats(gdw), Floats(cdw), reduce)) << "dweight";
           EXPECT_TRUE(Close(Floats(gdb), Floats(cdb), reduce)) << "dbias";
+          if (residual == Residual::kOther) {
+            EXPECT_EQ(Floats(gres), other) << "residual is read only";
+          }
         }
       }
     }
   }
+}
+
+// dx may overwrite dy: the same bits as writing a separate dx.
+TEST(LayerNormParityTest, BackwardInPlaceOverDy) {
+  const int64_t rows = 300, c = 768, n = rows * c;
+  Tensor x = Gpu(Random(n, 1), {rows, c}, DType::kBF16);
+  Tensor w = Gpu(Random(c, 3), {c}, DType::kBF16);
+  Tensor mean = Gpu(Random(rows, 4, 0.1f), {rows}, DType::kF32);
+  Tensor rstd = Gpu(std::vector<float>(rows, 1.5f), {rows}, DType::kF32);
+  Tensor residual = Gpu(Random(n, 5), {rows, c}, DType::kBF16);
+  std::vector<uint8_t> want;
+  for (bool in_place : {false, true}) {
+    Tensor dy = Gpu(Random(n, 2), {rows, c}, DType::kBF16);
+    Tensor dx = in_place ? dy : GpuZeros({rows, c}, DType::kBF16);
+    Tensor dw = GpuZeros({c}, DType::kF32), db = GpuZeros({c}, DType::kF32);
+    ASSERT_TRUE(
+        GpuOps().LayerNormBackward(GpuCtx(), dx, dw, db, dy, x, w, mean, rstd, residual).ok());
+    if (!in_place) want = Bytes(dx);
+    else EXPECT_EQ(Bytes(dx), want);
+  }
+}
+
+TEST(LayerNormParityTest, BackwardWiderThanSharedMemoryIsAnError) {
+  const int64_t c = LayerNormBackwardMaxChannels() + 8;
+  Tensor x = GpuZeros({2, c}, DType::kBF16), dy = GpuZeros({2, c}, DType::kBF16);
+  Tensor dx = GpuZeros({2, c}, DType::kBF16), w = GpuZeros({c}, DType::kBF16);
+  Tensor dw = GpuZeros({c}, DType::kF32), db = GpuZeros({c}, DType::kF32);
+  Tensor mean = GpuZeros({2}, DType::kF32), rstd = GpuZeros({2}, DType::kF32);
+  const absl::Status st =
+      GpuOps().LayerNormBackward(GpuCtx(), dx, dw, db, dy, x, w, mean, rstd, Tensor());
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_NE(st.message().find("C <= "), std::string::npos) << st;
 }
 
 TEST(LayerNormParityTest, BackwardIsBitwiseDeterministic) {
@@ -135,7 +187,8 @@ TEST(LayerNormParityTest, BackwardIsBitwiseDeterministic) {
   for (int run = 0; run < 2; ++run) {
     Tensor dx = GpuZeros({rows, c}, DType::kBF16);
     Tensor dw = GpuZeros({c}, DType::kF32), db = GpuZeros({c}, DType::kF32);
-    ASSERT_TRUE(GpuOps().LayerNormBackward(GpuCtx(), dx, dw, db, dy, x, w, mean, rstd, false).ok());
+    ASSERT_TRUE(
+        GpuOps().LayerNormBackward(GpuCtx(), dx, dw, db, dy, x, w, mean, rstd, Tensor()).ok());
     if (run == 0) {
       dx1 = Bytes(dx);
       dw1 = Bytes(dw);

@@ -122,10 +122,7 @@ absl::Status ColumnPartials(const void* src, float* scratch, int64_t rows, int64
 template <typename G>
 absl::Status ColumnFinalize(void* dst, const float* scratch, int64_t cols,
                             const ColumnChunking& ch, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(CeilDiv(cols, kThreads)), 1);
-  ColumnFinalizeKernel<G><<<grid, kThreads, 0, stream>>>(static_cast<G*>(dst), nullptr, scratch,
-                                                         ch.chunks, cols);
-  return CheckLaunch("ColumnFinalizeKernel");
+  return LaunchColumnFinalize<G>(static_cast<G*>(dst), nullptr, scratch, ch.chunks, cols, stream);
 }
 
 template <typename T>

@@ -232,7 +232,7 @@ absl::Status CudaKernelOps::LayerNormBackward(const KernelContext& ctx, Tensor& 
                                               Tensor& dweight, Tensor& dbias, const Tensor& dy,
                                               const Tensor& x, const Tensor& weight,
                                               const Tensor& mean, const Tensor& rstd,
-                                              bool accumulate_dx) {
+                                              const Tensor& residual) {
   // dy plays out's role (same shape and dtype as x); weight is the bias slot.
   WEFT_ASSIGN_OR_RETURN(RowsCols d, CheckLayerNorm(ctx, dy, mean, rstd, x, weight, weight));
   WEFT_RETURN_IF_ERROR(CheckFloat(ctx, dx, "layernorm dx"));
@@ -243,13 +243,25 @@ absl::Status CudaKernelOps::LayerNormBackward(const KernelContext& ctx, Tensor& 
   WEFT_RETURN_IF_ERROR(CheckFloat(ctx, dbias, "layernorm dbias"));
   WEFT_RETURN_IF_ERROR(CheckShape(dbias, "layernorm dbias", {d.cols}));
   WEFT_RETURN_IF_ERROR(CheckSameDType(dbias, "layernorm dbias", dweight, "layernorm dweight"));
+  if (residual.defined()) {
+    WEFT_RETURN_IF_ERROR(CheckFloat(ctx, residual, "layernorm residual"));
+    WEFT_RETURN_IF_ERROR(CheckNumel(residual, "layernorm residual", x.numel()));
+    WEFT_RETURN_IF_ERROR(CheckSameDType(residual, "layernorm residual", x, "layernorm x"));
+  }
+  if (d.cols > LayerNormBackwardMaxChannels()) {
+    return InvalidArgument(absl::StrCat("layernorm backward on CUDA with C = ", d.cols),
+                           absl::StrCat("C <= ", LayerNormBackwardMaxChannels()),
+                           "each warp keeps dweight/dbias partials for a whole row in shared "
+                           "memory; split the normalized dimension or run it on the CPU");
+  }
   DeviceGuard guard(ctx.device.index);
   WEFT_ASSIGN_OR_RETURN(Tensor scratch,
                         Scratch(ctx, 4 * LayerNormBackwardScratchFloats(d.rows, d.cols)));
-  return LaunchLayerNormBackward(dx.raw_data(), dweight.raw_data(), dbias.raw_data(),
-                                 dweight.dtype(), dy.raw_data(), x.raw_data(), weight.raw_data(),
-                                 mean.data<float>(), rstd.data<float>(), x.dtype(), d.rows,
-                                 d.cols, accumulate_dx, scratch.data<float>(), StreamOf(ctx));
+  return LaunchLayerNormBackward(
+      dx.raw_data(), dweight.raw_data(), dbias.raw_data(), dweight.dtype(), dy.raw_data(),
+      residual.defined() ? residual.raw_data() : nullptr, x.raw_data(), weight.raw_data(),
+      mean.data<float>(), rstd.data<float>(), x.dtype(), d.rows, d.cols, scratch.data<float>(),
+      StreamOf(ctx));
 }
 
 absl::Status CudaKernelOps::GeluForward(const KernelContext& ctx, Tensor& out, const Tensor& x) {

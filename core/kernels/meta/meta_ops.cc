@@ -17,7 +17,7 @@ class MetaKernelOps : public KernelOps {
   }
   absl::Status LayerNormBackward(const KernelContext&, Tensor&, Tensor&, Tensor&, const Tensor&,
                                  const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                                 bool) override {
+                                 const Tensor&) override {
     return Ok();
   }
   absl::Status ResidualLayerNormForward(const KernelContext&, Tensor&, Tensor&, Tensor&, Tensor&,

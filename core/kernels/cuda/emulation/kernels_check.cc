@@ -2,6 +2,7 @@
 // references; see run.sh.
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <vector>
 #include "core/kernels/cuda/cross_entropy.h"
@@ -40,25 +41,21 @@ template <typename A, typename B> double Err(const A& got, const B& want) {
 }
 void ok(const absl::Status& s) { if (!s.ok()) { printf("status: %s\n", std::string(s.message()).c_str()); ++bad; } }
 
+float AsF(float v) { return v; }
+float AsF(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T> T HostFromF(float v) {
+  if constexpr (sizeof(T) == 2) return __float2bfloat16_rn(v); else return v;
+}
+
 void LayerNorm(int rows, int C) {
-  auto x = Rand(rows * C, 1, 3), w = Rand(C, 2), b = Rand(C, 3), dy = Rand(rows * C, 4);
+  auto x = Rand(rows * C, 1, 3), w = Rand(C, 2), b = Rand(C, 3);
   auto a2 = Rand(rows * C, 5);
-  std::vector<double> out(rows * C), mean(rows), rstd(rows), dx(rows * C), dw(C, 0), db(C, 0);
+  std::vector<double> out(rows * C), mean(rows), rstd(rows);
   for (int r = 0; r < rows; ++r) {
     double m = 0; for (int i = 0; i < C; ++i) m += x[r * C + i]; m /= C;
     double v = 0; for (int i = 0; i < C; ++i) v += (x[r * C + i] - m) * (x[r * C + i] - m); v /= C;
     double s = 1 / std::sqrt(v + 1e-5); mean[r] = m; rstd[r] = s;
-    double s1 = 0, s2 = 0;
-    for (int i = 0; i < C; ++i) {
-      double xh = (x[r * C + i] - m) * s; out[r * C + i] = xh * w[i] + b[i];
-      double dyw = dy[r * C + i] * w[i]; s1 += dyw; s2 += dyw * xh;
-      dw[i] += dy[r * C + i] * xh; db[i] += dy[r * C + i];
-    }
-    s1 /= C; s2 /= C;
-    for (int i = 0; i < C; ++i) {
-      double xh = (x[r * C + i] - m) * s;
-      dx[r * C + i] = 0.5 + (dy[r * C + i] * w[i] - s1 - xh * s2) * s;  // accumulate onto 0.5
-    }
+    for (int i = 0; i < C; ++i) out[r * C + i] = (x[r * C + i] - m) * s * w[i] + b[i];
   }
   std::vector<float> go(rows * C), gm(rows), gr(rows);
   ok(LaunchLayerNormForward(go.data(), gm.data(), gr.data(), x.data(), w.data(), b.data(), DType::kF32, rows, C, 1e-5f, nullptr));
@@ -69,11 +66,97 @@ void LayerNorm(int rows, int C) {
   for (int i = 0; i < rows * C; ++i) bpart[i] = x[i] - a2[i];
   ok(LaunchResidualLayerNormForward(res.data(), ro.data(), gm.data(), gr.data(), a2.data(), bpart.data(), w.data(), b.data(), DType::kF32, rows, C, 1e-5f, nullptr));
   Check("residual layernorm fwd", std::max(Err(ro, out), Err(res, x)), 1e-5);
-  std::vector<float> gdx(rows * C, 0.5f), gdw(C, 0), gdb(C, 0), mf(mean.begin(), mean.end()), rf(rstd.begin(), rstd.end());
+}
+
+// Backward against a double reference from the same (rounded) inputs.
+// residual: 0 none, 1 dx itself (accumulate onto dx's old values), 2 another
+// tensor (must stay unchanged), 3 another tensor with dx written over dy.
+// Parameter gradients start at 0.25 (+=).
+// `offset` shifts every row-major operand by one element, which forces the
+// scalar path; dweight/dbias must then equal the vector path's bit for bit
+// (same rows per warp, same warp and block order).
+template <typename G>
+struct LnBwdResult { std::vector<G> dw, db; };
+template <typename T, typename G>
+LnBwdResult<G> LayerNormBackwardCase(int rows, int C, int residual, int offset = 0) {
+  const size_t n = size_t(rows) * C;
+  std::vector<T> x(n + 1), dy(n + 1), res(n + 1), dx(n + 1), w(C);
+  auto fx = Rand(n, 1, 3), fdy = Rand(n, 4), fres = Rand(n, 5), fdx = Rand(n, 6), fw = Rand(C, 2);
+  for (size_t i = 0; i < n; ++i) {
+    x[i + offset] = HostFromF<T>(fx[i]); dy[i + offset] = HostFromF<T>(fdy[i]);
+    res[i + offset] = HostFromF<T>(fres[i]); dx[i + offset] = HostFromF<T>(fdx[i]);
+  }
+  for (int i = 0; i < C; ++i) w[i] = HostFromF<T>(fw[i]);
+  std::vector<float> mf(rows), rf(rows);
+  std::vector<double> want_dx(n), want_dw(C, 0.25), want_db(C, 0.25);
+  for (int r = 0; r < rows; ++r) {
+    auto X = [&](int i) { return double(AsF(x[offset + size_t(r) * C + i])); };
+    auto DY = [&](int i) { return double(AsF(dy[offset + size_t(r) * C + i])); };
+    double m = 0; for (int i = 0; i < C; ++i) m += X(i); m /= C;
+    double v = 0; for (int i = 0; i < C; ++i) v += (X(i) - m) * (X(i) - m); v /= C;
+    mf[r] = float(m); rf[r] = float(1 / std::sqrt(v + 1e-5));
+    const double s = rf[r];
+    double s1 = 0, s2 = 0;
+    for (int i = 0; i < C; ++i) {
+      const double xh = (X(i) - mf[r]) * s, dyw = DY(i) * AsF(w[i]);
+      s1 += dyw; s2 += dyw * xh; want_dw[i] += DY(i) * xh; want_db[i] += DY(i);
+    }
+    s1 /= C; s2 /= C;
+    for (int i = 0; i < C; ++i) {
+      const double xh = (X(i) - mf[r]) * s;
+      const size_t k = offset + size_t(r) * C + i;
+      const double base = residual == 1 ? AsF(dx[k]) : residual >= 2 ? AsF(res[k]) : 0.0;
+      want_dx[size_t(r) * C + i] = base + (DY(i) * AsF(w[i]) - s1 - xh * s2) * s;
+    }
+  }
+  const std::vector<T> res_before = res;
+  std::vector<G> dw(C, HostFromF<G>(0.25f)), db(C, HostFromF<G>(0.25f));
   std::vector<float> scratch(LayerNormBackwardScratchFloats(rows, C));
-  ok(LaunchLayerNormBackward(gdx.data(), gdw.data(), gdb.data(), DType::kF32, dy.data(), x.data(), w.data(), mf.data(), rf.data(), DType::kF32, rows, C, true, scratch.data(), nullptr));
-  Check("layernorm bwd dx", Err(gdx, dx), 1e-5);
-  Check("layernorm bwd dweight/dbias", std::max(Err(gdw, dw), Err(gdb, db)), 1e-5);
+  const void* rp = residual == 1 ? dx.data() + offset : residual >= 2 ? res.data() + offset : nullptr;
+  std::vector<T>& out = residual == 3 ? dy : dx;
+  const DType dt = sizeof(T) == 2 ? DType::kBF16 : DType::kF32;
+  const DType gt = sizeof(G) == 2 ? DType::kBF16 : DType::kF32;
+  ok(LaunchLayerNormBackward(out.data() + offset, dw.data(), db.data(), gt, dy.data() + offset, rp,
+                             x.data() + offset, w.data(), mf.data(), rf.data(), dt, rows, C,
+                             scratch.data(), nullptr));
+  std::vector<float> got_dx(n), got_dw(C), got_db(C);
+  for (size_t i = 0; i < n; ++i) got_dx[i] = AsF(out[i + offset]);
+  for (int i = 0; i < C; ++i) { got_dw[i] = AsF(dw[i]); got_db[i] = AsF(db[i]); }
+  char name[120];
+  snprintf(name, 120, "layernorm bwd %s %dx%d res=%s grads %s%s dx", sizeof(T) == 2 ? "bf16" : "f32",
+           rows, C, residual == 0 ? "none" : residual == 1 ? "dx" : residual == 2 ? "other" : "other, dx=dy", sizeof(G) == 2 ? "bf16" : "f32",
+           offset ? " scalar" : "");
+  const double tol = sizeof(T) == 2 ? 1e-2 : 1e-5;
+  Check(name, Err(got_dx, want_dx), tol);
+  snprintf(name + strlen(name) - 2, 40, "dw/db");
+  Check(name, std::max(Err(got_dw, want_dw), Err(got_db, want_db)), sizeof(G) == 2 ? 1e-2 : 1e-5);
+  if (residual >= 2 && std::memcmp(res.data(), res_before.data(), res.size() * sizeof(T)) != 0) { printf("  residual was modified: FAIL\n"); ++bad; }
+  return {dw, db};
+}
+
+void LayerNormBackwardChecks() {
+  for (int C : {13, 96, 100, 768}) {
+    for (int residual : {0, 1, 2}) {
+      LayerNormBackwardCase<float, float>(37, C, residual);
+      LayerNormBackwardCase<__nv_bfloat16, float>(37, C, residual);
+    }
+  }
+  LayerNormBackwardCase<__nv_bfloat16, __nv_bfloat16>(20, 768, 1);
+  LayerNormBackwardCase<float, __nv_bfloat16>(9, 100, 0);
+  LayerNormBackwardCase<__nv_bfloat16, float>(23, 1600, 2);  // 6 warps per block
+  LayerNormBackwardCase<__nv_bfloat16, float>(3, 4100, 1);   // 2 warps; warp 0 takes 2 rows
+  LayerNormBackwardCase<float, float>(8200, 8, 1);           // 512+ rows per chunk: 24-row chunks
+  LayerNormBackwardCase<__nv_bfloat16, float>(1, 768, 0);
+  LayerNormBackwardCase<__nv_bfloat16, float>(37, 768, 3);
+  LayerNormBackwardCase<float, float>(37, 13, 3);
+  // Vector and scalar paths sum dweight/dbias in the same order.
+  for (int C : {96, 768}) {
+    auto vec = LayerNormBackwardCase<float, float>(50, C, 2);
+    auto sca = LayerNormBackwardCase<float, float>(50, C, 2, /*offset=*/1);
+    const bool same = vec.dw == sca.dw && vec.db == sca.db;
+    printf("%-40s %s\n", "  vector == scalar dw/db, bitwise", same ? "ok" : "FAIL");
+    bad += !same;
+  }
 }
 
 void ColumnSum(int rows, int cols) {
@@ -246,11 +329,6 @@ void Embedding() {
 // The vocabulary-parallel loss over `shards` column blocks (the all-reduces
 // done here) against the double reference; one shard must equal the fused
 // kernel bit for bit.
-float AsF(float v) { return v; }
-float AsF(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <typename T> T HostFromF(float v) {
-  if constexpr (sizeof(T) == 2) return __float2bfloat16_rn(v); else return v;
-}
 
 template <typename T>
 void VocabCrossEntropy(int rows, int V, int Vp, int shards) {
@@ -335,7 +413,7 @@ void VocabEmbedding() {
 }
 
 int main() {
-  LayerNorm(37, 13); LayerNorm(20, 768); LayerNorm(9, 96);
+  LayerNorm(37, 13); LayerNorm(20, 768); LayerNorm(9, 96); LayerNormBackwardChecks();
   ColumnSum(300, 37); ColumnSum(1000, 64);
   CrossEntropy(4, 65, 128, false); CrossEntropy(3, 13, 13, false); CrossEntropy(2, 50257, 50304, false);
   CrossEntropy(3, 50257, 50304, true);
