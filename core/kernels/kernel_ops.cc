@@ -40,6 +40,11 @@ absl::Status KernelOps::AttentionBlockBackward(const KernelContext& ctx, Tensor&
       "AttentionBlockBackward. Hint: run cp on CPU"));
 }
 
+absl::Status KernelOps::ZeroTensors(const KernelContext& ctx, absl::Span<const Tensor> tensors) {
+  for (Tensor t : tensors) WEFT_RETURN_IF_ERROR(t.Zero(ctx.stream));  // handles share storage
+  return absl::OkStatus();
+}
+
 absl::StatusOr<GemmDims> CheckGemmArgs(const GemmArgs& g) {
   if (g.a.ndim() != 2 || g.b.ndim() != 2 || g.out.ndim() != 2) {
     return InvalidArgument("gemm operands must be 2-D", "a, b and out of rank 2",

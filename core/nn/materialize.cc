@@ -1,6 +1,7 @@
 #include "core/nn/materialize.h"
 
 #include "core/base/status_macros.h"
+#include "core/kernels/kernel_ops.h"
 
 namespace weft {
 
@@ -61,10 +62,14 @@ absl::Status AdoptBox(Parameter& p, const Tensor& held, absl::Span<const int64_t
 }
 
 absl::Status ZeroGrads(Module& root, NativeStream stream) {
+  std::vector<Tensor> grads;
   for (Parameter* p : root.Parameters()) {
-    if (p->grad.defined()) WEFT_RETURN_IF_ERROR(p->grad.Zero(stream));
+    if (p->grad.defined()) grads.push_back(p->grad);
   }
-  return absl::OkStatus();
+  if (grads.empty()) return absl::OkStatus();
+  const Device device = grads[0].device();
+  WEFT_ASSIGN_OR_RETURN(KernelOps * ops, GetKernelOps(device.type));
+  return ops->ZeroTensors(KernelContext{device, stream}, grads);
 }
 
 }  // namespace weft

@@ -52,6 +52,17 @@ TEST(ElementwiseTest, AddScaleSum) {
   EXPECT_FLOAT_EQ(s.data<float>()[0], 5.5f * 5.5f + 121 + 16.5f * 16.5f + 100 + 400 + 900);
 }
 
+TEST(ElementwiseTest, ZeroTensorsClearsEveryTensorAndOnlyThem) {
+  CpuKernelOps ops;
+  Tensor a = RandomTensor({3, 5}, 1), b = RandomTensor({7}, 2), c = RandomTensor({4}, 3);
+  Tensor view = c.Slice(0, 1, 3);  // elements 1 and 2 of c
+  const float c0 = c.data<float>()[0], c3 = c.data<float>()[3];
+  ASSERT_TRUE(ops.ZeroTensors(kCtx, {a, b, view}).ok());
+  for (float v : Values(a)) EXPECT_EQ(v, 0.f);
+  for (float v : Values(b)) EXPECT_EQ(v, 0.f);
+  EXPECT_EQ(Values(c), (std::vector<float>{c0, 0.f, 0.f, c3}));
+}
+
 TEST(DropoutTest, MaskDependsOnlyOnSeedAndPosition) {
   CpuKernelOps ops;
   const int n = 4096;

@@ -85,6 +85,7 @@ class CudaKernelOps : public KernelOps {
 
   absl::Status Sum(const KernelContext& ctx, Tensor& out, const Tensor& x,
                    bool accumulate) override;
+  absl::Status ZeroTensors(const KernelContext& ctx, absl::Span<const Tensor> tensors) override;
   absl::Status SumSquares(const KernelContext& ctx, Tensor& out,
                           absl::Span<const Tensor> tensors) override;
 

@@ -7,6 +7,8 @@
 #include "core/kernels/cuda/common.cuh"
 #include "core/kernels/cuda/elementwise.h"
 #include "core/kernels/cuda/gelu.cuh"
+#include "core/base/status_macros.h"
+#include "core/kernels/cuda/multi_tensor.cuh"
 
 namespace weft::cuda {
 namespace {
@@ -164,6 +166,31 @@ absl::Status ScaleT(T* x, float scale, int64_t n, cudaStream_t stream) {
   return CheckLaunch("ScaleKernel");
 }
 
+// Zeroing many buffers: each block clears one 64 KiB chunk of one buffer.
+constexpr int64_t kZeroChunkBytes = 64 * 1024;
+
+struct ZeroBatch {
+  BlockMap map;
+  uint8_t* ptr[kMaxTensorsPerLaunch];
+  int64_t bytes[kMaxTensorsPerLaunch];
+};
+
+__global__ void __launch_bounds__(kThreads) ZeroManyKernel(const ZeroBatch batch) {
+  const int s = TensorOfBlock(batch.map, blockIdx.x);
+  const int64_t begin = int64_t(blockIdx.x - batch.map.block_start[s]) * kZeroChunkBytes;
+  const int64_t end = min(batch.bytes[s], begin + kZeroChunkBytes);
+  uint8_t* const p = batch.ptr[s];
+  // Chunks start at multiples of 64 KiB, so an aligned buffer stays aligned.
+  int64_t scalar_from = begin;
+  if ((reinterpret_cast<uintptr_t>(p) & 15) == 0) {
+    scalar_from = begin + ((end - begin) & ~int64_t{15});
+    for (int64_t i = begin + 16 * int64_t(threadIdx.x); i < scalar_from; i += 16 * blockDim.x) {
+      *reinterpret_cast<uint4*>(p + i) = make_uint4(0, 0, 0, 0);
+    }
+  }
+  for (int64_t i = scalar_from + threadIdx.x; i < end; i += blockDim.x) p[i] = 0;
+}
+
 }  // namespace
 
 absl::Status LaunchGeluForward(void* out, const void* x, DType dtype, int64_t n,
@@ -201,6 +228,27 @@ absl::Status LaunchAdd(void* out, DType out_dtype, const void* a, DType a_dtype,
     return AddMixedA(static_cast<float*>(out), a, a_dtype, b, b_dtype, n, stream);
   }
   return AddMixedA(static_cast<bf16*>(out), a, a_dtype, b, b_dtype, n, stream);
+}
+
+absl::Status LaunchZeroMany(absl::Span<void* const> ptrs, absl::Span<const int64_t> bytes,
+                            cudaStream_t stream) {
+  for (size_t first = 0; first < ptrs.size(); first += kMaxTensorsPerLaunch) {
+    const size_t count = std::min<size_t>(kMaxTensorsPerLaunch, ptrs.size() - first);
+    ZeroBatch batch{};
+    int64_t blocks = 0;
+    for (size_t s = 0; s < count; ++s) {
+      batch.map.block_start[s] = static_cast<int32_t>(blocks);
+      batch.ptr[s] = static_cast<uint8_t*>(ptrs[first + s]);
+      batch.bytes[s] = bytes[first + s];
+      blocks += CeilDiv(bytes[first + s], kZeroChunkBytes);
+    }
+    batch.map.block_start[count] = static_cast<int32_t>(blocks);
+    batch.map.count = static_cast<int32_t>(count);
+    if (blocks == 0) continue;
+    ZeroManyKernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(batch);
+    WEFT_RETURN_IF_ERROR(CheckLaunch("ZeroManyKernel"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status LaunchScale(void* x, DType dtype, float scale, int64_t n, cudaStream_t stream) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "core/tensor/dtype.h"
 
 namespace weft::cuda {
@@ -25,6 +26,10 @@ absl::Status LaunchAdd(void* out, DType out_dtype, const void* a, DType a_dtype,
                        DType b_dtype, int64_t n, cudaStream_t stream);
 // x *= scale.
 absl::Status LaunchScale(void* x, DType dtype, float scale, int64_t n, cudaStream_t stream);
+// Zeroes ptrs[i][0, bytes[i]) for every i, 64 buffers per launch (16-byte
+// stores where a buffer is 16-byte aligned).
+absl::Status LaunchZeroMany(absl::Span<void* const> ptrs, absl::Span<const int64_t> bytes,
+                            cudaStream_t stream);
 
 }  // namespace weft::cuda
 

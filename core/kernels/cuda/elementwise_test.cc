@@ -1,4 +1,5 @@
-// CPU-vs-CUDA parity for GELU, Add, Scale, Dropout, Sum and SumSquares.
+// CPU-vs-CUDA parity for GELU, Add, Scale, Dropout, Sum and SumSquares, and
+// ZeroTensors.
 // Lengths cover the 16-byte vector path (multiples of 8) and the scalar one,
 // and misaligned views. Tolerances: f32 1e-5 (1e-4 for sums), bf16 1e-2.
 // Dropout masks must equal the CPU's exactly (same Philox stream).
@@ -114,6 +115,32 @@ TEST(DropoutParityTest, RejectsPOutOfRange) {
   Tensor x = GpuZeros({8}, DType::kF32), y = GpuZeros({8}, DType::kF32);
   EXPECT_FALSE(GpuOps().DropoutForward(GpuCtx(), y, x, 1.0f, 1, 0).ok());
   EXPECT_FALSE(GpuOps().DropoutForward(GpuCtx(), y, x, -0.1f, 1, 0).ok());
+}
+
+TEST(ZeroTensorsTest, ManyBuffersAnySizeAndAlignmentAndNothingElse) {
+  // 150 tensors (three launches), f32 and bf16, sizes across the 64 KiB
+  // chunks and below 16 bytes, some views at 2- and 4-byte offsets; the
+  // element just past each view must survive.
+  std::vector<Tensor> bases, views;
+  for (int i = 0; i < 150; ++i) {
+    const DType dt = i % 2 ? DType::kBF16 : DType::kF32;
+    const int64_t n = (i * 7919) % 70000 + (i % 5);
+    const int64_t offset = i % 3;
+    bases.push_back(Gpu(std::vector<float>(n + offset + 1, 1.5f), {n + offset + 1}, dt));
+    views.push_back(bases.back().Slice(0, offset, offset + n));
+  }
+  ASSERT_TRUE(GpuOps().ZeroTensors(GpuCtx(), views).ok());
+  for (int i = 0; i < 150; ++i) {
+    const std::vector<float> v = Floats(bases[i]);
+    const int64_t offset = i % 3, n = views[i].numel();
+    for (int64_t j = 0; j < static_cast<int64_t>(v.size()); ++j) {
+      const bool inside = j >= offset && j < offset + n;
+      ASSERT_EQ(v[j], inside ? 0.0f : 1.5f) << "tensor " << i << " element " << j;
+    }
+  }
+  EXPECT_TRUE(GpuOps().ZeroTensors(GpuCtx(), {}).ok());
+  std::vector<Tensor> on_cpu = {Host(std::vector<float>(4, 1.f), {4})};
+  EXPECT_FALSE(GpuOps().ZeroTensors(GpuCtx(), on_cpu).ok());
 }
 
 TEST(SumParityTest, SumAndAccumulate) {

@@ -201,6 +201,27 @@ absl::Status CudaKernelOps::SumSquares(const KernelContext& ctx, Tensor& out,
   return LaunchSumSquares(out.data<float>(), inputs, scratch.data<float>(), StreamOf(ctx));
 }
 
+absl::Status CudaKernelOps::ZeroTensors(const KernelContext& ctx,
+                                        absl::Span<const Tensor> tensors) {
+  WEFT_RETURN_IF_ERROR(CheckContext(ctx));
+  std::vector<void*> ptrs;
+  std::vector<int64_t> bytes;
+  for (const Tensor& t : tensors) {
+    if (!t.defined() || t.numel() == 0) continue;
+    if (t.device() != ctx.device) {
+      return InvalidArgument(absl::StrCat("zeroing a tensor on ", t.device().ToString()),
+                             "tensors on " + ctx.device.ToString());
+    }
+    if (!t.is_contiguous()) {
+      return InvalidArgument("zeroing a non-contiguous tensor", "contiguous tensors");
+    }
+    ptrs.push_back(t.raw_data());
+    bytes.push_back(t.numel() * static_cast<int64_t>(DTypeSize(t.dtype())));
+  }
+  DeviceGuard guard(ctx.device.index);
+  return LaunchZeroMany(ptrs, bytes, StreamOf(ctx));
+}
+
 absl::Status CudaKernelOps::AdamW(const KernelContext& ctx, absl::Span<OptimSegment> segments,
                                   const AdamWHyper& h) {
   WEFT_RETURN_IF_ERROR(CheckContext(ctx));
