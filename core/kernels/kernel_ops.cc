@@ -6,6 +6,7 @@
 #include "core/base/check.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
+#include "core/base/status_macros.h"
 
 namespace weft {
 namespace {

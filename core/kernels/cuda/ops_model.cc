@@ -9,6 +9,7 @@
 #include "core/kernels/cuda/cross_entropy.h"
 #include "core/kernels/cuda/cuda_ops.h"
 #include "core/kernels/cuda/dropout.h"
+#include "core/kernels/cuda/elementwise.h"
 #include "core/kernels/cuda/embedding.h"
 #include "core/kernels/cuda/ops_util.h"
 #include "core/kernels/cuda/optimizer.h"
