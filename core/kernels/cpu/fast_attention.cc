@@ -1,0 +1,158 @@
+// FastCpuKernelOps causal attention, forward and backward.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "core/kernels/cpu/check_args.h"
+#include "core/kernels/cpu/fast_math.h"
+#include "core/kernels/cpu/fast_ops.h"
+#include "core/kernels/cpu/thread_pool.h"
+
+namespace weft::cpu {
+namespace {
+
+using namespace ::weft::cpu::fast;  // NOLINT: this unit's vector helpers
+
+struct AttnDims {
+  int64_t b, t, c, nh, hs;
+};
+
+// One (batch, head) at a time, as GEMMs on the strided q/k/v columns of the
+// fused qkv rows (leading dimension 3C): S = scale Q K^T (T x T), a causal
+// softmax per row, O = P V. The upper triangle is computed and zeroed rather
+// than skipped: twice the multiply-adds of the causal half, at BLAS speed
+// instead of per-row dot products over a 32-64 element head.
+WEFT_CLONES void SoftmaxCausalRows(float* p, float* lse_row, int64_t t) {
+  for (int64_t i = 0; i < t; ++i) {
+    float* r = p + i * t;
+    const float mx = MaxF(r, i + 1);
+    for (int64_t j = 0; j <= i; ++j) r[j] = ExpF(r[j] - mx);
+    const float sum = SumF(r, i + 1);
+    lse_row[i] = mx + std::log(sum);
+    const float inv = 1.0f / sum;
+    for (int64_t j = 0; j <= i; ++j) r[j] *= inv;
+    std::fill(r + i + 1, r + t, 0.0f);
+  }
+}
+
+void AttentionForwardHeads(float* po, float* pl, const float* base, AttnDims d, int64_t bh0,
+                           int64_t bh1, float* p) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d.hs));
+  const int t = static_cast<int>(d.t), hs = static_cast<int>(d.hs);
+  const int row = static_cast<int>(3 * d.c), c = static_cast<int>(d.c);
+  for (int64_t bh = bh0; bh < bh1; ++bh) {
+    const int64_t b = bh / d.nh, h = bh % d.nh;
+    const float* qb = base + b * d.t * row + h * d.hs;
+    const float* kb = qb + d.c;
+    const float* vb = qb + 2 * d.c;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, hs, scale, qb, row, kb, row, 0.0f,
+                p, t);
+    SoftmaxCausalRows(p, pl + bh * d.t, d.t);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, hs, t, 1.0f, p, t, vb, row, 0.0f,
+                po + b * d.t * d.c + h * d.hs, c);
+  }
+}
+
+// P = exp(scale Q K^T - lse) (causal), dP = dO V^T, dS = P (dP - D) scale
+// with D = rowsum(dO O); then dQ += dS K, dK += dS^T Q, dV += P^T dO.
+WEFT_CLONES void AttentionGradRows(float* p, float* ds, const float* lse_row, const float* go,
+                                   const float* o, int64_t t, int64_t hs, int64_t c,
+                                   float scale) {
+  for (int64_t i = 0; i < t; ++i) {
+    float* pr = p + i * t;
+    float* dr = ds + i * t;
+    const float l = lse_row[i];
+    const float dsum = Dot(go + i * c, o + i * c, hs);
+    for (int64_t j = 0; j <= i; ++j) {
+      pr[j] = ExpF(pr[j] - l);
+      dr[j] = pr[j] * (dr[j] - dsum) * scale;
+    }
+    std::fill(pr + i + 1, pr + t, 0.0f);
+    std::fill(dr + i + 1, dr + t, 0.0f);
+  }
+}
+
+void AttentionBackwardHeads(float* dbase, const float* base, const float* pdout,
+                            const float* pout, const float* plse, AttnDims d, int64_t bh0,
+                            int64_t bh1, float* p, float* dp) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d.hs));
+  const int t = static_cast<int>(d.t), hs = static_cast<int>(d.hs);
+  const int row = static_cast<int>(3 * d.c), c = static_cast<int>(d.c);
+  for (int64_t bh = bh0; bh < bh1; ++bh) {
+    const int64_t b = bh / d.nh, h = bh % d.nh;
+    const float* qb = base + b * d.t * row + h * d.hs;
+    const float* kb = qb + d.c;
+    const float* vb = qb + 2 * d.c;
+    float* dqb = dbase + b * d.t * row + h * d.hs;
+    float* dkb = dqb + d.c;
+    float* dvb = dqb + 2 * d.c;
+    const float* gob = pdout + b * d.t * d.c + h * d.hs;
+    const float* ob = pout + b * d.t * d.c + h * d.hs;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, hs, scale, qb, row, kb, row, 0.0f,
+                p, t);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, hs, 1.0f, gob, c, vb, row, 0.0f,
+                dp, t);
+    AttentionGradRows(p, dp, plse + bh * d.t, gob, ob, d.t, d.hs, d.c, scale);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, hs, t, 1.0f, dp, t, kb, row, 1.0f,
+                dqb, row);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, hs, t, 1.0f, dp, t, qb, row, 1.0f,
+                dkb, row);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, hs, t, 1.0f, p, t, gob, c, 1.0f,
+                dvb, row);
+  }
+}
+
+}  // namespace
+
+absl::Status FastCpuKernelOps::AttentionForward(const KernelContext& ctx, Tensor& out,
+                                                Tensor& lse, const Tensor& qkv,
+                                                int num_heads) {
+  WEFT_RETURN_IF_ERROR(CheckCpu(qkv, "attention qkv"));
+  if (qkv.ndim() != 3 || qkv.dim(2) % 3 != 0 || num_heads <= 0 ||
+      (qkv.dim(2) / 3) % num_heads != 0) {
+    return CpuKernelOps::AttentionForward(ctx, out, lse, qkv, num_heads);  // its errors
+  }
+  AttnDims d{qkv.dim(0), qkv.dim(1), qkv.dim(2) / 3, num_heads, 0};
+  d.hs = d.c / num_heads;
+  WEFT_RETURN_IF_ERROR(CheckShape(out, "attention out", {d.b, d.t, d.c}));
+  WEFT_RETURN_IF_ERROR(CheckShape(lse, "attention lse", {d.b, d.nh, d.t}));
+  float *po = out.data<float>(), *pl = lse.data<float>();
+  const float* base = qkv.data<float>();
+  ParallelFor(d.b * d.nh, 1, [&](int64_t bh0, int64_t bh1) {
+    AttentionForwardHeads(po, pl, base, d, bh0, bh1, Scratch(d.t * d.t));
+  });
+  return absl::OkStatus();
+}
+
+absl::Status FastCpuKernelOps::AttentionBackward(const KernelContext& ctx, Tensor& dqkv,
+                                                 const Tensor& dout, const Tensor& qkv,
+                                                 const Tensor& out, const Tensor& lse,
+                                                 int num_heads) {
+  WEFT_RETURN_IF_ERROR(CheckCpu(qkv, "attention qkv"));
+  if (qkv.ndim() != 3 || qkv.dim(2) % 3 != 0 || num_heads <= 0 ||
+      (qkv.dim(2) / 3) % num_heads != 0) {
+    return CpuKernelOps::AttentionBackward(ctx, dqkv, dout, qkv, out, lse, num_heads);
+  }
+  AttnDims d{qkv.dim(0), qkv.dim(1), qkv.dim(2) / 3, num_heads, 0};
+  d.hs = d.c / num_heads;
+  WEFT_RETURN_IF_ERROR(CheckShape(dqkv, "attention dqkv", {d.b, d.t, 3 * d.c}));
+  WEFT_RETURN_IF_ERROR(CheckShape(dout, "attention dout", {d.b, d.t, d.c}));
+  WEFT_RETURN_IF_ERROR(CheckShape(out, "attention out", {d.b, d.t, d.c}));
+  WEFT_RETURN_IF_ERROR(CheckShape(lse, "attention lse", {d.b, d.nh, d.t}));
+  float* dbase = dqkv.data<float>();
+  std::memset(dbase, 0, dqkv.numel() * sizeof(float));
+  const float *base = qkv.data<float>(), *pdo = dout.data<float>(), *pout = out.data<float>();
+  const float* pl = lse.data<float>();
+  ParallelFor(d.b * d.nh, 1, [&](int64_t bh0, int64_t bh1) {
+    float* s = Scratch(2 * d.t * d.t);
+    AttentionBackwardHeads(dbase, base, pdo, pout, pl, d, bh0, bh1, s, s + d.t * d.t);
+  });
+  return absl::OkStatus();
+}
+
+}  // namespace weft::cpu
