@@ -267,6 +267,25 @@ double MaxLossRelDiff(const ParityRun& run, const ParityRun& reference) {
   return worst;
 }
 
+double MaxGradNormRelDiff(const ParityRun& run, const ParityRun& reference) {
+  double worst = 0;
+  for (size_t i = 0; i < run.grad_norms.size() && i < reference.grad_norms.size(); ++i) {
+    worst = std::max(worst, std::fabs(run.grad_norms[i] - reference.grad_norms[i]) /
+                                reference.grad_norms[i]);
+  }
+  return worst;
+}
+
+void ExpectGradNormsMatch(const ParityRun& reference, const ParityRun& run, double rtol,
+                          const std::string& label) {
+  ASSERT_EQ(run.grad_norms.size(), reference.grad_norms.size()) << label;
+  for (size_t i = 0; i < run.grad_norms.size(); ++i) {
+    EXPECT_GT(reference.grad_norms[i], 0) << label;
+    EXPECT_NEAR(run.grad_norms[i], reference.grad_norms[i], rtol * reference.grad_norms[i])
+        << label << ": gradient norm at step " << i + 1;
+  }
+}
+
 absl::StatusOr<ParityRun> RunSingleProcess(GptJob job, const RunOptions& options) {
   return Train(job, std::nullopt, "", options);
 }

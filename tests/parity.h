@@ -62,12 +62,19 @@ double LastStep(const ParityRun& run, const std::string& key);
 
 // The largest per-step |loss - reference loss| / |reference loss|.
 double MaxLossRelDiff(const ParityRun& run, const ParityRun& reference);
+// The same for the per-step gradient norms (the clipping norm).
+double MaxGradNormRelDiff(const ParityRun& run, const ParityRun& reference);
 
 // gtest expectations: per-step relative loss difference <= loss_rtol and
 // max parameter and optimizer-state difference (relative to max(1, |x|))
 // <= param_tol.
 void ExpectParity(const ParityRun& reference, const ParityRun& run, double loss_rtol,
                   double param_tol, const std::string& label);
+
+// gtest expectations: as many gradient norms as the reference, each
+// positive there and within rtol of it (relative) at every step.
+void ExpectGradNormsMatch(const ParityRun& reference, const ParityRun& run, double rtol,
+                          const std::string& label);
 
 }  // namespace weft::testing
 

@@ -29,12 +29,7 @@ void Check(const testing::ParityRun& single, const testing::ParityRun& run,
   testing::ExpectParity(single, run, kLossRtol, kParamTol, label);
   // The clipping norm spans every axis: sharded pieces summed over tp,
   // replicated ones once, data-parallel shards summed by fsdp.
-  ASSERT_EQ(run.grad_norms.size(), single.grad_norms.size()) << label;
-  for (size_t i = 0; i < run.grad_norms.size(); ++i) {
-    EXPECT_GT(single.grad_norms[i], 0) << label;
-    EXPECT_NEAR(run.grad_norms[i], single.grad_norms[i], kLossRtol * single.grad_norms[i])
-        << label << ": gradient norm at step " << i + 1;
-  }
+  testing::ExpectGradNormsMatch(single, run, kLossRtol, label);
 }
 
 GptJob Job() {
