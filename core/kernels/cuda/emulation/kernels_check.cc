@@ -168,11 +168,11 @@ void ColumnSum(int rows, int cols) {
   Check("column sum", Err(got, want), 1e-5);
 }
 
-void CrossEntropy(int rows, int V, int Vp, bool bf) {
-  auto z = Rand(rows * Vp, 8, 4);
-  std::vector<int> tg(rows); for (int r = 0; r < rows; ++r) tg[r] = (r * 7919) % V;
-  tg[rows / 2] = -1;
-  std::vector<double> loss(rows, 0), grad(rows * Vp, 0);
+// Double-precision softmax cross-entropy of rows x V logits (row stride
+// Vp) and its gradient scaled by 0.25; a target < 0 is ignored.
+template <typename Target>
+void ReferenceCrossEntropy(const std::vector<float>& z, const std::vector<Target>& tg, int rows,
+                           int V, int Vp, std::vector<double>& loss, std::vector<double>& grad) {
   for (int r = 0; r < rows; ++r) {
     if (tg[r] < 0) continue;
     double m = -1e300; for (int j = 0; j < V; ++j) m = std::max(m, double(z[r * Vp + j]));
@@ -180,6 +180,14 @@ void CrossEntropy(int rows, int V, int Vp, bool bf) {
     double lse = m + std::log(s); loss[r] = lse - z[r * Vp + tg[r]];
     for (int j = 0; j < V; ++j) grad[r * Vp + j] = 0.25 * (std::exp(z[r * Vp + j] - lse) - (j == tg[r]));
   }
+}
+
+void CrossEntropy(int rows, int V, int Vp, bool bf) {
+  auto z = Rand(rows * Vp, 8, 4);
+  std::vector<int> tg(rows); for (int r = 0; r < rows; ++r) tg[r] = (r * 7919) % V;
+  tg[rows / 2] = -1;
+  std::vector<double> loss(rows, 0), grad(rows * Vp, 0);
+  ReferenceCrossEntropy(z, tg, rows, V, Vp, loss, grad);
   std::vector<float> gl(rows);
   std::vector<int32_t> t32(tg.begin(), tg.end());
   if (!bf) {
@@ -340,13 +348,7 @@ void VocabCrossEntropy(int rows, int V, int Vp, int shards) {
   tg[rows / 2] = -1; tg[rows - 1] = V - 1;
   const DType dt = bf ? DType::kBF16 : DType::kF32;
   std::vector<double> loss(rows, 0), grad(rows * Vp, 0);
-  for (int r = 0; r < rows; ++r) {
-    if (tg[r] < 0) continue;
-    double m = -1e300; for (int j = 0; j < V; ++j) m = std::max(m, double(z[r * Vp + j]));
-    double s = 0; for (int j = 0; j < V; ++j) s += std::exp(z[r * Vp + j] - m);
-    double lse = m + std::log(s); loss[r] = lse - z[r * Vp + tg[r]];
-    for (int j = 0; j < V; ++j) grad[r * Vp + j] = 0.25 * (std::exp(z[r * Vp + j] - lse) - (j == tg[r]));
-  }
+  ReferenceCrossEntropy(z, tg, rows, V, Vp, loss, grad);
   const int w = Vp / shards;
   std::vector<std::vector<T>> zs(shards);
   std::vector<std::vector<float>> mx(shards, std::vector<float>(rows)), se = mx, tl = mx;
