@@ -1,8 +1,10 @@
 #include "core/parallel/sharded_units.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
+#include "core/parallel/reduce_dtype.h"
 
 namespace weft {
 namespace {
@@ -25,6 +27,20 @@ int ShardBlocks(const Parameter& p) {
 }
 
 }  // namespace
+
+absl::StatusOr<ShardedUnitsParticipant::Config> ShardedUnitsParticipant::ConfigFromOptions(
+    const StrategyContext& ctx, std::string strategy, std::string wrap_option) {
+  Config config;
+  for (absl::string_view t :
+       absl::StrSplit(ctx.options->GetString(wrap_option), '|', absl::SkipEmpty())) {
+    config.wrap_types.insert(std::string(t));
+  }
+  config.grad_dtype = ctx.grad_dtype;
+  WEFT_ASSIGN_OR_RETURN(config.reduce_dtype, ReduceDType(*ctx.options, ctx.grad_dtype));
+  config.strategy = std::move(strategy);
+  config.wrap_option = std::move(wrap_option);
+  return config;
+}
 
 absl::Status ShardedUnitsParticipant::AddUnit(const std::string& name, std::vector<Parameter*> params,
                                       StrategyContext& ctx) {

@@ -38,6 +38,12 @@ class ShardedUnitsParticipant : public StepParticipant {
     std::string strategy = "fsdp";
     std::string wrap_option = "fsdp_wrap";
   };
+  // A config from the strategy's options: the module types listed ('|'-
+  // separated) in option `wrap_option`, the job's gradient dtype and the
+  // reduce_dtype option.
+  static absl::StatusOr<Config> ConfigFromOptions(const StrategyContext& ctx,
+                                                  std::string strategy, std::string wrap_option);
+
   ShardedUnitsParticipant(Config config, std::shared_ptr<comm::ProcessGroup> shard,
                   std::shared_ptr<comm::ProcessGroup> replicate, NativeStream stream)
       : config_(std::move(config)),

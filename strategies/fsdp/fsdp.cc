@@ -1,7 +1,6 @@
 #include "strategies/fsdp/fsdp.h"
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/parallel/reduce_dtype.h"
@@ -53,14 +52,9 @@ absl::Status FsdpStrategy::Apply(StrategyContext& ctx) {
   if (ctx.mesh->AxisSize("dp_replicate").value_or(1) > 1) {
     WEFT_ASSIGN_OR_RETURN(replicate, ctx.mesh->Group("dp_replicate"));
   }
-  ShardedUnitsParticipant::Config config;
-  const std::string& wrap_types = ctx.options->GetString("fsdp_wrap");
-  for (absl::string_view t : absl::StrSplit(wrap_types, '|', absl::SkipEmpty())) {
-    config.wrap_types.insert(std::string(t));
-  }
+  WEFT_ASSIGN_OR_RETURN(ShardedUnitsParticipant::Config config,
+                        ShardedUnitsParticipant::ConfigFromOptions(ctx, "fsdp", "fsdp_wrap"));
   config.reshard_after_forward = ctx.options->GetBool("reshard_after_forward");
-  config.grad_dtype = ctx.grad_dtype;
-  WEFT_ASSIGN_OR_RETURN(config.reduce_dtype, ReduceDType(*ctx.options, ctx.grad_dtype));
   auto participant = std::make_unique<ShardedUnitsParticipant>(std::move(config), shard,
                                                                replicate, ctx.run->stream);
   WEFT_RETURN_IF_ERROR(participant->Build(ctx));

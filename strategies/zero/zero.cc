@@ -1,7 +1,6 @@
 #include "strategies/zero/zero.h"
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/parallel/reduce_dtype.h"
@@ -51,16 +50,9 @@ absl::Status ZeroStrategy::Apply(StrategyContext& ctx) {
   const int stage = static_cast<int>(ctx.options->GetInt("zero_stage"));
   if (stage == 3) {
     // Stage 3 is fsdp's unit schedule over the whole data-parallel group.
-    ShardedUnitsParticipant::Config config;
-    for (absl::string_view t :
-         absl::StrSplit(ctx.options->GetString("zero3_wrap"), '|', absl::SkipEmpty())) {
-      config.wrap_types.insert(std::string(t));
-    }
-    config.grad_dtype = ctx.grad_dtype;
-    WEFT_ASSIGN_OR_RETURN(config.reduce_dtype, ReduceDType(*ctx.options, ctx.grad_dtype));
+    WEFT_ASSIGN_OR_RETURN(ShardedUnitsParticipant::Config config,
+                          ShardedUnitsParticipant::ConfigFromOptions(ctx, "zero-3", "zero3_wrap"));
     config.axis = "dp_replicate+dp_shard";
-    config.strategy = "zero-3";
-    config.wrap_option = "zero3_wrap";
     auto participant = std::make_unique<ShardedUnitsParticipant>(std::move(config), group,
                                                                  nullptr, ctx.run->stream);
     WEFT_RETURN_IF_ERROR(participant->Build(ctx));
