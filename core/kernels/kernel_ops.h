@@ -13,9 +13,11 @@
 //   gradient accumulation over micro-batches needs no extra pass. Input
 //   gradients (dx) are overwritten unless the op says otherwise.
 // - Every op is enqueued on ctx.stream and never synchronizes the host.
-// - Random numbers (dropout) come from Philox4x32-10 keyed by `seed` with
-//   counter `offset + element index`, so masks do not depend on the launch
-//   shape or the device.
+// - Random numbers (dropout) come from Philox4x32-10 keyed by a DropoutKey
+//   (core/kernels/philox.h): the step's seed, and a counter made of each
+//   element's sample in the global batch and its place in that sample, so
+//   masks do not depend on the launch shape, the device, or how the batch
+//   was split over ranks and micro-batches.
 #ifndef WEFT_CORE_KERNELS_KERNEL_OPS_H_
 #define WEFT_CORE_KERNELS_KERNEL_OPS_H_
 
@@ -25,6 +27,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "core/kernels/philox.h"
 #include "core/kernels/token_chunks.h"
 #include "core/tensor/device.h"
 #include "core/tensor/tensor.h"
@@ -243,11 +246,12 @@ class KernelOps {
                                                const Tensor& target_logit, float dloss_scale,
                                                bool compute_grad) = 0;
 
-  // Inverted dropout: out = x * mask / (1 - p), mask from Philox(seed, offset).
+  // Inverted dropout: out = x * mask / (1 - p), element i kept when
+  // DropoutKeep(key, i, p).
   virtual absl::Status DropoutForward(const KernelContext& ctx, Tensor& out, const Tensor& x,
-                                      float p, uint64_t seed, uint64_t offset) = 0;
+                                      float p, const DropoutKey& key) = 0;
   virtual absl::Status DropoutBackward(const KernelContext& ctx, Tensor& dx, const Tensor& dy,
-                                       float p, uint64_t seed, uint64_t offset) = 0;
+                                       float p, const DropoutKey& key) = 0;
 
   // out (one f32 element) = sum of x (any float dtype). With accumulate, +=.
   virtual absl::Status Sum(const KernelContext& ctx, Tensor& out, const Tensor& x,

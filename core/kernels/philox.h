@@ -23,11 +23,13 @@ WEFT_HOST_DEVICE uint32_t PhiloxMulHi(uint32_t a, uint32_t b) {
   return static_cast<uint32_t>((static_cast<uint64_t>(a) * b) >> 32);
 }
 
-WEFT_HOST_DEVICE PhiloxOut Philox4x32(uint64_t counter, uint64_t seed) {
+// The 128-bit counter is (counter, counter_hi): dropout puts the sample's
+// place in the global batch in the high half.
+WEFT_HOST_DEVICE PhiloxOut Philox4x32(uint64_t counter, uint64_t seed, uint64_t counter_hi = 0) {
   constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
   constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
   uint32_t c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32);
-  uint32_t c2 = 0, c3 = 0;
+  uint32_t c2 = static_cast<uint32_t>(counter_hi), c3 = static_cast<uint32_t>(counter_hi >> 32);
   uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
   for (int round = 0; round < 10; ++round) {
     const uint32_t lo0 = kM0 * c0, hi0 = PhiloxMulHi(kM0, c0);
@@ -43,17 +45,62 @@ WEFT_HOST_DEVICE PhiloxOut Philox4x32(uint64_t counter, uint64_t seed) {
   return PhiloxOut{{c0, c1, c2, c3}};
 }
 
-// Uniform float in [0, 1) for stream position `index` (24 random bits):
-// one Philox block serves four consecutive positions.
-WEFT_HOST_DEVICE float PhiloxUniform(uint64_t seed, uint64_t index) {
-  const PhiloxOut r = Philox4x32(index >> 2, seed);
+// Uniform float in [0, 1) for stream position `index` of stream `stream`
+// (24 random bits): one Philox block serves four consecutive positions.
+WEFT_HOST_DEVICE float PhiloxUniform(uint64_t seed, uint64_t index, uint64_t stream = 0) {
+  const PhiloxOut r = Philox4x32(index >> 2, seed, stream);
   return static_cast<float>(r.v[index & 3] >> 8) * (1.0f / 16777216.0f);
 }
 
-// Dropout keeps element `index` when its uniform draw is >= p.
-WEFT_HOST_DEVICE bool DropoutKeep(uint64_t seed, uint64_t index, float p) {
-  return PhiloxUniform(seed, index) >= p;
+// Where a dropout launch's elements sit in the step's random numbers.
+// Element i of the launch is element offset + i of a tensor whose first
+// dimension holds samples of sample_size elements each (0: the whole
+// tensor is one sample), and that tensor's sample b is sample
+// first_sample + sample_stride * b of the step's global batch. Each
+// element draws from (seed, its global sample, its place in the sample),
+// so masks do not depend on how the global batch was split over ranks and
+// micro-batches.
+struct DropoutKey {
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+  uint64_t sample_size = 0;
+  uint64_t first_sample = 0;
+  uint64_t sample_stride = 1;
+};
+
+// Dropout keeps element `within` of global sample `sample` when its
+// uniform draw is >= p.
+WEFT_HOST_DEVICE bool DropoutKeepAt(uint64_t seed, uint64_t sample, uint64_t within, float p) {
+  return PhiloxUniform(seed, within, sample) >= p;
 }
+
+// Whether launch element i is kept (one division; loops over consecutive
+// elements can step DropoutCursor instead).
+WEFT_HOST_DEVICE bool DropoutKeep(const DropoutKey& k, uint64_t i, float p) {
+  const uint64_t g = k.offset + i;
+  if (k.sample_size == 0) return DropoutKeepAt(k.seed, k.first_sample, g, p);
+  const uint64_t b = g / k.sample_size;
+  return DropoutKeepAt(k.seed, k.first_sample + k.sample_stride * b, g - b * k.sample_size, p);
+}
+
+// Walks consecutive launch elements from i without a division per element.
+struct DropoutCursor {
+  WEFT_HOST_DEVICE DropoutCursor(const DropoutKey& k, uint64_t i) : key(k) {
+    const uint64_t g = k.offset + i;
+    const uint64_t b = k.sample_size == 0 ? 0 : g / k.sample_size;
+    sample = k.first_sample + k.sample_stride * b;
+    within = g - b * k.sample_size;
+  }
+  WEFT_HOST_DEVICE bool Keep(float p) const { return DropoutKeepAt(key.seed, sample, within, p); }
+  WEFT_HOST_DEVICE void Next() {
+    if (++within == key.sample_size) {
+      within = 0;
+      sample += key.sample_stride;
+    }
+  }
+  DropoutKey key;
+  uint64_t sample, within;
+};
 
 }  // namespace weft
 

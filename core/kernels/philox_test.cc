@@ -15,6 +15,35 @@ TEST(PhiloxTest, KnownAnswer) {
   EXPECT_EQ(r.v[3], 0x9b00dbd8u);
 }
 
+TEST(PhiloxTest, KnownAnswerWithAll128CounterBits) {
+  // Random123's philox4x32_10 vector with counter 243f6a88 85a308d3
+  // 13198a2e 03707344 and key a4093822 299f31d0 (digits of pi): the high
+  // counter half is where dropout puts the sample.
+  const PhiloxOut r =
+      Philox4x32(0x85a308d3243f6a88ull, 0x299f31d0a4093822ull, 0x0370734413198a2eull);
+  EXPECT_EQ(r.v[0], 0xd16cfe09u);
+  EXPECT_EQ(r.v[1], 0x94fdccebu);
+  EXPECT_EQ(r.v[2], 0x5001e420u);
+  EXPECT_EQ(r.v[3], 0x24126ea1u);
+}
+
+TEST(PhiloxTest, DropoutCursorMatchesDropoutKeepAcrossSampleEnds) {
+  const DropoutKey key{.seed = 5, .offset = 17, .sample_size = 10, .first_sample = 3,
+                       .sample_stride = 4};
+  DropoutCursor at(key, 2);
+  for (uint64_t i = 2; i < 200; ++i, at.Next()) {
+    ASSERT_EQ(at.Keep(0.5f), DropoutKeep(key, i, 0.5f)) << i;
+    const uint64_t g = 17 + i;
+    ASSERT_EQ(at.sample, 3 + 4 * (g / 10)) << i;
+    ASSERT_EQ(at.within, g % 10) << i;
+  }
+  // Without samples the counter is the element's offset, as before.
+  const DropoutKey flat{.seed = 5, .offset = 17};
+  for (uint64_t i = 0; i < 50; ++i) {
+    ASSERT_EQ(DropoutKeep(flat, i, 0.5f), PhiloxUniform(5, 17 + i) >= 0.5f);
+  }
+}
+
 TEST(PhiloxTest, UniformIsInRangeAndRoughlyUniform) {
   double sum = 0;
   const int n = 100000;

@@ -114,10 +114,21 @@ void ForEachSequenceRun(const Shape& shape, int dim, const SequenceRows& rows,
 }
 
 absl::Status Dropout::Apply(RunContext& ctx, Tensor& out, const Tensor& in, bool backward) const {
-  const uint64_t seed = Seed(ctx);
+  if (in.ndim() < 1 || in.dim(0) < 1) {
+    return InvalidArgument(absl::StrCat("dropout '", name(), "' input ", ShapeString(in.shape())),
+                           "(B, ...) with samples along the first dimension");
+  }
+  // Every path below places the input in a tensor of this call's B samples
+  // (the whole tensor, or the sequence or box it is a piece of): its
+  // elements per sample and this micro-batch's samples key the masks.
+  DropoutKey key{.seed = Seed(ctx),
+                 .first_sample = ctx.samples.first,
+                 .sample_stride = ctx.samples.stride};
   auto launch = [&](Tensor& o, const Tensor& i, uint64_t offset) {
-    return backward ? ctx.ops->DropoutBackward(ctx.kernel(), o, i, p_, seed, offset)
-                    : ctx.ops->DropoutForward(ctx.kernel(), o, i, p_, seed, offset);
+    DropoutKey k = key;
+    k.offset = offset;
+    return backward ? ctx.ops->DropoutBackward(ctx.kernel(), o, i, p_, k)
+                    : ctx.ops->DropoutForward(ctx.kernel(), o, i, p_, k);
   };
   Tensor flat_out = out.View({out.numel()});
   const Tensor flat_in = in.View({in.numel()});
@@ -143,12 +154,25 @@ absl::Status Dropout::Apply(RunContext& ctx, Tensor& out, const Tensor& in, bool
       return InvalidArgument(absl::StrCat("dropout '", name(), "' input ", ShapeString(in.shape())),
                              "the sharded box " + ShapeString(box.shape));
     }
+    if (global.empty() || global[0] != in.dim(0) || box.offsets[0] != 0) {
+      return InvalidArgument(
+          absl::StrCat("dropout '", name(), "' box of ", ShapeString(box.shape), " at dimension-0 ",
+                       "offset ", box.offsets.empty() ? 0 : box.offsets[0], " in ",
+                       ShapeString(global)),
+          "a box holding all B samples of the global tensor",
+          "shard dropout regions along the features or the sequence, not the batch");
+    }
+    key.sample_size = static_cast<uint64_t>(NumElements(global) / global[0]);
     ForEachContiguousRun(box, global, launch_run);
     return status;
   }
-  if (!block_ && !chunked) return launch(out, in, 0);
+  if (!block_ && !chunked) {
+    key.sample_size = static_cast<uint64_t>(in.numel() / in.dim(0));
+    return launch(out, in, 0);
+  }
   const int dim = block_ ? block_->dim : kSequenceDim;
-  if (dim < 0 || dim >= in.ndim() || (chunked && dim != kSequenceDim)) {
+  // Dimension 0 holds the samples, which the masks are keyed by.
+  if (dim < 1 || dim >= in.ndim() || (chunked && dim != kSequenceDim)) {
     return InvalidArgument(absl::StrCat("dropout '", name(), "' input ", ShapeString(in.shape()),
                                         " split along dimension ", dim,
                                         chunked ? " on a rank holding chunks of the sequence" : ""),
@@ -159,6 +183,9 @@ absl::Status Dropout::Apply(RunContext& ctx, Tensor& out, const Tensor& in, bool
       MapSequenceRows(in.dim(dim), block_ ? block_->index : 0, block_ ? block_->count : 1,
                       chunked ? chunks : std::nullopt);
   if (!rows.ok()) return Annotate(rows.status(), absl::StrCat("dropout '", name(), "'"));
+  // The tensor the rows belong to: the input with all `global_rows` rows.
+  key.sample_size =
+      static_cast<uint64_t>(in.numel() / in.dim(dim) * rows->global_rows / in.dim(0));
   ForEachSequenceRun(in.shape(), dim, *rows, launch_run);
   return status;
 }

@@ -25,9 +25,19 @@ struct RunContext {
   // module's backward: hooks must not prefetch later modules (their backward
   // is done) or free what the imminent backward needs.
   bool recomputing = false;
-  // Dropout masks are Philox(dropout_seed, module offset + index); the
-  // runtime changes the seed every micro-step.
+  // Dropout masks are Philox keyed by dropout_seed and the module (see
+  // core/nn/dropout.h); the runtime changes the seed every step.
   uint64_t dropout_seed = 0;
+  // Where this micro-batch's samples (the first dimension of the model's
+  // inputs) sit in the step's global batch: sample b is sample
+  // first + stride * b. Dropout draws each sample's mask from its place in
+  // the global batch, so masks do not depend on how that batch was split
+  // over data-parallel ranks and micro-batches.
+  struct Samples {
+    uint64_t first = 0;
+    uint64_t stride = 1;
+  };
+  Samples samples;
   // The scale of the current loss (Model::ForwardLoss's dloss_scale): layers
   // with auxiliary losses (MoE balance, z-loss) weight their gradients by it
   // so those losses average like the task loss.

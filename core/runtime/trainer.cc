@@ -124,12 +124,20 @@ class Trainer::StepRunner : public MicroBatchRunner {
 
  private:
   // The context of micro-batch `micro`: its activation slot and its dropout
-  // masks, the same for its forward, recompute and backward.
+  // masks, the same for its forward, recompute and backward. The masks are
+  // keyed by the step and each sample's place in the step's global batch.
+  // The sampler (data/distributed_sampler.h) gives dp rank r the global
+  // batch's samples r, r + W, r + 2W, ... in order, micro-batch after
+  // micro-batch, so sample b of micro-batch m is sample r + W (m B + b):
+  // the same sample gets the same mask for any dp size and micro-batch.
   RunContext* Enter(int micro) override {
     t_.ctx_.slot = micro;
-    t_.ctx_.dropout_seed =
-        MixSeed(MixSeed(static_cast<uint64_t>(t_.cfg().seed()), t_.step_ * 1000003 + micro),
-                t_.parallel_->dp_rank);
+    t_.ctx_.dropout_seed = MixSeed(static_cast<uint64_t>(t_.cfg().seed()), t_.step_);
+    const auto dp = static_cast<uint64_t>(t_.parallel_->dp_size);
+    t_.ctx_.samples = {
+        .first = static_cast<uint64_t>(t_.parallel_->dp_rank) +
+                 dp * static_cast<uint64_t>(micro) * static_cast<uint64_t>(t_.cfg().micro_batch()),
+        .stride = dp};
     return &t_.ctx_;
   }
 

@@ -3,12 +3,12 @@
 // One optimizer step = global_batch sequences = micro_batch sequences per
 // rank per forward x data-parallel ranks x accumulation steps, so
 //   accum_steps = global_batch / (micro_batch * dp_size)
-// and, without dropout, changing dp_size does not change the math beyond
-// f32 summation order: the loss is the mean over the global batch (every
-// backward is scaled by 1 / global targets) and the data sampler gives each
-// step the same global set of samples for any dp_size. Dropout masks are
-// keyed by (step, micro-batch, dp rank), so with dropout > 0 a different
-// dp_size draws different (equally distributed) masks.
+// and changing dp_size or micro_batch does not change the math beyond f32
+// summation order: the loss is the mean over the global batch (every
+// backward is scaled by 1 / global targets), the data sampler gives each
+// step the same global set of samples for any dp_size, and dropout masks
+// are keyed by (step, the sample's place in the global batch), not by rank
+// or micro-batch (RunContext::samples).
 //
 // The micro-batches of a step run in the order of a StepSchedule
 // (core/parallel/step_schedule.h): gradient accumulation by default.

@@ -75,6 +75,7 @@ absl::Status DataParallelModel::Scatter(const Tensor& inputs, const Tensor& targ
     Replica& r = replicas_[i];
     const int64_t lo = std::min(rows, i * chunk), hi = std::min(rows, lo + chunk);
     r.rows = hi - lo;
+    r.first_row = lo;
     if (r.rows == 0) continue;
     WEFT_ASSIGN_OR_RETURN(r.inputs, inputs.Slice(0, lo, hi).To(r.ctx.device));
     WEFT_ASSIGN_OR_RETURN(r.targets, targets.Slice(0, lo, hi).To(r.ctx.device));
@@ -82,12 +83,17 @@ absl::Status DataParallelModel::Scatter(const Tensor& inputs, const Tensor& targ
   return absl::OkStatus();
 }
 
-// A replica works on the trainer's micro-batch slot, with its own dropout
-// stream; forward and backward of one micro-batch see the same seed.
+// A replica works on the trainer's micro-batch slot; its rows are samples
+// first_row.. of the micro-batch, so it draws their single-device dropout
+// masks.
 void DataParallelModel::FollowMicroBatch(const RunContext& ctx, size_t replica,
-                                         RunContext& replica_ctx) {
+                                         RunContext& replica_ctx) const {
   replica_ctx.slot = ctx.slot;
-  replica_ctx.dropout_seed = ctx.dropout_seed ^ (0x9E3779B97F4A7C15ull * (replica + 1));
+  replica_ctx.dropout_seed = ctx.dropout_seed;
+  replica_ctx.samples = {
+      .first = ctx.samples.first +
+               ctx.samples.stride * static_cast<uint64_t>(replicas_[replica].first_row),
+      .stride = ctx.samples.stride};
 }
 
 absl::StatusOr<Tensor> DataParallelModel::ForwardLoss(RunContext& ctx, const Tensor& inputs,

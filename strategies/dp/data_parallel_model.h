@@ -16,6 +16,7 @@ class DataParallelModel : public Model {
     RunContext ctx;
     Tensor inputs, targets;        // this replica's chunk, on its device
     int64_t rows = 0;
+    int64_t first_row = 0;  // of the micro-batch
   };
 
   // `master` is materialized; replicas 1.. are created on `devices[1..]`.
@@ -44,7 +45,7 @@ class DataParallelModel : public Model {
   absl::Status Replicate();
   absl::Status Scatter(const Tensor& inputs, const Tensor& targets);
   absl::Status ReduceGradients(RunContext& ctx);
-  static void FollowMicroBatch(const RunContext& ctx, size_t replica, RunContext& replica_ctx);
+  void FollowMicroBatch(const RunContext& ctx, size_t replica, RunContext& replica_ctx) const;
 
   Model* master_;  // owned as this module's unnamed child
   std::vector<Replica> replicas_;

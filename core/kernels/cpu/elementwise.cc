@@ -49,7 +49,7 @@ absl::Status CpuKernelOps::Scale(const KernelContext&, Tensor& x, float scale) {
 
 namespace {
 
-absl::Status Dropout(Tensor& out, const Tensor& in, float p, uint64_t seed, uint64_t offset) {
+absl::Status Dropout(Tensor& out, const Tensor& in, float p, const DropoutKey& key) {
   if (!(p >= 0.f && p < 1.f)) {
     return InvalidArgument("dropout probability out of range", "0 <= p < 1");
   }
@@ -58,8 +58,9 @@ absl::Status Dropout(Tensor& out, const Tensor& in, float p, uint64_t seed, uint
   const float keep_scale = 1.0f / (1.0f - p);
   const float* pi = in.data<float>();
   float* po = out.data<float>();
-  for (int64_t i = 0; i < in.numel(); ++i) {
-    po[i] = DropoutKeep(seed, offset + static_cast<uint64_t>(i), p) ? pi[i] * keep_scale : 0.f;
+  DropoutCursor at(key, 0);
+  for (int64_t i = 0; i < in.numel(); ++i, at.Next()) {
+    po[i] = at.Keep(p) ? pi[i] * keep_scale : 0.f;
   }
   return absl::OkStatus();
 }
@@ -67,14 +68,14 @@ absl::Status Dropout(Tensor& out, const Tensor& in, float p, uint64_t seed, uint
 }  // namespace
 
 absl::Status CpuKernelOps::DropoutForward(const KernelContext&, Tensor& out, const Tensor& x,
-                                          float p, uint64_t seed, uint64_t offset) {
-  return Dropout(out, x, p, seed, offset);
+                                          float p, const DropoutKey& key) {
+  return Dropout(out, x, p, key);
 }
 
 absl::Status CpuKernelOps::DropoutBackward(const KernelContext&, Tensor& dx, const Tensor& dy,
-                                           float p, uint64_t seed, uint64_t offset) {
+                                           float p, const DropoutKey& key) {
   // The same mask and scale apply to the gradient.
-  return Dropout(dx, dy, p, seed, offset);
+  return Dropout(dx, dy, p, key);
 }
 
 }  // namespace weft::cpu

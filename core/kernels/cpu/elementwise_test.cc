@@ -68,11 +68,11 @@ TEST(DropoutTest, MaskDependsOnlyOnSeedAndPosition) {
   const int n = 4096;
   Tensor x = testing::FilledTensor({n}, 1.f);
   Tensor full = *Tensor::Empty({n}, DType::kF32);
-  ASSERT_TRUE(ops.DropoutForward(kCtx, full, x, 0.25f, 7, 0).ok());
+  ASSERT_TRUE(ops.DropoutForward(kCtx, full, x, 0.25f, {.seed = 7}).ok());
   // The second half computed alone at offset n/2 equals the tail of the full run.
   Tensor half_in = testing::FilledTensor({n / 2}, 1.f);
   Tensor half = *Tensor::Empty({n / 2}, DType::kF32);
-  ASSERT_TRUE(ops.DropoutForward(kCtx, half, half_in, 0.25f, 7, n / 2).ok());
+  ASSERT_TRUE(ops.DropoutForward(kCtx, half, half_in, 0.25f, {.seed = 7, .offset = n / 2}).ok());
   int kept = 0;
   for (int i = 0; i < n; ++i) {
     const float v = full.data<float>()[i];
@@ -85,15 +85,55 @@ TEST(DropoutTest, MaskDependsOnlyOnSeedAndPosition) {
   EXPECT_NEAR(kept / double(n), 0.75, 0.03);
   // Backward applies the same mask.
   Tensor dx = *Tensor::Empty({n}, DType::kF32);
-  ASSERT_TRUE(ops.DropoutBackward(kCtx, dx, x, 0.25f, 7, 0).ok());
+  ASSERT_TRUE(ops.DropoutBackward(kCtx, dx, x, 0.25f, {.seed = 7}).ok());
   EXPECT_EQ(Values(dx), Values(full));
+}
+
+// Element e of row b of a (rows, cols) launch draws from global sample
+// first + stride * b: a split of the rows into launches, and any offset
+// into the tensor, draw the same masks as one launch.
+TEST(DropoutTest, MaskFollowsEachRowsSampleInTheGlobalBatch) {
+  CpuKernelOps ops;
+  const int rows = 6, cols = 37;
+  const DropoutKey whole{.seed = 11, .sample_size = cols, .first_sample = 1, .sample_stride = 3};
+  Tensor x = testing::FilledTensor({rows, cols}, 1.f);
+  Tensor full = *Tensor::Empty({rows, cols}, DType::kF32);
+  ASSERT_TRUE(ops.DropoutForward(kCtx, full, x, 0.5f, whole).ok());
+  int kept = 0;
+  for (int b = 0; b < rows; ++b) {
+    for (int e = 0; e < cols; ++e) {
+      const bool keep = DropoutKeepAt(11, 1 + 3 * b, e, 0.5f);
+      ASSERT_EQ(full.data<float>()[b * cols + e], keep ? 2.f : 0.f) << b << "," << e;
+      kept += keep;
+    }
+  }
+  EXPECT_GT(kept, rows * cols / 4);
+  EXPECT_LT(kept, rows * cols * 3 / 4);
+  // Rows 2.. as their own micro-batch (samples 7, 10, ...), and a launch
+  // starting mid-row.
+  Tensor tail = *Tensor::Empty({rows - 2, cols}, DType::kF32);
+  ASSERT_TRUE(ops.DropoutForward(kCtx, tail, x.Slice(0, 2, rows), 0.5f,
+                                 {.seed = 11, .sample_size = cols, .first_sample = 7,
+                                  .sample_stride = 3})
+                  .ok());
+  const int start = 2 * cols + 5, n = rows * cols - start;
+  Tensor piece = *Tensor::Empty({n}, DType::kF32);
+  DropoutKey mid = whole;
+  mid.offset = start;
+  ASSERT_TRUE(ops.DropoutForward(kCtx, piece, x.View({rows * cols}).Slice(0, start, rows * cols),
+                                 0.5f, mid)
+                  .ok());
+  for (int i = 0; i < (rows - 2) * cols; ++i) {
+    ASSERT_EQ(tail.data<float>()[i], full.data<float>()[2 * cols + i]) << i;
+  }
+  for (int i = 0; i < n; ++i) ASSERT_EQ(piece.data<float>()[i], full.data<float>()[start + i]) << i;
 }
 
 TEST(DropoutTest, InvalidProbabilityIsAnError) {
   CpuKernelOps ops;
   Tensor x = testing::FilledTensor({4}, 1.f), out = *Tensor::Empty({4}, DType::kF32);
-  EXPECT_FALSE(ops.DropoutForward(kCtx, out, x, 1.0f, 1, 0).ok());
-  EXPECT_FALSE(ops.DropoutForward(kCtx, out, x, -0.1f, 1, 0).ok());
+  EXPECT_FALSE(ops.DropoutForward(kCtx, out, x, 1.0f, {.seed = 1}).ok());
+  EXPECT_FALSE(ops.DropoutForward(kCtx, out, x, -0.1f, {.seed = 1}).ok());
 }
 
 }  // namespace

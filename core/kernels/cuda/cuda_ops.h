@@ -79,9 +79,9 @@ class CudaKernelOps : public KernelOps {
                                        bool compute_grad) override;
 
   absl::Status DropoutForward(const KernelContext& ctx, Tensor& out, const Tensor& x, float p,
-                              uint64_t seed, uint64_t offset) override;
+                              const DropoutKey& key) override;
   absl::Status DropoutBackward(const KernelContext& ctx, Tensor& dx, const Tensor& dy, float p,
-                               uint64_t seed, uint64_t offset) override;
+                               const DropoutKey& key) override;
 
   absl::Status Sum(const KernelContext& ctx, Tensor& out, const Tensor& x,
                    bool accumulate) override;

@@ -1,7 +1,7 @@
 // Inverted dropout with a counter-based mask: element i is kept when
-// DropoutKeep(seed, offset + i, p) (core/kernels/philox.h), so the mask
-// depends only on (seed, offset + i), not on the launch shape or device, and
-// matches the CPU reference bit for bit. Kept elements are scaled by
+// DropoutKeep(key, i, p) (core/kernels/philox.h), so the mask depends only
+// on the key and i, not on the launch shape or device, and matches the CPU
+// reference bit for bit. Kept elements are scaled by
 // 1 / (1 - p); p in [0, 1) is checked by the caller.
 #ifndef WEFT_CORE_KERNELS_CUDA_DROPOUT_H_
 #define WEFT_CORE_KERNELS_CUDA_DROPOUT_H_
@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "core/kernels/philox.h"
 #include "core/tensor/dtype.h"
 
 namespace weft::cuda {
@@ -18,7 +19,7 @@ namespace weft::cuda {
 // out = mask(x) * x / (1 - p). Backward is the same call on dy. out may
 // alias x.
 absl::Status LaunchDropout(void* out, const void* x, DType dtype, int64_t n, float p,
-                           uint64_t seed, uint64_t offset, cudaStream_t stream);
+                           const DropoutKey& key, cudaStream_t stream);
 
 }  // namespace weft::cuda
 

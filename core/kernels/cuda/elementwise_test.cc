@@ -90,19 +90,23 @@ TEST(DropoutParityTest, MaskMatchesCpuBitForBit) {
     for (uint64_t offset : {uint64_t{0}, uint64_t{3}, uint64_t{1} << 33}) {
       for (int64_t n : kLengths) {
         SCOPED_TRACE(::testing::Message() << "p=" << p << " offset=" << offset << " n=" << n);
+        // Samples of 7 elements (odd: vector loads straddle sample ends),
+        // this launch's first sample 5 of every third.
+        const DropoutKey key{.seed = 1234, .offset = offset, .sample_size = 7, .first_sample = 5,
+                             .sample_stride = 3};
         const auto x = Random(n, 4);
         Tensor c = Host(std::vector<float>(n), {n});
-        ASSERT_TRUE(CpuOps().DropoutForward(kCpuCtx, c, Host(x, {n}), p, 1234, offset).ok());
+        ASSERT_TRUE(CpuOps().DropoutForward(kCpuCtx, c, Host(x, {n}), p, key).ok());
         Tensor g = GpuZeros({n}, DType::kF32);
         ASSERT_TRUE(
-            GpuOps().DropoutForward(GpuCtx(), g, Gpu(x, {n}, DType::kF32), p, 1234, offset).ok());
+            GpuOps().DropoutForward(GpuCtx(), g, Gpu(x, {n}, DType::kF32), p, key).ok());
         // Same mask and the same single f32 multiply: identical bits.
         EXPECT_EQ(Floats(g), Floats(c));
         Tensor cdx = Host(std::vector<float>(n), {n});
-        ASSERT_TRUE(CpuOps().DropoutBackward(kCpuCtx, cdx, Host(x, {n}), p, 1234, offset).ok());
+        ASSERT_TRUE(CpuOps().DropoutBackward(kCpuCtx, cdx, Host(x, {n}), p, key).ok());
         Tensor gdx = GpuZeros({n}, DType::kBF16);
         ASSERT_TRUE(GpuOps()
-                        .DropoutBackward(GpuCtx(), gdx, Gpu(x, {n}, DType::kBF16), p, 1234, offset)
+                        .DropoutBackward(GpuCtx(), gdx, Gpu(x, {n}, DType::kBF16), p, key)
                         .ok());
         const auto got = Floats(gdx), want = Floats(cdx);
         for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i] == 0.0f, want[i] == 0.0f) << i;
@@ -113,8 +117,8 @@ TEST(DropoutParityTest, MaskMatchesCpuBitForBit) {
 
 TEST(DropoutParityTest, RejectsPOutOfRange) {
   Tensor x = GpuZeros({8}, DType::kF32), y = GpuZeros({8}, DType::kF32);
-  EXPECT_FALSE(GpuOps().DropoutForward(GpuCtx(), y, x, 1.0f, 1, 0).ok());
-  EXPECT_FALSE(GpuOps().DropoutForward(GpuCtx(), y, x, -0.1f, 1, 0).ok());
+  EXPECT_FALSE(GpuOps().DropoutForward(GpuCtx(), y, x, 1.0f, {.seed = 1}).ok());
+  EXPECT_FALSE(GpuOps().DropoutForward(GpuCtx(), y, x, -0.1f, {.seed = 1}).ok());
 }
 
 TEST(ZeroTensorsTest, ManyBuffersAnySizeAndAlignmentAndNothingElse) {

@@ -171,7 +171,7 @@ void BenchNorms(Bench& b, int64_t bt) {
   });
   b.Run("residual add", 0, 3 * act, [&] { return ops.Add(b.ctx(), res, x, r); });
   b.Run("dropout p=0.1 (M x 3072)", 0, 8 * act, [&] {
-    return ops.DropoutForward(b.ctx(), big_out, big, 0.1f, 42, 0);
+    return ops.DropoutForward(b.ctx(), big_out, big, 0.1f, {.seed = 42, .sample_size = 1024 * 3072});
   });
 }
 

@@ -156,21 +156,19 @@ absl::Status CudaKernelOps::CrossEntropyForwardBackward(const KernelContext& ctx
 }
 
 absl::Status CudaKernelOps::DropoutForward(const KernelContext& ctx, Tensor& out,
-                                           const Tensor& x, float p, uint64_t seed,
-                                           uint64_t offset) {
+                                           const Tensor& x, float p, const DropoutKey& key) {
   WEFT_RETURN_IF_ERROR(CheckDropout(ctx, out, x, p));
   DeviceGuard guard(ctx.device.index);
-  return LaunchDropout(out.raw_data(), x.raw_data(), x.dtype(), x.numel(), p, seed, offset,
+  return LaunchDropout(out.raw_data(), x.raw_data(), x.dtype(), x.numel(), p, key,
                        StreamOf(ctx));
 }
 
 absl::Status CudaKernelOps::DropoutBackward(const KernelContext& ctx, Tensor& dx,
-                                            const Tensor& dy, float p, uint64_t seed,
-                                            uint64_t offset) {
+                                            const Tensor& dy, float p, const DropoutKey& key) {
   // The same mask and scale apply to the gradient.
   WEFT_RETURN_IF_ERROR(CheckDropout(ctx, dx, dy, p));
   DeviceGuard guard(ctx.device.index);
-  return LaunchDropout(dx.raw_data(), dy.raw_data(), dy.dtype(), dy.numel(), p, seed, offset,
+  return LaunchDropout(dx.raw_data(), dy.raw_data(), dy.dtype(), dy.numel(), p, key,
                        StreamOf(ctx));
 }
 

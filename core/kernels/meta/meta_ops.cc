@@ -75,12 +75,10 @@ class MetaKernelOps : public KernelOps {
                                        const Tensor&, float, bool) override {
     return Ok();
   }
-  absl::Status DropoutForward(const KernelContext&, Tensor&, const Tensor&, float, uint64_t,
-                              uint64_t) override {
+  absl::Status DropoutForward(const KernelContext&, Tensor&, const Tensor&, float, const DropoutKey&) override {
     return Ok();
   }
-  absl::Status DropoutBackward(const KernelContext&, Tensor&, const Tensor&, float, uint64_t,
-                               uint64_t) override {
+  absl::Status DropoutBackward(const KernelContext&, Tensor&, const Tensor&, float, const DropoutKey&) override {
     return Ok();
   }
   absl::Status Sum(const KernelContext&, Tensor&, const Tensor&, bool) override { return Ok(); }

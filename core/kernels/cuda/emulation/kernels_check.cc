@@ -277,13 +277,16 @@ void Sgd() {
 
 void Dropout() {
   int n = 1001; auto x = Rand(n, 11); std::vector<float> y(n);
-  ok(LaunchDropout(y.data(), x.data(), DType::kF32, n, 0.3f, 99, 5, nullptr));
+  // Samples of 13 elements from offset 5: the f32 scalar path crosses sample ends.
+  const DropoutKey key{.seed = 99, .offset = 5, .sample_size = 13, .first_sample = 2, .sample_stride = 4};
+  ok(LaunchDropout(y.data(), x.data(), DType::kF32, n, 0.3f, key, nullptr));
   double e = 0; const float ks = 1.0f / (1.0f - 0.3f);
-  for (int i = 0; i < n; ++i) e = std::max(e, (double)std::fabs(y[i] - (DropoutKeep(99, 5 + i, 0.3f) ? x[i] * ks : 0.f)));
+  for (int i = 0; i < n; ++i) e = std::max(e, (double)std::fabs(y[i] - (DropoutKeepAt(99, 2 + 4 * ((5 + i) / 13), (5 + i) % 13, 0.3f) ? x[i] * ks : 0.f)));
   Check("dropout f32 bitwise", e, 0);
   std::vector<float> x8 = Rand(1024, 12), y8(1024);
-  ok(LaunchDropout(y8.data(), x8.data(), DType::kF32, 1024, 0.5f, 7, 0, nullptr));
-  e = 0; for (int i = 0; i < 1024; ++i) e = std::max(e, (double)std::fabs(y8[i] - (DropoutKeep(7, i, 0.5f) ? x8[i] * 2.0f : 0.f)));
+  // The 4-wide vector path with samples of 6: vectors straddle sample ends.
+  ok(LaunchDropout(y8.data(), x8.data(), DType::kF32, 1024, 0.5f, {.seed = 7, .sample_size = 6, .first_sample = 1, .sample_stride = 2}, nullptr));
+  e = 0; for (int i = 0; i < 1024; ++i) e = std::max(e, (double)std::fabs(y8[i] - (DropoutKeepAt(7, 1 + 2 * (i / 6), i % 6, 0.5f) ? x8[i] * 2.0f : 0.f)));
   Check("dropout f32 vector path bitwise", e, 0);
 }
 
