@@ -87,6 +87,11 @@ void ExpectTpTraffic(const testing::ParityRun& run, const GptJob& job, int tp, b
     EXPECT_DOUBLE_EQ(get("tp_all_gather") + get("tp_reduce_scatter"), ar * regions);
     EXPECT_DOUBLE_EQ(get("tp_all_gather"), half * regions);
     EXPECT_DOUBLE_EQ(get("tp_all_reduce_payload"), f.ce_bytes + f.ln_bytes);
+    // One all-reduce per layer norm (weight and bias in one buffer) and
+    // two for the vocab-parallel cross-entropy (max; sum-exp with the
+    // target logit), per micro-batch.
+    const double layer_norms = 2 * job.model().n_layer() + 1;
+    EXPECT_DOUBLE_EQ(get("tp_all_reduce_calls"), micro_batches * (layer_norms + 2));
   }
 }
 
