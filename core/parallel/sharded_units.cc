@@ -4,11 +4,11 @@
 #include "absl/strings/str_split.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
+#include "core/nn/mlp.h"
 #include "core/parallel/reduce_dtype.h"
 
 namespace weft {
 namespace {
-
 
 // Parameters the units shard: all but those already sharded over dp_shard.
 void Collect(Module& m, std::vector<Parameter*>* out) {
@@ -24,6 +24,37 @@ int ShardBlocks(const Parameter& p) {
     if (a.kind == AxisPlacement::Kind::kShard && a.axis == "dp_shard") blocks *= a.count;
   }
   return blocks;
+}
+
+// The wrapped module whose unit holds `m` (nullptr: the root unit).
+Module* UnitModule(Module* m, const std::vector<Module*>& wrapped) {
+  for (; m != nullptr; m = m->parent()) {
+    if (std::find(wrapped.begin(), wrapped.end(), m) != wrapped.end()) return m;
+  }
+  return nullptr;
+}
+
+// An MLP fuses GELU's backward into proj's input-gradient GEMM only when
+// fc's gradient is resident as proj's backward starts (core/nn/linear.cc),
+// which a wrap list that puts fc and proj in different units prevents. It
+// still trains the same model, slower and (in bf16) rounded twice: say so.
+std::string SplitMlpNote(Model& model, const std::vector<Module*>& wrapped,
+                         const ShardedUnitsParticipant::Config& config) {
+  std::vector<std::string> split;
+  for (Module* m : model.Modules()) {
+    auto* mlp = dynamic_cast<Mlp*>(m);
+    if (mlp == nullptr || mlp->fc() == nullptr || mlp->proj() == nullptr) continue;
+    if (UnitModule(mlp->fc(), wrapped) != UnitModule(mlp->proj(), wrapped)) {
+      split.push_back(mlp->name());
+    }
+  }
+  if (split.empty()) return "";
+  return absl::StrCat(config.strategy, ": ", config.wrap_option, " puts fc and proj of ",
+                      split.size(), " MLP", split.size() > 1 ? "s" : "", " (", split[0],
+                      split.size() > 1 ? ", ..." : "",
+                      ") in different units, so their GELU backward runs as its own kernel "
+                      "instead of fused into proj's input-gradient GEMM; wrap Mlp or "
+                      "TransformerBlock to keep the fusion");
 }
 
 }  // namespace
@@ -72,6 +103,9 @@ absl::Status ShardedUnitsParticipant::Build(StrategyContext& ctx) {
       nested |= std::find(wrapped.begin(), wrapped.end(), p) != wrapped.end();
     }
     if (!nested) wrapped.push_back(m);
+  }
+  if (std::string note = SplitMlpNote(model, wrapped, config_); !note.empty()) {
+    ctx.state->notes.push_back(std::move(note));
   }
   std::vector<Parameter*> in_units;
   for (Module* m : wrapped) Collect(*m, &in_units);
