@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/nn/moe.h"
@@ -22,20 +23,22 @@ absl::Status ContextParallelStrategy::Validate(const StrategyOptionSet&,
   }
   WEFT_ASSIGN_OR_RETURN(int cp, mesh->AxisSize("cp"));
   if (cp < 1) return InvalidArgument(absl::StrCat("--cp=", cp), "cp >= 1");
-  // The cp wrapper lists no stages for pp to split, and ring attention needs
-  // the whole micro-batch's chunks.
-  const int pp = mesh->AxisSize("pp").value_or(1);
-  if (cp > 1 && pp > 1) {
-    return FailedPrecondition(absl::StrCat("--cp=", cp, " with --pp=", pp),
-                              "context parallelism without pipeline parallelism",
-                              "cp does not compose with pp yet: drop --cp or --pp");
-  }
   return absl::OkStatus();
 }
 
 absl::Status ContextParallelStrategy::Apply(StrategyContext& ctx) {
   if (ctx.mesh == nullptr) {
     return InvalidArgument("--strategy=cp without a device mesh", "a multi-rank job with --cp");
+  }
+  // A strategy that owns the step (pp) runs the stages of the model it
+  // found; wrapping its root afterwards would feed it chunks it never sees.
+  // The composer's phase order applies cp first (strategy.h).
+  if (ctx.state->step_schedule != nullptr) {
+    return FailedPrecondition(
+        absl::StrCat("--strategy=cp applied after ", absl::StrJoin(ctx.state->strategy_names, ","),
+                     ", which own the step schedule"),
+        "cp applied before pipeline parallelism, so the pipeline splits the cp model's stages",
+        "apply strategies through ComposeStrategies, which orders them by phase");
   }
   // MoE routing (capacity, balance loss) spans the tokens routed together;
   // under cp those would be one rank's chunks, not the sequence.
