@@ -7,11 +7,14 @@
 // dp2 x pp2 x cp2 (fsdp) on 8 ranks. Stage 0 embeds this cp rank's chunks,
 // the activations between stages are the chunks (a full-length one would
 // fail ring attention's shape check), and each stage's ring carries the K/V
-// of its own layers only. cp with MoE stays refused under pp too.
+// of its own layers only. A checkpoint saved under cp2 x pp2 resumes in one
+// process and the other way round. cp with MoE stays refused under pp too.
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/parity.h"
 #include "tests/tiny_gpt.h"
@@ -102,6 +105,44 @@ INSTANTIATE_TEST_SUITE_P(
                       // 4D-style on 8 ranks: mesh [pp=2, dp_shard=2, cp=2].
                       CpPpCase{"dp2_pp2_cp2_fsdp", "1f1b", 1, "layers", 0, 2, "fsdp"}),
     [](const ::testing::TestParamInfo<CpPpCase>& i) { return i.param.label; });
+
+// Checkpoints across both axes: cp2 x pp2 saves after 10 of 20 steps (each
+// pipeline stage's pieces, once per cp pair: the cp ranks are copies of one
+// replica) and one process resumes; then the other way round. Both match
+// the straight one-process run.
+TEST(ContextPipelineCheckpointTest, ReshardsToAndFromOneProcess) {
+  GptJob job = CpPpJob(2);
+  job.mutable_model()->set_dropout(0.1f);
+  auto straight = testing::RunSingleProcess(job);
+  ASSERT_TRUE(straight.ok()) << straight.status();
+  GptJob split = job;
+  ParallelConfig* p = split.mutable_train()->mutable_parallel();
+  p->set_cp(2);
+  p->set_pp(2);
+  for (const bool split_first : {true, false}) {
+    const std::string label = split_first ? "cp2 x pp2 -> one process" : "one process -> cp2 x pp2";
+    const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/cp_pp_", split_first);
+    std::filesystem::remove_all(dir);
+    job.mutable_train()->set_checkpoint_dir(dir);
+    split.mutable_train()->set_checkpoint_dir(dir);
+    const testing::RunOptions save{.steps = 10, .save_at_end = true};
+    auto first = split_first ? testing::RunMultiProcess(split, 4, save)
+                             : testing::RunSingleProcess(job, save);
+    ASSERT_TRUE(first.ok()) << label << ": " << first.status();
+    GptJob resume_single = job, resume_split = split;
+    resume_single.mutable_train()->set_resume("latest");
+    resume_split.mutable_train()->set_resume("latest");
+    auto second = split_first ? testing::RunSingleProcess(resume_single)
+                              : testing::RunMultiProcess(resume_split, 4);
+    ASSERT_TRUE(second.ok()) << label << ": " << second.status();
+    testing::ParityRun joined = *second;
+    joined.losses.insert(joined.losses.begin(), first->losses.begin(), first->losses.end());
+    testing::ExpectParity(*straight, joined, kLossRtol, kParamTol, label);
+    std::printf("%s: max loss rdiff %.2e, param diff %.2e\n", label.c_str(),
+                testing::MaxLossRelDiff(joined, *straight),
+                testing::MaxRelativeDifference(joined.params, straight->params));
+  }
+}
 
 // What cp refuses alone stays refused under pp, with cp's own error.
 TEST(ContextPipelineErrorsTest, MoeIsStillRefused) {
