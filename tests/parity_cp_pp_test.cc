@@ -4,7 +4,7 @@
 // loss (evaluation runs through the pipeline on each cp rank's chunks), for
 // cp2 x pp2 on 4 ranks with 1F1B, GPipe with dropout 0.1, interleaved
 // virtual stages, ZB-H1 and a split by measured stage times, and
-// dp2 x pp2 x cp2 (fsdp) on 8 ranks. Stage 0 embeds this cp rank's chunks,
+// dp2 x pp2 x cp2 (fsdp) and tp2 x pp2 x cp2 on 8 ranks. Stage 0 embeds this cp rank's chunks,
 // the activations between stages are the chunks (a full-length one would
 // fail ring attention's shape check), and each stage's ring carries the K/V
 // of its own layers only. A checkpoint saved under cp2 x pp2 resumes in one
@@ -45,8 +45,9 @@ struct CpPpCase {
   int chunks = 1;             // pp_virtual_stages
   std::string split = "layers";
   float dropout = 0;
-  int dp_shard = 1;           // with dp_strategy
-  std::string dp_strategy;
+  int dp_shard = 1;           // with a data-parallel strategy in `strategy`
+  std::string strategy;
+  int tp = 1;                 // with "tp" in `strategy`
 };
 
 class ContextPipelineParityTest : public ::testing::TestWithParam<CpPpCase> {};
@@ -68,8 +69,9 @@ TEST_P(ContextPipelineParityTest, MatchesOneProcess) {
   p->set_pp_virtual_stages(c.chunks);
   p->set_pp_split(c.split);
   p->set_dp_shard(c.dp_shard);
-  p->set_strategy(c.dp_strategy);
-  auto multi = testing::RunMultiProcess(job, 4 * c.dp_shard, options);
+  p->set_strategy(c.strategy);
+  p->set_tp(c.tp);
+  auto multi = testing::RunMultiProcess(job, 4 * c.dp_shard * c.tp, options);
   ASSERT_TRUE(multi.ok()) << multi.status();
   testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, c.label);
   testing::ExpectGradNormsMatch(*single, *multi, kLossRtol, c.label);
@@ -80,8 +82,9 @@ TEST_P(ContextPipelineParityTest, MatchesOneProcess) {
   if (c.split == "layers") {
     // The 4 stages (embed, 2 blocks, head) split by count put one block on
     // pipeline rank 0 (with or without virtual stages): per micro-batch its
-    // ring moves 2 x (3 cp - 2) blocks of (1, seq_len / cp, 2 d_model) f32.
-    const double block = 4.0 * (kSeqLen / 2) * 2 * job.model().d_model();
+    // ring moves 2 x (3 cp - 2) blocks of (1, seq_len / cp, 2 d_model / tp)
+    // f32.
+    const double block = 4.0 * (kSeqLen / 2) * 2 * job.model().d_model() / c.tp;
     const double ring = 1 * 2 /*micro-batches*/ * 2 * block * (3 * 2 - 2);
     ASSERT_FALSE(std::isnan(testing::LastStep(*multi, "cp_ring_mb"))) << c.label;
     EXPECT_DOUBLE_EQ(testing::LastStep(*multi, "cp_ring_mb") * (1 << 20), ring) << c.label;
@@ -103,7 +106,9 @@ INSTANTIATE_TEST_SUITE_P(
                       // Stage times probed on each cp rank's chunks.
                       CpPpCase{"cp2_pp2_time", "1f1b", 1, "time"},
                       // 4D-style on 8 ranks: mesh [pp=2, dp_shard=2, cp=2].
-                      CpPpCase{"dp2_pp2_cp2_fsdp", "1f1b", 1, "layers", 0, 2, "fsdp"}),
+                      CpPpCase{"dp2_pp2_cp2_fsdp", "1f1b", 1, "layers", 0, 2, "fsdp"},
+                      // Mesh [pp=2, cp=2, tp=2]: each ring carries its tp heads' K/V.
+                      CpPpCase{"tp2_pp2_cp2", "1f1b", 1, "layers", 0, 1, "tp", 2}),
     [](const ::testing::TestParamInfo<CpPpCase>& i) { return i.param.label; });
 
 // Checkpoints across both axes: cp2 x pp2 saves after 10 of 20 steps (each
