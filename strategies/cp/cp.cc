@@ -27,18 +27,19 @@ absl::Status ContextParallelStrategy::Validate(const StrategyOptionSet&,
 }
 
 absl::Status ContextParallelStrategy::Apply(StrategyContext& ctx) {
-  if (ctx.mesh == nullptr) {
-    return InvalidArgument("--strategy=cp without a device mesh", "a multi-rank job with --cp");
-  }
-  // A strategy that owns the step (pp) runs the stages of the model it
-  // found; wrapping its root afterwards would feed it chunks it never sees.
-  // The composer's phase order applies cp first (strategy.h).
-  if (ctx.state->step_schedule != nullptr) {
+  // A strategy that owns the step (pp) runs the stages of the root it found;
+  // wrapping that root afterwards would never narrow its batches to the
+  // chunks. The composer's phase order applies cp first (strategy.h).
+  if (ctx.state != nullptr && ctx.state->step_schedule != nullptr) {
     return FailedPrecondition(
-        absl::StrCat("--strategy=cp applied after ", absl::StrJoin(ctx.state->strategy_names, ","),
-                     ", which own the step schedule"),
+        absl::StrCat("--strategy=cp applied after a strategy that owns the step schedule "
+                     "(applied so far: ",
+                     absl::StrJoin(ctx.state->strategy_names, ","), ")"),
         "cp applied before pipeline parallelism, so the pipeline splits the cp model's stages",
         "apply strategies through ComposeStrategies, which orders them by phase");
+  }
+  if (ctx.mesh == nullptr) {
+    return InvalidArgument("--strategy=cp without a device mesh", "a multi-rank job with --cp");
   }
   // MoE routing (capacity, balance loss) spans the tokens routed together;
   // under cp those would be one rank's chunks, not the sequence.
