@@ -127,6 +127,9 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
     run.step_metrics.emplace_back(s.extra.begin(), s.extra.end());
     run.grad_norms.push_back(s.grad_norm);
   }
+  if (options.eval_batches > 0) {
+    WEFT_ASSIGN_OR_RETURN(run.val_loss, trainer->Evaluate(options.eval_batches));
+  }
   if (options.save_at_end) {
     WEFT_RETURN_IF_ERROR(trainer->SaveCheckpoint());
     WEFT_RETURN_IF_ERROR(trainer->FinishCheckpoints());
@@ -178,6 +181,7 @@ void Write(const ParityRun& r, const std::string& path) {
   for (const auto& [k, v] : r.comm) std::fprintf(f, "comm %s %a\n", k.c_str(), v);
   for (double v : r.comm_mb) std::fprintf(f, "comm_mb %a\n", v);
   for (const std::string& n : r.notes) std::fprintf(f, "note %s\n", n.c_str());
+  if (r.val_loss) std::fprintf(f, "val_loss %a\n", *r.val_loss);
   for (size_t i = 0; i < r.step_metrics.size(); ++i) {
     std::fprintf(f, "step %zu\n", i);
     for (const auto& [k, v] : r.step_metrics[i]) std::fprintf(f, "metric %s %a\n", k.c_str(), v);
@@ -205,6 +209,9 @@ absl::StatusOr<ParityRun> Read(const std::string& path) {
     } else if (kind == "comm_mb") {
       ss >> num;
       r.comm_mb.push_back(std::strtod(num.c_str(), nullptr));
+    } else if (kind == "val_loss") {
+      ss >> num;
+      r.val_loss = std::strtod(num.c_str(), nullptr);
     } else if (kind == "grad_norm") {
       ss >> num;
       r.grad_norms.push_back(std::strtod(num.c_str(), nullptr));

@@ -5,6 +5,7 @@
 #define WEFT_TESTS_PARITY_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,8 @@ struct ParityRun {
   std::vector<std::map<std::string, double>> step_metrics;
   // The strategies' startup notes (ParallelState::notes), rank 0.
   std::vector<std::string> notes;
+  // Trainer::Evaluate after the last step (RunOptions::eval_batches > 0).
+  std::optional<double> val_loss;
 };
 
 // Parameters and optimizer state are reassembled from every rank's sharding
@@ -45,6 +48,8 @@ struct RunOptions {
   // Trainer::Run() (periodic checkpoints, evaluation) instead of TrainStep
   // calls; losses are then not recorded.
   bool use_run = false;
+  // Validation batches to evaluate after training (ParityRun::val_loss).
+  int eval_batches = 0;
 };
 
 // One process, no strategy: the reference.

@@ -109,26 +109,17 @@ TEST(ContextParallelErrorsTest, SeqLenNotDivisibleByTwiceCp) {
   EXPECT_NE(m.find("--seq_len=248 or 252"), std::string::npos) << m;
 }
 
-TEST(ContextParallelErrorsTest, PipelineAndMoeAreRefusedClearly) {
+// (cp with pp: tests/parity_cp_pp_test.)
+TEST(ContextParallelErrorsTest, MoeIsRefusedClearly) {
   GptJob job = CpJob();
-  job.mutable_train()->set_steps(1);
-  job.mutable_train()->mutable_parallel()->set_cp(2);
-  job.mutable_train()->mutable_parallel()->set_pp(2);
-  auto run = testing::RunMultiProcess(job, 4);
-  ASSERT_FALSE(run.ok());
-  std::string m(run.status().message());
-  EXPECT_NE(m.find("--cp=2 with --pp=2"), std::string::npos) << m;
-  EXPECT_NE(m.find("cp does not compose with pp yet"), std::string::npos) << m;
-
-  job = CpJob();
   job.mutable_train()->set_steps(1);
   job.mutable_train()->mutable_parallel()->set_cp(2);
   job.mutable_model()->set_moe_every(1);
   job.mutable_model()->set_num_experts(2);
   job.mutable_model()->set_top_k(1);
-  run = testing::RunMultiProcess(job, 2);
+  auto run = testing::RunMultiProcess(job, 2);
   ASSERT_FALSE(run.ok());
-  m = std::string(run.status().message());
+  const std::string m(run.status().message());
   EXPECT_NE(m.find("on a model with MoE layers"), std::string::npos) << m;
 }
 

@@ -26,6 +26,18 @@ class Model : public Module {
   // modules show up. Empty for a model that cannot be split.
   virtual std::vector<Stage> Stages() { return {}; }
 
+  // The part of a micro-batch (inputs, targets: (B, T, ...)) that Stages()
+  // run on, for callers that run the stages themselves instead of
+  // ForwardLoss (a pipeline, stage timing). A wrapper that runs its model on
+  // part of every sample narrows the batch here (context parallelism: this
+  // rank's chunks of each sequence, and their global positions); those
+  // callers cannot know the wrapper, and ForwardLoss does the same
+  // narrowing inside. Default: the whole batch, ctx.sequence unchanged.
+  virtual absl::StatusOr<StageBatch> LocalBatch(const RunContext& ctx, const Tensor& inputs,
+                                                const Tensor& targets) const {
+    return StageBatch{inputs, targets, ctx.sequence};
+  }
+
   // Forward pass to one f32 loss per target (on the device), through every
   // stage between the root's forward hooks. In training it also prepares
   // dL/dprediction scaled by dloss_scale for BackwardFromLoss (the loss

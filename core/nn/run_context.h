@@ -74,6 +74,25 @@ struct RunContext {
   absl::StatusOr<Tensor> Zeros(Shape shape, DType dtype) const;
 };
 
+// Sets ctx.sequence for the life of the scope and restores the previous
+// value after: whoever runs a model's stages on part of each sequence (the
+// cp wrapper, a pipeline's chunks) sets it around every forward and
+// backward of those stages, on every return path.
+class SequenceScope {
+ public:
+  SequenceScope(RunContext& ctx, const std::optional<TokenChunks>& sequence)
+      : ctx_(ctx), saved_(ctx.sequence) {
+    ctx_.sequence = sequence;
+  }
+  ~SequenceScope() { ctx_.sequence = saved_; }
+  SequenceScope(const SequenceScope&) = delete;
+  SequenceScope& operator=(const SequenceScope&) = delete;
+
+ private:
+  RunContext& ctx_;
+  std::optional<TokenChunks> saved_;
+};
+
 }  // namespace weft
 
 #endif  // WEFT_CORE_NN_RUN_CONTEXT_H_

@@ -11,6 +11,7 @@
 #ifndef WEFT_CORE_NN_STAGE_H_
 #define WEFT_CORE_NN_STAGE_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,15 @@ struct Stage {
 struct LossInputs {
   const Tensor* targets = nullptr;
   float dloss_scale = 1.0f;
+};
+
+// One micro-batch as a model's stages take it (Model::LocalBatch): the
+// first stage's inputs, the loss stage's targets, and where these tokens
+// sit in the whole sequence, for RunContext::sequence while any of the
+// stages runs (unset: the tokens are the whole sequence).
+struct StageBatch {
+  Tensor inputs, targets;
+  std::optional<TokenChunks> sequence;
 };
 
 // x -> the stage's output (the losses for the loss stage, which needs `loss`).

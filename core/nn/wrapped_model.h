@@ -3,7 +3,8 @@
 // The inner model is this module's unnamed child, so parameter and module
 // paths stay the inner model's, and everything a wrapper does not change is
 // forwarded here once: FLOPs, targets per sample, the architecture, the
-// tensor-parallel plan, per-step metrics and probe inputs.
+// tensor-parallel plan, per-step metrics, probe inputs and the part of a
+// batch the stages take.
 #ifndef WEFT_CORE_NN_WRAPPED_MODEL_H_
 #define WEFT_CORE_NN_WRAPPED_MODEL_H_
 
@@ -29,6 +30,10 @@ class WrappedModel : public Model {
   }
   absl::StatusOr<std::pair<Tensor, Tensor>> ProbeInputs(const RunContext& ctx) const override {
     return inner_->ProbeInputs(ctx);
+  }
+  absl::StatusOr<StageBatch> LocalBatch(const RunContext& ctx, const Tensor& inputs,
+                                        const Tensor& targets) const override {
+    return inner_->LocalBatch(ctx, inputs, targets);
   }
 
  protected:

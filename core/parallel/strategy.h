@@ -28,6 +28,10 @@
 
 namespace weft {
 
+// The composer applies strategies in this order. Later phases build on the
+// model the earlier ones left: a pipeline splits the Stages() of the tp/cp
+// model and runs them on its Model::LocalBatch (cp's chunks), and the
+// data-parallel strategies reduce the parameters each stage holds.
 enum class StrategyPhase {
   kTensorParallel = 0,
   kExpert = 1,

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/nn/moe.h"
@@ -22,18 +23,21 @@ absl::Status ContextParallelStrategy::Validate(const StrategyOptionSet&,
   }
   WEFT_ASSIGN_OR_RETURN(int cp, mesh->AxisSize("cp"));
   if (cp < 1) return InvalidArgument(absl::StrCat("--cp=", cp), "cp >= 1");
-  // The cp wrapper lists no stages for pp to split, and ring attention needs
-  // the whole micro-batch's chunks.
-  const int pp = mesh->AxisSize("pp").value_or(1);
-  if (cp > 1 && pp > 1) {
-    return FailedPrecondition(absl::StrCat("--cp=", cp, " with --pp=", pp),
-                              "context parallelism without pipeline parallelism",
-                              "cp does not compose with pp yet: drop --cp or --pp");
-  }
   return absl::OkStatus();
 }
 
 absl::Status ContextParallelStrategy::Apply(StrategyContext& ctx) {
+  // A strategy that owns the step (pp) runs the stages of the root it found;
+  // wrapping that root afterwards would never narrow its batches to the
+  // chunks. The composer's phase order applies cp first (strategy.h).
+  if (ctx.state != nullptr && ctx.state->step_schedule != nullptr) {
+    return FailedPrecondition(
+        absl::StrCat("--strategy=cp applied after a strategy that owns the step schedule "
+                     "(applied so far: ",
+                     absl::StrJoin(ctx.state->strategy_names, ","), ")"),
+        "cp applied before pipeline parallelism, so the pipeline splits the cp model's stages",
+        "apply strategies through ComposeStrategies, which orders them by phase");
+  }
   if (ctx.mesh == nullptr) {
     return InvalidArgument("--strategy=cp without a device mesh", "a multi-rank job with --cp");
   }

@@ -13,8 +13,11 @@
 // - dropout masks follow the chunks' global positions (RunContext::sequence,
 //   core/nn/dropout.h): each rank draws its chunks' rows of the
 //   single-process masks.
-// Composes with ddp, zero and fsdp on the dp axes. Requires seq_len
-// divisible by 2 x cp.
+// Composes with ddp, zero and fsdp on the dp axes, with tp, and with pp:
+// cp is applied first (phase kTensorParallel), and the wrapper lists the
+// model's stages and, through Model::LocalBatch, the chunks they run on, so
+// the pipeline embeds, sends and takes the loss on this rank's chunks only.
+// Requires seq_len divisible by 2 x cp.
 // Depends only on comm/ and core/.
 #ifndef WEFT_STRATEGIES_CP_CP_H_
 #define WEFT_STRATEGIES_CP_CP_H_

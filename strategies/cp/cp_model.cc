@@ -7,37 +7,34 @@
 
 namespace weft::cp {
 
-class ContextParallelModel::SequenceScope {
- public:
-  SequenceScope(RunContext& ctx, const TokenChunks& chunks) : ctx_(ctx), saved_(ctx.sequence) {
-    ctx_.sequence = chunks;
-  }
-  ~SequenceScope() { ctx_.sequence = saved_; }
-
- private:
-  RunContext& ctx_;
-  std::optional<TokenChunks> saved_;
-};
-
 ContextParallelModel::ContextParallelModel(std::unique_ptr<Model> inner, int cp_rank, int cp_size)
     : WrappedModel("ContextParallel", std::move(inner)), rank_(cp_rank), size_(cp_size) {}
 
-absl::StatusOr<Tensor> ContextParallelModel::ForwardLoss(RunContext& ctx, const Tensor& inputs,
-                                                         const Tensor& targets, float dloss_scale) {
+absl::StatusOr<StageBatch> ContextParallelModel::LocalBatch(const RunContext& ctx,
+                                                            const Tensor& inputs,
+                                                            const Tensor& targets) const {
   if (inputs.ndim() != 2 || inputs.shape() != targets.shape()) {
     return InvalidArgument(
         "inputs " + ShapeString(inputs.shape()) + " and targets " + ShapeString(targets.shape()),
         "equal shapes (B, T)");
   }
   WEFT_ASSIGN_OR_RETURN(TokenChunks chunks, ZigzagChunks(rank_, size_, inputs.dim(1)));
-  chunks_ = chunks;
-  WEFT_ASSIGN_OR_RETURN(Tensor local_inputs, TakeChunks(ctx, inputs, chunks));
-  WEFT_ASSIGN_OR_RETURN(Tensor local_targets, TakeChunks(ctx, targets, chunks));
-  SequenceScope scope(ctx, chunks);
+  StageBatch local;
+  local.sequence = chunks;
+  WEFT_ASSIGN_OR_RETURN(local.inputs, TakeChunks(ctx, inputs, chunks));
+  WEFT_ASSIGN_OR_RETURN(local.targets, TakeChunks(ctx, targets, chunks));
+  return local;
+}
+
+absl::StatusOr<Tensor> ContextParallelModel::ForwardLoss(RunContext& ctx, const Tensor& inputs,
+                                                         const Tensor& targets, float dloss_scale) {
+  WEFT_ASSIGN_OR_RETURN(StageBatch local, LocalBatch(ctx, inputs, targets));
+  chunks_ = local.sequence;
+  SequenceScope scope(ctx, local.sequence);
   Tensor losses;
   WEFT_RETURN_IF_ERROR(RunHooked(ctx, /*backward=*/false, [&]() -> absl::Status {
     WEFT_ASSIGN_OR_RETURN(losses,
-                          inner().ForwardLoss(ctx, local_inputs, local_targets, dloss_scale));
+                          inner().ForwardLoss(ctx, local.inputs, local.targets, dloss_scale));
     return absl::OkStatus();
   }));
   return losses;

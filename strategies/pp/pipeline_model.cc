@@ -28,12 +28,20 @@ std::string PipelineModel::Summary() const {
   return s;
 }
 
+absl::StatusOr<PipeBatch> PipelineModel::LocalPart(const RunContext& ctx, const Tensor& inputs,
+                                                    const Tensor& targets,
+                                                    float dloss_scale) const {
+  WEFT_ASSIGN_OR_RETURN(StageBatch part, inner().LocalBatch(ctx, inputs, targets));
+  return PipeBatch{std::move(part), dloss_scale};
+}
+
 absl::StatusOr<Tensor> PipelineModel::ForwardChunk(RunContext& ctx, int chunk, int micro,
-                                                   const MicroBatchRunner::MicroBatch& batch) {
+                                                   const PipeBatch& batch) {
   const ChunkRange& c = chunks_[chunk];
   const int vs = VirtualStage(chunk);
   const bool first = vs == 0, last = vs == virtual_stages_ - 1;
-  Tensor x = batch.inputs;
+  SequenceScope sequence(ctx, batch.part.sequence);
+  Tensor x = batch.part.inputs;
   if (!first) {
     WEFT_ASSIGN_OR_RETURN(x, links_->RecvForward(Tag(micro, vs - 1), ctx));
   }
@@ -41,7 +49,7 @@ absl::StatusOr<Tensor> PipelineModel::ForwardChunk(RunContext& ctx, int chunk, i
   // Root hooks (e.g. fsdp's root unit) wrap every chunk this rank runs.
   WEFT_RETURN_IF_ERROR(RunHooked(ctx, /*backward=*/false, [&]() -> absl::Status {
     LossInputs loss;
-    if (last) loss = {&batch.targets, batch.dloss_scale};
+    if (last) loss = {&batch.part.targets, batch.dloss_scale};
     WEFT_ASSIGN_OR_RETURN(out, ForwardStages(ctx, stages_, c.first, c.last, x, loss));
     return absl::OkStatus();
   }));
@@ -50,9 +58,11 @@ absl::StatusOr<Tensor> PipelineModel::ForwardChunk(RunContext& ctx, int chunk, i
   return Tensor();
 }
 
-absl::Status PipelineModel::BackwardChunk(RunContext& ctx, int chunk, int micro) {
+absl::Status PipelineModel::BackwardChunk(RunContext& ctx, int chunk, int micro,
+                                          const PipeBatch& batch) {
   const ChunkRange& c = chunks_[chunk];
   const int vs = VirtualStage(chunk);
+  SequenceScope sequence(ctx, batch.part.sequence);
   Tensor dy;
   if (vs != virtual_stages_ - 1) {
     WEFT_ASSIGN_OR_RETURN(dy, links_->RecvBackward(Tag(micro, vs), ctx));
@@ -76,7 +86,7 @@ absl::StatusOr<Tensor> PipelineModel::ForwardLoss(RunContext& ctx, const Tensor&
     return FailedPrecondition("a pipeline model trained without its step schedule",
                               "the pp strategy's schedule to drive training");
   }
-  MicroBatchRunner::MicroBatch batch{inputs, targets, dloss_scale};
+  WEFT_ASSIGN_OR_RETURN(PipeBatch batch, LocalPart(ctx, inputs, targets, dloss_scale));
   Tensor losses;
   for (int c = 0; c < num_chunks(); ++c) {
     WEFT_ASSIGN_OR_RETURN(Tensor out, ForwardChunk(ctx, c, /*micro=*/0, batch));
@@ -167,7 +177,7 @@ absl::Status PipelineStepSchedule::Run(
   for (size_t i = 0; i < mine.size(); ++i) {
     if (mine[i].kind == PipeAction::Kind::kBackward) last_backward = i;
   }
-  std::vector<std::optional<MicroBatchRunner::MicroBatch>> batches(num_micro);
+  std::vector<std::optional<PipeBatch>> batches(num_micro);
   std::vector<int> backwards_done(num_micro, 0);
   int in_flight = 0;
   for (size_t i = 0; i < mine.size(); ++i) {
@@ -176,11 +186,13 @@ absl::Status PipelineStepSchedule::Run(
     if (ctx == nullptr) return Internal("a step runner that cannot run a pipeline");
     if (a.kind == PipeAction::Kind::kForward && !batches[a.micro]) {
       WEFT_ASSIGN_OR_RETURN(MicroBatchRunner::MicroBatch mb, runner.Load(a.micro));
+      WEFT_ASSIGN_OR_RETURN(PipeBatch batch,
+                            model_->LocalPart(*ctx, mb.inputs, mb.targets, mb.dloss_scale));
       // A pipeline holds up to all of a step's micro-batches at once (GPipe),
       // more than the loader's ring has slots: keep copies, free the slot.
-      WEFT_ASSIGN_OR_RETURN(Tensor inputs, OwnCopy(*ctx, mb.inputs));
-      WEFT_ASSIGN_OR_RETURN(Tensor targets, OwnCopy(*ctx, mb.targets));
-      batches[a.micro] = {std::move(inputs), std::move(targets), mb.dloss_scale};
+      WEFT_ASSIGN_OR_RETURN(batch.part.inputs, OwnCopy(*ctx, batch.part.inputs));
+      WEFT_ASSIGN_OR_RETURN(batch.part.targets, OwnCopy(*ctx, batch.part.targets));
+      batches[a.micro] = std::move(batch);
     }
     ActionScope scope(runner, a, model_->num_chunks() > 1);
     if (a.kind == PipeAction::Kind::kForward) {
@@ -196,7 +208,7 @@ absl::Status PipelineStepSchedule::Run(
         WEFT_RETURN_IF_ERROR(p->BeforeBackward({.micro = a.micro, .last = i == last_backward}));
       }
       ctx->defer_weight_grads = split;
-      const absl::Status b = model_->BackwardChunk(*ctx, a.chunk, a.micro);
+      const absl::Status b = model_->BackwardChunk(*ctx, a.chunk, a.micro, *batches[a.micro]);
       ctx->defer_weight_grads = false;
       WEFT_RETURN_IF_ERROR(b);
     } else {

@@ -9,6 +9,14 @@
 // gradient back. The step's order of chunk forwards and backwards comes
 // from PipelineStepSchedule; evaluation (ForwardLoss outside training)
 // runs one micro-batch through every chunk in order.
+//
+// The stages may run on part of each sample: the wrapped model says which
+// (Model::LocalBatch; under cp, applied before pp, this rank's zigzag
+// chunks of every sequence). Virtual stage 0 embeds that part of the
+// inputs, the last one takes the loss on that part of the targets, and
+// every chunk's forward and backward runs with its RunContext::sequence,
+// so the activations between stages are the part's (their shapes travel
+// in the links' headers).
 #ifndef WEFT_STRATEGIES_PP_PIPELINE_MODEL_H_
 #define WEFT_STRATEGIES_PP_PIPELINE_MODEL_H_
 
@@ -26,17 +34,26 @@ struct ChunkRange {
   int first = 0, last = 0;  // stages [first, last) of the model
 };
 
+// One micro-batch as this rank's chunks take it.
+struct PipeBatch {
+  StageBatch part;  // the wrapped model's LocalBatch of the loaded batch
+  float dloss_scale = 1.f;
+};
+
 class PipelineModel : public WrappedModel {
  public:
   // `chunks[c]` is this rank's chunk c; `virtual_stages` = pp x chunks.
   PipelineModel(std::unique_ptr<Model> inner, std::vector<Stage> stages,
                 std::vector<ChunkRange> chunks, int virtual_stages, std::unique_ptr<PipeLinks> links);
 
+  // The part of a micro-batch (B, T) this rank's stages take.
+  absl::StatusOr<PipeBatch> LocalPart(const RunContext& ctx, const Tensor& inputs,
+                                      const Tensor& targets, float dloss_scale) const;
   // Forward of chunk `chunk` for micro-batch `micro` (in its context): the
   // per-target losses on the last virtual stage, else an undefined tensor.
   absl::StatusOr<Tensor> ForwardChunk(RunContext& ctx, int chunk, int micro,
-                                      const MicroBatchRunner::MicroBatch& batch);
-  absl::Status BackwardChunk(RunContext& ctx, int chunk, int micro);
+                                      const PipeBatch& batch);
+  absl::Status BackwardChunk(RunContext& ctx, int chunk, int micro, const PipeBatch& batch);
 
   // Evaluation through the whole pipeline: the losses on the rank holding
   // the last stage, one zero elsewhere (so sums over ranks are the loss).

@@ -15,7 +15,10 @@
 // logging; gradient norms add up over the pp ranks.
 //
 // Composes with the data-parallel family (applied after it on each
-// stage's parameters). Depends only on comm/ and core/.
+// stage's parameters) and with tp and cp (applied before it): the stages it
+// splits are the model's as those left it, and they run on the part of each
+// micro-batch the model names (Model::LocalBatch: under cp this rank's
+// sequence chunks). Depends only on comm/ and core/.
 #ifndef WEFT_STRATEGIES_PP_PP_H_
 #define WEFT_STRATEGIES_PP_PP_H_
 

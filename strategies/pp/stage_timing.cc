@@ -31,7 +31,10 @@ double Ms(Clock::time_point a, Clock::time_point b) {
 
 absl::StatusOr<std::vector<double>> MeasureStageMs(Model& model, const std::vector<Stage>& stages,
                                                    RunContext ctx, int repeats) {
-  WEFT_ASSIGN_OR_RETURN(auto batch, model.ProbeInputs(ctx));
+  WEFT_ASSIGN_OR_RETURN(auto sample, model.ProbeInputs(ctx));
+  // The part the stages run on (a cp rank's chunks), as in training.
+  WEFT_ASSIGN_OR_RETURN(StageBatch batch, model.LocalBatch(ctx, sample.first, sample.second));
+  SequenceScope sequence(ctx, batch.sequence);
   WEFT_ASSIGN_OR_RETURN(Tensor probe, ctx.Zeros({1}, DType::kF32));
   ctx.training = true;
   ctx.slot = kProbeSlot;
@@ -39,11 +42,11 @@ absl::StatusOr<std::vector<double>> MeasureStageMs(Model& model, const std::vect
   std::vector<std::vector<double>> runs(n);
   for (int r = 0; r < repeats; ++r) {
     std::vector<double> ms(n, 0);
-    Tensor x = batch.first;
+    Tensor x = batch.inputs;
     for (int s = 0; s < n; ++s) {
       const auto t0 = Clock::now();
       LossInputs loss;
-      if (s == n - 1) loss = {&batch.second, 1.0f};
+      if (s == n - 1) loss = {&batch.targets, 1.0f};
       WEFT_ASSIGN_OR_RETURN(x, ForwardStages(ctx, stages, s, s + 1, x, loss));
       WEFT_RETURN_IF_ERROR(Drain(ctx, probe));
       ms[s] += Ms(t0, Clock::now());

@@ -15,7 +15,9 @@
 namespace weft::pp {
 
 // Median over `repeats` runs of each stage's forward + backward
-// milliseconds (device-synchronized) on model.ProbeInputs(). Uses a spare
+// milliseconds (device-synchronized) on model.ProbeInputs(), narrowed to
+// the part the stages take (model.LocalBatch, e.g. cp's chunks; the cp
+// ranks then time their ring exchanges together). Uses a spare
 // activation slot and leaves every gradient zero.
 absl::StatusOr<std::vector<double>> MeasureStageMs(Model& model, const std::vector<Stage>& stages,
                                                    RunContext ctx, int repeats = 3);
