@@ -7,13 +7,7 @@
 #include <random>
 #include <vector>
 #include "core/kernels/cuda/attention_internal.h"
-#include "core/tensor/cuda/cuda_check.h"
-
-namespace weft {
-absl::Status CudaError(cudaError_t err, const char* expr, const char*, int) {
-  return absl::InternalError(std::string(expr) + " " + std::to_string(int(err)));
-}
-}  // namespace weft
+#include "core/kernels/cuda/emulation/check_util.h"
 
 using weft::cuda::AttentionDims;
 
