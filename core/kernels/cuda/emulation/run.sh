@@ -42,7 +42,9 @@ failed=()
 for check in "${checks[@]}"; do
   g++ -o "$work/$check" "$work/$check.o" "${objs[@]}" "$work/errors.o" "${libs[@]}"
   echo "== $check"
+  start=$SECONDS
   "$work/$check" || failed+=("$check")
+  echo "($check ran $((SECONDS - start))s)"
 done
 echo "run.sh took ${SECONDS}s"
 if [ "${#failed[@]}" -gt 0 ]; then
