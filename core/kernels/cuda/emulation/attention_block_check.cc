@@ -110,31 +110,24 @@ int Run(const Case& c) {
   const size_t n = size_t(c.b) * T * C;
   s.q = Rand(n, g, c.dt), s.k = Rand(n, g, c.dt), s.v = Rand(n, g, c.dt), s.dout = Rand(n, g, c.dt);
   const int qw = c.q_parts * C, kvw = c.kv_parts * C;
-  // The k and v columns of a kv row, and the q columns of a q row.
+  // Where a kv row holds k and v.
   const int k_col = c.kv_parts == 3 ? C : 0, v_col = k_col + C;
-  // Rank r's rows of the whole sequence: q (B, tl, qw) holds q | k | v when
-  // packed, kv (B, tl, kvw) holds [q |] k | v.
-  auto local = [&](int r, int parts, bool with_q) {
+  // Rank r's rows of the whole sequence, (B, tl, parts x C): q (1), k | v
+  // (2) or q | k | v (3).
+  auto local = [&](int r, int parts) {
     const TokenChunks ch = ChunksOf(c, r);
+    std::vector<const std::vector<float>*> cols{&s.q, &s.k, &s.v};
+    if (parts == 2) cols.erase(cols.begin());
     std::vector<float> x(size_t(c.b) * tl * parts * C);
     for (int b = 0; b < c.b; ++b) for (int64_t i = 0; i < tl; ++i) {
       const size_t from = s.At(b, ch.Position(i), 0);
-      float* row = &x[(size_t(b) * tl + i) * parts * C];
-      int col = 0;
-      for (const auto* src : {&s.q, &s.k, &s.v}) {
-        if (src == &s.q && !with_q) continue;
-        if (col >= parts * C) break;
-        std::copy(src->begin() + from, src->begin() + from + C, row + col);
-        col += C;
-      }
+      for (int part = 0; part < parts; ++part)
+        std::copy_n(cols[part]->begin() + from, C, x.begin() + ((size_t(b) * tl + i) * parts + part) * C);
     }
     return x;
   };
   std::vector<std::vector<float>> q_host(c.cp), kv_host(c.cp);
-  for (int r = 0; r < c.cp; ++r) {
-    q_host[r] = local(r, c.q_parts, true);
-    kv_host[r] = local(r, c.kv_parts, c.kv_parts == 3);
-  }
+  for (int r = 0; r < c.cp; ++r) q_host[r] = local(r, c.q_parts), kv_host[r] = local(r, c.kv_parts);
   auto order = [&](int r, int step) {
     return c.masked_first ? (r + 1 + step) % c.cp : (r - step + c.cp) % c.cp;
   };
