@@ -40,6 +40,13 @@ class CudaMoeKernelOps : public MoeKernelOps {
                                   const Tensor& probs, const Tensor& lse, const Tensor& idx,
                                   const Tensor& dprobs_extra, float lse_scale) override {
     WEFT_RETURN_IF_ERROR(CheckDType(ctx, probs, "probs", DType::kF32));
+    if (probs.ndim() != 2 || idx.ndim() != 2 || idx.dim(1) < 1 || idx.dim(1) > 2) {
+      // The kernel keeps the gradients of at most two choices in registers.
+      return InvalidArgument(absl::StrCat("router backward with probs ", ShapeString(probs.shape()),
+                                          " and choices ", ShapeString(idx.shape())),
+                             "(N, E) probs and (N, k) choices with k in {1, 2}",
+                             "pass RouterTopK's outputs");
+    }
     const int64_t n = probs.dim(0), e = probs.dim(1), k = idx.dim(1);
     WEFT_RETURN_IF_ERROR(CheckFloat(ctx, dlogits, "dlogits"));
     WEFT_RETURN_IF_ERROR(CheckShape(dlogits, "dlogits", {n, e}));

@@ -14,13 +14,8 @@
 #include "core/kernels/cuda/optimizer.h"
 #include "core/kernels/cuda/reduce.h"
 #include "core/kernels/philox.h"
-#include "core/tensor/cuda/cuda_check.h"
+#include "core/kernels/cuda/emulation/check_util.h"
 
-namespace weft {
-absl::Status CudaError(cudaError_t err, const char* expr, const char*, int) {
-  return absl::InternalError(std::string(expr) + " " + std::to_string(int(err)));
-}
-}  // namespace weft
 using namespace weft;
 using namespace weft::cuda;
 

@@ -227,6 +227,9 @@ inline float __shfl_xor_sync(unsigned, float v, int o) {
   emu::warp_sync();
   return emu::g_block->xchg[s][w][l ^ o];
 }
+// A barrier of the calling warp. The kernels call it with every lane of the
+// warp (mask ignored); one that named a subset of the lanes would hang here.
+inline void __syncwarp(unsigned = 0xffffffffu) { emu::warp_sync(); }
 template <typename T> T __ldcs(const T* p) { return *p; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
