@@ -127,5 +127,29 @@ TEST(PipelineMemory, OneFOneBHoldsAtMostStagesMicroBatches) {
   EXPECT_NEAR(gpipe_mb / onef1b_mb, 4.0, 0.05);
 }
 
+// recompute is applied after pp split the model into stages, and wraps the
+// blocks the stages list: the pipeline must run the wrappers. It used to
+// keep the unwrapped blocks it split, so --recompute under --pp trained
+// the same numbers while silently saving every activation.
+TEST(PipelineMemory, RecomputeWrappedBlocksRunUnderPp) {
+  GptJob job = testing::TinyGptJob(testing::WriteCorpus(std::getenv("TEST_TMPDIR")));
+  job.mutable_train()->set_steps(4);
+  job.mutable_train()->set_micro_batch(2);
+  job.mutable_model()->set_dropout(0.1f);  // the replay must draw the same masks
+  ParallelConfig* p = job.mutable_train()->mutable_parallel();
+  p->set_pp(2);
+  auto plain = testing::RunMultiProcess(job, 2);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  job.mutable_train()->set_recompute(true);
+  auto recompute = testing::RunMultiProcess(job, 2);
+  ASSERT_TRUE(recompute.ok()) << recompute.status();
+  testing::ExpectParity(*plain, *recompute, 0, 0, "pp2 with --recompute");
+  const double plain_mb = testing::MaxOverSteps(*plain, "pp_activation_mb");
+  const double recompute_mb = testing::MaxOverSteps(*recompute, "pp_activation_mb");
+  std::printf("first stage's peak activations: %.3f MB, with recompute %.3f MB\n", plain_mb,
+              recompute_mb);
+  EXPECT_LT(recompute_mb, 0.5 * plain_mb);
+}
+
 }  // namespace
 }  // namespace weft

@@ -35,8 +35,22 @@ absl::StatusOr<PipeBatch> PipelineModel::LocalPart(const RunContext& ctx, const 
   return PipeBatch{std::move(part), dloss_scale};
 }
 
+absl::Status PipelineModel::RefreshStages() {
+  std::vector<Stage> now = inner().Stages();
+  bool same = now.size() == stages_.size();
+  for (size_t s = 0; same && s < now.size(); ++s) same = now[s].name == stages_[s].name;
+  if (!same) {
+    return Internal(absl::StrCat("the model's stages changed after pp split it (", stages_.size(),
+                                 " stages, now ", now.size(), ")"),
+                    "the same stages, possibly wrapped (recompute)");
+  }
+  stages_ = std::move(now);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Tensor> PipelineModel::ForwardChunk(RunContext& ctx, int chunk, int micro,
                                                    const PipeBatch& batch) {
+  WEFT_RETURN_IF_ERROR(RefreshStages());
   const ChunkRange& c = chunks_[chunk];
   const int vs = VirtualStage(chunk);
   const bool first = vs == 0, last = vs == virtual_stages_ - 1;

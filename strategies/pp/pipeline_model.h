@@ -70,6 +70,10 @@ class PipelineModel : public WrappedModel {
 
  private:
   int VirtualStage(int chunk) const { return chunk * links_->size() + links_->rank(); }
+  // Re-reads the stage modules from the model: strategies applied after pp
+  // (recompute) swap a stage's modules for wrappers, which must be the ones
+  // that run. The stages themselves (names, ranges) stay what pp split.
+  absl::Status RefreshStages();
   int Tag(int micro, int boundary) const { return micro * virtual_stages_ + boundary; }
 
   std::vector<Stage> stages_;
