@@ -96,6 +96,34 @@ INSTANTIATE_TEST_SUITE_P(Cases, ContextParallelParityTest,
                                            CpCase{"cp2_dropout", 2, 1, "", 0.1f}),
                          [](const ::testing::TestParamInfo<CpCase>& i) { return i.param.label; });
 
+// Recompute under cp, whole blocks or only the attention (which cp swapped
+// for RingAttention): the same numbers as cp2 without it, bitwise, and the
+// replayed forwards send their K/V blocks around the ring again.
+TEST(ContextParallelRecomputeTest, FullAndAttentionPoliciesReplayTheRing) {
+  GptJob job = CpJob();
+  job.mutable_train()->set_steps(6);
+  job.mutable_model()->set_dropout(0.1f);  // the replays must draw the same masks
+  ParallelConfig* p = job.mutable_train()->mutable_parallel();
+  p->set_cp(2);
+  auto plain = testing::RunMultiProcess(job, 2);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  const TrainConfig& t = job.train();
+  const double block = 4.0 * t.micro_batch() * (kSeqLen / 2) * 2 * job.model().d_model();
+  const double replay = job.model().n_layer() * (t.global_batch() / t.micro_batch()) * 2 * block;
+  for (const std::string policy : {"full", "attention"}) {
+    p->set_strategy("recompute");
+    p->set_strategy_options("recompute_policy=" + policy);
+    auto run = testing::RunMultiProcess(job, 2);
+    ASSERT_TRUE(run.ok()) << policy << ": " << run.status();
+    testing::ExpectParity(*plain, *run, 0, 0, "cp2 recompute_policy=" + policy);
+    EXPECT_DOUBLE_EQ(
+        (testing::LastStep(*run, "cp_ring_mb") - testing::LastStep(*plain, "cp_ring_mb")) *
+            (1 << 20),
+        replay)
+        << policy;
+  }
+}
+
 TEST(ContextParallelErrorsTest, SeqLenNotDivisibleByTwiceCp) {
   GptJob job = CpJob();
   job.mutable_train()->set_seq_len(250);

@@ -19,7 +19,9 @@ namespace {
 std::string PolicyModules(const StrategyOptionSet& options) {
   const std::string& policy = options.GetEnum("recompute_policy");
   if (policy == "full") return "TransformerBlock";
-  if (policy == "attention") return "CausalSelfAttention";
+  // cp swaps each CausalSelfAttention for a RingAttention (applied before
+  // recompute): the same layer, so the same policy.
+  if (policy == "attention") return "CausalSelfAttention|RingAttention";
   return options.GetString("recompute_modules");  // "modules"
 }
 
