@@ -83,7 +83,10 @@ WEFT_HOST_DEVICE bool DropoutKeep(const DropoutKey& k, uint64_t i, float p) {
   return DropoutKeepAt(k.seed, k.first_sample + k.sample_stride * b, g - b * k.sample_size, p);
 }
 
-// Walks consecutive launch elements from i without a division per element.
+// Walks consecutive launch elements from i without a division per element,
+// and with one Philox evaluation per four elements of a sample (a block
+// serves four consecutive positions) instead of one per element. Keep
+// returns exactly DropoutKeep's answer.
 struct DropoutCursor {
   WEFT_HOST_DEVICE DropoutCursor(const DropoutKey& k, uint64_t i) : key(k) {
     const uint64_t g = k.offset + i;
@@ -91,7 +94,16 @@ struct DropoutCursor {
     sample = k.first_sample + k.sample_stride * b;
     within = g - b * k.sample_size;
   }
-  WEFT_HOST_DEVICE bool Keep(float p) const { return DropoutKeepAt(key.seed, sample, within, p); }
+  WEFT_HOST_DEVICE bool Keep(float p) {
+    const uint64_t block = within >> 2;
+    if (!cached || block != cached_block || sample != cached_sample) {
+      draws = Philox4x32(block, key.seed, sample);
+      cached = true;
+      cached_block = block;
+      cached_sample = sample;
+    }
+    return static_cast<float>(draws.v[within & 3] >> 8) * (1.0f / 16777216.0f) >= p;
+  }
   WEFT_HOST_DEVICE void Next() {
     if (++within == key.sample_size) {
       within = 0;
@@ -100,6 +112,10 @@ struct DropoutCursor {
   }
   DropoutKey key;
   uint64_t sample, within;
+  // The last Philox block drawn, for the next elements of the same four.
+  bool cached = false;
+  uint64_t cached_block = 0, cached_sample = 0;
+  PhiloxOut draws{};
 };
 
 }  // namespace weft
