@@ -1,0 +1,148 @@
+// Context parallelism composed with sequence parallelism vs one process:
+// the same loss and gradient norm at every step and the same parameters and
+// optimizer state after 20 steps at seq_len 256, for cp2 x sp2 (4 ranks),
+// with dropout 0.1, and with fsdp over 2 more (8 ranks) or a pipeline of 2
+// stages (8 ranks). Each rank holds its zigzag chunks (T/cp tokens) and,
+// outside the tp regions, its sp block of them (T/(cp tp) tokens): the
+// column-parallel qkv gathers the chunks whole for ring attention and the
+// row-parallel proj scatters them back. The tp group's traffic per step
+// must be sp's formula over the rank's T/cp tokens, and the ring's the cp
+// formula over its tp heads' K/V.
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/parity.h"
+#include "tests/tiny_gpt.h"
+
+namespace weft {
+namespace {
+
+// Summation order only (split GEMMs, ring log-sum-exp merge, sums over
+// tp, cp and dp).
+constexpr double kLossRtol = 1e-4;
+constexpr double kParamTol = 1e-3;
+constexpr int kSeqLen = 256;
+constexpr int kCp = 2, kTp = 2;
+
+GptJob CpSpJob() {
+  GptJob job = testing::TinyGptJob(testing::WriteCorpus(std::getenv("TEST_TMPDIR")));
+  job.mutable_train()->set_steps(20);
+  job.mutable_train()->set_seq_len(kSeqLen);
+  job.mutable_train()->set_global_batch(2);
+  job.mutable_train()->set_micro_batch(1);
+  job.mutable_model()->set_max_seq_len(kSeqLen);
+  return job;
+}
+
+struct CpSpCase {
+  std::string label;
+  float dropout = 0;
+  std::string extra;  // appended to "sp": ",fsdp" (dp_shard=2) or "" with pp
+  int dp_shard = 1;
+  int pp = 1;
+};
+
+// sp's traffic on the tp group per step, as tests/parity_tp_test counts
+// it, for micro-batches of B x T_local tokens, T_local = seq_len / cp:
+// every layer leaves two row regions in forward and enters two column
+// regions in backward, the embedding leaves one and the head enters one;
+// each is an all-gather plus a reduce-scatter of (B, T_local, C) f32. The
+// all-reduces are the cross-entropy's (row max; sum-exp with the target
+// logit: 3 B T_local floats) and one per layer norm (weight and bias, 2C).
+// `layers` and `norms` count those this rank's pipeline stage holds.
+void ExpectSpTraffic(const testing::ParityRun& run, const GptJob& job, int micro_batches,
+                     int layers, int norms, bool head) {
+  const double b = job.train().micro_batch(), t_local = kSeqLen / kCp;
+  const double c = job.model().d_model();
+  const double tensors = micro_batches * (4.0 * layers + 1 + (head ? 1 : 0));
+  const double regions = tensors * 4 * b * t_local * c;
+  const double ce = head ? micro_batches * 4.0 * 3 * b * t_local : 0;
+  const double ln = micro_batches * norms * 2 * c * 4;
+  auto get = [&run](const std::string& k) {
+    auto it = run.comm.find(k);
+    return it == run.comm.end() ? 0.0 : it->second;
+  };
+  EXPECT_DOUBLE_EQ(get("tp_all_gather_payload"), regions);
+  EXPECT_DOUBLE_EQ(get("tp_reduce_scatter_payload"), regions);
+  EXPECT_DOUBLE_EQ(get("tp_all_gather"), (kTp - 1.0) / kTp * regions);
+  EXPECT_DOUBLE_EQ(get("tp_all_reduce_payload"), ce + ln);
+  std::printf("tp all-gather payload %.0f B/step (formula %.0f), reduce-scatter %.0f, "
+              "all-reduce %.0f (formula %.0f)\n",
+              get("tp_all_gather_payload"), regions, get("tp_reduce_scatter_payload"),
+              get("tp_all_reduce_payload"), ce + ln);
+}
+
+class ContextSequenceParallelParityTest : public ::testing::TestWithParam<CpSpCase> {};
+
+TEST_P(ContextSequenceParallelParityTest, MatchesOneProcess) {
+  const CpSpCase& c = GetParam();
+  GptJob job = CpSpJob();
+  job.mutable_train()->set_global_batch(2 * c.dp_shard);
+  job.mutable_model()->set_dropout(c.dropout);
+  auto single = testing::RunSingleProcess(job);
+  ASSERT_TRUE(single.ok()) << single.status();
+  ParallelConfig* p = job.mutable_train()->mutable_parallel();
+  p->set_cp(kCp);
+  p->set_tp(kTp);
+  p->set_dp_shard(c.dp_shard);
+  p->set_pp(c.pp);
+  p->set_strategy("sp" + c.extra);
+  auto multi = testing::RunMultiProcess(job, kCp * kTp * c.dp_shard * c.pp);
+  ASSERT_TRUE(multi.ok()) << c.label << ": " << multi.status();
+  testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, c.label);
+  testing::ExpectGradNormsMatch(*single, *multi, kLossRtol, c.label);
+
+  // Two micro-batches per rank (global batch 2 per data-parallel rank).
+  const int micro_batches = 2;
+  // Rank 0 is pipeline stage 0: the embedding and (of the 4 stages: embed,
+  // 2 blocks, head) one block, 2 of its norms; without pp all of them.
+  const int layers = c.pp > 1 ? 1 : job.model().n_layer();
+  const int norms = c.pp > 1 ? 2 : 2 * job.model().n_layer() + 1;
+  ExpectSpTraffic(*multi, job, micro_batches, layers, norms, /*head=*/c.pp == 1);
+  // The ring carries this tp rank's heads' K/V of the chunks: blocks of
+  // (1, seq_len / cp, 2 d_model / tp) f32, 2 (3 cp - 2) per layer and
+  // micro-batch.
+  const double block = 4.0 * (kSeqLen / kCp) * 2 * job.model().d_model() / kTp;
+  const double ring = layers * micro_batches * 2 * block * (3 * kCp - 2);
+  ASSERT_FALSE(std::isnan(testing::LastStep(*multi, "cp_ring_mb"))) << c.label;
+  EXPECT_DOUBLE_EQ(testing::LastStep(*multi, "cp_ring_mb") * (1 << 20), ring) << c.label;
+  std::printf("%s: max loss rdiff %.2e, param diff %.2e, grad norm rdiff %.2e; ring %.0f "
+              "B/step per rank (formula %.0f)\n",
+              c.label.c_str(), testing::MaxLossRelDiff(*multi, *single),
+              testing::MaxRelativeDifference(multi->params, single->params),
+              testing::MaxGradNormRelDiff(*multi, *single),
+              testing::LastStep(*multi, "cp_ring_mb") * (1 << 20), ring);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ContextSequenceParallelParityTest,
+    ::testing::Values(CpSpCase{"cp2_sp2"}, CpSpCase{"cp2_sp2_dropout", 0.1f},
+                      // Mesh [dp_shard=2, cp=2, tp=2]: fsdp flattens the tp pieces.
+                      CpSpCase{"cp2_sp2_fsdp2_dropout", 0.1f, ",fsdp", 2},
+                      // Mesh [pp=2, cp=2, tp=2]: the stages pass sp blocks of the chunks.
+                      CpSpCase{"cp2_sp2_pp2", 0, "", 1, 2}),
+    [](const ::testing::TestParamInfo<CpSpCase>& i) { return i.param.label; });
+
+// Sequence shards of the chunks: seq_len / cp tokens must split tp ways.
+// 252 tokens split into 2 x cp chunks (and seq_len itself divides by tp),
+// but each cp rank's 126 tokens do not split 4 ways.
+TEST(ContextSequenceParallelErrorsTest, ChunksNotDivisibleByTp) {
+  GptJob job = CpSpJob();
+  job.mutable_train()->set_seq_len(252);
+  job.mutable_train()->set_steps(1);
+  job.mutable_model()->set_n_head(4);
+  ParallelConfig* p = job.mutable_train()->mutable_parallel();
+  p->set_cp(2);
+  p->set_tp(4);
+  p->set_strategy("sp");
+  auto run = testing::RunMultiProcess(job, 8);
+  ASSERT_FALSE(run.ok());
+  const std::string m(run.status().message());
+  EXPECT_NE(m.find("126 tokens"), std::string::npos) << m;
+  EXPECT_NE(m.find("seq_len divisible by cp x tp = 8"), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace weft
