@@ -140,6 +140,8 @@ TEST(ContextSequenceParallelErrorsTest, ChunksNotDivisibleByTp) {
   auto run = testing::RunMultiProcess(job, 8);
   ASSERT_FALSE(run.ok());
   const std::string m(run.status().message());
+  const size_t first = m.find("rank 0:");
+  std::printf("%s\n", m.substr(first, m.find('\n', first) - first).c_str());
   EXPECT_NE(m.find("126 tokens"), std::string::npos) << m;
   EXPECT_NE(m.find("seq_len divisible by cp x tp = 8"), std::string::npos) << m;
 }
