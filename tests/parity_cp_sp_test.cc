@@ -39,39 +39,56 @@ GptJob CpSpJob() {
 struct CpSpCase {
   std::string label;
   float dropout = 0;
-  std::string extra;  // appended to "sp": ",fsdp" (dp_shard=2) or "" with pp
+  std::string strategy = "sp";  // "sp,fsdp" with dp_shard=2, "sp,recompute"
   int dp_shard = 1;
   int pp = 1;
+  bool recompute() const { return strategy.find("recompute") != std::string::npos; }
 };
 
-// sp's traffic on the tp group per step, as tests/parity_tp_test counts
-// it, for micro-batches of B x T_local tokens, T_local = seq_len / cp:
-// every layer leaves two row regions in forward and enters two column
-// regions in backward, the embedding leaves one and the head enters one;
-// each is an all-gather plus a reduce-scatter of (B, T_local, C) f32. The
-// all-reduces are the cross-entropy's (row max; sum-exp with the target
-// logit: 3 B T_local floats) and one per layer norm (weight and bias, 2C).
-// `layers` and `norms` count those this rank's pipeline stage holds.
-void ExpectSpTraffic(const testing::ParityRun& run, const GptJob& job, int micro_batches,
-                     int layers, int norms, bool head) {
-  const double b = job.train().micro_batch(), t_local = kSeqLen / kCp;
-  const double c = job.model().d_model();
-  const double tensors = micro_batches * (4.0 * layers + 1 + (head ? 1 : 0));
-  const double regions = tensors * 4 * b * t_local * c;
-  const double ce = head ? micro_batches * 4.0 * 3 * b * t_local : 0;
-  const double ln = micro_batches * norms * 2 * c * 4;
+// What rank 0 (pipeline stage 0 under pp) holds: blocks, layer norms,
+// and whether the embedding and the head.
+struct StageParts {
+  int layers, norms;
+  bool embed, head;
+};
+
+// sp's traffic on the tp group per step (the harness averages the whole
+// run, evaluation included, over the steps), for micro-batches of
+// B x T_local tokens, T_local = seq_len / cp, each tensor (B, T_local, C)
+// f32. A forward all-gathers entering each column region (qkv and fc per
+// layer, the head) and reduce-scatters leaving each row region (attn and
+// mlp projections per layer, the embedding); its backward does the
+// opposite on the same tensors; recompute replays the blocks' forwards.
+// The all-reduces are the cross-entropy's (row max; sum-exp with the
+// target logit: 3 B T_local floats per forward) and, in backward only, one
+// per layer norm (weight and bias, 2C).
+void ExpectSpTraffic(const testing::ParityRun& run, const GptJob& job, const StageParts& s,
+                     int micro_batches, bool recompute, int eval_batches) {
+  const double bytes = 4.0 * job.train().micro_batch() * (kSeqLen / kCp) * job.model().d_model();
+  const double gathers = 2 * s.layers + (s.head ? 1 : 0);  // per forward
+  const double scatters = 2 * s.layers + (s.embed ? 1 : 0);
+  const double replays = recompute ? 2 * s.layers : 0;
+  const double evals = static_cast<double>(eval_batches) / job.train().steps();
+  const double all_gather =
+      bytes * (micro_batches * (gathers + scatters + replays) + evals * gathers);
+  const double reduce_scatter =
+      bytes * (micro_batches * (scatters + gathers + replays) + evals * scatters);
+  const double ce =
+      s.head ? (micro_batches + evals) * 4.0 * 3 * job.train().micro_batch() * (kSeqLen / kCp)
+             : 0;
+  const double ln = micro_batches * s.norms * 2 * job.model().d_model() * 4.0;
   auto get = [&run](const std::string& k) {
     auto it = run.comm.find(k);
     return it == run.comm.end() ? 0.0 : it->second;
   };
-  EXPECT_DOUBLE_EQ(get("tp_all_gather_payload"), regions);
-  EXPECT_DOUBLE_EQ(get("tp_reduce_scatter_payload"), regions);
-  EXPECT_DOUBLE_EQ(get("tp_all_gather"), (kTp - 1.0) / kTp * regions);
+  EXPECT_DOUBLE_EQ(get("tp_all_gather_payload"), all_gather);
+  EXPECT_DOUBLE_EQ(get("tp_reduce_scatter_payload"), reduce_scatter);
+  EXPECT_DOUBLE_EQ(get("tp_all_gather"), (kTp - 1.0) / kTp * all_gather);
   EXPECT_DOUBLE_EQ(get("tp_all_reduce_payload"), ce + ln);
-  std::printf("tp all-gather payload %.0f B/step (formula %.0f), reduce-scatter %.0f, "
-              "all-reduce %.0f (formula %.0f)\n",
-              get("tp_all_gather_payload"), regions, get("tp_reduce_scatter_payload"),
-              get("tp_all_reduce_payload"), ce + ln);
+  std::printf("tp all-gather payload %.1f B/step (formula %.1f), reduce-scatter %.1f (%.1f), "
+              "all-reduce %.1f (%.1f)\n",
+              get("tp_all_gather_payload"), all_gather, get("tp_reduce_scatter_payload"),
+              reduce_scatter, get("tp_all_reduce_payload"), ce + ln);
 }
 
 class ContextSequenceParallelParityTest : public ::testing::TestWithParam<CpSpCase> {};
@@ -81,48 +98,61 @@ TEST_P(ContextSequenceParallelParityTest, MatchesOneProcess) {
   GptJob job = CpSpJob();
   job.mutable_train()->set_global_batch(2 * c.dp_shard);
   job.mutable_model()->set_dropout(c.dropout);
-  auto single = testing::RunSingleProcess(job);
+  // Validation batches are the data-parallel rank's: only a dp-free run
+  // evaluates the samples one process does.
+  const testing::RunOptions options{.eval_batches = c.dp_shard == 1 ? 2 : 0};
+  auto single = testing::RunSingleProcess(job, options);
   ASSERT_TRUE(single.ok()) << single.status();
   ParallelConfig* p = job.mutable_train()->mutable_parallel();
   p->set_cp(kCp);
   p->set_tp(kTp);
   p->set_dp_shard(c.dp_shard);
   p->set_pp(c.pp);
-  p->set_strategy("sp" + c.extra);
-  auto multi = testing::RunMultiProcess(job, kCp * kTp * c.dp_shard * c.pp);
+  p->set_strategy(c.strategy);
+  auto multi = testing::RunMultiProcess(job, kCp * kTp * c.dp_shard * c.pp, options);
   ASSERT_TRUE(multi.ok()) << c.label << ": " << multi.status();
   testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, c.label);
   testing::ExpectGradNormsMatch(*single, *multi, kLossRtol, c.label);
+  if (c.dp_shard == 1) {
+    ASSERT_TRUE(single->val_loss.has_value() && multi->val_loss.has_value()) << c.label;
+    EXPECT_NEAR(*multi->val_loss, *single->val_loss, kLossRtol * *single->val_loss) << c.label;
+  }
 
   // Two micro-batches per rank (global batch 2 per data-parallel rank).
   const int micro_batches = 2;
   // Rank 0 is pipeline stage 0: the embedding and (of the 4 stages: embed,
-  // 2 blocks, head) one block, 2 of its norms; without pp all of them.
-  const int layers = c.pp > 1 ? 1 : job.model().n_layer();
-  const int norms = c.pp > 1 ? 2 : 2 * job.model().n_layer() + 1;
-  ExpectSpTraffic(*multi, job, micro_batches, layers, norms, /*head=*/c.pp == 1);
+  // 2 blocks, head) one block with its 2 norms; without pp all of them.
+  const int n_layer = job.model().n_layer();
+  const StageParts parts = c.pp > 1 ? StageParts{1, 2, true, false}
+                                    : StageParts{n_layer, 2 * n_layer + 1, true, true};
+  const int layers = parts.layers;
+  ExpectSpTraffic(*multi, job, parts, micro_batches, c.recompute(), options.eval_batches);
   // The ring carries this tp rank's heads' K/V of the chunks: blocks of
   // (1, seq_len / cp, 2 d_model / tp) f32, 2 (3 cp - 2) per layer and
-  // micro-batch.
+  // micro-batch, sent plus received; a replayed forward 2 (cp - 1) more.
   const double block = 4.0 * (kSeqLen / kCp) * 2 * job.model().d_model() / kTp;
-  const double ring = layers * micro_batches * 2 * block * (3 * kCp - 2);
+  const double ring =
+      layers * micro_batches * 2 * block * (3 * kCp - 2 + (c.recompute() ? kCp - 1 : 0));
   ASSERT_FALSE(std::isnan(testing::LastStep(*multi, "cp_ring_mb"))) << c.label;
   EXPECT_DOUBLE_EQ(testing::LastStep(*multi, "cp_ring_mb") * (1 << 20), ring) << c.label;
-  std::printf("%s: max loss rdiff %.2e, param diff %.2e, grad norm rdiff %.2e; ring %.0f "
-              "B/step per rank (formula %.0f)\n",
+  std::printf("%s: max loss rdiff %.2e, param diff %.2e, grad norm rdiff %.2e, val loss %.6f "
+              "vs %.6f; ring %.0f B/step per rank (formula %.0f)\n",
               c.label.c_str(), testing::MaxLossRelDiff(*multi, *single),
               testing::MaxRelativeDifference(multi->params, single->params),
-              testing::MaxGradNormRelDiff(*multi, *single),
-              testing::LastStep(*multi, "cp_ring_mb") * (1 << 20), ring);
+              testing::MaxGradNormRelDiff(*multi, *single), multi->val_loss.value_or(NAN),
+              single->val_loss.value_or(NAN), testing::LastStep(*multi, "cp_ring_mb") * (1 << 20),
+              ring);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, ContextSequenceParallelParityTest,
     ::testing::Values(CpSpCase{"cp2_sp2"}, CpSpCase{"cp2_sp2_dropout", 0.1f},
+                      // The replayed blocks gather, ring and draw the same masks again.
+                      CpSpCase{"cp2_sp2_recompute_dropout", 0.1f, "sp,recompute"},
                       // Mesh [dp_shard=2, cp=2, tp=2]: fsdp flattens the tp pieces.
-                      CpSpCase{"cp2_sp2_fsdp2_dropout", 0.1f, ",fsdp", 2},
+                      CpSpCase{"cp2_sp2_fsdp2_dropout", 0.1f, "sp,fsdp", 2},
                       // Mesh [pp=2, cp=2, tp=2]: the stages pass sp blocks of the chunks.
-                      CpSpCase{"cp2_sp2_pp2", 0, "", 1, 2}),
+                      CpSpCase{"cp2_sp2_pp2", 0, "sp", 1, 2}),
     [](const ::testing::TestParamInfo<CpSpCase>& i) { return i.param.label; });
 
 // Sequence shards of the chunks: seq_len / cp tokens must split tp ways.
