@@ -190,7 +190,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, ContextParallelDropoutTest,
 // cp2 x tp2 on 4 ranks: each rank's ring carries the K/V blocks of its own
 // tp heads only, half a cp-only block. With dropout, the tp ranks hold
 // whole residual tensors (after the row-parallel all-reduce) and draw the
-// masks of their chunks, like cp alone.
+// masks of their chunks, like cp alone. (cp with sp: tests/parity_cp_sp_test.)
 struct CpTpCase {
   std::string label;
   std::string strategy;  // tp

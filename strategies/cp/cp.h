@@ -13,7 +13,9 @@
 // - dropout masks follow the chunks' global positions (RunContext::sequence,
 //   core/nn/dropout.h): each rank draws its chunks' rows of the
 //   single-process masks.
-// Composes with ddp, zero and fsdp on the dp axes, with tp, and with pp:
+// Composes with ddp, zero and fsdp on the dp axes, with tp and sp (under
+// sp ring attention gets the tp rank's sequence block of the chunks; its
+// column-parallel qkv gathers them whole), and with pp:
 // cp is applied first (phase kTensorParallel), and the wrapper lists the
 // model's stages and, through Model::LocalBatch, the chunks they run on, so
 // the pipeline embeds, sends and takes the loss on this rank's chunks only.

@@ -54,16 +54,21 @@ absl::StatusOr<Tensor> RingAttention::Forward(RunContext& ctx, const Tensor& x) 
                               "RunContext::sequence with 2 chunks covering the input",
                               "run the model through the cp strategy's root wrapper");
   }
-  if (ctx.sequence->size() != x.dim(1)) {
-    // Sequence parallelism would hand it a block of the chunks.
-    return FailedPrecondition(
-        absl::StrCat("ring attention input of ", x.dim(1), " tokens on a rank holding ",
-                     ctx.sequence->size(), " tokens of each sequence"),
-        "the rank's whole chunks", "cp composes with tp, not with sp (use --strategy=tp)");
-  }
   const TokenChunks mine = *ctx.sequence;
-  const int64_t b = x.dim(0), t = x.dim(1);
+  // The input may be a sequence-parallel block of the chunks, (B, T/tp, C):
+  // the column-parallel qkv gathers it, so the attention's tokens and heads
+  // are what qkv returns, (B, T, 3C/tp).
   WEFT_ASSIGN_OR_RETURN(Tensor qkv, child("qkv")->CallForward(ctx, x));  // (B, T, 3C)
+  if (qkv.dim(1) != mine.size()) {
+    return FailedPrecondition(
+        absl::StrCat("ring attention queries of ", qkv.dim(1), " tokens (input ",
+                     ShapeString(x.shape()), ") on a rank holding ", mine.size(),
+                     " tokens of each sequence"),
+        "qkv projections of the rank's whole chunks",
+        "under sp the column-parallel qkv must gather the sequence blocks (a plain qkv takes "
+        "the chunks whole)");
+  }
+  const int64_t b = qkv.dim(0), t = qkv.dim(1);
   // A tensor-parallel qkv gives this rank's heads only: C/tp columns each.
   const int64_t c = qkv.dim(2) / 3;
   const int heads = LocalHeads(c);

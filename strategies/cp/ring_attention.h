@@ -32,7 +32,11 @@ class RingAttention : public Module {
                 std::unique_ptr<Module> dropout, int64_t channels, int num_heads,
                 std::shared_ptr<Ring> ring);
 
-  // x: (B, T_local, C), the rank's chunks of ctx.sequence.
+  // x: (B, T_local, C), the rank's chunks of ctx.sequence, or under
+  // sequence parallelism this tp rank's block of them, (B, T_local/tp, C):
+  // the column-parallel qkv gathers the chunks whole (with this rank's
+  // heads) and the row-parallel proj scatters them back, so the ring always
+  // attends over whole chunks and the output has the input's shape.
   absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) override;
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
 

@@ -137,5 +137,31 @@ TEST(RingAttentionTest, RefusesAWholeSequenceWithoutChunks) {
   EXPECT_TRUE(comm::testing::AllRanksOk(results).ok());
 }
 
+// A block of the chunks (what sp hands the layer) is fine only when qkv
+// gathers it whole (a column-parallel qkv); a plain qkv would attend over
+// half the queries, so the layer refuses and names both token counts.
+TEST(RingAttentionTest, RefusesQkvOfPartOfTheChunks) {
+  auto results = comm::testing::RunRanks(
+      comm::testing::RankMode::kThreads, 1,
+      [&](const comm::testing::RankContext& rc) -> absl::Status {
+        WEFT_ASSIGN_OR_RETURN(auto g, rc.NewGroup("gloo"));
+        Holder h;
+        WEFT_RETURN_IF_ERROR(MaterializeParameters(h, {.seed = 1}));
+        WEFT_RETURN_IF_ERROR(SwapInRingAttention(h, std::make_shared<Ring>(g)).status());
+        RunContext ctx = *RunContext::Create(Device::Cpu(), DType::kF32);
+        WEFT_ASSIGN_OR_RETURN(ctx.sequence, ZigzagChunks(0, 1, 8));
+        const absl::Status s = h.CallForward(ctx, RandomTensor({1, 4, 8}, 1)).status();
+        const std::string m(s.message());
+        if (s.code() != absl::StatusCode::kFailedPrecondition ||
+            m.find("queries of 4 tokens") == std::string::npos ||
+            m.find("holding 8 tokens") == std::string::npos) {
+          return absl::InternalError("expected the token counts, got " + s.ToString());
+        }
+        return absl::OkStatus();
+      });
+  const absl::Status ok = comm::testing::AllRanksOk(results);
+  EXPECT_TRUE(ok.ok()) << ok;
+}
+
 }  // namespace
 }  // namespace weft::cp

@@ -1,6 +1,7 @@
 #include "strategies/tp/region_ops.h"
 
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -12,12 +13,32 @@ namespace {
 
 constexpr int kSequenceDim = 1;  // of (B, T, C)
 
-absl::Status CheckDim(const TpComm& tp, const Tensor& x, int dim, bool divisible) {
+// Sequence shards of context-parallel chunks: the rank holds seq_len / cp
+// tokens, so it is seq_len / cp that must split tp ways.
+absl::Status ChunksNotDivisible(const TpComm& tp, const Tensor& x, const TokenChunks& chunks) {
+  const int64_t cp = chunks.seq_len / chunks.size();
+  return InvalidArgument(
+      absl::StrCat("sequence parallelism over tp=", tp.size(), " on a rank holding ", x.dim(1),
+                   " tokens (its context-parallel chunks, 1/", cp, " of seq_len=",
+                   chunks.seq_len, "), input ", ShapeString(x.shape())),
+      absl::StrCat("seq_len divisible by cp x tp = ", cp * tp.size(),
+                   ", so that each cp rank's tokens split into tp sequence shards"),
+      absl::StrCat("pick a seq_len divisible by both ", cp * tp.size(), " and 2 x cp = ", 2 * cp,
+                   ", or lower --tp"));
+}
+
+absl::Status CheckDim(const TpComm& tp, const RunContext& ctx, const Tensor& x, int dim,
+                      bool divisible) {
   if (dim < 0 || dim >= x.ndim()) {
     return InvalidArgument(absl::StrCat("tp: dimension ", dim, " of ", ShapeString(x.shape())),
                            "an existing dimension");
   }
   if (divisible && x.dim(dim) % tp.size() != 0) {
+    const std::optional<TokenChunks>& chunks = ctx.sequence;
+    if (dim == kSequenceDim && chunks.has_value() && chunks->size() == x.dim(dim) &&
+        chunks->seq_len > chunks->size()) {
+      return ChunksNotDivisible(tp, x, *chunks);
+    }
     return InvalidArgument(
         absl::StrCat("tp: dimension ", dim, " of ", ShapeString(x.shape()), " split ", tp.size(),
                      " ways"),
@@ -49,7 +70,7 @@ absl::StatusOr<Tensor> AllReduce(const TpComm& tp, const Tensor& x) {
 
 absl::StatusOr<Tensor> AllGatherAlong(const TpComm& tp, RunContext& ctx, const Tensor& x,
                                       int dim) {
-  WEFT_RETURN_IF_ERROR(CheckDim(tp, x, dim, /*divisible=*/false));
+  WEFT_RETURN_IF_ERROR(CheckDim(tp, ctx, x, dim, /*divisible=*/false));
   const int n = tp.size();
   Tensor in = x;
   if (!in.is_contiguous()) {
@@ -69,7 +90,7 @@ absl::StatusOr<Tensor> AllGatherAlong(const TpComm& tp, RunContext& ctx, const T
 
 absl::StatusOr<Tensor> ReduceScatterAlong(const TpComm& tp, RunContext& ctx, const Tensor& x,
                                           int dim) {
-  WEFT_RETURN_IF_ERROR(CheckDim(tp, x, dim, /*divisible=*/true));
+  WEFT_RETURN_IF_ERROR(CheckDim(tp, ctx, x, dim, /*divisible=*/true));
   const int n = tp.size();
   Tensor in = x;
   if (!in.is_contiguous()) {

@@ -19,6 +19,9 @@
 // all-gather enters each column region and a reduce-scatter leaves each
 // row region, where plain tp all-reduces.
 //
+// Under cp the sequence is the rank's chunks (T/cp tokens) and sp's shards
+// are blocks of those, (B, T/(cp tp), C), placed by RunContext::sequence;
+// seq_len must then divide by cp x tp (region_ops says so).
 // Composes with ddp and fsdp on the mesh (tp innermost); fsdp flattens the
 // tp-local pieces. Depends only on comm/ and core/.
 #ifndef WEFT_STRATEGIES_TP_TP_H_
