@@ -1,5 +1,5 @@
-// bazel run //tools:estimate -- --config=models/gpt/configs/tiny.textproto \
-//     --strategy=fsdp --nproc=4 [--micro_batch=8 ...] [--rank=R]
+// bazel run //tools:estimate -- --config=models/gpt/configs/tiny.textproto
+//     --strategy=fsdp --nproc=4 [--micro_batch=8 ...] [--rank=R]   (one line)
 // bazel run //tools:estimate -- --config=... --strategy=auto --nproc=8 --memory_budget=80GiB
 //
 // Prints the memory one rank of a GPT job will use (parameters, gradients,
