@@ -21,8 +21,9 @@ TEST(InstrumentsTest, ParsesTraceStepRanges) {
   for (const char* bad : {"12:10", "0:3", "a:b", "1:2:3", "-1"}) {
     absl::StatusOr<StepRange> b = ParseStepRange(bad);
     EXPECT_FALSE(b.ok()) << bad;
-    if (!b.ok())
+    if (!b.ok()) {
       EXPECT_NE(std::string(b.status().message()).find("--trace_steps"), std::string::npos);
+    }
   }
 }
 
