@@ -59,7 +59,8 @@ std::string Encode(const std::vector<float>& values, const std::string& dtype) {
   std::string out;
   if (dtype == "F32") {
     out.resize(values.size() * 4);
-    std::memcpy(out.data(), values.data(), out.size());
+    // An empty tensor's vector may have no buffer: memcpy from null is UB.
+    if (!out.empty()) std::memcpy(out.data(), values.data(), out.size());
     return out;
   }
   out.resize(values.size() * 2);
@@ -73,7 +74,7 @@ std::string Encode(const std::vector<float>& values, const std::string& dtype) {
 void Decode(const std::string& bytes, const std::string& dtype, std::vector<float>& out) {
   if (dtype == "F32") {
     out.resize(bytes.size() / 4);
-    std::memcpy(out.data(), bytes.data(), bytes.size());
+    if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * 4);
     return;
   }
   out.resize(bytes.size() / 2);

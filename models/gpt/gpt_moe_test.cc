@@ -66,8 +66,10 @@ TEST(GptMoeTest, TrainsThroughForwardAndBackward) {
   ASSERT_TRUE(losses.ok()) << losses.status();
   ASSERT_TRUE((*gpt)->BackwardFromLoss(ctx).ok());
   Parameter* router = (*gpt)->FindParameter("blocks.1.mlp.router.weight");
+  // Named: a range-for over *StatusOr-temporary reads it after it died.
+  const std::vector<float> grad = *router->grad.ToFloats();
   double norm = 0;
-  for (float v : *router->grad.ToFloats()) norm += v * v;
+  for (float v : grad) norm += v * v;
   EXPECT_GT(norm, 0);
   std::vector<std::pair<std::string, double>> metrics;
   (*gpt)->AppendStepMetrics(&metrics);
