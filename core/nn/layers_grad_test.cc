@@ -56,7 +56,9 @@ void CheckGradients(Module& m, Tensor x, double tol, float step = 1e-2f,
   if (split_backward) {
     ASSERT_GT(ctx.store().NumDeferred(ctx.slot), 0);
     // Callers reuse gradient buffers before W runs.
-    if (input_has_grad) ASSERT_TRUE(dx->Zero().ok());
+    if (input_has_grad) {
+      ASSERT_TRUE(dx->Zero().ok());
+    }
     ASSERT_TRUE(r.Zero().ok());
     ASSERT_TRUE(ctx.store().RunDeferred(ctx.slot).ok());
     r = RandomTensor(y.shape(), 99);
