@@ -50,7 +50,6 @@ absl::Status PipelineModel::RefreshStages() {
 
 absl::StatusOr<Tensor> PipelineModel::ForwardChunk(RunContext& ctx, int chunk, int micro,
                                                    const PipeBatch& batch) {
-  WEFT_RETURN_IF_ERROR(RefreshStages());
   const ChunkRange& c = chunks_[chunk];
   const int vs = VirtualStage(chunk);
   const bool first = vs == 0, last = vs == virtual_stages_ - 1;
@@ -100,6 +99,7 @@ absl::StatusOr<Tensor> PipelineModel::ForwardLoss(RunContext& ctx, const Tensor&
     return FailedPrecondition("a pipeline model trained without its step schedule",
                               "the pp strategy's schedule to drive training");
   }
+  WEFT_RETURN_IF_ERROR(RefreshStages());
   WEFT_ASSIGN_OR_RETURN(PipeBatch batch, LocalPart(ctx, inputs, targets, dloss_scale));
   Tensor losses;
   for (int c = 0; c < num_chunks(); ++c) {
@@ -178,6 +178,7 @@ std::vector<ScheduleAction> PipelineStepSchedule::Actions(int num_micro) const {
 absl::Status PipelineStepSchedule::Run(
     int num_micro, MicroBatchRunner& runner,
     const std::vector<std::unique_ptr<StepParticipant>>& participants) const {
+  WEFT_RETURN_IF_ERROR(model_->RefreshStages());
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<PipelineSchedule> schedule,
                         MakePipelineSchedule(schedule_name_));
   const PipelineShape shape{model_->links().size(), model_->num_chunks(), num_micro};

@@ -46,6 +46,11 @@ class PipelineModel : public WrappedModel {
   PipelineModel(std::unique_ptr<Model> inner, std::vector<Stage> stages,
                 std::vector<ChunkRange> chunks, int virtual_stages, std::unique_ptr<PipeLinks> links);
 
+  // Re-reads the stage modules from the model, once per step and per
+  // evaluation: strategies applied after pp (recompute) swap a stage's
+  // modules for wrappers, which must be the ones that run. The stages
+  // themselves (names, ranges) stay what pp split.
+  absl::Status RefreshStages();
   // The part of a micro-batch (B, T) this rank's stages take.
   absl::StatusOr<PipeBatch> LocalPart(const RunContext& ctx, const Tensor& inputs,
                                       const Tensor& targets, float dloss_scale) const;
@@ -70,10 +75,6 @@ class PipelineModel : public WrappedModel {
 
  private:
   int VirtualStage(int chunk) const { return chunk * links_->size() + links_->rank(); }
-  // Re-reads the stage modules from the model: strategies applied after pp
-  // (recompute) swap a stage's modules for wrappers, which must be the ones
-  // that run. The stages themselves (names, ranges) stay what pp split.
-  absl::Status RefreshStages();
   int Tag(int micro, int boundary) const { return micro * virtual_stages_ + boundary; }
 
   std::vector<Stage> stages_;
