@@ -45,11 +45,15 @@ WEFT_HOST_DEVICE PhiloxOut Philox4x32(uint64_t counter, uint64_t seed, uint64_t 
   return PhiloxOut{{c0, c1, c2, c3}};
 }
 
-// Uniform float in [0, 1) for stream position `index` of stream `stream`
-// (24 random bits): one Philox block serves four consecutive positions.
+// A uniform float in [0, 1) from the top 24 bits of one Philox word.
+WEFT_HOST_DEVICE float UniformFromBits(uint32_t bits) {
+  return static_cast<float>(bits >> 8) * (1.0f / 16777216.0f);
+}
+
+// Uniform float in [0, 1) for stream position `index` of stream `stream`:
+// one Philox block serves four consecutive positions.
 WEFT_HOST_DEVICE float PhiloxUniform(uint64_t seed, uint64_t index, uint64_t stream = 0) {
-  const PhiloxOut r = Philox4x32(index >> 2, seed, stream);
-  return static_cast<float>(r.v[index & 3] >> 8) * (1.0f / 16777216.0f);
+  return UniformFromBits(Philox4x32(index >> 2, seed, stream).v[index & 3]);
 }
 
 // Where a dropout launch's elements sit in the step's random numbers.
@@ -102,7 +106,7 @@ struct DropoutCursor {
       cached_block = block;
       cached_sample = sample;
     }
-    return static_cast<float>(draws.v[within & 3] >> 8) * (1.0f / 16777216.0f) >= p;
+    return UniformFromBits(draws.v[within & 3]) >= p;
   }
   WEFT_HOST_DEVICE void Next() {
     if (++within == key.sample_size) {
