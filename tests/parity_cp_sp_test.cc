@@ -174,6 +174,9 @@ TEST(ContextSequenceParallelErrorsTest, ChunksNotDivisibleByTp) {
   std::printf("%s\n", m.substr(first, m.find('\n', first) - first).c_str());
   EXPECT_NE(m.find("126 tokens"), std::string::npos) << m;
   EXPECT_NE(m.find("seq_len divisible by cp x tp = 8"), std::string::npos) << m;
+  EXPECT_NE(m.find("use --seq_len=248 or 256"), std::string::npos) << m;
+  // At startup, when sp is applied, not at the first forward.
+  EXPECT_NE(m.find("applying strategy 'sp'"), std::string::npos) << m;
 }
 
 }  // namespace

@@ -357,6 +357,9 @@ TEST(TpErrorsTest, BadInputGetsClearErrors) {
   odd_seq.mutable_train()->set_seq_len(15);
   s = RunExpectingError(odd_seq, 2);
   EXPECT_NE(s.message().find("seq_len must be a multiple of tp"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("use --seq_len=14 or 16"), std::string::npos) << s;
+  // At startup, when sp is applied, not at the first forward.
+  EXPECT_NE(s.message().find("applying strategy 'sp'"), std::string::npos) << s;
 }
 
 }  // namespace

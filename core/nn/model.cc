@@ -64,4 +64,12 @@ void Model::AppendStepMetrics(std::vector<std::pair<std::string, double>>* out) 
   AppendMoeMetrics(*this, out);
 }
 
+absl::StatusOr<int64_t> ProbeSequenceLength(const Model& model, const RunContext& ctx) {
+  absl::StatusOr<std::pair<Tensor, Tensor>> probe = model.ProbeInputs(ctx);
+  if (absl::IsUnimplemented(probe.status())) return -1;
+  if (!probe.ok()) return probe.status();
+  if (probe->first.ndim() < 2) return -1;
+  return probe->first.dim(1);
+}
+
 }  // namespace weft

@@ -81,6 +81,11 @@ class Model : public Module {
   }
 };
 
+// The sequence length (dimension 1) of the model's probe inputs, so
+// strategies that split sequences can check it when applied rather than at
+// the first forward; -1 for a model that makes no probe inputs.
+absl::StatusOr<int64_t> ProbeSequenceLength(const Model& model, const RunContext& ctx);
+
 }  // namespace weft
 
 #endif  // WEFT_CORE_NN_MODEL_H_

@@ -12,6 +12,7 @@
 #include "strategies/cp/cp_participant.h"
 #include "strategies/cp/ring.h"
 #include "strategies/cp/ring_attention.h"
+#include "strategies/cp/zigzag.h"
 
 namespace weft {
 
@@ -53,6 +54,9 @@ absl::Status ContextParallelStrategy::Apply(StrategyContext& ctx) {
   }
   WEFT_ASSIGN_OR_RETURN(int rank, ctx.mesh->Coordinate("cp"));
   WEFT_ASSIGN_OR_RETURN(int size, ctx.mesh->AxisSize("cp"));
+  // Fail at startup, not at the first forward after the model is built.
+  WEFT_ASSIGN_OR_RETURN(int64_t seq_len, ProbeSequenceLength(ctx.model(), *ctx.run));
+  if (seq_len > 0) WEFT_RETURN_IF_ERROR(cp::CheckSeqLen(seq_len, size));
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> group, ctx.mesh->Group("cp"));
   WEFT_ASSIGN_OR_RETURN(std::vector<int> ranks, ctx.mesh->GroupRanks("cp"));
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> ring_group,

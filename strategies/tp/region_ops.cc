@@ -2,6 +2,7 @@
 
 #include <numeric>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -16,15 +17,10 @@ constexpr int kSequenceDim = 1;  // of (B, T, C)
 // Sequence shards of context-parallel chunks: the rank holds seq_len / cp
 // tokens, so it is seq_len / cp that must split tp ways.
 absl::Status ChunksNotDivisible(const TpComm& tp, const Tensor& x, const TokenChunks& chunks) {
-  const int64_t cp = chunks.seq_len / chunks.size();
-  return InvalidArgument(
-      absl::StrCat("sequence parallelism over tp=", tp.size(), " on a rank holding ", x.dim(1),
-                   " tokens (its context-parallel chunks, 1/", cp, " of seq_len=",
-                   chunks.seq_len, "), input ", ShapeString(x.shape())),
-      absl::StrCat("seq_len divisible by cp x tp = ", cp * tp.size(),
-                   ", so that each cp rank's tokens split into tp sequence shards"),
-      absl::StrCat("pick a seq_len divisible by both ", cp * tp.size(), " and 2 x cp = ", 2 * cp,
-                   ", or lower --tp"));
+  const int cp = static_cast<int>(chunks.seq_len / chunks.size());
+  return Annotate(CheckSequenceShards(chunks.seq_len, cp, tp.size()),
+                  absl::StrCat("a rank holding ", x.dim(1), " tokens (its context-parallel "
+                               "chunks, 1/", cp, " of seq_len), input ", ShapeString(x.shape())));
 }
 
 absl::Status CheckDim(const TpComm& tp, const RunContext& ctx, const Tensor& x, int dim,
@@ -60,6 +56,30 @@ absl::StatusOr<Tensor> MoveAxis(const Tensor& x, int from, int to, NativeStream 
 }
 
 }  // namespace
+
+absl::Status CheckSequenceShards(int64_t seq_len, int cp, int tp) {
+  const int64_t shards = int64_t{cp} * tp;
+  if (seq_len > 0 && seq_len % shards == 0) return absl::OkStatus();
+  // Lengths that work: multiples of tp, and with cp also of 2 x cp (zigzag).
+  const int64_t step = cp > 1 ? std::lcm(shards, int64_t{2} * cp) : shards;
+  const int64_t below = seq_len / step * step, above = below + step;
+  const std::string pick =
+      absl::StrCat("use --seq_len=", below > 0 ? absl::StrCat(below, " or ") : "", above);
+  if (cp <= 1) {
+    return InvalidArgument(
+        absl::StrCat("sequence parallelism over tp=", tp, " with seq_len=", seq_len),
+        absl::StrCat("a seq_len divisible by tp=", tp,
+                     " (with sequence parallelism seq_len must be a multiple of tp)"),
+        absl::StrCat(pick, ", or lower --tp"));
+  }
+  return InvalidArgument(
+      absl::StrCat("sequence parallelism over tp=", tp, " with --cp=", cp, " and seq_len=",
+                   seq_len, " (each cp rank holds ", seq_len / cp, " tokens)"),
+      absl::StrCat("seq_len divisible by cp x tp = ", shards,
+                   ", so that each cp rank's tokens split into tp sequence shards"),
+      absl::StrCat(pick, " (divisible by both ", shards, " and 2 x cp = ", 2 * cp,
+                   "), or lower --tp"));
+}
 
 absl::StatusOr<Tensor> AllReduce(const TpComm& tp, const Tensor& x) {
   WEFT_RETURN_IF_ERROR(Annotate(

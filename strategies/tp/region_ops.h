@@ -23,6 +23,11 @@
 
 namespace weft::tp {
 
+// seq_len tokens split over cp ranks (1: no context parallelism) and each
+// rank's tokens into tp sequence shards: OK when seq_len divides by cp x tp;
+// the error names lengths that work.
+absl::Status CheckSequenceShards(int64_t seq_len, int cp, int tp);
+
 // x summed over the tp ranks, in place; returns x.
 absl::StatusOr<Tensor> AllReduce(const TpComm& tp, const Tensor& x);
 // Every rank's x concatenated along `dim` in rank order.

@@ -94,5 +94,22 @@ TEST(RegionOpsTest, SequenceShardMustDivide) {
   });
 }
 
+// The startup check of seq_len against cp x tp sequence shards names lengths
+// that also split into 2 x cp zigzag chunks.
+TEST(RegionOpsTest, CheckSequenceShardsNamesLengthsThatWork) {
+  EXPECT_TRUE(CheckSequenceShards(16, 1, 2).ok());
+  EXPECT_TRUE(CheckSequenceShards(256, 2, 4).ok());
+  const absl::Status sp = CheckSequenceShards(15, 1, 2);
+  EXPECT_NE(sp.message().find("seq_len must be a multiple of tp"), std::string::npos) << sp;
+  EXPECT_NE(sp.message().find("use --seq_len=14 or 16"), std::string::npos) << sp;
+  const absl::Status cp_sp = CheckSequenceShards(252, 2, 4);
+  EXPECT_NE(cp_sp.message().find("each cp rank holds 126 tokens"), std::string::npos) << cp_sp;
+  EXPECT_NE(cp_sp.message().find("use --seq_len=248 or 256"), std::string::npos) << cp_sp;
+  // lcm(cp x tp = 6, 2 x cp = 4) = 12: nothing below 10 works.
+  const absl::Status small = CheckSequenceShards(10, 2, 3);
+  EXPECT_NE(small.message().find("use --seq_len=12 (divisible by both 6"), std::string::npos)
+      << small;
+}
+
 }  // namespace
 }  // namespace weft::tp

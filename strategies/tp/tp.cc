@@ -16,6 +16,7 @@
 #include "strategies/tp/adopt_values.h"
 #include "strategies/tp/parallel_experts.h"
 #include "strategies/tp/parallel_linear.h"
+#include "strategies/tp/region_ops.h"
 #include "strategies/tp/sequence_grads.h"
 #include "strategies/tp/tp_comm.h"
 #include "strategies/tp/vocab_parallel.h"
@@ -279,6 +280,12 @@ absl::Status TensorParallelStrategy::Apply(StrategyContext& ctx) {
   tp.stream = ctx.run->stream;
   tp.sequence_parallel = sequence_parallel_;
   WEFT_RETURN_IF_ERROR(CheckHeads(model, tp.size()));
+  if (sequence_parallel_) {
+    // Fail at startup, not at the first forward after the model is built.
+    WEFT_ASSIGN_OR_RETURN(int64_t seq_len, ProbeSequenceLength(model, *ctx.run));
+    const int cp = ctx.mesh->AxisSize("cp").value_or(1);
+    if (seq_len > 0) WEFT_RETURN_IF_ERROR(tp::CheckSequenceShards(seq_len, cp, tp.size()));
+  }
   PlanApplier applier(ctx, tp);
   WEFT_RETURN_IF_ERROR(applier.Apply(plan));
   if (std::string note = applier.PaddingNote(); !note.empty()) ctx.state->notes.push_back(note);
