@@ -3,7 +3,10 @@
 // backward, clipping, AdamW, one loss read (the Trainer's step).
 //
 //   bazel run -c opt //tools/bench:cpu_step -- [--threads=2] [--steps=8]
-//       [--warmup=3] [--full] [--only=NAME]
+//       [--warmup=3] [--full] [--only=NAME] [--dropout=P]
+//
+// --dropout=P puts residual dropout (after each block's attention and MLP
+// projections, as the GPT trains with --dropout) into the GPT shapes.
 //
 // Compare with tools/bench/cpu_step_torch.py (same shapes, PyTorch eager);
 // tools/bench/cpu_step_compare.sh runs both alternately and prints ratios.
@@ -116,7 +119,8 @@ TrainConfig BaseTrain(const BenchShape& s, int steps, int threads) {
   return t;
 }
 
-absl::StatusOr<double> RunShape(const BenchShape& s, int steps, int warmup, int threads) {
+absl::StatusOr<double> RunShape(const BenchShape& s, int steps, int warmup, int threads,
+                                float dropout) {
   Trainer::Options o;
   o.config = BaseTrain(s, steps, threads);
   GptConfig gpt;
@@ -128,6 +132,7 @@ absl::StatusOr<double> RunShape(const BenchShape& s, int steps, int warmup, int 
     gpt.set_vocab_size(65);  // tinyshakespeare characters
     gpt.set_vocab_pad_multiple(64);
     gpt.set_max_seq_len(s.t);
+    gpt.set_dropout(dropout);
     o.open_data = [&](const data::DataLoader::Options& base) -> absl::StatusOr<DataLoaders> {
       auto ds = std::make_shared<RandomTokens>(4096, s.t, 65);
       WEFT_ASSIGN_OR_RETURN(auto loader, data::DataLoader::Create(ds, base));
@@ -165,6 +170,7 @@ absl::StatusOr<double> RunShape(const BenchShape& s, int steps, int warmup, int 
 
 int main(int argc, char** argv) {
   int steps = 8, warmup = 3, threads = 2;
+  float dropout = 0.f;
   bool full = false;
   std::string only;
   std::vector<char*> rest = {argv[0]};
@@ -178,6 +184,8 @@ int main(int argc, char** argv) {
       if (!absl::SimpleAtoi(a, &threads)) threads = 2;
     } else if (absl::ConsumePrefix(&a, "--only=")) {
       only = std::string(a);
+    } else if (absl::ConsumePrefix(&a, "--dropout=")) {
+      if (!absl::SimpleAtof(a, &dropout)) dropout = 0.f;
     } else if (a == "--full") {
       full = true;
     } else {
@@ -189,15 +197,15 @@ int main(int argc, char** argv) {
   return weft::TrainMain(
       static_cast<int>(rest.size()), rest.data(),
       "CPU step time per shape.\nusage: cpu_step [--threads=2] [--steps=8] [--warmup=3] "
-      "[--full] [--only=NAME]",
+      "[--full] [--only=NAME] [--dropout=P]",
       &unused, [&]() -> absl::Status {
         for (const weft::BenchShape& s : weft::Shapes()) {
           if (!only.empty() ? s.name != only : (s.heavy && !full)) continue;
-          WEFT_ASSIGN_OR_RETURN(double ms, weft::RunShape(s, steps, warmup, threads));
+          WEFT_ASSIGN_OR_RETURN(double ms, weft::RunShape(s, steps, warmup, threads, dropout));
           std::printf("%-26s %9.2f ms/step\n", s.name.c_str(), ms);
           std::printf("{\"bench\":\"cpu_step\",\"impl\":\"weft\",\"shape\":\"%s\",\"threads\":%d,"
-                      "\"step_ms_median\":%.3f}\n",
-                      s.name.c_str(), threads, ms);
+                      "\"dropout\":%g,\"step_ms_median\":%.3f}\n",
+                      s.name.c_str(), threads, dropout, ms);
           std::fflush(stdout);
         }
         return absl::OkStatus();

@@ -31,9 +31,9 @@ VOCAB = 65
 
 
 class Block(nn.Module):
-    def __init__(self, d, h):
+    def __init__(self, d, h, p):
         super().__init__()
-        self.h = h
+        self.h, self.p = h, p
         self.ln1 = nn.LayerNorm(d)
         self.qkv = nn.Linear(d, 3 * d)
         self.proj = nn.Linear(d, d)
@@ -46,16 +46,17 @@ class Block(nn.Module):
         q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
         q, k, v = (z.view(b, t, self.h, c // self.h).transpose(1, 2) for z in (q, k, v))
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(y.transpose(1, 2).contiguous().view(b, t, c))
-        return x + self.mlp_proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+        x = x + F.dropout(self.proj(y.transpose(1, 2).contiguous().view(b, t, c)), self.p)
+        h = self.mlp_proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+        return x + F.dropout(h, self.p)
 
 
 class Gpt(nn.Module):
-    def __init__(self, layers, heads, d, t):
+    def __init__(self, layers, heads, d, t, p):
         super().__init__()
         self.wte = nn.Embedding(VOCAB, d)
         self.wpe = nn.Embedding(t, d)
-        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.blocks = nn.ModuleList(Block(d, heads, p) for _ in range(layers))
         self.ln_f = nn.LayerNorm(d)
 
     def forward(self, idx, targets):
@@ -78,11 +79,11 @@ class Mlp(nn.Module):
         return F.cross_entropy(self.l3(h), y)
 
 
-def run(shape, steps, warmup):
+def run(shape, steps, warmup, p):
     name, layers, d, t, b, _ = shape
     torch.manual_seed(0)
     if layers:
-        model = Gpt(layers, max(4, d // 64), d, t)
+        model = Gpt(layers, max(4, d // 64), d, t, p)
         x = torch.randint(0, VOCAB, (b, t))
         y = torch.randint(0, VOCAB, (b, t))
     else:
@@ -112,16 +113,17 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--full", action="store_true")
     p.add_argument("--only", default="")
+    p.add_argument("--dropout", type=float, default=0.0)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     steps = max(args.steps, args.warmup + 1)
     for shape in SHAPES:
         if (shape[0] != args.only) if args.only else (shape[5] and not args.full):
             continue
-        ms = run(shape, steps, args.warmup)
+        ms = run(shape, steps, args.warmup, args.dropout)
         print(f"{shape[0]:<26s} {ms:9.2f} ms/step")
         print(json.dumps({"bench": "cpu_step", "impl": "torch-eager", "torch": torch.__version__,
-                          "shape": shape[0], "threads": args.threads,
+                          "shape": shape[0], "threads": args.threads, "dropout": args.dropout,
                           "step_ms_median": round(ms, 3)}), flush=True)
 
 

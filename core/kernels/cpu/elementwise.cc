@@ -1,9 +1,11 @@
-// GELU, residual add, scale and dropout: single passes over contiguous data.
+// GELU, residual add, scale and dropout: single passes over contiguous data
+// (dropout on the kernel thread pool).
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/kernels/cpu/check_args.h"
 #include "core/kernels/cpu/cpu_ops.h"
 #include "core/kernels/cpu/gelu_math.h"
+#include "core/kernels/cpu/thread_pool.h"
 #include "core/kernels/philox.h"
 
 namespace weft::cpu {
@@ -58,10 +60,15 @@ absl::Status Dropout(Tensor& out, const Tensor& in, float p, const DropoutKey& k
   const float keep_scale = 1.0f / (1.0f - p);
   const float* pi = in.data<float>();
   float* po = out.data<float>();
-  DropoutCursor at(key, 0);
-  for (int64_t i = 0; i < in.numel(); ++i, at.Next()) {
-    po[i] = at.Keep(p) ? pi[i] * keep_scale : 0.f;
-  }
+  // The mask is a function of each element's position alone, so splitting
+  // the range over threads (each with its own cursor) cannot change it: the
+  // reference and the production kernels share this one loop.
+  ParallelFor(in.numel(), 16384, [&](int64_t i0, int64_t i1) {
+    DropoutCursor at(key, static_cast<uint64_t>(i0));
+    for (int64_t i = i0; i < i1; ++i, at.Next()) {
+      po[i] = at.Keep(p) ? pi[i] * keep_scale : 0.f;
+    }
+  });
   return absl::OkStatus();
 }
 

@@ -1,5 +1,6 @@
 #include "gtest/gtest.h"
 #include "core/kernels/cpu/cpu_ops.h"
+#include "core/kernels/cpu/thread_pool.h"
 #include "core/testing/grad_check.h"
 
 namespace weft::cpu {
@@ -134,6 +135,31 @@ TEST(DropoutTest, InvalidProbabilityIsAnError) {
   Tensor x = testing::FilledTensor({4}, 1.f), out = *Tensor::Empty({4}, DType::kF32);
   EXPECT_FALSE(ops.DropoutForward(kCtx, out, x, 1.0f, {.seed = 1}).ok());
   EXPECT_FALSE(ops.DropoutForward(kCtx, out, x, -0.1f, {.seed = 1}).ok());
+}
+
+// Dropout runs on the kernel thread pool, each thread with its own cursor
+// starting mid-sample: any thread count draws the one-launch mask exactly.
+TEST(DropoutTest, ThreadCountDoesNotChangeTheMask) {
+  CpuKernelOps ops;
+  const int rows = 7, cols = 10007;  // chunk ends fall inside samples and Philox blocks
+  const DropoutKey key{.seed = 5, .sample_size = cols, .first_sample = 2, .sample_stride = 4};
+  Tensor x = RandomTensor({rows, cols}, 9);
+  const int threads_before = KernelThreads();
+  std::vector<std::vector<float>> outs;
+  for (int threads : {1, 3, 4}) {
+    SetKernelThreads(threads);
+    Tensor out = *Tensor::Empty({rows, cols}, DType::kF32);
+    ASSERT_TRUE(ops.DropoutForward(kCtx, out, x, 0.3f, key).ok());
+    outs.push_back(Values(out));
+  }
+  SetKernelThreads(threads_before);
+  EXPECT_EQ(outs[1], outs[0]);
+  EXPECT_EQ(outs[2], outs[0]);
+  const std::vector<float> in = Values(x);
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    const bool keep = DropoutKeep(key, i, 0.3f);
+    ASSERT_EQ(outs[2][i], keep ? in[i] * (1.0f / 0.7f) : 0.f) << i;
+  }
 }
 
 }  // namespace
