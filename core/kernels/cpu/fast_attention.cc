@@ -20,6 +20,10 @@ using namespace ::weft::cpu::fast;  // NOLINT: this unit's vector helpers
 
 struct AttnDims {
   int64_t b, t, c, nh, hs;
+  // Where (batch, head) bh starts: its q columns in the fused (B, T, 3C) qkv
+  // rows (k and v follow C and 2C later), and its columns of (B, T, C).
+  int64_t QkvAt(int64_t bh) const { return bh / nh * t * 3 * c + bh % nh * hs; }
+  int64_t OutAt(int64_t bh) const { return bh / nh * t * c + bh % nh * hs; }
 };
 
 // One (batch, head) at a time, as GEMMs on the strided q/k/v columns of the
@@ -46,15 +50,14 @@ void AttentionForwardHeads(float* po, float* pl, const float* base, AttnDims d, 
   const int t = static_cast<int>(d.t), hs = static_cast<int>(d.hs);
   const int row = static_cast<int>(3 * d.c), c = static_cast<int>(d.c);
   for (int64_t bh = bh0; bh < bh1; ++bh) {
-    const int64_t b = bh / d.nh, h = bh % d.nh;
-    const float* qb = base + b * d.t * row + h * d.hs;
+    const float* qb = base + d.QkvAt(bh);
     const float* kb = qb + d.c;
     const float* vb = qb + 2 * d.c;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, hs, scale, qb, row, kb, row, 0.0f,
                 p, t);
     SoftmaxCausalRows(p, pl + bh * d.t, d.t);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, hs, t, 1.0f, p, t, vb, row, 0.0f,
-                po + b * d.t * d.c + h * d.hs, c);
+                po + d.OutAt(bh), c);
   }
 }
 
@@ -84,15 +87,14 @@ void AttentionBackwardHeads(float* dbase, const float* base, const float* pdout,
   const int t = static_cast<int>(d.t), hs = static_cast<int>(d.hs);
   const int row = static_cast<int>(3 * d.c), c = static_cast<int>(d.c);
   for (int64_t bh = bh0; bh < bh1; ++bh) {
-    const int64_t b = bh / d.nh, h = bh % d.nh;
-    const float* qb = base + b * d.t * row + h * d.hs;
+    const float* qb = base + d.QkvAt(bh);
     const float* kb = qb + d.c;
     const float* vb = qb + 2 * d.c;
-    float* dqb = dbase + b * d.t * row + h * d.hs;
+    float* dqb = dbase + d.QkvAt(bh);
     float* dkb = dqb + d.c;
     float* dvb = dqb + 2 * d.c;
-    const float* gob = pdout + b * d.t * d.c + h * d.hs;
-    const float* ob = pout + b * d.t * d.c + h * d.hs;
+    const float* gob = pdout + d.OutAt(bh);
+    const float* ob = pout + d.OutAt(bh);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, hs, scale, qb, row, kb, row, 0.0f,
                 p, t);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, hs, 1.0f, gob, c, vb, row, 0.0f,
