@@ -10,6 +10,7 @@
 #include "core/kernels/cpu/fast_ops.h"
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -159,8 +160,9 @@ TEST_P(FastOpsTest, LayerNorm) {
 }
 
 TEST_P(FastOpsTest, Attention) {
-  for (int64_t hs : {5, 32}) {
-    const int64_t b = 2, t = 23, nh = 3, c = nh * hs;
+  // t = 150: three row blocks of the causal blocking, the last one partial.
+  for (auto [hs, t] : {std::pair<int64_t, int64_t>{5, 23}, {32, 23}, {32, 150}, {8, 128}}) {
+    const int64_t b = 2, nh = 3, c = nh * hs;
     Tensor qkv = RandomTensor({b, t, 3 * c}, 1);
     Tensor out[2] = {Empty({b, t, c}), Empty({b, t, c})};
     Tensor lse[2] = {Empty({b, nh, t}), Empty({b, nh, t})};
@@ -249,7 +251,7 @@ INSTANTIATE_TEST_SUITE_P(Threads, FastOpsTest, ::testing::Values(1, 3));
 // Results must not depend on the pool's thread count.
 TEST(FastOpsDeterminism, ThreadCountDoesNotChangeResults) {
   FastCpuKernelOps ops;
-  const int64_t b = 3, t = 17, nh = 2, c = 16;
+  const int64_t b = 3, t = 70, nh = 2, c = 16;  // two attention row blocks
   Tensor qkv = RandomTensor({b, t, 3 * c}, 1), dout = RandomTensor({b, t, c}, 2);
   Tensor x = RandomTensor({b * t, c}, 3), w = RandomTensor({c}, 4), bb = RandomTensor({c}, 5);
   std::vector<float> results[2];
