@@ -1,8 +1,8 @@
 // Context parallelism composed with sequence parallelism vs one process:
 // the same loss and gradient norm at every step and the same parameters and
 // optimizer state after 20 steps at seq_len 256, for cp2 x sp2 (4 ranks),
-// with dropout 0.1, and with fsdp over 2 more (8 ranks) or a pipeline of 2
-// stages (8 ranks). Each rank holds its zigzag chunks (T/cp tokens) and,
+// with dropout 0.1, with fsdp over 2 more (8 ranks) or a pipeline of 2
+// stages (8 ranks; 1f1b, ZB-H1 and interleaved), and for cp4 x sp2. Each rank holds its zigzag chunks (T/cp tokens) and,
 // outside the tp regions, its sp block of them (T/(cp tp) tokens): the
 // column-parallel qkv gathers the chunks whole for ring attention and the
 // row-parallel proj scatters them back. The tp group's traffic per step
@@ -24,7 +24,7 @@ namespace {
 constexpr double kLossRtol = 1e-4;
 constexpr double kParamTol = 1e-3;
 constexpr int kSeqLen = 256;
-constexpr int kCp = 2, kTp = 2;
+constexpr int kTp = 2;
 
 GptJob CpSpJob() {
   GptJob job = testing::TinyGptJob(testing::WriteCorpus(std::getenv("TEST_TMPDIR")));
@@ -42,6 +42,9 @@ struct CpSpCase {
   std::string strategy = "sp";  // "sp,fsdp" with dp_shard=2, "sp,recompute"
   int dp_shard = 1;
   int pp = 1;
+  std::string schedule = "1f1b";  // pp_schedule
+  int chunks = 1;        // pp_virtual_stages
+  int cp = 2;
   bool recompute() const { return strategy.find("recompute") != std::string::npos; }
 };
 
@@ -63,8 +66,8 @@ struct StageParts {
 // target logit: 3 B T_local floats per forward) and, in backward only, one
 // per layer norm (weight and bias, 2C).
 void ExpectSpTraffic(const testing::ParityRun& run, const GptJob& job, const StageParts& s,
-                     int micro_batches, bool recompute, int eval_batches) {
-  const double bytes = 4.0 * job.train().micro_batch() * (kSeqLen / kCp) * job.model().d_model();
+                     int cp, int micro_batches, bool recompute, int eval_batches) {
+  const double bytes = 4.0 * job.train().micro_batch() * (kSeqLen / cp) * job.model().d_model();
   const double gathers = 2 * s.layers + (s.head ? 1 : 0);  // per forward
   const double scatters = 2 * s.layers + (s.embed ? 1 : 0);
   const double replays = recompute ? 2 * s.layers : 0;
@@ -74,7 +77,7 @@ void ExpectSpTraffic(const testing::ParityRun& run, const GptJob& job, const Sta
   const double reduce_scatter =
       bytes * (micro_batches * (scatters + gathers + replays) + evals * scatters);
   const double ce =
-      s.head ? (micro_batches + evals) * 4.0 * 3 * job.train().micro_batch() * (kSeqLen / kCp)
+      s.head ? (micro_batches + evals) * 4.0 * 3 * job.train().micro_batch() * (kSeqLen / cp)
              : 0;
   const double ln = micro_batches * s.norms * 2 * job.model().d_model() * 4.0;
   auto get = [&run](const std::string& k) {
@@ -104,12 +107,14 @@ TEST_P(ContextSequenceParallelParityTest, MatchesOneProcess) {
   auto single = testing::RunSingleProcess(job, options);
   ASSERT_TRUE(single.ok()) << single.status();
   ParallelConfig* p = job.mutable_train()->mutable_parallel();
-  p->set_cp(kCp);
+  p->set_cp(c.cp);
   p->set_tp(kTp);
   p->set_dp_shard(c.dp_shard);
   p->set_pp(c.pp);
+  p->set_pp_schedule(c.schedule);
+  p->set_pp_virtual_stages(c.chunks);
   p->set_strategy(c.strategy);
-  auto multi = testing::RunMultiProcess(job, kCp * kTp * c.dp_shard * c.pp, options);
+  auto multi = testing::RunMultiProcess(job, c.cp * kTp * c.dp_shard * c.pp, options);
   ASSERT_TRUE(multi.ok()) << c.label << ": " << multi.status();
   testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, c.label);
   testing::ExpectGradNormsMatch(*single, *multi, kLossRtol, c.label);
@@ -126,13 +131,13 @@ TEST_P(ContextSequenceParallelParityTest, MatchesOneProcess) {
   const StageParts parts = c.pp > 1 ? StageParts{1, 2, true, false}
                                     : StageParts{n_layer, 2 * n_layer + 1, true, true};
   const int layers = parts.layers;
-  ExpectSpTraffic(*multi, job, parts, micro_batches, c.recompute(), options.eval_batches);
+  ExpectSpTraffic(*multi, job, parts, c.cp, micro_batches, c.recompute(), options.eval_batches);
   // The ring carries this tp rank's heads' K/V of the chunks: blocks of
   // (1, seq_len / cp, 2 d_model / tp) f32, 2 (3 cp - 2) per layer and
   // micro-batch, sent plus received; a replayed forward 2 (cp - 1) more.
-  const double block = 4.0 * (kSeqLen / kCp) * 2 * job.model().d_model() / kTp;
+  const double block = 4.0 * (kSeqLen / c.cp) * 2 * job.model().d_model() / kTp;
   const double ring =
-      layers * micro_batches * 2 * block * (3 * kCp - 2 + (c.recompute() ? kCp - 1 : 0));
+      layers * micro_batches * 2 * block * (3 * c.cp - 2 + (c.recompute() ? c.cp - 1 : 0));
   ASSERT_FALSE(std::isnan(testing::LastStep(*multi, "cp_ring_mb"))) << c.label;
   EXPECT_DOUBLE_EQ(testing::LastStep(*multi, "cp_ring_mb") * (1 << 20), ring) << c.label;
   std::printf("%s: max loss rdiff %.2e, param diff %.2e, grad norm rdiff %.2e, val loss %.6f "
@@ -152,7 +157,13 @@ INSTANTIATE_TEST_SUITE_P(
                       // Mesh [dp_shard=2, cp=2, tp=2]: fsdp flattens the tp pieces.
                       CpSpCase{"cp2_sp2_fsdp2_dropout", 0.1f, "sp,fsdp", 2},
                       // Mesh [pp=2, cp=2, tp=2]: the stages pass sp blocks of the chunks.
-                      CpSpCase{"cp2_sp2_pp2", 0, "sp", 1, 2}),
+                      CpSpCase{"cp2_sp2_pp2", 0, "sp", 1, 2},
+                      // The same with the schedules that split or interleave the
+                      // stages: ZB-H1 (weight gradients apart) and 2 virtual stages.
+                      CpSpCase{"cp2_sp2_pp2_zbh1", 0, "sp", 1, 2, "zbh1"},
+                      CpSpCase{"cp2_sp2_pp2_interleaved", 0, "sp", 1, 2, "interleaved", 2},
+                      // 8 zigzag chunks of 32 tokens, each rank's 64 split 2 ways.
+                      CpSpCase{"cp4_sp2", 0, "sp", 1, 1, "1f1b", 1, 4}),
     [](const ::testing::TestParamInfo<CpSpCase>& i) { return i.param.label; });
 
 // Sequence shards of the chunks: seq_len / cp tokens must split tp ways.
