@@ -7,7 +7,8 @@
 //   and choices are offered in global token order); cp2 with two routing
 //   groups; cp2 x dp2 with expert parallelism (ep2 along dp_shard; the
 //   reference routes its batch as the two dp ranks' groups); cp2 x pp2.
-// The cp-only cases also report one process's MoE metrics (moe_aux_loss,
+// The cp-only cases also evaluate one process's validation loss and report
+// one process's MoE metrics (moe_aux_loss,
 // moe_z_loss, loads, moe_dropped_frac) at every step, and the routing
 // exchange's traffic (cp_moe_mb) must equal the formula of
 // strategies/cp/cp_routing_exchange.h. Recompute under cp replays routing
@@ -87,7 +88,11 @@ TEST_P(CpMoeParityTest, MatchesOneProcess) {
   // b % dp_shard).
   job.mutable_model()->set_moe_routing_groups(c.routing_groups * c.dp_shard);
   job.mutable_train()->set_micro_batch(micro * c.dp_shard);
-  auto single = testing::RunSingleProcess(job);
+  // Validation batches are the data-parallel rank's: cp alone evaluates
+  // one process's samples (its routing through the exchange too).
+  const bool cp_only = c.dp_shard == 1 && c.pp == 1;
+  const testing::RunOptions options{.eval_batches = cp_only ? 2 : 0};
+  auto single = testing::RunSingleProcess(job, options);
   ASSERT_TRUE(single.ok()) << single.status();
   job.mutable_model()->set_moe_routing_groups(c.routing_groups);
   job.mutable_train()->set_micro_batch(micro);
@@ -96,7 +101,7 @@ TEST_P(CpMoeParityTest, MatchesOneProcess) {
   p->set_pp(c.pp);
   p->set_dp_shard(c.dp_shard);
   if (c.dp_shard > 1) p->set_ep(c.dp_shard);
-  auto multi = testing::RunMultiProcess(job, 2 * c.dp_shard * c.pp);
+  auto multi = testing::RunMultiProcess(job, 2 * c.dp_shard * c.pp, options);
   ASSERT_TRUE(multi.ok()) << multi.status();
   testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, c.label);
 
@@ -106,7 +111,9 @@ TEST_P(CpMoeParityTest, MatchesOneProcess) {
   } else if (!std::isnan(dropped)) {
     EXPECT_EQ(dropped, 0) << c.label;
   }
-  if (c.dp_shard == 1 && c.pp == 1) {
+  if (cp_only) {
+    ASSERT_TRUE(single->val_loss.has_value() && multi->val_loss.has_value()) << c.label;
+    EXPECT_NEAR(*multi->val_loss, *single->val_loss, kLossRtol * *single->val_loss) << c.label;
     ExpectSameMoeMetrics(*single, *multi, c.label);
     // Per step and rank, per MoE layer and micro-batch: the other rank's
     // choices (micro x seq_len / 2 tokens x k int32) and its statistics
