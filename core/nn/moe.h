@@ -73,7 +73,8 @@ struct MoeConfig {
 // routing_groups >= 1.
 absl::Status ValidateMoeConfig(const MoeConfig& config);
 
-// Routing statistics summed since the last TakeStats().
+// Routing statistics summed since the last TakeStats(). Under a
+// RoutingExchange they are the whole routing group's, the same on each rank.
 struct MoeStats {
   std::vector<int64_t> routed;  // choices per expert, before the capacity
   int64_t choices = 0;
