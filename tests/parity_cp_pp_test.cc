@@ -8,7 +8,7 @@
 // the activations between stages are the chunks (a full-length one would
 // fail ring attention's shape check), and each stage's ring carries the K/V
 // of its own layers only. A checkpoint saved under cp2 x pp2 resumes in one
-// process and the other way round. cp with MoE stays refused under pp too.
+// process and the other way round. (cp x pp with MoE: tests/parity_cp_moe_test.)
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -147,23 +147,6 @@ TEST(ContextPipelineCheckpointTest, ReshardsToAndFromOneProcess) {
                 testing::MaxLossRelDiff(joined, *straight),
                 testing::MaxRelativeDifference(joined.params, straight->params));
   }
-}
-
-// What cp refuses alone stays refused under pp, with cp's own error.
-TEST(ContextPipelineErrorsTest, MoeIsStillRefused) {
-  GptJob job = CpPpJob(2);
-  job.mutable_train()->set_steps(1);
-  job.mutable_train()->mutable_parallel()->set_cp(2);
-  job.mutable_train()->mutable_parallel()->set_pp(2);
-  job.mutable_model()->set_moe_every(1);
-  job.mutable_model()->set_num_experts(2);
-  job.mutable_model()->set_top_k(1);
-  auto run = testing::RunMultiProcess(job, 4);
-  ASSERT_FALSE(run.ok());
-  const std::string m(run.status().message());
-  EXPECT_NE(m.find("--strategy=cp on a model with MoE layers"), std::string::npos) << m;
-  EXPECT_NE(m.find("a dense model under cp"), std::string::npos) << m;
-  EXPECT_NE(m.find("cp does not compose with MoE yet"), std::string::npos) << m;
 }
 
 }  // namespace

@@ -139,19 +139,7 @@ TEST(ContextParallelErrorsTest, SeqLenNotDivisibleByTwiceCp) {
   EXPECT_NE(m.find("applying strategy 'cp'"), std::string::npos) << m;
 }
 
-// (cp with pp: tests/parity_cp_pp_test.)
-TEST(ContextParallelErrorsTest, MoeIsRefusedClearly) {
-  GptJob job = CpJob();
-  job.mutable_train()->set_steps(1);
-  job.mutable_train()->mutable_parallel()->set_cp(2);
-  job.mutable_model()->set_moe_every(1);
-  job.mutable_model()->set_num_experts(2);
-  job.mutable_model()->set_top_k(1);
-  auto run = testing::RunMultiProcess(job, 2);
-  ASSERT_FALSE(run.ok());
-  const std::string m(run.status().message());
-  EXPECT_NE(m.find("on a model with MoE layers"), std::string::npos) << m;
-}
+// (cp with pp: tests/parity_cp_pp_test; cp with MoE: tests/parity_cp_moe_test.)
 
 // cp2 x (fsdp2 or zero-2 over 2 ranks) with dropout, against one process:
 // masks are keyed by each sample's place in the global batch and each

@@ -58,49 +58,91 @@ MoeLayer::MoeLayer(const MoeConfig& c) : Module("MoeLayer"), config_(c) {
   stats_.routed.assign(c.num_experts, 0);
 }
 
-void MoeLayer::Record(const std::vector<int32_t>& experts_of, const std::vector<float>& probs,
-                      const std::vector<float>& lse, const std::vector<int>& group_of,
-                      int64_t dropped, float dloss_scale, bool count_stats,
-                      std::vector<float>* dprobs_extra) {
-  const int e = config_.num_experts, k = config_.top_k, groups = config_.routing_groups;
-  const int64_t n = static_cast<int64_t>(experts_of.size()) / k;
-  // f[g, j]: fraction of group g's choices routed to j; p[g, j]: mean prob.
-  std::vector<double> f(static_cast<size_t>(groups) * e, 0.0), p(f.size(), 0.0);
-  std::vector<int64_t> tokens(groups, 0);
-  for (int64_t t = 0; t < n; ++t) {
-    const int g = group_of[t];
-    ++tokens[g];
-    for (int j = 0; j < k; ++j) f[g * e + experts_of[t * k + j]] += 1.0;
-    if (!count_stats) continue;  // probs feed the aux-loss metric only
-    for (int j = 0; j < e; ++j) p[g * e + j] += probs[t * e + j];
+absl::StatusOr<MoeLayer::Routing> MoeLayer::Route(RunContext& ctx, const Tensor& idx,
+                                                  int64_t samples) {
+  const int k = config_.top_k, e = config_.num_experts, groups = config_.routing_groups;
+  const int64_t n = idx.numel() / k;
+  Routing r;
+  if (exchange_ != nullptr) {
+    WEFT_ASSIGN_OR_RETURN(r.all, exchange_->Gather(ctx, idx, samples));
+  } else {
+    // The plan needs the choices on the host (see the file comment).
+    WEFT_ASSIGN_OR_RETURN(r.all.experts_of, idx.ToVector<int32_t>());
+    r.all.local_index.resize(n);
+    for (int64_t t = 0; t < n; ++t) r.all.local_index[t] = t;
   }
-  double aux = 0;
+  // Routing groups: sample b in b % groups (the group's samples are ours).
+  const int64_t n_all = static_cast<int64_t>(r.all.experts_of.size()) / k;
+  const int64_t per_sample = n_all / samples;
+  r.all_group_of.resize(n_all);
+  for (int64_t t = 0; t < n_all; ++t) {
+    r.all_group_of[t] = static_cast<int>((t / per_sample) % groups);
+  }
+  r.group_of.resize(n);
+  for (int64_t t = 0; t < n; ++t) r.group_of[t] = r.all_group_of[r.all.local_index[t]];
+  const std::vector<int64_t> capacity(
+      groups, ExpertCapacity(n_all / groups, k, e, config_.capacity_factor));
+  r.all_plan = BuildGroupedRoutingPlan(r.all.experts_of, k, e, r.all_group_of, capacity);
+  if (exchange_ == nullptr) {
+    r.plan = r.all_plan;
+  } else {
+    r.plan = SubsetRoutingPlan(r.all_plan, r.all.experts_of, k, e, r.all_group_of, groups,
+                               r.all.local_index);
+  }
+  return r;
+}
+
+absl::Status MoeLayer::Record(RunContext& ctx, const Routing& r, const std::vector<float>& probs,
+                              const std::vector<float>& lse, bool count_stats,
+                              std::vector<float>* dprobs_extra) {
+  const int e = config_.num_experts, k = config_.top_k, groups = config_.routing_groups;
+  const int64_t n = static_cast<int64_t>(r.group_of.size());
+  const int64_t n_all = static_cast<int64_t>(r.all_group_of.size());
+  // f[g, j]: fraction of group g's choices routed to j, over the whole
+  // group (every rank of an exchange has all its choices).
+  std::vector<double> f(static_cast<size_t>(groups) * e, 0.0);
+  std::vector<int64_t> tokens(groups, 0);
+  for (int64_t t = 0; t < n_all; ++t) {
+    const int g = r.all_group_of[t];
+    ++tokens[g];
+    for (int j = 0; j < k; ++j) f[g * e + r.all.experts_of[t * k + j]] += 1.0;
+  }
   for (int g = 0; g < groups; ++g) {
-    for (int j = 0; j < e; ++j) {
-      if (count_stats) stats_.routed[j] += static_cast<int64_t>(f[g * e + j]);
-      f[g * e + j] /= static_cast<double>(tokens[g] * k);
-      p[g * e + j] /= static_cast<double>(tokens[g]);
-      aux += e * f[g * e + j] * p[g * e + j] / groups;
-    }
+    for (int j = 0; j < e; ++j) f[g * e + j] /= static_cast<double>(tokens[g] * k);
   }
   if (count_stats) {
-    double z = 0;
-    for (float v : lse) z += static_cast<double>(v) * v;
-    stats_.choices += static_cast<int64_t>(experts_of.size());
-    stats_.dropped += dropped;
+    // sums[g, j]: this rank's sum of probs (P_gj * N_g once summed over the
+    // exchange); the last entry: the sum of lse^2. Metrics only.
+    std::vector<double> sums(f.size() + 1, 0.0);
+    for (int64_t t = 0; t < n; ++t) {
+      for (int j = 0; j < e; ++j) sums[r.group_of[t] * e + j] += probs[t * e + j];
+    }
+    for (float v : lse) sums.back() += static_cast<double>(v) * v;
+    if (exchange_ != nullptr) WEFT_RETURN_IF_ERROR(exchange_->Sum(ctx, sums));
+    double aux = 0;
+    for (int g = 0; g < groups; ++g) {
+      for (int j = 0; j < e; ++j) {
+        aux += e * f[g * e + j] * sums[g * e + j] / static_cast<double>(tokens[g]) / groups;
+      }
+    }
+    for (int j = 0; j < e; ++j) stats_.routed[j] += r.all_plan.routed[j];
+    stats_.choices += static_cast<int64_t>(r.all.experts_of.size());
+    stats_.dropped += r.all_plan.dropped;
     stats_.aux_loss += aux;
-    stats_.z_loss += z / static_cast<double>(n);
+    stats_.z_loss += sums.back() / static_cast<double>(n_all);
     ++stats_.calls;
   }
   // d(coef * E * sum_j f_gj P_gj)/d probs[t, j] = coef * E * f_gj / N_g, times
-  // the group's per-token weight N_g * dloss_scale.
+  // the group's per-token weight N_g * ctx.dloss_scale (N_g: the whole
+  // group's tokens, so ranks sharing a group add up to one process).
   dprobs_extra->resize(static_cast<size_t>(n) * e);
   for (int64_t t = 0; t < n; ++t) {
     for (int j = 0; j < e; ++j) {
-      (*dprobs_extra)[t * e + j] =
-          static_cast<float>(config_.aux_loss_coef * e * f[group_of[t] * e + j] * dloss_scale);
+      (*dprobs_extra)[t * e + j] = static_cast<float>(config_.aux_loss_coef * e *
+                                                      f[r.group_of[t] * e + j] * ctx.dloss_scale);
     }
   }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Tensor> MoeLayer::Forward(RunContext& ctx, const Tensor& x) {
@@ -123,8 +165,6 @@ absl::StatusOr<Tensor> MoeLayer::Forward(RunContext& ctx, const Tensor& x) {
   WEFT_ASSIGN_OR_RETURN(Tensor gates, ctx.Empty({n, k}, DType::kF32));
   WEFT_RETURN_IF_ERROR(moe->RouterTopK(kc, probs, lse, idx, gates, logits, k));
 
-  // The plan needs the choices on the host (see the file comment).
-  WEFT_ASSIGN_OR_RETURN(std::vector<int32_t> experts_of, idx.ToVector<int32_t>());
   // Routing groups: sample b (rows of x's first dimension) in b % groups.
   const int groups = config_.routing_groups;
   const int64_t samples = x.ndim() >= 3 ? x.dim(0) : n;
@@ -133,12 +173,8 @@ absl::StatusOr<Tensor> MoeLayer::Forward(RunContext& ctx, const Tensor& x) {
                            "a number of samples divisible by routing_groups",
                            "make the micro-batch a multiple of --moe_routing_groups");
   }
-  const int64_t per_sample = n / samples;
-  std::vector<int> group_of(n);
-  for (int64_t t = 0; t < n; ++t) group_of[t] = static_cast<int>((t / per_sample) % groups);
-  const std::vector<int64_t> capacity(
-      groups, ExpertCapacity(n / groups, k, e, config_.capacity_factor));
-  RoutingPlan plan = BuildGroupedRoutingPlan(experts_of, k, e, group_of, capacity);
+  WEFT_ASSIGN_OR_RETURN(Routing routing, Route(ctx, idx, samples));
+  const RoutingPlan& plan = routing.plan;
   const int64_t m = static_cast<int64_t>(plan.assign.size());
   WEFT_ASSIGN_OR_RETURN(Tensor slots, ToDevice(ctx, *Tensor::FromVector<int32_t>(plan.slots, {n, k})));
   WEFT_ASSIGN_OR_RETURN(Tensor assign, ToDevice(ctx, *Tensor::FromVector<int32_t>(plan.assign, {m})));
@@ -165,8 +201,8 @@ absl::StatusOr<Tensor> MoeLayer::Forward(RunContext& ctx, const Tensor& x) {
       WEFT_ASSIGN_OR_RETURN(lse_host, lse.ToVector<float>());
     }
     std::vector<float> dprobs_extra;
-    Record(experts_of, probs_host, lse_host, group_of, plan.dropped, ctx.dloss_scale,
-           /*count_stats=*/!ctx.recomputing, &dprobs_extra);
+    WEFT_RETURN_IF_ERROR(Record(ctx, routing, probs_host, lse_host,
+                                /*count_stats=*/!ctx.recomputing, &dprobs_extra));
     SavedActivations& r = ctx.store().Get(RouterKey(), ctx.slot);
     r[kProbs] = probs;
     r[kLse] = lse;

@@ -17,14 +17,18 @@
 //       P_e the mean router probability of e over the N tokens;
 //   router z-loss: z_coef * mean_t logsumexp(logits_t)^2.
 // The balance loss is computed over the tokens routed together (one routing
-// group: by default one micro-batch on one rank) and weighted like a
+// group: by default one micro-batch on one rank; under cp the whole
+// sequences of the cp group's chunks) and weighted like a
 // per-token loss: its gradient is scaled by the group's N * ctx.dloss_scale,
 // so it averages over groups, micro-batches and data-parallel ranks like the
 // task loss does; the z-loss likewise per token.
 //
 // Expert parallelism plugs in through an ExpertDispatcher (the experts'
 // rows go to other ranks and back), tensor parallelism through the experts'
-// ExpertPartialSums; the layer itself knows no ranks.
+// ExpertPartialSums, context parallelism through a RoutingExchange (the
+// routing group spans the chunks of each sequence that other ranks hold:
+// the layer routes the whole group's choices and keeps its own tokens'
+// rows); the layer itself knows no ranks.
 // On CUDA the routing plan is built on the host from the top-k indices (one
 // small device-to-host copy per layer call): the grouped GEMMs and the
 // all_to_all_v need the per-expert counts on the host anyway.
@@ -41,6 +45,8 @@
 #include "core/nn/expert_mlps.h"
 #include "core/nn/linear.h"
 #include "core/nn/module.h"
+#include "core/nn/moe_routing.h"
+#include "core/nn/moe_routing_exchange.h"
 
 namespace weft {
 
@@ -67,7 +73,8 @@ struct MoeConfig {
 // routing_groups >= 1.
 absl::Status ValidateMoeConfig(const MoeConfig& config);
 
-// Routing statistics summed since the last TakeStats().
+// Routing statistics summed since the last TakeStats(). Under a
+// RoutingExchange they are the whole routing group's, the same on each rank.
 struct MoeStats {
   std::vector<int64_t> routed;  // choices per expert, before the capacity
   int64_t choices = 0;
@@ -89,6 +96,8 @@ class MoeLayer : public Module {
   ExpertMlps* experts() const { return experts_; }
   // Null: every expert is local.
   void set_dispatcher(std::shared_ptr<ExpertDispatcher> d) { dispatcher_ = std::move(d); }
+  // Null: this rank's tokens are the whole routing group.
+  void set_routing_exchange(std::shared_ptr<RoutingExchange> x) { exchange_ = std::move(x); }
 
   MoeStats TakeStats();
 
@@ -97,16 +106,28 @@ class MoeLayer : public Module {
   // four tensors; routing needs eight).
   const void* RouterKey() const { return this; }
   const void* RoutingKey() const { return &stats_; }
-  // Statistics of one call, and the balance loss's dL/dprobs (N, E).
-  // A recompute replay (count_stats false) recomputes the gradient only.
-  void Record(const std::vector<int32_t>& experts_of, const std::vector<float>& probs,
-              const std::vector<float>& lse, const std::vector<int>& group_of, int64_t dropped,
-              float dloss_scale, bool count_stats, std::vector<float>* dprobs_extra);
+  // The routing group's choices (this rank's, or all ranks' through the
+  // exchange) and this rank's plan; `all_plan` is the group's.
+  struct Routing {
+    RoutingExchange::Choices all;
+    std::vector<int> all_group_of;  // routing group of each of all's tokens
+    RoutingPlan all_plan;
+    std::vector<int> group_of;  // of this rank's tokens
+    RoutingPlan plan;           // this rank's rows
+  };
+  absl::StatusOr<Routing> Route(RunContext& ctx, const Tensor& idx, int64_t samples);
+  // Statistics of one call, and the balance loss's dL/dprobs (N, E) of this
+  // rank's tokens. A recompute replay (count_stats false) recomputes the
+  // gradient only.
+  absl::Status Record(RunContext& ctx, const Routing& r, const std::vector<float>& probs,
+                      const std::vector<float>& lse, bool count_stats,
+                      std::vector<float>* dprobs_extra);
 
   const MoeConfig config_;
   Linear* router_;
   ExpertMlps* experts_;
   std::shared_ptr<ExpertDispatcher> dispatcher_;
+  std::shared_ptr<RoutingExchange> exchange_;
   MoeStats stats_;
 };
 

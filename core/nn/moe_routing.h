@@ -15,6 +15,12 @@
 // independently, each with its own capacity (one process emulating how
 // data-parallel ranks each route their own share of a batch). Rows of one
 // expert are ordered by group, then by token.
+//
+// Tokens on several ranks. When a routing group's tokens are spread over
+// ranks (context parallelism holds chunks of each sequence), every rank
+// builds the group's plan from the whole group's choices in global token
+// order and keeps its own tokens' rows (SubsetRoutingPlan): the drop
+// decisions are exactly those of one process routing the whole group.
 #ifndef WEFT_CORE_NN_MOE_ROUTING_H_
 #define WEFT_CORE_NN_MOE_ROUTING_H_
 
@@ -45,6 +51,15 @@ RoutingPlan BuildRoutingPlan(const std::vector<int32_t>& experts_of, int k, int 
 RoutingPlan BuildGroupedRoutingPlan(const std::vector<int32_t>& experts_of, int k,
                                     int num_experts, const std::vector<int>& group_of,
                                     const std::vector<int64_t>& capacity_of);
+
+// The rows of some of a group's tokens, with the decisions `group_plan`
+// took over all of them: `experts_of` and `group_of` are the whole group's
+// (as passed to BuildGroupedRoutingPlan), local token t is token
+// local_index[t] there. Rows are grouped by expert, then by routing group,
+// then local token; routed and dropped count the local tokens' choices.
+RoutingPlan SubsetRoutingPlan(const RoutingPlan& group_plan, const std::vector<int32_t>& experts_of,
+                              int k, int num_experts, const std::vector<int>& group_of, int groups,
+                              const std::vector<int64_t>& local_index);
 
 }  // namespace weft
 

@@ -61,3 +61,36 @@ TEST(MoeRoutingTest, GroupsHaveTheirOwnCapacityAndComeFirstWithinAnExpert) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// A rank holding tokens 1 and 3 of a 4-token group keeps the group plan's
+// decisions for them, with its own row layout, routed and dropped counts.
+TEST(MoeRoutingTest, SubsetKeepsTheGroupsDecisions) {
+  // k = 1, 2 experts, capacity 1: token 0 and token 1 take the two experts,
+  // tokens 2 and 3 are dropped. Alone, tokens 1 and 3 (experts 1, 0) would
+  // both have been kept.
+  const std::vector<int32_t> all = {0, 1, 0, 1};
+  const std::vector<int> group_of = {0, 0, 0, 0};
+  RoutingPlan group = BuildGroupedRoutingPlan(all, 1, 2, group_of, {1});
+  RoutingPlan mine = SubsetRoutingPlan(group, all, 1, 2, group_of, 1, {1, 3});
+  EXPECT_EQ(mine.slots, (std::vector<int32_t>{0, -1}));
+  EXPECT_EQ(mine.assign, (std::vector<int32_t>{0}));
+  EXPECT_EQ(mine.counts, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(mine.routed, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(mine.dropped, 1);
+  // k = 2, two groups: the subset's rows are grouped by expert, then group.
+  const std::vector<int32_t> two = {1, 0, 0, 1, 1, 0, 0, 1};
+  const std::vector<int> groups = {0, 1, 0, 1};
+  RoutingPlan g2 = BuildGroupedRoutingPlan(two, 2, 2, groups, {-1, -1});
+  RoutingPlan sub = SubsetRoutingPlan(g2, two, 2, 2, groups, 2, {3, 0});
+  // Local token 0 is token 3 (group 1: experts 0, 1), local 1 is token 0
+  // (group 0: experts 1, 0). Expert 0: group 0 (choice 3), then group 1
+  // (choice 0); expert 1: group 0 (choice 2), then group 1 (choice 1).
+  EXPECT_EQ(sub.assign, (std::vector<int32_t>{3, 0, 2, 1}));
+  EXPECT_EQ(sub.dropped, 0);
+}
+
+}  // namespace
+}  // namespace weft

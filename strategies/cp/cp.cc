@@ -10,6 +10,7 @@
 #include "core/nn/moe.h"
 #include "strategies/cp/cp_model.h"
 #include "strategies/cp/cp_participant.h"
+#include "strategies/cp/cp_routing_exchange.h"
 #include "strategies/cp/ring.h"
 #include "strategies/cp/ring_attention.h"
 #include "strategies/cp/zigzag.h"
@@ -42,16 +43,6 @@ absl::Status ContextParallelStrategy::Apply(StrategyContext& ctx) {
   if (ctx.mesh == nullptr) {
     return InvalidArgument("--strategy=cp without a device mesh", "a multi-rank job with --cp");
   }
-  // MoE routing (capacity, balance loss) spans the tokens routed together;
-  // under cp those would be one rank's chunks, not the sequence.
-  for (Module* m : ctx.model().Modules()) {
-    if (dynamic_cast<MoeLayer*>(m) != nullptr) {
-      return FailedPrecondition(
-          absl::StrCat("--strategy=cp on a model with MoE layers ('", m->name(), "')"),
-          "a dense model under cp",
-          "cp does not compose with MoE yet: its routing would see each rank's chunks only");
-    }
-  }
   WEFT_ASSIGN_OR_RETURN(int rank, ctx.mesh->Coordinate("cp"));
   WEFT_ASSIGN_OR_RETURN(int size, ctx.mesh->AxisSize("cp"));
   // Fail at startup, not at the first forward after the model is built.
@@ -69,10 +60,19 @@ absl::Status ContextParallelStrategy::Apply(StrategyContext& ctx) {
         "a model whose attention layers ring attention can replace",
         "context parallelism only splits sequences through attention");
   }
+  // MoE layers route the cp group's chunks as whole sequences: one
+  // exchange over the cp group serves them all (cp_routing_exchange.h).
+  std::shared_ptr<cp::CpRoutingExchange> routing;
+  for (Module* m : ctx.model().Modules()) {
+    auto* layer = dynamic_cast<MoeLayer*>(m);
+    if (layer == nullptr) continue;
+    if (routing == nullptr) routing = std::make_shared<cp::CpRoutingExchange>(group);
+    layer->set_routing_exchange(routing);
+  }
   *ctx.model_slot =
       std::make_unique<cp::ContextParallelModel>(std::move(*ctx.model_slot), rank, size);
   ctx.state->participants.push_back(
-      std::make_unique<cp::CpParticipant>(group, ring, ctx.run->stream));
+      std::make_unique<cp::CpParticipant>(group, ring, routing, ctx.run->stream));
   ctx.state->keep_alive.push_back(ring_group);
   // Each cp rank's loss covers its chunks: sums for logging span cp too.
   auto dp_sum = ctx.state->dp_sum;

@@ -13,7 +13,12 @@
 // - dropout masks follow the chunks' global positions (RunContext::sequence,
 //   core/nn/dropout.h): each rank draws its chunks' rows of the
 //   single-process masks.
-// Composes with ddp, zero and fsdp on the dp axes, with tp and sp (under
+// - MoE layers route the whole sequences of a micro-batch as one group, as
+//   in one process: cp installs a CpRoutingExchange on each MoeLayer
+//   (cp_routing_exchange.h: choices all-gathered per layer call, the
+//   one-process plan built on every rank).
+// Composes with ddp, zero and fsdp on the dp axes, with expert parallelism
+// (ep along dp_shard at each cp position), with tp and sp (under
 // sp ring attention gets the tp rank's sequence block of the chunks; its
 // column-parallel qkv gathers them whole), and with pp:
 // cp is applied first (phase kTensorParallel), and the wrapper lists the

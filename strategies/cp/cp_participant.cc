@@ -24,6 +24,11 @@ void CpParticipant::AppendStepMetrics(std::vector<std::pair<std::string, double>
   const int64_t total = ring_->bytes();
   out->push_back({"cp_ring_mb", static_cast<double>(total - ring_bytes_reported_) / (1 << 20)});
   ring_bytes_reported_ = total;
+  if (routing_ == nullptr) return;
+  const int64_t routing = routing_->bytes();
+  out->push_back(
+      {"cp_moe_mb", static_cast<double>(routing - routing_bytes_reported_) / (1 << 20)});
+  routing_bytes_reported_ = routing;
 }
 
 }  // namespace weft::cp

@@ -30,12 +30,6 @@ absl::Status ExpertStrategy::Validate(const StrategyOptionSet& options,
                               "launch ep (or a multiple of ep) ranks");
   }
   const int shard = mesh->AxisSize("dp_shard").value_or(1);
-  const int cp = mesh->AxisSize("cp").value_or(1);
-  if (cp > 1) {
-    return FailedPrecondition(absl::StrCat("ep=", ep, " with cp=", cp),
-                              "expert parallelism over dp_shard only (cp=1)",
-                              "drop --cp or --ep; ep across cp is not implemented yet");
-  }
   if (shard % ep != 0) {
     return InvalidArgument(
         absl::StrCat("ep=", ep, " does not divide dp_shard=", shard, " (mesh ", mesh->ToString(),

@@ -25,6 +25,12 @@
 // routed with its own per-expert capacity, exactly as one process running
 // each rank's tokens as a separate micro-batch would.
 //
+// With cp the ep groups run along dp_shard at each cp position (cp ranks
+// hold the same experts, and cp sums their gradients like every other
+// parameter's); the cp ranks route their chunks as one group, whole
+// sequences (strategies/cp/cp_routing_exchange.h), and each ep group
+// exchanges the rows of its cp position's chunks.
+//
 // With tp (applied before this strategy) the ep groups run along dp_shard
 // at each tp position; the experts arrive here already split over tp by
 // hidden units (strategies/tp/parallel_experts.h) and get their dp_shard
@@ -33,7 +39,7 @@
 // Option ep_overlap (default true): the dispatcher computes a rank's own
 // rows while the others are exchanged (all_to_all_dispatcher.h).
 //
-// Errors: ep not dividing dp_shard (the mesh), cp > 1, experts not divisible
+// Errors: ep not dividing dp_shard (the mesh), experts not divisible
 // by ep, no MoE layer in the model.
 #ifndef WEFT_STRATEGIES_EXPERT_EXPERT_H_
 #define WEFT_STRATEGIES_EXPERT_EXPERT_H_

@@ -1,5 +1,5 @@
-// expert's checks on the mesh and options: ep must divide dp_shard, cp is
-// refused, ep > 1 needs ranks. (Experts not divisible by ep and top_k >
+// expert's checks on the mesh and options: ep must divide dp_shard (cp
+// beside it is fine), ep > 1 needs ranks. (Experts not divisible by ep and top_k >
 // num_experts are checked with a model: tests/parity_expert_test.cc and
 // core/nn/moe_test.cc.)
 #include "strategies/expert/expert.h"
@@ -27,10 +27,11 @@ TEST(ExpertValidateTest, EpMustDivideDpShard) {
   EXPECT_NE(st.message().find("divisors of 6"), std::string::npos) << st;
 }
 
-TEST(ExpertValidateTest, RefusesCpAndSingleProcessEp) {
+TEST(ExpertValidateTest, AcceptsCpRefusesSingleProcessEp) {
   ExpertStrategy s;
+  // ep along dp_shard at each cp position (tests/parity_cp_moe_test).
   auto cp = *comm::MeshLayout::Create({{"dp_shard", 2}, {"cp", 2}}, 4);
-  EXPECT_EQ(s.Validate(Options(s, 2), &cp).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(s.Validate(Options(s, 2), &cp).ok());
   EXPECT_EQ(s.Validate(Options(s, 2), nullptr).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(s.Validate(Options(s, 1), nullptr).ok());
   EXPECT_FALSE(s.Validate(Options(s, 0), nullptr).ok());
