@@ -13,7 +13,7 @@
 // exchange's traffic (cp_moe_mb) must equal the formula of
 // strategies/cp/cp_routing_exchange.h. Recompute under cp replays routing
 // (its exchange again, without the statistics) and changes nothing.
-// cp x sp with MoE is refused.
+// cp2 x sp2 with MoE matches one process too.
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -176,18 +176,33 @@ TEST(CpMoeRecomputeTest, ReplaysRoutingWithoutCountingTwice) {
               testing::MaxRelativeDifference(run->params, single->params), replay);
 }
 
-// Sequence parallelism hands MoE layers blocks of the chunks: refused.
-TEST(CpMoeErrorsTest, SequenceParallelIsRefused) {
-  GptJob job = MoeJob(0, 2, 1);
-  job.mutable_train()->set_steps(1);
+// cp2 x sp2 (4 ranks): the MoE layers run on the rank's chunks gathered
+// from the sp blocks (strategies/tp/sequence_gathered.h), route them with
+// the cp exchange like cp alone, and split the experts over tp.
+TEST(CpMoeSequenceParallelTest, Cp2Sp2MatchesOneProcess) {
+  GptJob job = MoeJob(0.75, 4, 2);
+  job.mutable_model()->set_n_head(4);
+  const testing::RunOptions options{.eval_batches = 2};
+  auto single = testing::RunSingleProcess(job, options);
+  ASSERT_TRUE(single.ok()) << single.status();
   ParallelConfig* p = job.mutable_train()->mutable_parallel();
   p->set_cp(2);
   p->set_tp(2);
   p->set_strategy("sp");
-  auto run = testing::RunMultiProcess(job, 4);
-  ASSERT_FALSE(run.ok());
-  const std::string m(run.status().message());
-  EXPECT_NE(m.find("tp without sp for MoE models"), std::string::npos) << m;
+  auto multi = testing::RunMultiProcess(job, 4, options);
+  ASSERT_TRUE(multi.ok()) << multi.status();
+  testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, "cp2 x sp2");
+  testing::ExpectGradNormsMatch(*single, *multi, kLossRtol, "cp2 x sp2");
+  ExpectSameMoeMetrics(*single, *multi, "cp2 x sp2");
+  EXPECT_GT(testing::MeanOverSteps(*multi, "moe_dropped_frac"), 0);
+  ASSERT_TRUE(single->val_loss.has_value() && multi->val_loss.has_value());
+  EXPECT_NEAR(*multi->val_loss, *single->val_loss, kLossRtol * *single->val_loss);
+  std::printf("cp2_sp2: max loss rdiff %.2e, param diff %.2e, dropped frac %.4f (one process "
+              "%.4f)\n",
+              testing::MaxLossRelDiff(*multi, *single),
+              testing::MaxRelativeDifference(multi->params, single->params),
+              testing::MeanOverSteps(*multi, "moe_dropped_frac"),
+              testing::MeanOverSteps(*single, "moe_dropped_frac"));
 }
 
 }  // namespace

@@ -6,8 +6,9 @@
 // (core/nn/expert_mlps.h, strategies/tp/parallel_experts.h), so no expert
 // computation is repeated across tp. Checks the loss per step, parameters,
 // the gradient norm, and the tp and ep traffic per step against the
-// formulas below; sp with MoE and an expert size tp does not divide are
-// refused.
+// formulas below. Under sp (sp2, ep2 x sp2) each MoE layer runs on the
+// sequence gathered from the sp blocks (strategies/tp/sequence_gathered.h).
+// An expert size tp does not divide is refused.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -130,6 +131,61 @@ TEST(ExpertTpParityTest, Ep2Tp2MatchesOneProcess) {
               own_mb * 1e6, expert_mb * 1e6, Get(*multi, "tp_all_reduce_payload"));
 }
 
+// sp2 on a GPT-MoE (block 0 dense, block 1 MoE). sp's traffic per step
+// (micro-batch of B x T tokens, S = 4 B T C bytes, L layers of which D
+// dense, one micro-batch):
+//   all-gather      forward: qkv per layer, fc per dense layer, the MoE
+//                   layer's input per MoE layer, the head; backward: the
+//                   same count (the reduce-scatters' backwards, and the
+//                   MoE layer's output gradient): 2 (2 L + 1) S
+//   reduce-scatter  forward: attn.proj per layer, mlp.proj per dense
+//                   layer, the embedding; backward the same:
+//                   2 (L + D + 1) S
+//   all-reduce      cross-entropy 12 B T, each layer norm's (weight,
+//                   bias) gradient 8 C (2 L + 1 norms), and the experts'
+//                   partial sums as under tp (2 x 4 C per routed row).
+TEST(ExpertTpParityTest, Sp2OnGptMoeMatchesOneProcess) {
+  GptJob job = Job(/*moe_every=*/2);
+  auto single = testing::RunSingleProcess(job);
+  ASSERT_TRUE(single.ok()) << single.status();
+  job.mutable_train()->mutable_parallel()->set_strategy("sp");
+  job.mutable_train()->mutable_parallel()->set_tp(2);
+  auto multi = testing::RunMultiProcess(job, 2);
+  ASSERT_TRUE(multi.ok()) << multi.status();
+  Check(*single, *multi, "sp2 GPT-MoE");
+  const double b = job.train().micro_batch(), t = kSeqLen, dense = 1;
+  const double s = 4 * b * t * kChannels;
+  const double experts = 2.0 * b * t * kTopK * kChannels * 4 * /*MoE layers*/ 1;
+  const double norms = (2 * kLayers + 1) * 8.0 * kChannels;
+  EXPECT_DOUBLE_EQ(Get(*multi, "tp_all_gather_payload"), 2 * (2 * kLayers + 1) * s);
+  EXPECT_DOUBLE_EQ(Get(*multi, "tp_reduce_scatter_payload"), 2 * (kLayers + dense + 1) * s);
+  EXPECT_DOUBLE_EQ(Get(*multi, "tp_all_reduce_payload"), 12 * b * t + norms + experts);
+  std::printf("sp2 GPT-MoE: tp all-gather %.0f, reduce-scatter %.0f, all-reduce %.0f B/step\n",
+              Get(*multi, "tp_all_gather_payload"), Get(*multi, "tp_reduce_scatter_payload"),
+              Get(*multi, "tp_all_reduce_payload"));
+}
+
+// ep2 x sp2 on 4 ranks: the gathered sequences are routed and exchanged
+// with the ep peers as under ep2 x tp2.
+TEST(ExpertTpParityTest, Ep2Sp2MatchesOneProcess) {
+  GptJob job = Job(/*moe_every=*/1);
+  job.mutable_model()->set_moe_routing_groups(2);
+  auto single = testing::RunSingleProcess(job);
+  ASSERT_TRUE(single.ok()) << single.status();
+  job.mutable_model()->set_moe_routing_groups(1);
+  job.mutable_train()->set_micro_batch(4);
+  ParallelConfig* p = job.mutable_train()->mutable_parallel();
+  p->set_strategy("sp");
+  p->set_tp(2);
+  p->set_ep(2);
+  auto multi = testing::RunMultiProcess(job, 4);
+  ASSERT_TRUE(multi.ok()) << multi.status();
+  Check(*single, *multi, "ep2 x sp2");
+  const double tokens = job.train().micro_batch() * kSeqLen;
+  EXPECT_NEAR(testing::MeanOverSteps(*multi, "ep_a2a_own_mb"),
+              tokens * kTopK * kChannels * 2 * 4 * kLayers / 1e6, 1e-9);
+}
+
 absl::Status RunExpectingError(GptJob job, int world) {
   job.mutable_train()->set_steps(2);
   auto r = testing::RunMultiProcess(job, world);
@@ -141,20 +197,11 @@ TEST(ExpertTpErrorsTest, RefusedCombinations) {
   job.mutable_train()->set_micro_batch(4);
   ParallelConfig* p = job.mutable_train()->mutable_parallel();
   p->set_tp(2);
-  p->set_ep(2);
-  // Sequence parallelism: the MoE layer would route sequence shards.
-  p->set_strategy("sp");
-  absl::Status s = RunExpectingError(job, 4);
-  EXPECT_NE(s.message().find("sequence parallelism (sp) with the mixture-of-experts layer"),
-            std::string::npos)
-      << s;
-  EXPECT_NE(s.message().find("use --strategy=tp instead of sp"), std::string::npos) << s;
   // An expert hidden size tp does not divide (33 units over tp=2).
   p->set_strategy("tp");
-  p->set_ep(1);
   job.mutable_train()->set_micro_batch(8);
   job.mutable_model()->set_expert_mlp_ratio(33.0f / kChannels);
-  s = RunExpectingError(job, 2);
+  absl::Status s = RunExpectingError(job, 2);
   EXPECT_NE(s.message().find("33 hidden units, not divisible by tp=2"), std::string::npos) << s;
 }
 

@@ -17,6 +17,7 @@
 #include "strategies/tp/parallel_experts.h"
 #include "strategies/tp/parallel_linear.h"
 #include "strategies/tp/region_ops.h"
+#include "strategies/tp/sequence_gathered.h"
 #include "strategies/tp/sequence_grads.h"
 #include "strategies/tp/tp_comm.h"
 #include "strategies/tp/vocab_parallel.h"
@@ -204,16 +205,21 @@ class PlanApplier {
   absl::Status SplitExperts(Module& m) {
     auto* experts = dynamic_cast<ExpertMlps*>(&m);
     if (experts == nullptr) return WrongType(m, TpStyle::kExperts, "ExpertMlps");
-    if (tp_.sequence_parallel) {
-      // The MoE layer would route sequence shards: its routing, balance
-      // loss and expert split would all need the whole sequence back.
+    WEFT_RETURN_IF_ERROR(tp::SplitExperts(*experts, tp_, ctx_));
+    if (!tp_.sequence_parallel) return absl::OkStatus();
+    // Under sp the layer's input is this rank's sequence block, but routing
+    // and the split experts need every token: run the layer on the gathered
+    // sequence (sequence_gathered.h).
+    Module* moe = experts->parent();
+    if (moe == nullptr || moe->parent() == nullptr ||
+        !moe->parent()->swappable(moe->local_name())) {
       return FailedPrecondition(
-          absl::StrCat("sequence parallelism (sp) with the mixture-of-experts layer '",
-                       m.parent()->name(), "'"),
-          "tp without sp for MoE models (experts split over tp on whole sequences)",
-          "use --strategy=tp instead of sp, or a dense model (--moe_every=0) with sp");
+          absl::StrCat("sequence parallelism (sp) with the experts '", m.name(),
+                       "': their layer is not a swappable child"),
+          "a mixture-of-experts layer its parent calls through Module (as the GPT's mlp)",
+          "use --strategy=tp instead of sp for this model");
     }
-    return tp::SplitExperts(*experts, tp_, ctx_);
+    return tp::SequenceGathered::Wrap(*moe->parent(), moe->local_name(), tp_);
   }
 
   StrategyContext& ctx_;
