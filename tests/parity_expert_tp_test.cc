@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <string>
 
+#include "core/base/status_macros.h"
 #include "gtest/gtest.h"
 #include "tests/parity.h"
 #include "tests/tiny_gpt.h"
@@ -96,21 +97,33 @@ TEST(ExpertTpParityTest, Tp2OnGptMoeMatchesOneProcess) {
               Get(*multi, "tp_all_reduce_payload"), experts);
 }
 
-TEST(ExpertTpParityTest, Ep2Tp2MatchesOneProcess) {
-  GptJob job = Job(/*moe_every=*/1);
-  // 2 data-parallel ranks (the ep group), each a tp pair: the reference
-  // routes its batch of 8 as the 2 groups the data-parallel ranks get.
-  job.mutable_model()->set_moe_routing_groups(2);
-  auto single = testing::RunSingleProcess(job);
-  ASSERT_TRUE(single.ok()) << single.status();
-  job.mutable_model()->set_moe_routing_groups(1);
-  job.mutable_train()->set_micro_batch(4);
-  ParallelConfig* p = job.mutable_train()->mutable_parallel();
-  p->set_strategy("tp");
+// ep2 x tp2 or ep2 x sp2 (`strategy`) on 4 ranks and one process: 2
+// data-parallel ranks (the ep group), each a tp pair; the reference routes
+// its batch of 8 as the 2 groups the data-parallel ranks get.
+struct Ep2Runs {
+  GptJob job;
+  testing::ParityRun single, multi;
+};
+
+absl::StatusOr<Ep2Runs> RunEp2(const std::string& strategy) {
+  Ep2Runs r{.job = Job(/*moe_every=*/1)};
+  r.job.mutable_model()->set_moe_routing_groups(2);
+  WEFT_ASSIGN_OR_RETURN(r.single, testing::RunSingleProcess(r.job));
+  r.job.mutable_model()->set_moe_routing_groups(1);
+  r.job.mutable_train()->set_micro_batch(4);
+  ParallelConfig* p = r.job.mutable_train()->mutable_parallel();
+  p->set_strategy(strategy);
   p->set_tp(2);
   p->set_ep(2);
-  auto multi = testing::RunMultiProcess(job, 4);
-  ASSERT_TRUE(multi.ok()) << multi.status();
+  WEFT_ASSIGN_OR_RETURN(r.multi, testing::RunMultiProcess(r.job, 4));
+  return r;
+}
+
+TEST(ExpertTpParityTest, Ep2Tp2MatchesOneProcess) {
+  absl::StatusOr<Ep2Runs> runs = RunEp2("tp");
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  const GptJob& job = runs->job;
+  const testing::ParityRun *single = &runs->single, *multi = &runs->multi;
   Check(*single, *multi, "ep2 x tp2");
   // ep: each tp rank exchanges its ep peers' rows as under ep alone (both
   // tp ranks of a pair send the same rows: the tokens are whole on each):
@@ -165,21 +178,13 @@ TEST(ExpertTpParityTest, Sp2OnGptMoeMatchesOneProcess) {
               Get(*multi, "tp_all_reduce_payload"));
 }
 
-// ep2 x sp2 on 4 ranks: the gathered sequences are routed and exchanged
-// with the ep peers as under ep2 x tp2.
+// The gathered sequences are routed and exchanged with the ep peers as
+// under ep2 x tp2.
 TEST(ExpertTpParityTest, Ep2Sp2MatchesOneProcess) {
-  GptJob job = Job(/*moe_every=*/1);
-  job.mutable_model()->set_moe_routing_groups(2);
-  auto single = testing::RunSingleProcess(job);
-  ASSERT_TRUE(single.ok()) << single.status();
-  job.mutable_model()->set_moe_routing_groups(1);
-  job.mutable_train()->set_micro_batch(4);
-  ParallelConfig* p = job.mutable_train()->mutable_parallel();
-  p->set_strategy("sp");
-  p->set_tp(2);
-  p->set_ep(2);
-  auto multi = testing::RunMultiProcess(job, 4);
-  ASSERT_TRUE(multi.ok()) << multi.status();
+  absl::StatusOr<Ep2Runs> runs = RunEp2("sp");
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  const GptJob& job = runs->job;
+  const testing::ParityRun *single = &runs->single, *multi = &runs->multi;
   Check(*single, *multi, "ep2 x sp2");
   const double tokens = job.train().micro_batch() * kSeqLen;
   EXPECT_NEAR(testing::MeanOverSteps(*multi, "ep_a2a_own_mb"),

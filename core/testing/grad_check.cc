@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 
 #include "core/base/check.h"
+#include "core/base/status_macros.h"
 
 namespace weft::testing {
 
@@ -69,6 +71,19 @@ double WeightedSum(const Tensor& out, const Tensor& weights) {
     s += double(out.data<float>()[i]) * double(weights.data<float>()[i]);
   }
   return s;
+}
+
+absl::Status CheckNear(const Tensor& got, const Tensor& want, double tol, const std::string& what) {
+  WEFT_ASSIGN_OR_RETURN(std::vector<float> a, got.ToFloats());
+  WEFT_ASSIGN_OR_RETURN(std::vector<float> b, want.ToFloats());
+  if (a.size() != b.size()) return absl::InternalError(what + ": sizes differ");
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::fabs(a[i] - b[i]) > tol * std::max(1.0f, std::fabs(b[i]))) {
+      return absl::InternalError(what + " element " + std::to_string(i) + ": " +
+                                 std::to_string(a[i]) + " vs " + std::to_string(b[i]));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace weft::testing

@@ -9,7 +9,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
+
+#include "absl/status/status.h"
 
 #include "core/tensor/tensor.h"
 
@@ -30,6 +33,11 @@ std::vector<float> NumericalGradient(Tensor& x, const std::function<double()>& l
 // ||a - b|| / max(||b||, 1e-12): scale-free, robust to a few noisy entries.
 double RelativeError(const std::vector<float>& a, const std::vector<float>& b);
 double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b);
+
+// OK when every element of `got` is within tol * max(1, |want|) of
+// `want`'s (any device: both are read to the host); otherwise an error
+// naming `what`, the first element off and both values.
+absl::Status CheckNear(const Tensor& got, const Tensor& want, double tol, const std::string& what);
 
 // sum(out * weights) in double: a scalar loss whose gradient wrt out is weights.
 double WeightedSum(const Tensor& out, const Tensor& weights);

@@ -42,19 +42,6 @@ TEST(CpRoutingOrderTest, ZigzagBlocksLandInGlobalOrder) {
   EXPECT_EQ(OrderZigzagChoices(gathered, 2, 1, 2, 2), want);
 }
 
-absl::Status Near(const Tensor& got, const Tensor& want, double tol, const std::string& what) {
-  WEFT_ASSIGN_OR_RETURN(std::vector<float> a, got.ToFloats());
-  WEFT_ASSIGN_OR_RETURN(std::vector<float> b, want.ToFloats());
-  if (a.size() != b.size()) return absl::InternalError(what + ": sizes differ");
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::fabs(a[i] - b[i]) > tol * std::max(1.0f, std::fabs(b[i]))) {
-      return absl::InternalError(what + " element " + std::to_string(i) + ": " +
-                                 std::to_string(a[i]) + " vs " + std::to_string(b[i]));
-    }
-  }
-  return absl::OkStatus();
-}
-
 absl::Status NearValue(double got, double want, double tol, const std::string& what) {
   if (std::fabs(got - want) <= tol * std::max(1.0, std::fabs(want))) return absl::OkStatus();
   return absl::InternalError(what + ": " + std::to_string(got) + " vs " + std::to_string(want));
@@ -115,14 +102,15 @@ TEST_P(CpRoutingExchangeTest, MatchesOneProcessLayer) {
         WEFT_ASSIGN_OR_RETURN(Tensor dy_local, TakeChunks(ctx, dy, mine));
         WEFT_ASSIGN_OR_RETURN(Tensor y, split.CallForward(ctx, x_local));
         WEFT_ASSIGN_OR_RETURN(Tensor want_y, TakeChunks(ctx, y_full, mine));
-        WEFT_RETURN_IF_ERROR(Near(y, want_y, 1e-5, "output"));
+        WEFT_RETURN_IF_ERROR(testing::CheckNear(y, want_y, 1e-5, "output"));
         WEFT_ASSIGN_OR_RETURN(Tensor dx, split.CallBackward(ctx, dy_local));
         WEFT_ASSIGN_OR_RETURN(Tensor want_dx, TakeChunks(ctx, dx_full, mine));
-        WEFT_RETURN_IF_ERROR(Near(dx, want_dx, 1e-4, "input gradient"));
+        WEFT_RETURN_IF_ERROR(testing::CheckNear(dx, want_dx, 1e-4, "input gradient"));
         std::vector<Parameter*> got_p = split.Parameters(), want_p = full.Parameters();
         for (size_t i = 0; i < got_p.size(); ++i) {
           WEFT_RETURN_IF_ERROR(sum_group->AllReduce(got_p[i]->grad)->Wait());
-          WEFT_RETURN_IF_ERROR(Near(got_p[i]->grad, want_p[i]->grad, 1e-4, got_p[i]->name()));
+          WEFT_RETURN_IF_ERROR(
+              testing::CheckNear(got_p[i]->grad, want_p[i]->grad, 1e-4, got_p[i]->name()));
         }
 
         const MoeStats got = split.TakeStats();

@@ -36,19 +36,6 @@ class Holder : public Module {
   }
 };
 
-absl::Status Near(const Tensor& got, const Tensor& want, double tol, const std::string& what) {
-  WEFT_ASSIGN_OR_RETURN(std::vector<float> a, got.ToFloats());
-  WEFT_ASSIGN_OR_RETURN(std::vector<float> b, want.ToFloats());
-  if (a.size() != b.size()) return absl::InternalError(what + ": sizes differ");
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::fabs(a[i] - b[i]) > tol * std::max(1.0f, std::fabs(b[i]))) {
-      return absl::InternalError(what + " element " + std::to_string(i) + ": " +
-                                 std::to_string(a[i]) + " vs " + std::to_string(b[i]));
-    }
-  }
-  return absl::OkStatus();
-}
-
 class RingAttentionTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(RingAttentionTest, MatchesFullAttention) {
@@ -81,11 +68,11 @@ TEST_P(RingAttentionTest, MatchesFullAttention) {
         WEFT_ASSIGN_OR_RETURN(Tensor dy_local, TakeChunks(ctx, dy, mine));
         WEFT_ASSIGN_OR_RETURN(Tensor y, split.CallForward(ctx, x_local));
         WEFT_ASSIGN_OR_RETURN(Tensor want_y, TakeChunks(ctx, y_full, mine));
-        WEFT_RETURN_IF_ERROR(Near(y, want_y, 1e-5, "output"));
+        WEFT_RETURN_IF_ERROR(testing::CheckNear(y, want_y, 1e-5, "output"));
         const int64_t forward_bytes = ring->bytes();
         WEFT_ASSIGN_OR_RETURN(Tensor dx, split.CallBackward(ctx, dy_local));
         WEFT_ASSIGN_OR_RETURN(Tensor want_dx, TakeChunks(ctx, dx_full, mine));
-        WEFT_RETURN_IF_ERROR(Near(dx, want_dx, 1e-4, "input gradient"));
+        WEFT_RETURN_IF_ERROR(testing::CheckNear(dx, want_dx, 1e-4, "input gradient"));
 
         std::vector<Parameter*> got = split.Parameters(), want = full.Parameters();
         if (got.size() != want.size() || got.size() != 4) {
@@ -96,7 +83,8 @@ TEST_P(RingAttentionTest, MatchesFullAttention) {
             return absl::InternalError(got[i]->name() + " vs " + want[i]->name());
           }
           WEFT_RETURN_IF_ERROR(sum_group->AllReduce(got[i]->grad)->Wait());
-          WEFT_RETURN_IF_ERROR(Near(got[i]->grad, want[i]->grad, 1e-4, got[i]->name()));
+          WEFT_RETURN_IF_ERROR(
+              testing::CheckNear(got[i]->grad, want[i]->grad, 1e-4, got[i]->name()));
         }
         // One K/V block (B, 2 len, 2C) f32 is sent and one received per
         // exchange: cp - 1 forward, cp - 1 + cp backward.
