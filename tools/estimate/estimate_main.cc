@@ -13,6 +13,7 @@
 // marks those that fit --memory_budget.
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,10 @@ std::string MiB(int64_t bytes) {
 // The first clause of an error, for one line of a table.
 std::string Short(const absl::Status& s) {
   std::string m(s.message());
+  for (const char* context : {"building the job on the meta device: ",
+                              "a training step on the meta device: "}) {
+    if (m.rfind(context, 0) == 0) m = m.substr(std::strlen(context));
+  }
   for (const char* cut : {". Hint:", "; expected"}) {
     if (size_t at = m.find(cut); at != std::string::npos) m.resize(at);
   }
