@@ -1,9 +1,10 @@
 // The memory estimator (core/runtime/memory_estimate.h) for model-parallel
 // layouts against the allocator's exact statistics of real gloo runs: tp2,
-// cp2, every pipeline schedule on 2 stages, pp2 x {fsdp2, zero2} and
-// tp2 x pp2. Every rank is estimated and measured, since pipeline stages
-// differ (the first holds the embedding and most micro-batches in flight,
-// the last the logits): each rank's peak and per-category peaks must be
+// sp2, cp2, every pipeline schedule on 2 stages, 1F1B on 4, pp2 x {ddp2,
+// fsdp2, zero-2}, tp2 x pp2, cp2 x pp2 and sp2 x pp2 x fsdp2. Every rank is
+// estimated and measured, since pipeline stages differ (the first holds the
+// embedding and most micro-batches in flight, the last the logits): each
+// rank's peak and per-category peaks must be
 // within 10% of its estimate, and so must the peak while training alone
 // (the peak while building, the materialized model, dominates in models
 // this small). The table is printed.
@@ -104,6 +105,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"pp2_1f1b", 2, "", 2}, Case{"pp2_gpipe", 2, "", 2, 1, 1, "gpipe"},
                       Case{"pp2_zbh1", 2, "", 2, 1, 1, "zbh1"},
                       Case{"pp2_interleaved_v2", 2, "", 2, 1, 1, "interleaved", 2},
+                      Case{"pp4_1f1b", 4, "", 4}, Case{"pp2_ddp2", 4, "ddp", 2},
                       Case{"pp2_fsdp2", 4, "fsdp", 2}, Case{"pp2_zero2", 4, "zero", 2, 1, 1,
                                                             "1f1b", 1, 2},
                       Case{"tp2_pp2", 4, "tp", 2, 2}, Case{"cp2_pp2", 4, "", 2, 1, 2},
