@@ -144,6 +144,8 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
   }
   const double step_peak = static_cast<double>(device_alloc->Stats().peak_allocated_bytes) - base;
   run.memory["peak"] = std::max(setup_peak, step_peak);
+  run.memory["setup_peak"] = setup_peak;
+  run.memory["step_peak"] = step_peak;
   if (tp_group != nullptr) {
     const comm::CommStats stats = tp_group->stats();
     for (int k = 0; k < comm::kNumOpKinds; ++k) {
@@ -301,6 +303,9 @@ namespace {
 std::string PiecesPath(const std::string& out, int rank) {
   return absl::StrCat(out, ".rank", rank, ".pieces");
 }
+std::string MemoryPath(const std::string& out, int rank) {
+  return absl::StrCat(out, ".rank", rank, ".memory");
+}
 }  // namespace
 
 absl::StatusOr<ParityRun> RunMultiProcess(GptJob job, int world, const RunOptions& options) {
@@ -319,11 +324,18 @@ absl::StatusOr<ParityRun> RunMultiProcess(GptJob job, int world, const RunOption
         topo.description = absl::StrCat("test rank ", rc.rank, " of ", rc.world_size);
         WEFT_ASSIGN_OR_RETURN(ParityRun r, Train(job, topo, PiecesPath(out, rc.rank), options));
         if (rc.rank == 0) Write(r, out);
+        ParityRun memory_only;
+        memory_only.memory = r.memory;
+        Write(memory_only, MemoryPath(out, rc.rank));
         return absl::OkStatus();
       },
       {.deadline = absl::Seconds(240), .timeout = absl::Seconds(60)});
   WEFT_RETURN_IF_ERROR(comm::testing::AllRanksOk(results));
   WEFT_ASSIGN_OR_RETURN(ParityRun run, Read(out));
+  for (int r = 0; r < world; ++r) {
+    WEFT_ASSIGN_OR_RETURN(ParityRun m, Read(MemoryPath(out, r)));
+    run.rank_memory.push_back(std::move(m.memory));
+  }
   std::vector<HostPiece> pieces;
   for (int r = 0; r < world; ++r) WEFT_RETURN_IF_ERROR(ReadPieces(PiecesPath(out, r), pieces));
   // Replicas (ddp ranks, HSDP replicas) must hold the same values.

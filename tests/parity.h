@@ -22,10 +22,14 @@ struct ParityRun {
   std::map<std::string, std::vector<float>> optim;
   // Rank 0's peak bytes: per category ("params", "grads", "optimizer",
   // "activations"), and the device allocator's ("peak", while the trainer
-  // is built or trains: what the trainer's peak_mem_mb reports);
+  // is built or trains: what the trainer's peak_mem_mb reports; apart,
+  // "setup_peak" and "step_peak");
   // "activations_after_forward": the activation store's bytes at the end of
   // a forward (one micro-batch).
   std::map<std::string, double> memory;
+  // The same for every rank (RunMultiProcess; index = rank): pipeline
+  // stages differ.
+  std::vector<std::map<std::string, double>> rank_memory;
   std::map<std::string, double> comm;    // bus bytes per op kind per step, rank 0
   std::vector<double> comm_mb;           // the step metric comm_mb per step, rank 0
   // Rank 0's strategy and model step metrics (StepStats::extra), per step.

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/nn/module.h"
 #include "core/nn/parallel_plan.h"
 #include "core/nn/stage.h"
@@ -36,6 +37,21 @@ class Model : public Module {
   virtual absl::StatusOr<StageBatch> LocalBatch(const RunContext& ctx, const Tensor& inputs,
                                                 const Tensor& targets) const {
     return StageBatch{inputs, targets, ctx.sequence};
+  }
+
+  // The tensor stage `stage` (> 0) of Stages() takes as input, for a
+  // micro-batch whose LocalBatch is `part`: what the previous stage
+  // outputs, before any strategy reshapes it (ParallelState::stage_boundary).
+  // A pipeline checks every tensor it receives against this statement, so
+  // every real pipeline run verifies it, and a dry run (the memory
+  // estimate), whose links deliver nothing, allocates what it states.
+  // Unimplemented: the model does not say (pipelines still run; dry runs
+  // of them cannot).
+  virtual absl::StatusOr<StageTensor> StageInput(const RunContext& ctx, const StageBatch& part,
+                                                 int stage) const {
+    (void)ctx, (void)part;
+    return absl::UnimplementedError(
+        absl::StrCat(type_name(), " does not state the input of its stage ", stage));
   }
 
   // Forward pass to one f32 loss per target (on the device), through every

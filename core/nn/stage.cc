@@ -5,10 +5,15 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 
 namespace weft {
+
+std::string StageTensor::ToString() const {
+  return absl::StrCat("(", absl::StrJoin(shape, ", "), ") ", DTypeName(dtype));
+}
 
 std::vector<Parameter*> Stage::Parameters() const {
   std::vector<Parameter*> out;

@@ -46,6 +46,17 @@ struct StageBatch {
   std::optional<TokenChunks> sequence;
 };
 
+// The shape and dtype of a tensor passed between stages (Model::StageInput):
+// what a pipeline stage receives, stated before it arrives.
+struct StageTensor {
+  Shape shape;
+  DType dtype = DType::kF32;
+
+  static StageTensor Of(const Tensor& t) { return {t.shape(), t.dtype()}; }
+  bool operator==(const StageTensor& o) const { return shape == o.shape && dtype == o.dtype; }
+  std::string ToString() const;  // "(2, 16, 32) bf16"
+};
+
 // x -> the stage's output (the losses for the loss stage, which needs `loss`).
 absl::StatusOr<Tensor> ForwardStage(RunContext& ctx, const Stage& stage, const Tensor& x,
                                     const LossInputs& loss = {});

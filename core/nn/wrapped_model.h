@@ -3,8 +3,8 @@
 // The inner model is this module's unnamed child, so parameter and module
 // paths stay the inner model's, and everything a wrapper does not change is
 // forwarded here once: FLOPs, targets per sample, the architecture, the
-// tensor-parallel plan, per-step metrics, probe inputs and the part of a
-// batch the stages take.
+// tensor-parallel plan, per-step metrics, probe inputs, the part of a
+// batch the stages take and their boundary tensors.
 #ifndef WEFT_CORE_NN_WRAPPED_MODEL_H_
 #define WEFT_CORE_NN_WRAPPED_MODEL_H_
 
@@ -34,6 +34,10 @@ class WrappedModel : public Model {
   absl::StatusOr<StageBatch> LocalBatch(const RunContext& ctx, const Tensor& inputs,
                                         const Tensor& targets) const override {
     return inner_->LocalBatch(ctx, inputs, targets);
+  }
+  absl::StatusOr<StageTensor> StageInput(const RunContext& ctx, const StageBatch& part,
+                                         int stage) const override {
+    return inner_->StageInput(ctx, part, stage);
   }
 
  protected:

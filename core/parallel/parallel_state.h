@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "comm/device_mesh/device_mesh.h"
 #include "core/nn/parameter.h"
+#include "core/nn/stage.h"
 #include "core/parallel/step_participant.h"
 #include "core/parallel/step_schedule.h"
 
@@ -48,6 +49,11 @@ struct ParallelState {
   // copy of each is replica 0 (the one checkpoints write).
   int replica_copies = 1;
   int replica_copy = 0;
+  // How strategies applied before a pipeline split change the tensors
+  // between the model's stages from what Model::StageInput states (sp keeps
+  // the residual stream on sequence shards); null: unchanged. A pipeline
+  // checks what it receives against the result, and a dry run allocates it.
+  std::function<absl::StatusOr<StageTensor>(const StageTensor&)> stage_boundary;
   // Keeps communication objects alive for the job (process groups, mesh).
   std::vector<std::shared_ptr<void>> keep_alive;
 };

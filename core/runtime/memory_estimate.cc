@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "comm/store/hash_store.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
@@ -31,7 +32,48 @@ absl::StatusOr<TrainConfig> DryRunConfig(TrainConfig c, Device target) {
   return c;
 }
 
+// "fsdp", or with model-parallel axes "tp,fsdp [pp=2 1f1b, tp=2]".
+std::string DescribeLayout(const ParallelConfig& pc) {
+  std::string out = pc.strategy().empty() ? "none" : pc.strategy();
+  std::vector<std::string> axes;
+  if (pc.pp() > 1) {
+    axes.push_back(absl::StrCat("pp=", pc.pp(), " ", pc.pp_schedule()));
+    if (pc.pp_virtual_stages() > 1) absl::StrAppend(&axes.back(), " v", pc.pp_virtual_stages());
+  }
+  if (pc.cp() > 1) axes.push_back(absl::StrCat("cp=", pc.cp()));
+  if (pc.tp() > 1) axes.push_back(absl::StrCat("tp=", pc.tp()));
+  if (!axes.empty()) absl::StrAppend(&out, " [", absl::StrJoin(axes, ", "), "]");
+  return out;
+}
+
 }  // namespace
+
+absl::StatusOr<std::vector<MemoryEstimate>> EstimatePipelineStages(
+    const MemoryEstimateOptions& o) {
+  const int pp = o.job.config.parallel().pp();
+  if (pp <= 1 || o.world_size % pp != 0) {
+    // No pipeline (or a mesh the estimate itself will reject, with its reason).
+    WEFT_ASSIGN_OR_RETURN(MemoryEstimate e, EstimateMemory(o));
+    return std::vector<MemoryEstimate>{e};
+  }
+  // pp is the outermost mesh axis: stage s's ranks are a block of world / pp.
+  const int block = o.world_size / pp;
+  std::vector<MemoryEstimate> out;
+  for (int s = 0; s < pp; ++s) {
+    MemoryEstimateOptions one = o;
+    one.rank = s * block + o.rank % block;
+    WEFT_ASSIGN_OR_RETURN(MemoryEstimate e, EstimateMemory(std::move(one)));
+    out.push_back(e);
+  }
+  return out;
+}
+
+const MemoryEstimate& WorstRank(const std::vector<MemoryEstimate>& estimates) {
+  return *std::max_element(estimates.begin(), estimates.end(),
+                           [](const MemoryEstimate& a, const MemoryEstimate& b) {
+                             return a.peak() < b.peak();
+                           });
+}
 
 absl::StatusOr<MemoryEstimate> EstimateMemory(MemoryEstimateOptions o) {
   if (o.world_size < 1 || o.rank < 0 || o.rank >= o.world_size) {
@@ -44,23 +86,11 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(MemoryEstimateOptions o) {
     return InvalidArgument("--device=meta for an estimate", "the device the job will run on",
                            "e.g. --device=cuda or --device=cpu");
   }
-  // A pipeline stage learns the shapes it receives from its peer at run
-  // time, and a meta group delivers nothing: refuse rather than guess.
-  const ParallelConfig& pc = o.job.config.parallel();
-  if (pc.pp() > 1 || absl::StrContains(absl::StrCat(",", pc.strategy(), ","), ",pp,")) {
-    return FailedPrecondition(
-        absl::StrCat("a memory estimate of a pipeline-parallel job (--pp=", pc.pp(),
-                     ", --strategy=", pc.strategy(), ")"),
-        "data-parallel strategies (ddp, zero, fsdp), with or without recompute",
-        "pipeline stages learn the shapes they receive at run time, which a dry run "
-        "cannot; drop --pp to estimate the data-parallel layout");
-  }
   MemoryEstimate e;
   e.device = target.ToString();
   e.world_size = o.world_size;
   e.rank = o.rank;
-  e.strategy = o.job.config.parallel().strategy().empty() ? "none"
-                                                          : o.job.config.parallel().strategy();
+  e.strategy = DescribeLayout(o.job.config.parallel());
   WEFT_ASSIGN_OR_RETURN(o.job.config, DryRunConfig(o.job.config, target));
   JobTopology topology;
   topology.rank = o.rank;
@@ -114,6 +144,23 @@ std::string FormatMemoryEstimate(const MemoryEstimate& e) {
   out += row("peak while building", e.setup_peak, "materialized model + sharding copies");
   out += row("peak while training", e.step_peak, "forward, backward, reductions, optimizer");
   out += row("peak", e.peak(), "what the allocator's peak_allocated_bytes will read");
+  return out;
+}
+
+std::string FormatStageTable(const std::vector<MemoryEstimate>& estimates) {
+  auto mib = [](int64_t bytes) {
+    return absl::StrFormat("%.2f", static_cast<double>(bytes) / (1 << 20));
+  };
+  std::string out = absl::StrFormat("per pipeline stage (MiB; %s, device %s)\n",
+                                    estimates.front().strategy, estimates.front().device);
+  out += absl::StrFormat("  %-6s %10s %10s %10s %10s %10s\n", "rank", "params", "grads",
+                         "optimizer", "activations", "peak");
+  const MemoryEstimate& worst = WorstRank(estimates);
+  for (const MemoryEstimate& e : estimates) {
+    out += absl::StrFormat("  %-6d %10s %10s %10s %10s %10s%s\n", e.rank, mib(e.params),
+                           mib(e.grads), mib(e.optimizer), mib(e.activations), mib(e.peak()),
+                           &e == &worst ? "  <- worst" : "");
+  }
   return out;
 }
 

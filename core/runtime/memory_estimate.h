@@ -14,6 +14,14 @@
 // gradient buffers in flight, logits, reduction casts). A model of any size
 // costs only its parameter count in bookkeeping.
 //
+// Pipeline stages differ (the first holds the embedding and, under 1F1B,
+// the most micro-batches in flight; the last holds the logits), so each
+// rank is estimated on its own (`rank`, or EstimateWorstRank over the pp
+// axis). What a stage receives from its neighbours is what the model states
+// (Model::StageInput; every real pipeline run checks that statement), and
+// an estimate fails rather than guess where the model states nothing or
+// the job's split depends on measured times (--pp_split=time).
+//
 // What it cannot see: memory kernels allocate privately (cuBLAS workspaces,
 // NCCL buffers, the CUDA context), batches the loader stages on the device
 // (CUDA; on CPU they live in host staging memory outside the device
@@ -24,6 +32,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/runtime/trainer.h"
@@ -36,7 +45,7 @@ struct MemoryEstimateOptions {
   // bf16 on CUDA with dtype=auto); the dry run itself runs on meta.
   Trainer::Options job;
   int world_size = 1;
-  int rank = 0;   // which rank to simulate (ranks differ only by padding)
+  int rank = 0;   // which rank to simulate (pipeline stages differ; dp ranks by padding)
   int steps = 2;  // optimizer steps to run; buffers created lazily show up by the second
 };
 
@@ -61,8 +70,18 @@ struct MemoryEstimate {
 
 absl::StatusOr<MemoryEstimate> EstimateMemory(MemoryEstimateOptions options);
 
+// One estimate per pipeline stage (--pp > 1): options.rank's coordinates on
+// every other axis, each pp coordinate in turn, in stage order. Without a
+// pipeline, options.rank's estimate alone.
+absl::StatusOr<std::vector<MemoryEstimate>> EstimatePipelineStages(
+    const MemoryEstimateOptions& options);
+// The estimate with the largest peak (what a job must fit); non-empty input.
+const MemoryEstimate& WorstRank(const std::vector<MemoryEstimate>& estimates);
+
 // A per-category table, one rank, human-readable (MiB and bytes).
 std::string FormatMemoryEstimate(const MemoryEstimate& estimate);
+// One line per rank (a pipeline's stages), the worst one marked.
+std::string FormatStageTable(const std::vector<MemoryEstimate>& estimates);
 
 }  // namespace weft
 

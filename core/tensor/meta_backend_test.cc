@@ -37,6 +37,39 @@ TEST(MetaBackendTest, HostReadsSeeZeros) {
   EXPECT_EQ(*host, std::vector<float>(4, 0.f));
 }
 
+// An allocator that lends one buffer at a time, as a loader's ring slot does.
+class OneBufferAllocator : public Allocator {
+ public:
+  absl::StatusOr<void*> Allocate(size_t bytes, NativeStream) override {
+    if (lent_ || bytes > sizeof(buffer_)) return absl::FailedPreconditionError("lent twice");
+    lent_ = true;
+    return static_cast<void*>(buffer_);
+  }
+  void Free(void*) override { lent_ = false; }
+  AllocatorStats Stats() const override { return {}; }
+  void ResetPeak() override {}
+  Device device() const override { return Device::Cpu(); }
+  std::string Name() const override { return "one-buffer"; }
+
+ private:
+  alignas(64) char buffer_[256];
+  bool lent_ = false;
+};
+
+// A strided host view copied to the meta device (a context-parallel chunk
+// of a loaded batch in a dry run) is staged in ordinary host memory, not
+// through the allocator of the view's storage, which may lend one buffer.
+TEST(MetaBackendTest, StridedHostSourceStagesOutsideItsAllocator) {
+  OneBufferAllocator lender;
+  absl::StatusOr<Tensor> batch = Tensor::Empty({2, 8}, DType::kI32, Device::Cpu(), &lender);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  Tensor chunk = batch->Slice(1, 2, 4);  // (2, 2), not contiguous
+  ASSERT_FALSE(chunk.is_contiguous());
+  absl::StatusOr<Tensor> dst = Tensor::Empty({2, 2}, DType::kI32, Device::Meta());
+  ASSERT_TRUE(dst.ok()) << dst.status();
+  EXPECT_TRUE(dst->CopyFrom(chunk, nullptr).ok());
+}
+
 TEST(MetaBackendTest, ParsesAndPrints) {
   absl::StatusOr<Device> d = ParseDevice("meta");
   ASSERT_TRUE(d.ok()) << d.status();

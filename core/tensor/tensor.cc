@@ -243,8 +243,14 @@ absl::Status Tensor::CopyFrom(const Tensor& src, NativeStream stream, bool async
                            "the same dtype when copying across devices",
                            "convert with ToDType on one side first");
   }
-  // Across devices the copy engine moves contiguous bytes; stage strided data.
-  WEFT_ASSIGN_OR_RETURN(Tensor packed_src, src.Contiguous(stream));
+  // Across devices the copy engine moves contiguous bytes; stage strided
+  // data in the source device's default memory: the source's own allocator
+  // may lend one buffer only (a loader's batch-ring slot).
+  Tensor packed_src = src;
+  if (!src.is_contiguous()) {
+    WEFT_ASSIGN_OR_RETURN(packed_src, Empty(src.shape_, src.dtype_, src_dev, nullptr, stream));
+    WEFT_RETURN_IF_ERROR(packed_src.CopyFrom(src, stream));
+  }
   const DeviceType accel = dst_dev.is_cpu() ? src_dev.type : dst_dev.type;
   WEFT_ASSIGN_OR_RETURN(DeviceBackend * backend, GetDeviceBackend(accel));
   if (is_contiguous()) {

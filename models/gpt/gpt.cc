@@ -113,6 +113,19 @@ std::vector<Stage> Gpt::Stages() {
   return stages;
 }
 
+absl::StatusOr<StageTensor> Gpt::StageInput(const RunContext& ctx, const StageBatch& part,
+                                             int stage) const {
+  // Every stage after the embedding takes the residual stream.
+  const int stages = config_.n_layer() + 2;
+  if (stage < 1 || stage >= stages || part.inputs.ndim() != 2) {
+    return InvalidArgument(absl::StrCat("the input of stage ", stage, " for inputs ",
+                                        part.inputs.DebugString()),
+                           absl::StrCat("a stage in [1, ", stages, ") and (B, T) inputs"));
+  }
+  return StageTensor{{part.inputs.dim(0), part.inputs.dim(1), config_.d_model()},
+                     ctx.compute_dtype};
+}
+
 TensorParallelPlan Gpt::ParallelPlan() const {
   // Megatron's split: q, k, v and fc by output features (whole heads per
   // rank), the projections by input features, the vocabulary in the

@@ -40,6 +40,9 @@ class Gpt : public Model {
   // "embed" (tokens -> (B, T, C)), "blocks.i" ((B, T, C) -> (B, T, C)),
   // "head" (ln_f, lm_head, cross-entropy: (B, T, C) -> losses (B*T)).
   std::vector<Stage> Stages() override;
+  // The residual stream (B, T, C) in the compute dtype, for every stage but the embedding.
+  absl::StatusOr<StageTensor> StageInput(const RunContext& ctx, const StageBatch& part,
+                                         int stage) const override;
   // (1, T) tokens and next tokens of a fixed pattern.
   absl::StatusOr<std::pair<Tensor, Tensor>> ProbeInputs(const RunContext& ctx) const override;
   double TrainingFlopsPerTarget() const override;

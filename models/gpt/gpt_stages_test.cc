@@ -184,3 +184,33 @@ TEST(GptStagesTest, LossStageNeedsTargets) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// Model::StageInput states what each stage's predecessor outputs, as a
+// pipeline's dry run (the memory estimate) allocates it: the same shape and
+// dtype as running the stages; out of range is an error.
+TEST(GptStagesTest, StageInputIsWhatThePreviousStageOutputs) {
+  std::unique_ptr<Gpt> gpt = Model();
+  RunContext ctx = Ctx();
+  ctx.training = false;
+  const StageBatch part{Inputs(), Targets(), std::nullopt};
+  const std::vector<Stage> stages = gpt->Stages();
+  Tensor h = Inputs();
+  for (int s = 1; s < static_cast<int>(stages.size()); ++s) {
+    absl::StatusOr<Tensor> out = ForwardStage(ctx, stages[s - 1], h);
+    ASSERT_TRUE(out.ok()) << out.status();
+    h = *out;
+    absl::StatusOr<StageTensor> stated = gpt->StageInput(ctx, part, s);
+    ASSERT_TRUE(stated.ok()) << stated.status();
+    EXPECT_EQ(*stated, StageTensor::Of(h)) << stages[s].name << ": stated "
+                                           << stated->ToString() << ", ran "
+                                           << StageTensor::Of(h).ToString();
+  }
+  EXPECT_FALSE(gpt->StageInput(ctx, part, 0).ok());  // token ids: the batch itself
+  EXPECT_FALSE(gpt->StageInput(ctx, part, static_cast<int>(stages.size())).ok());
+}
+
+}  // namespace
+}  // namespace weft

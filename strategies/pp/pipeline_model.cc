@@ -12,12 +12,20 @@ namespace weft::pp {
 
 PipelineModel::PipelineModel(std::unique_ptr<Model> inner, std::vector<Stage> stages,
                              std::vector<ChunkRange> chunks, int virtual_stages,
-                             std::unique_ptr<PipeLinks> links)
+                             std::unique_ptr<PipeLinks> links, Boundary boundary)
     : WrappedModel("Pipeline", std::move(inner)),
       stages_(std::move(stages)),
       chunks_(std::move(chunks)),
       virtual_stages_(virtual_stages),
-      links_(std::move(links)) {}
+      links_(std::move(links)),
+      boundary_(std::move(boundary)) {}
+
+absl::StatusOr<StageTensor> PipelineModel::ExpectedInput(const RunContext& ctx, int chunk,
+                                                         const PipeBatch& batch) const {
+  WEFT_ASSIGN_OR_RETURN(StageTensor t, inner().StageInput(ctx, batch.part, chunks_[chunk].first));
+  if (boundary_) return boundary_(t);
+  return t;
+}
 
 std::string PipelineModel::Summary() const {
   std::string s = absl::StrCat(inner().Summary(), " | pipeline rank ", links_->rank(), "/",
@@ -56,7 +64,8 @@ absl::StatusOr<Tensor> PipelineModel::ForwardChunk(RunContext& ctx, int chunk, i
   SequenceScope sequence(ctx, batch.part.sequence);
   Tensor x = batch.part.inputs;
   if (!first) {
-    WEFT_ASSIGN_OR_RETURN(x, links_->RecvForward(Tag(micro, vs - 1), ctx));
+    WEFT_ASSIGN_OR_RETURN(
+        x, links_->RecvForward(Tag(micro, vs - 1), ctx, ExpectedInput(ctx, chunk, batch)));
   }
   Tensor out;
   // Root hooks (e.g. fsdp's root unit) wrap every chunk this rank runs.

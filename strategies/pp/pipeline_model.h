@@ -16,10 +16,12 @@
 // inputs, the last one takes the loss on that part of the targets, and
 // every chunk's forward and backward runs with its RunContext::sequence,
 // so the activations between stages are the part's (their shapes travel
-// in the links' headers).
+// in the links' headers, and are checked against what the model states:
+// Model::StageInput, reshaped by ParallelState::stage_boundary).
 #ifndef WEFT_STRATEGIES_PP_PIPELINE_MODEL_H_
 #define WEFT_STRATEGIES_PP_PIPELINE_MODEL_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,8 +45,12 @@ struct PipeBatch {
 class PipelineModel : public WrappedModel {
  public:
   // `chunks[c]` is this rank's chunk c; `virtual_stages` = pp x chunks.
+  // `boundary` (may be null) reshapes the model's stated stage inputs as
+  // the strategies applied before pp changed them.
+  using Boundary = std::function<absl::StatusOr<StageTensor>(const StageTensor&)>;
   PipelineModel(std::unique_ptr<Model> inner, std::vector<Stage> stages,
-                std::vector<ChunkRange> chunks, int virtual_stages, std::unique_ptr<PipeLinks> links);
+                std::vector<ChunkRange> chunks, int virtual_stages, std::unique_ptr<PipeLinks> links,
+                Boundary boundary);
 
   // Re-reads the stage modules from the model, once per step and per
   // evaluation: strategies applied after pp (recompute) swap a stage's
@@ -76,11 +82,15 @@ class PipelineModel : public WrappedModel {
  private:
   int VirtualStage(int chunk) const { return chunk * links_->size() + links_->rank(); }
   int Tag(int micro, int boundary) const { return micro * virtual_stages_ + boundary; }
+  // What chunk `chunk` receives for `batch`, or why that is not known.
+  absl::StatusOr<StageTensor> ExpectedInput(const RunContext& ctx, int chunk,
+                                            const PipeBatch& batch) const;
 
   std::vector<Stage> stages_;
   std::vector<ChunkRange> chunks_;
   int virtual_stages_;
   std::unique_ptr<PipeLinks> links_;
+  Boundary boundary_;
 };
 
 // Runs one step's chunk forwards and backwards in the order of this rank's

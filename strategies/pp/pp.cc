@@ -149,6 +149,13 @@ absl::Status PipelineStrategy::Apply(StrategyContext& ctx) {
     costs.push_back(n);
   }
   const std::string& split = ctx.options->GetEnum("pp_split");
+  if (split == "time" && ctx.run->device.is_meta()) {
+    // Where a real run would cut depends on times it measures then.
+    return FailedPrecondition("--pp_split=time in a dry run on the meta device",
+                              "a split known before running: --pp_split=params or layers",
+                              "a memory estimate cannot time the stages; estimate with "
+                              "--pp_split=params (the default) or layers");
+  }
   if (split == "time") {
     WEFT_ASSIGN_OR_RETURN(costs, MeasuredCosts(model, stages, *ctx.run, *ctx.mesh));
   }
@@ -158,7 +165,7 @@ absl::Status PipelineStrategy::Apply(StrategyContext& ctx) {
   } else {
     WEFT_ASSIGN_OR_RETURN(bounds, pp::SplitByCost(costs, parts));
   }
-  if (ctx.mesh->rank() == 0) {
+  if (ctx.mesh->rank() == 0 && !ctx.run->device.is_meta()) {  // not in dry runs (estimates)
     const char* unit = split == "time" ? ", cost = probe ms" : split == "params" ? ", cost = parameters" : "";
     std::printf("pp split (%s by %s%s): %s\n", ctx.options->GetEnum("pp_schedule").c_str(),
                 split.c_str(), unit, pp::DescribeSplit(names, costs, bounds).c_str());
@@ -206,7 +213,8 @@ absl::Status PipelineStrategy::Apply(StrategyContext& ctx) {
   }
   comm::ProcessGroup* pp_group = &links->group();
   auto pipeline = std::make_unique<pp::PipelineModel>(std::move(*ctx.model_slot), std::move(stages),
-                                                      std::move(chunks), parts, std::move(links));
+                                                      std::move(chunks), parts, std::move(links),
+                                                      ctx.state->stage_boundary);
   pp::PipelineModel* raw = pipeline.get();
   *ctx.model_slot = std::move(pipeline);
   auto schedule =

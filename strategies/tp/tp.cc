@@ -300,6 +300,24 @@ absl::Status TensorParallelStrategy::Apply(StrategyContext& ctx) {
     if (!p->placement().ShardedOver("tp")) p->set_mp_replica(tp.rank());
   }
   ctx.state->keep_alive.push_back(tp.group);
+  if (sequence_parallel_) {
+    // Between stages the residual stream is this rank's sequence shard.
+    const int n = tp.size();
+    auto before = ctx.state->stage_boundary;
+    ctx.state->stage_boundary = [before, n](const StageTensor& t) -> absl::StatusOr<StageTensor> {
+      StageTensor out = t;
+      if (before) {
+        WEFT_ASSIGN_OR_RETURN(out, before(t));
+      }
+      if (out.shape.size() < 2 || out.shape[1] % n != 0) {
+        return InvalidArgument(absl::StrCat("sp over ", n, " ranks of a stage input ",
+                                            out.ToString()),
+                               absl::StrCat("a sequence dimension (1) divisible by ", n));
+      }
+      out.shape[1] /= n;
+      return out;
+    };
+  }
   return absl::OkStatus();
 }
 

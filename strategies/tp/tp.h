@@ -17,7 +17,8 @@
 // Under sp the residual stream between regions is (B, T/tp, C): layer
 // norms, dropout and the residual adds run on sequence shards; an
 // all-gather enters each column region and a reduce-scatter leaves each
-// row region, where plain tp all-reduces.
+// row region, where plain tp all-reduces. Pipeline stages then pass those
+// shards too (ParallelState::stage_boundary says so).
 //
 // Under cp the sequence is the rank's chunks (T/cp tokens) and sp's shards
 // are blocks of those, (B, T/(cp tp), C), placed by RunContext::sequence;

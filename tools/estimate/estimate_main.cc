@@ -5,10 +5,15 @@
 // Prints the memory one rank of a GPT job will use (parameters, gradients,
 // optimizer state, activations, peak) from a dry run of the job on the meta
 // device (core/runtime/memory_estimate.h): nothing is computed or allocated.
-// Every training flag of //models/gpt:train applies. --strategy=auto
-// estimates every data-parallel strategy and lists those that fit
-// --memory_budget.
+// Every training flag of //models/gpt:train applies. A pipeline job
+// (--pp) is estimated stage by stage (they differ) and the worst stage is
+// shown, unless --rank picks one. --strategy=auto estimates every layout of
+// --nproc ranks (data-parallel strategies, and pipeline, context and tensor
+// parallel splits with fsdp over the rest), each at its worst rank, and
+// marks those that fit --memory_budget.
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -22,6 +27,7 @@
 #include "models/gpt/gpt_config.pb.h"
 #include "models/gpt/gpt_job.h"
 #include "tools/estimate/budget.h"
+#include "tools/estimate/layouts.h"
 #include "tools/train_main/train_main.h"
 
 namespace weft {
@@ -29,14 +35,8 @@ namespace {
 
 struct ToolFlags {
   int nproc = 1;
-  int rank = 0;
+  int rank = -1;       // -1: not given (every pipeline stage, the worst shown)
   int64_t budget = 0;  // 0: none given
-};
-
-struct Candidate {
-  const char* label;
-  const char* strategy;
-  int zero_stage;
 };
 
 absl::StatusOr<ToolFlags> ParseToolFlags(const std::vector<std::string>& args) {
@@ -61,48 +61,89 @@ absl::StatusOr<ToolFlags> ParseToolFlags(const std::vector<std::string>& args) {
   return f;
 }
 
-absl::StatusOr<MemoryEstimate> Estimate(const GptJob& job, const ToolFlags& f) {
+absl::StatusOr<MemoryEstimateOptions> EstimateOptions(const GptJob& job, const ToolFlags& f) {
   WEFT_ASSIGN_OR_RETURN(std::string path, GptDataPath(job));
   MemoryEstimateOptions o;
   o.job.config = job.train();
   SetGptJobCallbacks(job, path, nullptr, &o.job);
   o.world_size = f.nproc;
-  o.rank = f.rank;
-  return EstimateMemory(std::move(o));
+  o.rank = std::max(f.rank, 0);
+  return o;
+}
+
+// --rank=R: that rank. Otherwise every pipeline stage (rank 0's pipeline;
+// one estimate without pp).
+absl::StatusOr<std::vector<MemoryEstimate>> Estimate(const GptJob& job, const ToolFlags& f) {
+  WEFT_ASSIGN_OR_RETURN(MemoryEstimateOptions o, EstimateOptions(job, f));
+  if (f.rank < 0) return EstimatePipelineStages(o);
+  WEFT_ASSIGN_OR_RETURN(MemoryEstimate e, EstimateMemory(std::move(o)));
+  return std::vector<MemoryEstimate>{e};
 }
 
 std::string MiB(int64_t bytes) {
   return absl::StrFormat("%.1f MiB", static_cast<double>(bytes) / (1 << 20));
 }
 
-// --strategy=auto: every data-parallel strategy, cheapest communication first.
+// The first clause of an error, for one line of a table.
+std::string Short(const absl::Status& s) {
+  std::string m(s.message());
+  for (const char* context : {"building the job on the meta device: ",
+                              "a training step on the meta device: "}) {
+    if (m.rfind(context, 0) == 0) m = m.substr(std::strlen(context));
+  }
+  for (const char* cut : {". Hint:", "; expected"}) {
+    if (size_t at = m.find(cut); at != std::string::npos) m.resize(at);
+  }
+  return m.size() > 110 ? m.substr(0, 107) + "..." : m;
+}
+
+// --strategy=auto: every layout of --nproc ranks the model admits, with its
+// worst rank's memory, in order of communication.
 absl::Status EstimateAll(const GptJob& job, const ToolFlags& f) {
-  const std::vector<Candidate> candidates = {{"none", "", 0},        {"ddp", "ddp", 0},
-                                             {"zero-1", "zero", 1},  {"zero-2", "zero", 2},
-                                             {"zero-3", "zero", 3},  {"fsdp", "fsdp", 0}};
-  std::printf("%-8s %12s %12s %12s %12s %12s  %s\n", "strategy", "params", "grads", "optimizer",
-              "activations", "peak", f.budget > 0 ? ("budget " + MiB(f.budget)).c_str() : "");
+  std::printf("%-18s %12s %12s %12s %12s %12s %5s  %s\n", "layout", "params", "grads",
+              "optimizer", "activations", "peak", "rank",
+              f.budget > 0 ? ("budget " + MiB(f.budget)).c_str() : "");
   std::string pick;
-  for (const Candidate& c : candidates) {
-    if (c.strategy[0] == '\0' && f.nproc > 1) continue;  // several ranks need a strategy
+  int skipped = 0;
+  for (const Layout& l : CandidateLayouts(f.nproc)) {
     GptJob j = job;
-    j.mutable_train()->mutable_parallel()->set_strategy(c.strategy);
-    if (c.zero_stage > 0) j.mutable_train()->mutable_parallel()->set_zero_stage(c.zero_stage);
-    absl::StatusOr<MemoryEstimate> e = Estimate(j, f);
-    if (!e.ok()) {
-      std::printf("%-8s not applicable: %s\n", c.label, std::string(e.status().message()).c_str());
+    ApplyLayout(l, j.mutable_train()->mutable_parallel());
+    absl::StatusOr<std::vector<MemoryEstimate>> all = Estimate(j, {f.nproc, -1, f.budget});
+    if (!all.ok()) {
+      std::printf("%-18s not applicable: %s\n", l.label.c_str(), Short(all.status()).c_str());
+      ++skipped;
       continue;
     }
-    const bool fits = f.budget == 0 || e->peak() <= f.budget;
-    if (fits && pick.empty() && f.budget > 0) pick = c.label;
-    std::printf("%-8s %12s %12s %12s %12s %12s  %s\n", c.label, MiB(e->params).c_str(),
-                MiB(e->grads).c_str(), MiB(e->optimizer).c_str(), MiB(e->activations).c_str(),
-                MiB(e->peak()).c_str(), f.budget == 0 ? "" : (fits ? "fits" : "too big"));
+    const MemoryEstimate& e = WorstRank(*all);
+    const bool fits = f.budget == 0 || e.peak() <= f.budget;
+    if (fits && pick.empty() && f.budget > 0) pick = l.label;
+    std::printf("%-18s %12s %12s %12s %12s %12s %5d  %s\n", l.label.c_str(), MiB(e.params).c_str(),
+                MiB(e.grads).c_str(), MiB(e.optimizer).c_str(), MiB(e.activations).c_str(),
+                MiB(e.peak()).c_str(), e.rank, f.budget == 0 ? "" : (fits ? "fits" : "too big"));
   }
+  std::printf("(the worst rank of each layout; pipelines use --pp_schedule=%s%s)\n",
+              job.train().parallel().pp_schedule().c_str(),
+              skipped > 0 ? "; layouts the model does not admit are marked" : "");
   if (f.budget > 0) {
     std::printf("%s\n", pick.empty()
                             ? "nothing fits: lower --micro_batch, add ranks, or --recompute"
                             : absl::StrCat("fits with the least communication: ", pick).c_str());
+  }
+  return absl::OkStatus();
+}
+
+// One layout: the rank asked for, or every pipeline stage and the worst.
+absl::Status EstimateOne(const GptJob& job, const ToolFlags& f) {
+  WEFT_ASSIGN_OR_RETURN(std::vector<MemoryEstimate> all, Estimate(job, f));
+  const MemoryEstimate& worst = WorstRank(all);
+  if (all.size() > 1) {
+    std::printf("%s", FormatStageTable(all).c_str());
+    std::printf("the worst stage, rank %d:\n", worst.rank);
+  }
+  std::printf("%s", FormatMemoryEstimate(worst).c_str());
+  if (f.budget > 0) {
+    std::printf("%s the budget of %s\n", worst.peak() <= f.budget ? "fits" : "exceeds",
+                MiB(f.budget).c_str());
   }
   return absl::OkStatus();
 }
@@ -115,7 +156,9 @@ int Main(int argc, char** argv) {
       std::printf(
           "Estimates one rank's memory for a GPT job before it runs.\n"
           "usage: estimate --config=PATH --strategy=NAME|auto --nproc=N [--rank=R]\n"
-          "                [--memory_budget=80GiB] [any //models/gpt:train flag]\n");
+          "                [--memory_budget=80GiB] [any //models/gpt:train flag]\n"
+          "Without --rank, a pipeline job (--pp) shows every stage and the worst.\n"
+          "--strategy=auto sets --pp, --cp, --tp and the data-parallel axes itself.\n");
       return 0;
     }
     if (a.rfind("--config=", 0) == 0) a = "--config=" + ResolveUserPath(a.substr(9));
@@ -131,18 +174,8 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", std::string(parsed.message()).c_str());
     return 2;
   }
-  absl::Status s;
-  if (job.train().parallel().strategy() == "auto") {
-    s = EstimateAll(job, *flags);
-  } else {
-    absl::StatusOr<MemoryEstimate> e = Estimate(job, *flags);
-    s = e.status();
-    if (e.ok()) std::printf("%s", FormatMemoryEstimate(*e).c_str());
-    if (e.ok() && flags->budget > 0) {
-      std::printf("%s the budget of %s\n", e->peak() <= flags->budget ? "fits" : "exceeds",
-                  MiB(flags->budget).c_str());
-    }
-  }
+  const absl::Status s = job.train().parallel().strategy() == "auto" ? EstimateAll(job, *flags)
+                                                                      : EstimateOne(job, *flags);
   if (!s.ok()) {
     std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
     return 1;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end checks of //tools:estimate: the per-category table, the peak
 # against what //models/gpt:train then reports as peak_mem_mb (within 10%),
-# --strategy=auto with a budget, and clear errors with exit code 2.
+# --strategy=auto with a budget (data-parallel and pp/cp/tp layouts), a
+# pipeline's per-stage table and --rank, and clear errors.
 set -euo pipefail
 
 estimate="$TEST_SRCDIR/weft/tools/estimate/estimate"
@@ -33,9 +34,32 @@ awk -v e="$estimated" -v m="$measured" 'BEGIN { r = e / (m * 1048576); exit !(r 
 "$estimate" "${common[@]}" --strategy=auto --nproc=2 --memory_budget=1GiB | tee "$tmp/auto.txt"
 grep -q "fits with the least communication: ddp" "$tmp/auto.txt" || {
   echo "FAIL: auto did not pick ddp under a 1 GiB budget"; exit 1; }
-for s in ddp zero-1 zero-2 zero-3 fsdp; do
-  grep -q "^$s " "$tmp/auto.txt" || { echo "FAIL: auto lists no $s"; exit 1; }
+for s in ddp zero-1 zero-2 zero-3 fsdp pp2 tp2 cp2; do
+  grep -q "^$s .* MiB .* fits$" "$tmp/auto.txt" || { echo "FAIL: auto lists no $s that fits"; exit 1; }
 done
+
+# Four ranks: model-parallel splits with fsdp over the rest, each at its
+# worst rank; a budget between the smallest and the largest peak.
+"$estimate" "${common[@]}" --strategy=auto --nproc=4 | tee "$tmp/auto4.txt"
+for s in "pp2 x fsdp2" "tp2 x fsdp2" "tp2 x pp2" "cp2 x pp2" pp4 tp4; do
+  grep -q "^$s .* MiB" "$tmp/auto4.txt" || { echo "FAIL: auto --nproc=4 lists no '$s'"; exit 1; }
+done
+# Each row's peak is its last "N MiB".
+budget=$(awk '/ MiB / { for (i = 1; i <= NF; ++i) if ($i == "MiB") v = $(i-1); print v }' \
+         "$tmp/auto4.txt" | sort -g | awk '{ a[NR] = $1 } END { print (a[1] + a[NR]) / 2 }')
+"$estimate" "${common[@]}" --strategy=auto --nproc=4 --memory_budget="${budget}MiB" > "$tmp/auto4b.txt"
+grep -q " fits$" "$tmp/auto4b.txt" && grep -q " too big$" "$tmp/auto4b.txt" || {
+  echo "FAIL: a budget of ${budget} MiB should split the layouts"; cat "$tmp/auto4b.txt"; exit 1; }
+
+# A pipeline: one line per stage, the worst marked and shown in full; --rank picks one.
+"$estimate" "${common[@]}" --pp=2 --strategy=fsdp --nproc=4 | tee "$tmp/pp.txt"
+for row in "per pipeline stage" "<- worst" "the worst stage, rank" "peak while training"; do
+  grep -q -- "$row" "$tmp/pp.txt" || { echo "FAIL: no '$row' in the pipeline estimate"; exit 1; }
+done
+[[ $(grep -cE "^  [02] " "$tmp/pp.txt") == 2 ]] || { echo "FAIL: not one line per stage (ranks 0, 2)"; exit 1; }
+"$estimate" "${common[@]}" --pp=2 --nproc=2 --rank=1 --pp_schedule=gpipe > "$tmp/pp1.txt"
+grep -q "rank 1 of 2, strategy none \[pp=2 gpipe\]" "$tmp/pp1.txt" || {
+  echo "FAIL: --rank=1 of a pipeline"; cat "$tmp/pp1.txt"; exit 1; }
 
 set +e
 "$estimate" "${common[@]}" --nproc=0 2> "$tmp/err.txt"
@@ -44,9 +68,9 @@ set -e
 [[ $code == 2 ]] || { echo "FAIL: --nproc=0 exited $code, expected 2"; exit 1; }
 grep -q "N >= 1" "$tmp/err.txt" || { echo "FAIL: no hint for --nproc=0"; cat "$tmp/err.txt"; exit 1; }
 set +e
-"$estimate" "${common[@]}" --pp=2 --nproc=2 2> "$tmp/err_pp.txt"
+"$estimate" "${common[@]}" --pp=2 --nproc=2 --pp_split=time 2> "$tmp/err_pp.txt"
 code=$?
 set -e
-[[ $code == 1 ]] || { echo "FAIL: --pp=2 exited $code, expected 1"; exit 1; }
-grep -q "drop --pp" "$tmp/err_pp.txt" || { echo "FAIL: no hint for --pp"; cat "$tmp/err_pp.txt"; exit 1; }
+[[ $code == 1 ]] || { echo "FAIL: --pp_split=time exited $code, expected 1"; exit 1; }
+grep -q "pp_split=params" "$tmp/err_pp.txt" || { echo "FAIL: no hint for --pp_split=time"; cat "$tmp/err_pp.txt"; exit 1; }
 echo PASS

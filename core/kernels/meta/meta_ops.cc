@@ -42,6 +42,18 @@ class MetaKernelOps : public KernelOps {
                                  const Tensor&, const Tensor&, int) override {
     return Ok();
   }
+  // Blockwise (ring) attention: context parallelism's dry runs.
+  absl::Status AttentionBlockForward(const KernelContext&, Tensor&, Tensor&, const Tensor&,
+                                     const TokenChunks&, const Tensor&, const TokenChunks&, int,
+                                     bool) override {
+    return Ok();
+  }
+  absl::Status AttentionBlockBackward(const KernelContext&, Tensor&, Tensor&, const Tensor&,
+                                      const Tensor&, const TokenChunks&, const Tensor&,
+                                      const TokenChunks&, const Tensor&, const Tensor&,
+                                      int) override {
+    return Ok();
+  }
   absl::Status EmbeddingForward(const KernelContext&, Tensor&, const Tensor&, const Tensor&,
                                 const Tensor&) override {
     return Ok();

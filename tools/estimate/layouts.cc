@@ -1,0 +1,53 @@
+#include "tools/estimate/layouts.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace weft {
+
+std::vector<Layout> CandidateLayouts(int nproc) {
+  std::vector<Layout> out;
+  if (nproc == 1) out.push_back({"none", ""});
+  if (nproc > 1) {
+    out.push_back({"ddp", "ddp"});
+    for (int stage = 1; stage <= 3; ++stage) {
+      out.push_back({absl::StrCat("zero-", stage), "zero", stage});
+    }
+    out.push_back({"fsdp", "fsdp"});
+  }
+  // Model-parallel sizes that divide nproc, the rest data-parallel (fsdp).
+  for (int tp = 1; tp <= nproc; ++tp) {
+    if (nproc % tp != 0) continue;
+    for (int cp = 1; cp <= nproc / tp; ++cp) {
+      if ((nproc / tp) % cp != 0) continue;
+      for (int pp = 1; pp <= nproc / (tp * cp); ++pp) {
+        if ((nproc / (tp * cp)) % pp != 0 || tp * cp * pp == 1) continue;
+        const int dp = nproc / (tp * cp * pp);
+        Layout l;
+        l.pp = pp, l.cp = cp, l.tp = tp;
+        std::vector<std::string> label, strategies;
+        if (tp > 1) label.push_back(absl::StrCat("tp", tp)), strategies.push_back("tp");
+        if (cp > 1) label.push_back(absl::StrCat("cp", cp));
+        if (pp > 1) label.push_back(absl::StrCat("pp", pp));
+        if (dp > 1) label.push_back(absl::StrCat("fsdp", dp)), strategies.push_back("fsdp");
+        l.label = absl::StrJoin(label, " x ");
+        l.strategy = absl::StrJoin(strategies, ",");  // pp and cp follow from --pp, --cp
+        out.push_back(l);
+      }
+    }
+  }
+  return out;
+}
+
+void ApplyLayout(const Layout& layout, ParallelConfig* config) {
+  config->set_strategy(layout.strategy);
+  if (layout.zero_stage > 0) config->set_zero_stage(layout.zero_stage);
+  config->set_pp(layout.pp);
+  config->set_cp(layout.cp);
+  config->set_tp(layout.tp);
+  // The data-parallel ranks are whatever the model-parallel axes leave.
+  config->clear_dp_replicate();
+  config->clear_dp_shard();
+}
+
+}  // namespace weft
