@@ -98,16 +98,32 @@ std::string Short(const absl::Status& s) {
 }
 
 // --strategy=auto: every layout of --nproc ranks the model admits, with its
-// worst rank's memory, in order of communication.
+// worst rank's memory, in order of communication. Each runs the job's
+// global batch, at the largest micro-batch up to the job's that splits it
+// over the layout's data-parallel ranks (and feeds a pipeline at least one
+// micro-batch per stage); the micro column says which.
 absl::Status EstimateAll(const GptJob& job, const ToolFlags& f) {
-  std::printf("%-18s %12s %12s %12s %12s %12s %5s  %s\n", "layout", "params", "grads",
-              "optimizer", "activations", "peak", "rank",
+  std::printf("%-18s %12s %12s %12s %12s %12s %5s %5s  %s\n", "layout", "params", "grads",
+              "optimizer", "activations", "peak", "rank", "micro",
               f.budget > 0 ? ("budget " + MiB(f.budget)).c_str() : "");
+  const int64_t global = job.train().global_batch();
+  const int micro = static_cast<int>(job.train().micro_batch());
   std::string pick;
   int skipped = 0;
   for (const Layout& l : CandidateLayouts(f.nproc)) {
+    const int dp = DataParallelRanks(l, f.nproc);
+    const int m = FitMicroBatch(global, micro, dp, l.pp);
+    if (m == 0) {
+      std::printf("%-18s not applicable: global_batch=%lld does not split into micro-batches "
+                  "for %d data-parallel rank(s)%s\n",
+                  l.label.c_str(), static_cast<long long>(global), dp,
+                  l.pp > 1 ? absl::StrCat(" x ", l.pp, " pipeline stages").c_str() : "");
+      ++skipped;
+      continue;
+    }
     GptJob j = job;
     ApplyLayout(l, j.mutable_train()->mutable_parallel());
+    j.mutable_train()->set_micro_batch(m);
     absl::StatusOr<std::vector<MemoryEstimate>> all = Estimate(j, {f.nproc, -1, f.budget});
     if (!all.ok()) {
       std::printf("%-18s not applicable: %s\n", l.label.c_str(), Short(all.status()).c_str());
@@ -116,13 +132,17 @@ absl::Status EstimateAll(const GptJob& job, const ToolFlags& f) {
     }
     const MemoryEstimate& e = WorstRank(*all);
     const bool fits = f.budget == 0 || e.peak() <= f.budget;
-    if (fits && pick.empty() && f.budget > 0) pick = l.label;
-    std::printf("%-18s %12s %12s %12s %12s %12s %5d  %s\n", l.label.c_str(), MiB(e.params).c_str(),
-                MiB(e.grads).c_str(), MiB(e.optimizer).c_str(), MiB(e.activations).c_str(),
-                MiB(e.peak()).c_str(), e.rank, f.budget == 0 ? "" : (fits ? "fits" : "too big"));
+    if (fits && pick.empty() && f.budget > 0) {
+      pick = absl::StrCat(l.label, " (", LayoutFlags(l, m), ")");
+    }
+    std::printf("%-18s %12s %12s %12s %12s %12s %5d %5d  %s\n", l.label.c_str(),
+                MiB(e.params).c_str(), MiB(e.grads).c_str(), MiB(e.optimizer).c_str(),
+                MiB(e.activations).c_str(), MiB(e.peak()).c_str(), e.rank, m,
+                f.budget == 0 ? "" : (fits ? "fits" : "too big"));
   }
-  std::printf("(the worst rank of each layout; pipelines use --pp_schedule=%s%s)\n",
-              job.train().parallel().pp_schedule().c_str(),
+  std::printf("(the worst rank of each layout, global_batch=%lld at the micro-batch shown; "
+              "pipelines use --pp_schedule=%s%s)\n",
+              static_cast<long long>(global), job.train().parallel().pp_schedule().c_str(),
               skipped > 0 ? "; layouts the model does not admit are marked" : "");
   if (f.budget > 0) {
     std::printf("%s\n", pick.empty()

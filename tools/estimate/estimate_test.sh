@@ -51,6 +51,21 @@ budget=$(awk '/ MiB / { for (i = 1; i <= NF; ++i) if ($i == "MiB") v = $(i-1); p
 grep -q " fits$" "$tmp/auto4b.txt" && grep -q " too big$" "$tmp/auto4b.txt" || {
   echo "FAIL: a budget of ${budget} MiB should split the layouts"; cat "$tmp/auto4b.txt"; exit 1; }
 
+# The config's own micro-batch (16, the whole global batch) splits over no
+# 4 data-parallel ranks: auto runs each layout at the largest micro-batch
+# that does, says which, and the flags it suggests train as they are.
+plain=(--config="$config" --data="$tmp/corpus.txt" --num_workers=1)
+"$estimate" "${plain[@]}" --strategy=auto --nproc=4 --memory_budget=1GiB | tee "$tmp/auto_mb.txt"
+grep -qE "^ddp .* MiB +0 +4  fits$" "$tmp/auto_mb.txt" || {
+  echo "FAIL: ddp on 4 ranks not at micro-batch 4"; exit 1; }
+grep -qE "^tp4 .* MiB +0 +16  fits$" "$tmp/auto_mb.txt" || {
+  echo "FAIL: tp4 (one data-parallel rank) not at micro-batch 16"; exit 1; }
+pick=$(sed -n 's/^fits with the least communication: ddp (\(.*\))$/\1/p' "$tmp/auto_mb.txt")
+[[ "$pick" == "--strategy=ddp --micro_batch=4" ]] || { echo "FAIL: suggested flags '$pick'"; exit 1; }
+# shellcheck disable=SC2086  # the suggestion is a flag list
+"$train" "${plain[@]}" --nproc_per_node=4 $pick --steps=2 --log_every=0 --quiet --eval_every=0 || {
+  echo "FAIL: the suggested flags do not train"; exit 1; }
+
 # A pipeline: one line per stage, the worst marked and shown in full; --rank picks one.
 "$estimate" "${common[@]}" --pp=2 --strategy=fsdp --nproc=4 | tee "$tmp/pp.txt"
 for row in "per pipeline stage" "<- worst" "the worst stage, rank" "peak while training"; do

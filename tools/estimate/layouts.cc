@@ -39,6 +39,29 @@ std::vector<Layout> CandidateLayouts(int nproc) {
   return out;
 }
 
+int DataParallelRanks(const Layout& layout, int nproc) {
+  return nproc / (layout.pp * layout.cp * layout.tp);
+}
+
+int FitMicroBatch(int64_t global_batch, int micro_batch, int dp, int pp) {
+  for (int m = micro_batch; m >= 1; --m) {
+    const int64_t per_step = int64_t{m} * dp;
+    if (global_batch % per_step == 0 && global_batch / per_step >= pp) return m;
+  }
+  return 0;
+}
+
+std::string LayoutFlags(const Layout& layout, int micro_batch) {
+  std::vector<std::string> flags;
+  if (!layout.strategy.empty()) flags.push_back(absl::StrCat("--strategy=", layout.strategy));
+  if (layout.zero_stage > 0) flags.push_back(absl::StrCat("--zero_stage=", layout.zero_stage));
+  if (layout.pp > 1) flags.push_back(absl::StrCat("--pp=", layout.pp));
+  if (layout.cp > 1) flags.push_back(absl::StrCat("--cp=", layout.cp));
+  if (layout.tp > 1) flags.push_back(absl::StrCat("--tp=", layout.tp));
+  flags.push_back(absl::StrCat("--micro_batch=", micro_batch));
+  return absl::StrJoin(flags, " ");
+}
+
 void ApplyLayout(const Layout& layout, ParallelConfig* config) {
   config->set_strategy(layout.strategy);
   if (layout.zero_stage > 0) config->set_zero_stage(layout.zero_stage);

@@ -4,6 +4,7 @@
 #ifndef WEFT_TOOLS_ESTIMATE_LAYOUTS_H_
 #define WEFT_TOOLS_ESTIMATE_LAYOUTS_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,19 @@ struct Layout {
 // several times per layer). Whether the model admits each is for the
 // estimate to say.
 std::vector<Layout> CandidateLayouts(int nproc);
+
+// The data-parallel ranks `layout` leaves of nproc.
+int DataParallelRanks(const Layout& layout, int nproc);
+
+// The micro-batch a layout runs the user's global batch with: the largest
+// m <= micro_batch such that every one of `dp` data-parallel ranks gets
+// whole micro-batches (global_batch divisible by m x dp) and a pipeline of
+// `pp` stages gets at least pp of them per step; 0 when no m does.
+int FitMicroBatch(int64_t global_batch, int micro_batch, int dp, int pp);
+
+// The //models/gpt:train flags that select `layout` with `micro_batch`, e.g.
+// "--strategy=tp,fsdp --tp=2 --micro_batch=4".
+std::string LayoutFlags(const Layout& layout, int micro_batch);
 
 // The job's parallel config set to `layout` (mesh sizes, strategy, zero
 // stage); other settings (pp schedule, bucket sizes) stay the user's.

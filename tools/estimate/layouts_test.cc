@@ -50,5 +50,21 @@ TEST(LayoutsTest, ApplySetsTheMeshAndLeavesTheRest) {
   EXPECT_EQ(c.pp_schedule(), "gpipe");
 }
 
+TEST(LayoutsTest, FitMicroBatchKeepsTheGlobalBatch) {
+  EXPECT_EQ(FitMicroBatch(16, 16, 1, 1), 16);
+  EXPECT_EQ(FitMicroBatch(16, 16, 4, 1), 4);   // 4 ranks x 4
+  EXPECT_EQ(FitMicroBatch(16, 3, 4, 1), 2);    // at most the job's 3: 2 divides
+  EXPECT_EQ(FitMicroBatch(16, 16, 2, 4), 2);   // a pipeline of 4 needs 4 per rank
+  EXPECT_EQ(FitMicroBatch(12, 8, 8, 1), 0);    // 8 ranks cannot share 12 samples
+  EXPECT_EQ(FitMicroBatch(4, 4, 1, 8), 0);     // nor 8 stages 4 samples
+}
+
+TEST(LayoutsTest, FlagsSelectTheLayout) {
+  EXPECT_EQ(LayoutFlags({"zero-2", "zero", 2}, 8), "--strategy=zero --zero_stage=2 --micro_batch=8");
+  EXPECT_EQ(LayoutFlags({"tp2 x pp2 x fsdp2", "tp,fsdp", 0, 2, 1, 2}, 4),
+            "--strategy=tp,fsdp --pp=2 --tp=2 --micro_batch=4");
+  EXPECT_EQ(LayoutFlags({"cp4", "", 0, 1, 4, 1}, 1), "--cp=4 --micro_batch=1");
+}
+
 }  // namespace
 }  // namespace weft
