@@ -97,6 +97,22 @@ TEST(ExpertTpParityTest, Tp2OnGptMoeMatchesOneProcess) {
               Get(*multi, "tp_all_reduce_payload"), experts);
 }
 
+// Recompute of the MoE layers themselves under sp: the recompute wrapper
+// goes inside the sequence gather (the MoE layer is its swappable child),
+// so the replay routes the gathered sequence again.
+TEST(ExpertTpParityTest, Sp2RecomputingMoeLayersMatchesOneProcess) {
+  GptJob job = Job(/*moe_every=*/2);
+  auto single = testing::RunSingleProcess(job);
+  ASSERT_TRUE(single.ok()) << single.status();
+  ParallelConfig* p = job.mutable_train()->mutable_parallel();
+  p->set_strategy("sp,recompute");
+  p->set_strategy_options("recompute_policy=modules,recompute_modules=MoeLayer");
+  p->set_tp(2);
+  auto multi = testing::RunMultiProcess(job, 2);
+  ASSERT_TRUE(multi.ok()) << multi.status();
+  Check(*single, *multi, "sp2 recomputing MoeLayer");
+}
+
 // ep2 x tp2 or ep2 x sp2 (`strategy`) on 4 ranks and one process: 2
 // data-parallel ranks (the ep group), each a tp pair; the reference routes
 // its batch of 8 as the 2 groups the data-parallel ranks get.
