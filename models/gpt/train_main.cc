@@ -5,6 +5,7 @@
 // directory of shards. Without --data it trains on Debian's fortunes corpus.
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,17 +13,31 @@
 #include "absl/strings/str_join.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
+#include "core/runtime/parallel_setup.h"
 #include "core/runtime/trainer.h"
 #include "models/gpt/gpt_config.pb.h"
 #include "models/gpt/gpt_job.h"
 #include "models/gpt/llmc_format.h"
+#include "tools/estimate/planner.h"
 #include "tools/report/run_report.h"
 #include "tools/train_main/train_main.h"
 
 namespace weft {
 namespace {
 
-absl::Status Run(const GptJob& job) {
+// --strategy=auto: every rank plans the same layout from the same config
+// and world size (a deterministic dry run), so they agree without talking.
+absl::StatusOr<GptJob> ResolveAutoLayout(const GptJob& job) {
+  if (job.train().parallel().strategy() != "auto") return job;
+  WEFT_ASSIGN_OR_RETURN(JobTopology topology, ResolveTopology(std::nullopt));
+  std::string summary;
+  WEFT_ASSIGN_OR_RETURN(GptJob planned, PlanAutoLayout(job, topology.world_size, &summary));
+  if (topology.rank == 0) std::printf("%s\n", summary.c_str());
+  return planned;
+}
+
+absl::Status Run(const GptJob& given) {
+  WEFT_ASSIGN_OR_RETURN(const GptJob job, ResolveAutoLayout(given));
   WEFT_ASSIGN_OR_RETURN(std::string path, GptDataPath(job));
   Trainer::Options o;
   o.config = job.train();

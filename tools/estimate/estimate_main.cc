@@ -28,6 +28,7 @@
 #include "models/gpt/gpt_job.h"
 #include "tools/estimate/budget.h"
 #include "tools/estimate/layouts.h"
+#include "tools/estimate/planner.h"
 #include "tools/train_main/train_main.h"
 
 namespace weft {
@@ -50,8 +51,6 @@ absl::StatusOr<ToolFlags> ParseToolFlags(const std::vector<std::string>& args) {
         return InvalidArgument(a, key == "--nproc" ? "--nproc=N with N >= 1" : "--rank=R >= 0");
       }
       (key == "--nproc" ? f.nproc : f.rank) = v;
-    } else if (key == "--memory_budget") {
-      WEFT_ASSIGN_OR_RETURN(f.budget, ParseByteSize(value));
     }
   }
   if (f.rank >= f.nproc) {
@@ -61,23 +60,10 @@ absl::StatusOr<ToolFlags> ParseToolFlags(const std::vector<std::string>& args) {
   return f;
 }
 
-absl::StatusOr<MemoryEstimateOptions> EstimateOptions(const GptJob& job, const ToolFlags& f) {
-  WEFT_ASSIGN_OR_RETURN(std::string path, GptDataPath(job));
-  MemoryEstimateOptions o;
-  o.job.config = job.train();
-  SetGptJobCallbacks(job, path, nullptr, &o.job);
-  o.world_size = f.nproc;
-  o.rank = std::max(f.rank, 0);
-  return o;
-}
-
 // --rank=R: that rank. Otherwise every pipeline stage (rank 0's pipeline;
 // one estimate without pp).
 absl::StatusOr<std::vector<MemoryEstimate>> Estimate(const GptJob& job, const ToolFlags& f) {
-  WEFT_ASSIGN_OR_RETURN(MemoryEstimateOptions o, EstimateOptions(job, f));
-  if (f.rank < 0) return EstimatePipelineStages(o);
-  WEFT_ASSIGN_OR_RETURN(MemoryEstimate e, EstimateMemory(std::move(o)));
-  return std::vector<MemoryEstimate>{e};
+  return EstimateJob(job, f.nproc, f.rank);
 }
 
 std::string MiB(int64_t bytes) {
@@ -106,48 +92,34 @@ absl::Status EstimateAll(const GptJob& job, const ToolFlags& f) {
   std::printf("%-18s %12s %12s %12s %12s %12s %5s %5s  %s\n", "layout", "params", "grads",
               "optimizer", "activations", "peak", "rank", "micro",
               f.budget > 0 ? ("budget " + MiB(f.budget)).c_str() : "");
-  const int64_t global = job.train().global_batch();
-  const int micro = static_cast<int>(job.train().micro_batch());
-  std::string pick;
+  const std::vector<LayoutEstimate> rows = EstimateLayouts(job, f.nproc);
   int skipped = 0;
-  for (const Layout& l : CandidateLayouts(f.nproc)) {
-    const int dp = DataParallelRanks(l, f.nproc);
-    const int m = FitMicroBatch(global, micro, dp, l.pp);
-    if (m == 0) {
-      std::printf("%-18s not applicable: global_batch=%lld does not split into micro-batches "
-                  "for %d data-parallel rank(s)%s\n",
-                  l.label.c_str(), static_cast<long long>(global), dp,
-                  l.pp > 1 ? absl::StrCat(" x ", l.pp, " pipeline stages").c_str() : "");
+  for (const LayoutEstimate& r : rows) {
+    if (!r.status.ok()) {
+      std::printf("%-18s not applicable: %s\n", r.layout.label.c_str(), Short(r.status).c_str());
       ++skipped;
       continue;
     }
-    GptJob j = job;
-    ApplyLayout(l, j.mutable_train()->mutable_parallel());
-    j.mutable_train()->set_micro_batch(m);
-    absl::StatusOr<std::vector<MemoryEstimate>> all = Estimate(j, {f.nproc, -1, f.budget});
-    if (!all.ok()) {
-      std::printf("%-18s not applicable: %s\n", l.label.c_str(), Short(all.status()).c_str());
-      ++skipped;
-      continue;
-    }
-    const MemoryEstimate& e = WorstRank(*all);
+    const MemoryEstimate& e = r.worst;
     const bool fits = f.budget == 0 || e.peak() <= f.budget;
-    if (fits && pick.empty() && f.budget > 0) {
-      pick = absl::StrCat(l.label, " (", LayoutFlags(l, m), ")");
-    }
-    std::printf("%-18s %12s %12s %12s %12s %12s %5d %5d  %s\n", l.label.c_str(),
+    std::printf("%-18s %12s %12s %12s %12s %12s %5d %5d  %s\n", r.layout.label.c_str(),
                 MiB(e.params).c_str(), MiB(e.grads).c_str(), MiB(e.optimizer).c_str(),
-                MiB(e.activations).c_str(), MiB(e.peak()).c_str(), e.rank, m,
+                MiB(e.activations).c_str(), MiB(e.peak()).c_str(), e.rank, r.micro_batch,
                 f.budget == 0 ? "" : (fits ? "fits" : "too big"));
   }
   std::printf("(the worst rank of each layout, global_batch=%lld at the micro-batch shown; "
               "pipelines use --pp_schedule=%s%s)\n",
-              static_cast<long long>(global), job.train().parallel().pp_schedule().c_str(),
+              static_cast<long long>(job.train().global_batch()),
+              job.train().parallel().pp_schedule().c_str(),
               skipped > 0 ? "; layouts the model does not admit are marked" : "");
   if (f.budget > 0) {
-    std::printf("%s\n", pick.empty()
-                            ? "nothing fits: lower --micro_batch, add ranks, or --recompute"
-                            : absl::StrCat("fits with the least communication: ", pick).c_str());
+    absl::StatusOr<LayoutEstimate> pick = PickLayout(rows, f.budget);
+    std::printf("%s\n", !pick.ok() ? "nothing fits: lower --micro_batch, add ranks, or --recompute"
+                                    : absl::StrCat("fits with the least communication: ",
+                                                   pick->layout.label, " (",
+                                                   LayoutFlags(pick->layout, pick->micro_batch),
+                                                   ")")
+                                          .c_str());
   }
   return absl::OkStatus();
 }
@@ -187,8 +159,12 @@ int Main(int argc, char** argv) {
   GptJob job;
   std::vector<std::string> tool_args;
   absl::Status parsed =
-      LoadConfigFromArgs(args, &job, {"nproc", "rank", "memory_budget"}, &tool_args);
+      LoadConfigFromArgs(args, &job, {"nproc", "rank"}, &tool_args);
   absl::StatusOr<ToolFlags> flags = ParseToolFlags(tool_args);
+  if (flags.ok() && !job.train().parallel().memory_budget().empty()) {
+    absl::StatusOr<int64_t> budget = ParseByteSize(job.train().parallel().memory_budget());
+    if (budget.ok()) flags->budget = *budget; else flags = budget.status();
+  }
   if (parsed.ok() && !flags.ok()) parsed = flags.status();
   if (!parsed.ok()) {
     std::fprintf(stderr, "error: %s\n", std::string(parsed.message()).c_str());

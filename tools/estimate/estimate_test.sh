@@ -66,6 +66,30 @@ pick=$(sed -n 's/^fits with the least communication: ddp (\(.*\))$/\1/p' "$tmp/a
 "$train" "${plain[@]}" --nproc_per_node=4 $pick --steps=2 --log_every=0 --quiet --eval_every=0 || {
   echo "FAIL: the suggested flags do not train"; exit 1; }
 
+# Training with --strategy=auto: a budget just under ddp's peak must skip
+# ddp, train the next layout that fits, and stay within the budget.
+ddp_peak=$(awk '$1 == "ddp" { for (i = 1; i <= NF; ++i) if ($i == "MiB") v = $(i-1); print v }' \
+           "$tmp/auto_mb.txt")
+budget=$(awk -v p="$ddp_peak" 'BEGIN { print p - 0.05 }')
+"$train" "${plain[@]}" --nproc_per_node=4 --strategy=auto --memory_budget="${budget}MiB" \
+    --steps=2 --log_every=1 --quiet --eval_every=0 --metrics_out="$tmp/auto_m.jsonl" \
+    > "$tmp/auto_train.txt" 2>&1 || { echo "FAIL: auto training"; cat "$tmp/auto_train.txt"; exit 1; }
+grep -- "--strategy=auto on 4 ranks: " "$tmp/auto_train.txt" || {
+  echo "FAIL: auto training names no layout"; cat "$tmp/auto_train.txt"; exit 1; }
+if grep -q -- "--strategy=auto on 4 ranks: ddp " "$tmp/auto_train.txt"; then
+  echo "FAIL: auto picked ddp (peak $ddp_peak MiB) under a $budget MiB budget"; exit 1
+fi
+trained=$(grep '"step":2,.*peak_mem_mb' "$tmp/auto_m.jsonl" | sed 's/.*"peak_mem_mb":\([0-9.e+-]*\).*/\1/')
+awk -v m="$trained" -v b="$budget" 'BEGIN { exit !(m <= b) }' || {
+  echo "FAIL: auto's layout peaked at $trained MiB over the $budget MiB budget"; exit 1; }
+echo "auto trained within the budget: peak $trained MiB of $budget MiB (ddp would peak at $ddp_peak)"
+set +e
+"$train" "${plain[@]}" --strategy=auto --steps=1 2> "$tmp/err_auto.txt"
+code=$?
+set -e
+[[ $code != 0 ]] && grep -q -- "--memory_budget=70GiB" "$tmp/err_auto.txt" || {
+  echo "FAIL: auto without a budget"; cat "$tmp/err_auto.txt"; exit 1; }
+
 # A pipeline: one line per stage, the worst marked and shown in full; --rank picks one.
 "$estimate" "${common[@]}" --pp=2 --strategy=fsdp --nproc=4 | tee "$tmp/pp.txt"
 for row in "per pipeline stage" "<- worst" "the worst stage, rank" "peak while training"; do
