@@ -24,13 +24,23 @@ absl::Status MaterializeParameters(Module& root, const MaterializeOptions& o) {
       }
       continue;
     }
-    WEFT_ASSIGN_OR_RETURN(Tensor host, InitialValue(*p, o.seed));
-    if (o.param_dtype != DType::kF32) {
-      WEFT_ASSIGN_OR_RETURN(host, host.ToDType(o.param_dtype));
+    if (o.device.is_cpu() && o.param_dtype == DType::kF32) {
+      // The value is the f32 host tensor the initializer fills: fill it in
+      // place rather than through a staging copy, which would hold each
+      // parameter twice while building (and a dry run, which computes no
+      // values, would not see that transient).
+      WEFT_ASSIGN_OR_RETURN(p->value, Tensor::Empty(p->shape(), DType::kF32, o.device,
+                                                    o.allocator, o.stream));
+      WEFT_RETURN_IF_ERROR(InitLocalValue(*p, o.seed, p->value));
+    } else {
+      WEFT_ASSIGN_OR_RETURN(Tensor host, InitialValue(*p, o.seed));
+      if (o.param_dtype != DType::kF32) {
+        WEFT_ASSIGN_OR_RETURN(host, host.ToDType(o.param_dtype));
+      }
+      WEFT_ASSIGN_OR_RETURN(p->value, Tensor::Empty(p->shape(), o.param_dtype, o.device,
+                                                    o.allocator, o.stream));
+      WEFT_RETURN_IF_ERROR(p->value.CopyFrom(host, o.stream));
     }
-    WEFT_ASSIGN_OR_RETURN(p->value, Tensor::Empty(p->shape(), o.param_dtype, o.device,
-                                                  o.allocator, o.stream));
-    WEFT_RETURN_IF_ERROR(p->value.CopyFrom(host, o.stream));
     if (o.allocate_grads) {
       WEFT_ASSIGN_OR_RETURN(
           p->grad, Tensor::Zeros(p->shape(), o.grad_dtype, o.device,
