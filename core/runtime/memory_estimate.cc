@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "comm/device_mesh/training_mesh.h"
 #include "comm/store/hash_store.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
@@ -50,8 +51,14 @@ std::string DescribeLayout(const ParallelConfig& pc) {
 
 absl::StatusOr<std::vector<MemoryEstimate>> EstimatePipelineStages(
     const MemoryEstimateOptions& o) {
-  const int pp = o.job.config.parallel().pp();
-  if (pp <= 1 || o.world_size % pp != 0) {
+  // The mesh's pp size (--pp=0: all the ranks the other axes leave).
+  const ParallelConfig& pc = o.job.config.parallel();
+  absl::StatusOr<comm::TrainingMesh> mesh = comm::TrainingMesh::Create(
+      {.pp = pc.pp(), .dp_replicate = pc.dp_replicate(), .dp_shard = pc.dp_shard(),
+       .cp = pc.cp(), .tp = pc.tp(), .ep = pc.ep()},
+      o.world_size);
+  const int pp = mesh.ok() ? mesh->size("pp") : 1;
+  if (pp <= 1) {
     // No pipeline (or a mesh the estimate itself will reject, with its reason).
     WEFT_ASSIGN_OR_RETURN(MemoryEstimate e, EstimateMemory(o));
     return std::vector<MemoryEstimate>{e};

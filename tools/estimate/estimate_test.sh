@@ -96,6 +96,10 @@ for row in "per pipeline stage" "<- worst" "the worst stage, rank" "peak while t
   grep -q -- "$row" "$tmp/pp.txt" || { echo "FAIL: no '$row' in the pipeline estimate"; exit 1; }
 done
 [[ $(grep -cE "^  [02] " "$tmp/pp.txt") == 2 ]] || { echo "FAIL: not one line per stage (ranks 0, 2)"; exit 1; }
+# --pp=0 (the ranks the other axes leave: 2 here) is estimated per stage too.
+"$estimate" "${common[@]}" --pp=0 --dp_shard=2 --strategy=pp,fsdp --nproc=4 > "$tmp/pp0.txt"
+[[ $(grep -cE "^  [02] " "$tmp/pp0.txt") == 2 ]] || {
+  echo "FAIL: --pp=0 not one line per stage"; cat "$tmp/pp0.txt"; exit 1; }
 "$estimate" "${common[@]}" --pp=2 --nproc=2 --rank=1 --pp_schedule=gpipe > "$tmp/pp1.txt"
 grep -q "rank 1 of 2, strategy none \[pp=2 gpipe\]" "$tmp/pp1.txt" || {
   echo "FAIL: --rank=1 of a pipeline"; cat "$tmp/pp1.txt"; exit 1; }
