@@ -104,6 +104,24 @@ TEST(PipelineMoe, MatchesOneProcess) {
   testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, "moe_pp2");
 }
 
+// --pp=0 takes the ranks the other axes leave (here 4 / dp_shard 2 = 2)
+// and, like --pp=2, implies the pipeline strategy: the same run bitwise.
+TEST(PipelineMeshSize, ZeroTakesTheRemainingRanks) {
+  GptJob job = testing::TinyGptJob(testing::WriteCorpus(std::getenv("TEST_TMPDIR")));
+  job.mutable_train()->set_steps(4);
+  job.mutable_train()->set_micro_batch(2);
+  ParallelConfig* p = job.mutable_train()->mutable_parallel();
+  p->set_strategy("fsdp");
+  p->set_dp_shard(2);
+  p->set_pp(2);
+  auto explicit_pp = testing::RunMultiProcess(job, 4);
+  ASSERT_TRUE(explicit_pp.ok()) << explicit_pp.status();
+  p->set_pp(0);
+  auto remaining = testing::RunMultiProcess(job, 4);
+  ASSERT_TRUE(remaining.ok()) << remaining.status();
+  testing::ExpectParity(*explicit_pp, *remaining, 0, 0, "pp=0 vs pp=2");
+}
+
 // The first stage holds the most activations: 1F1B at most `pp` micro-
 // batches, GPipe all of them; the activation store's bytes follow.
 TEST(PipelineMemory, OneFOneBHoldsAtMostStagesMicroBatches) {

@@ -27,11 +27,24 @@ absl::StatusOr<JobTopology> ResolveTopology(const std::optional<JobTopology>& in
   return t;
 }
 
-// --strategy, plus pp when --pp > 1 asks for pipeline ranks and cp when
-// --cp > 1 asks for context-parallel ranks.
-absl::StatusOr<std::vector<std::string>> StrategyNames(const ParallelConfig& c) {
+// A mesh axis's size on world_size ranks: the flag, or for 0 ("the ranks
+// the other axes leave") what the mesh resolves it to; 1 when the sizes do
+// not resolve (building the mesh reports why).
+int ResolvedAxisSize(const ParallelConfig& c, int world_size, const std::string& axis) {
+  absl::StatusOr<comm::TrainingMesh> mesh = comm::TrainingMesh::Create(
+      {.pp = c.pp(), .dp_replicate = c.dp_replicate(), .dp_shard = c.dp_shard(), .cp = c.cp(),
+       .tp = c.tp(), .ep = c.ep()},
+      world_size);
+  return mesh.ok() ? mesh->size(axis) : 1;
+}
+
+// --strategy, plus pp when the mesh has pipeline ranks (--pp > 1, or --pp=0
+// resolving to more than one) and cp when --cp > 1 asks for context-parallel
+// ranks.
+absl::StatusOr<std::vector<std::string>> StrategyNames(const ParallelConfig& c, int world_size) {
   WEFT_ASSIGN_OR_RETURN(std::vector<std::string> names, ParseStrategyList(c.strategy()));
-  if (c.pp() > 1 && std::find(names.begin(), names.end(), "pp") == names.end()) {
+  const int pp = c.pp() == 0 ? ResolvedAxisSize(c, world_size, "pp") : c.pp();
+  if (pp > 1 && std::find(names.begin(), names.end(), "pp") == names.end()) {
     names.insert(names.begin(), "pp");
   }
   // --ep > 1 implies the expert strategy, and ddp for the dense weights
@@ -85,7 +98,8 @@ absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(
   for (absl::string_view plugin : absl::StrSplit(pc.plugin(), ',', absl::SkipEmpty())) {
     WEFT_RETURN_IF_ERROR(LoadStrategyPlugin(std::string(plugin)));
   }
-  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> names, StrategyNames(pc));
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> names,
+                        StrategyNames(pc, topology.world_size));
   auto state = std::make_unique<ParallelState>();
   state->world_rank = topology.rank;
   state->world_size = topology.world_size;
@@ -184,7 +198,8 @@ absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(
 absl::Status ApplyStrategies(const TrainConfig& config, std::unique_ptr<Model>& model,
                              RunContext& ctx, Allocator* param_allocator,
                              Allocator* grad_allocator, DType grad_dtype, ParallelState& state) {
-  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> names, StrategyNames(config.parallel()));
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> names,
+                        StrategyNames(config.parallel(), state.world_size));
   // --recompute is shorthand for the recompute strategy; it needs no mesh.
   if (config.recompute() && std::find(names.begin(), names.end(), "recompute") == names.end()) {
     names.push_back("recompute");
