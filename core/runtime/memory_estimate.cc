@@ -11,6 +11,7 @@
 #include "comm/store/hash_store.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
+#include "core/runtime/parallel_setup.h"
 
 namespace weft {
 namespace {
@@ -53,10 +54,8 @@ absl::StatusOr<std::vector<MemoryEstimate>> EstimatePipelineStages(
     const MemoryEstimateOptions& o) {
   // The mesh's pp size (--pp=0: all the ranks the other axes leave).
   const ParallelConfig& pc = o.job.config.parallel();
-  absl::StatusOr<comm::TrainingMesh> mesh = comm::TrainingMesh::Create(
-      {.pp = pc.pp(), .dp_replicate = pc.dp_replicate(), .dp_shard = pc.dp_shard(),
-       .cp = pc.cp(), .tp = pc.tp(), .ep = pc.ep()},
-      o.world_size);
+  absl::StatusOr<comm::TrainingMesh> mesh =
+      comm::TrainingMesh::Create(MeshSizesOf(pc), o.world_size);
   const int pp = mesh.ok() ? mesh->size("pp") : 1;
   if (pp <= 1) {
     // No pipeline (or a mesh the estimate itself will reject, with its reason).

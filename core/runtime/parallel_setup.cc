@@ -27,14 +27,21 @@ absl::StatusOr<JobTopology> ResolveTopology(const std::optional<JobTopology>& in
   return t;
 }
 
+comm::MeshSizes MeshSizesOf(const ParallelConfig& c) {
+  return {.pp = c.pp(),
+          .dp_replicate = c.dp_replicate(),
+          .dp_shard = c.dp_shard(),
+          .cp = c.cp(),
+          .tp = c.tp(),
+          .ep = c.ep()};
+}
+
 // A mesh axis's size on world_size ranks: the flag, or for 0 ("the ranks
 // the other axes leave") what the mesh resolves it to; 1 when the sizes do
 // not resolve (building the mesh reports why).
 int ResolvedAxisSize(const ParallelConfig& c, int world_size, const std::string& axis) {
-  absl::StatusOr<comm::TrainingMesh> mesh = comm::TrainingMesh::Create(
-      {.pp = c.pp(), .dp_replicate = c.dp_replicate(), .dp_shard = c.dp_shard(), .cp = c.cp(),
-       .tp = c.tp(), .ep = c.ep()},
-      world_size);
+  absl::StatusOr<comm::TrainingMesh> mesh =
+      comm::TrainingMesh::Create(MeshSizesOf(c), world_size);
   return mesh.ok() ? mesh->size(axis) : 1;
 }
 
@@ -115,14 +122,8 @@ absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(
   }
 
   // The mesh [pp, dp_replicate, dp_shard, cp, tp], ep carved from dp_shard x cp.
-  absl::StatusOr<comm::TrainingMesh> shape = comm::TrainingMesh::Create(
-      {.pp = pc.pp(),
-       .dp_replicate = pc.dp_replicate(),
-       .dp_shard = pc.dp_shard(),
-       .cp = pc.cp(),
-       .tp = pc.tp(),
-       .ep = pc.ep()},
-      topology.world_size);
+  absl::StatusOr<comm::TrainingMesh> shape =
+      comm::TrainingMesh::Create(MeshSizesOf(pc), topology.world_size);
   if (!shape.ok()) {
     return Annotate(shape.status(), absl::StrCat("the mesh of ", topology.world_size, " ranks (",
                                                  topology.description, ")"));

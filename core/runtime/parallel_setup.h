@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "absl/status/statusor.h"
+#include "comm/device_mesh/training_mesh.h"
 #include "comm/store/store.h"
 #include "core/nn/model.h"
 #include "core/parallel/parallel_state.h"
@@ -35,6 +36,9 @@ struct JobTopology {
 };
 
 absl::StatusOr<JobTopology> ResolveTopology(const std::optional<JobTopology>& injected);
+
+// The mesh sizes the parallel flags ask for (0: the ranks the others leave).
+comm::MeshSizes MeshSizesOf(const ParallelConfig& config);
 
 // `observer` (may be null) sees every op of the mesh's groups.
 absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(
