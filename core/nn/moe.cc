@@ -68,8 +68,6 @@ absl::StatusOr<MoeLayer::Routing> MoeLayer::Route(RunContext& ctx, const Tensor&
   } else {
     // The plan needs the choices on the host (see the file comment).
     WEFT_ASSIGN_OR_RETURN(r.all.experts_of, idx.ToVector<int32_t>());
-    r.all.local_index.resize(n);
-    for (int64_t t = 0; t < n; ++t) r.all.local_index[t] = t;
   }
   // Routing groups: sample b in b % groups (the group's samples are ours).
   const int64_t n_all = static_cast<int64_t>(r.all.experts_of.size()) / k;
@@ -78,16 +76,15 @@ absl::StatusOr<MoeLayer::Routing> MoeLayer::Route(RunContext& ctx, const Tensor&
   for (int64_t t = 0; t < n_all; ++t) {
     r.all_group_of[t] = static_cast<int>((t / per_sample) % groups);
   }
-  r.group_of.resize(n);
-  for (int64_t t = 0; t < n; ++t) r.group_of[t] = r.all_group_of[r.all.local_index[t]];
   const std::vector<int64_t> capacity(
       groups, ExpertCapacity(n_all / groups, k, e, config_.capacity_factor));
   r.all_plan = BuildGroupedRoutingPlan(r.all.experts_of, k, e, r.all_group_of, capacity);
-  if (exchange_ == nullptr) {
-    r.plan = r.all_plan;
-  } else {
-    r.plan = SubsetRoutingPlan(r.all_plan, r.all.experts_of, k, e, r.all_group_of, groups,
-                               r.all.local_index);
+  if (exchange_ != nullptr) {
+    // This rank's tokens are part of the group: their groups and rows.
+    std::vector<int>& own = r.own_group_of.emplace(n);
+    for (int64_t t = 0; t < n; ++t) own[t] = r.all_group_of[r.all.local_index[t]];
+    r.own_plan = SubsetRoutingPlan(r.all_plan, r.all.experts_of, k, e, r.all_group_of, groups,
+                                   r.all.local_index);
   }
   return r;
 }
@@ -96,7 +93,7 @@ absl::Status MoeLayer::Record(RunContext& ctx, const Routing& r, const std::vect
                               const std::vector<float>& lse, bool count_stats,
                               std::vector<float>* dprobs_extra) {
   const int e = config_.num_experts, k = config_.top_k, groups = config_.routing_groups;
-  const int64_t n = static_cast<int64_t>(r.group_of.size());
+  const int64_t n = static_cast<int64_t>(r.group_of().size());
   const int64_t n_all = static_cast<int64_t>(r.all_group_of.size());
   // f[g, j]: fraction of group g's choices routed to j, over the whole
   // group (every rank of an exchange has all its choices).
@@ -115,7 +112,7 @@ absl::Status MoeLayer::Record(RunContext& ctx, const Routing& r, const std::vect
     // exchange); the last entry: the sum of lse^2. Metrics only.
     std::vector<double> sums(f.size() + 1, 0.0);
     for (int64_t t = 0; t < n; ++t) {
-      for (int j = 0; j < e; ++j) sums[r.group_of[t] * e + j] += probs[t * e + j];
+      for (int j = 0; j < e; ++j) sums[r.group_of()[t] * e + j] += probs[t * e + j];
     }
     for (float v : lse) sums.back() += static_cast<double>(v) * v;
     if (exchange_ != nullptr) WEFT_RETURN_IF_ERROR(exchange_->Sum(ctx, sums));
@@ -139,7 +136,7 @@ absl::Status MoeLayer::Record(RunContext& ctx, const Routing& r, const std::vect
   for (int64_t t = 0; t < n; ++t) {
     for (int j = 0; j < e; ++j) {
       (*dprobs_extra)[t * e + j] = static_cast<float>(config_.aux_loss_coef * e *
-                                                      f[r.group_of[t] * e + j] * ctx.dloss_scale);
+                                                      f[r.group_of()[t] * e + j] * ctx.dloss_scale);
     }
   }
   return absl::OkStatus();
@@ -174,7 +171,7 @@ absl::StatusOr<Tensor> MoeLayer::Forward(RunContext& ctx, const Tensor& x) {
                            "make the micro-batch a multiple of --moe_routing_groups");
   }
   WEFT_ASSIGN_OR_RETURN(Routing routing, Route(ctx, idx, samples));
-  const RoutingPlan& plan = routing.plan;
+  const RoutingPlan& plan = routing.plan();
   const int64_t m = static_cast<int64_t>(plan.assign.size());
   WEFT_ASSIGN_OR_RETURN(Tensor slots, ToDevice(ctx, *Tensor::FromVector<int32_t>(plan.slots, {n, k})));
   WEFT_ASSIGN_OR_RETURN(Tensor assign, ToDevice(ctx, *Tensor::FromVector<int32_t>(plan.assign, {m})));

@@ -37,6 +37,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -109,11 +110,15 @@ class MoeLayer : public Module {
   // The routing group's choices (this rank's, or all ranks' through the
   // exchange) and this rank's plan; `all_plan` is the group's.
   struct Routing {
-    RoutingExchange::Choices all;
+    RoutingExchange::Choices all;   // local_index only under an exchange
     std::vector<int> all_group_of;  // routing group of each of all's tokens
     RoutingPlan all_plan;
-    std::vector<int> group_of;  // of this rank's tokens
-    RoutingPlan plan;           // this rank's rows
+    // This rank's part under an exchange; without one, the group's own.
+    std::optional<std::vector<int>> own_group_of;
+    std::optional<RoutingPlan> own_plan;
+    // Of this rank's tokens, and this rank's rows.
+    const std::vector<int>& group_of() const { return own_group_of ? *own_group_of : all_group_of; }
+    const RoutingPlan& plan() const { return own_plan ? *own_plan : all_plan; }
   };
   absl::StatusOr<Routing> Route(RunContext& ctx, const Tensor& idx, int64_t samples);
   // Statistics of one call, and the balance loss's dL/dprobs (N, E) of this
