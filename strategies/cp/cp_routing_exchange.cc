@@ -55,8 +55,8 @@ absl::StatusOr<RoutingExchange::Choices> CpRoutingExchange::Gather(RunContext& c
         absl::StrCat("MoE layer under cp rank ", rank, " of ", cp, " sees ", n / samples,
                      " tokens per sample at positions other than its zigzag chunks"),
         "MoE input of whole zigzag chunks (2 chunks of seq_len / (2 x cp) tokens)",
-        "sequence parallelism or another split inside cp cannot route MoE tokens; use --tp "
-        "without sp");
+        "a strategy that splits the chunks further must hand the MoE layer the whole chunks "
+        "(sp does: tp::SequenceGathered)");
   }
   WEFT_ASSIGN_OR_RETURN(Tensor all, ctx.Empty({cp * n, k}, DType::kI32));
   absl::Status s = group_->AllGather(idx, all, {.stream = ctx.stream})->Wait();
