@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/base/errors.h"
 
 namespace weft {
@@ -33,6 +34,10 @@ absl::StatusOr<int64_t> ParseByteSize(absl::string_view text) {
                            "e.g. --memory_budget=80GiB, 512MiB or 1.5GB");
   }
   return static_cast<int64_t>(value * scale);
+}
+
+std::string FormatMiB(int64_t bytes) {
+  return absl::StrFormat("%.1f MiB", static_cast<double>(bytes) / (1 << 20));
 }
 
 }  // namespace weft

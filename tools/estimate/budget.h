@@ -3,6 +3,7 @@
 #define WEFT_TOOLS_ESTIMATE_BUDGET_H_
 
 #include <cstdint>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -12,6 +13,9 @@ namespace weft {
 // Bytes in `text`: a number with an optional unit (B, KiB, MiB, GiB, TiB,
 // or KB, MB, GB, TB as powers of 1000; K, M, G, T as binary).
 absl::StatusOr<int64_t> ParseByteSize(absl::string_view text);
+
+// "12.3 MiB": sizes in the estimate tool's tables and the planner's lines.
+std::string FormatMiB(int64_t bytes);
 
 }  // namespace weft
 

@@ -19,7 +19,6 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/runtime/config_loader.h"
@@ -60,16 +59,6 @@ absl::StatusOr<ToolFlags> ParseToolFlags(const std::vector<std::string>& args) {
   return f;
 }
 
-// --rank=R: that rank. Otherwise every pipeline stage (rank 0's pipeline;
-// one estimate without pp).
-absl::StatusOr<std::vector<MemoryEstimate>> Estimate(const GptJob& job, const ToolFlags& f) {
-  return EstimateJob(job, f.nproc, f.rank);
-}
-
-std::string MiB(int64_t bytes) {
-  return absl::StrFormat("%.1f MiB", static_cast<double>(bytes) / (1 << 20));
-}
-
 // The first clause of an error, for one line of a table.
 std::string Short(const absl::Status& s) {
   std::string m(s.message());
@@ -91,7 +80,7 @@ std::string Short(const absl::Status& s) {
 absl::Status EstimateAll(const GptJob& job, const ToolFlags& f) {
   std::printf("%-18s %12s %12s %12s %12s %12s %5s %5s  %s\n", "layout", "params", "grads",
               "optimizer", "activations", "peak", "rank", "micro",
-              f.budget > 0 ? ("budget " + MiB(f.budget)).c_str() : "");
+              f.budget > 0 ? ("budget " + FormatMiB(f.budget)).c_str() : "");
   const std::vector<LayoutEstimate> rows = EstimateLayouts(job, f.nproc);
   int skipped = 0;
   for (const LayoutEstimate& r : rows) {
@@ -103,8 +92,8 @@ absl::Status EstimateAll(const GptJob& job, const ToolFlags& f) {
     const MemoryEstimate& e = r.worst;
     const bool fits = f.budget == 0 || e.peak() <= f.budget;
     std::printf("%-18s %12s %12s %12s %12s %12s %5d %5d  %s\n", r.layout.label.c_str(),
-                MiB(e.params).c_str(), MiB(e.grads).c_str(), MiB(e.optimizer).c_str(),
-                MiB(e.activations).c_str(), MiB(e.peak()).c_str(), e.rank, r.micro_batch,
+                FormatMiB(e.params).c_str(), FormatMiB(e.grads).c_str(), FormatMiB(e.optimizer).c_str(),
+                FormatMiB(e.activations).c_str(), FormatMiB(e.peak()).c_str(), e.rank, r.micro_batch,
                 f.budget == 0 ? "" : (fits ? "fits" : "too big"));
   }
   std::printf("(the worst rank of each layout, global_batch=%lld at the micro-batch shown; "
@@ -126,7 +115,8 @@ absl::Status EstimateAll(const GptJob& job, const ToolFlags& f) {
 
 // One layout: the rank asked for, or every pipeline stage and the worst.
 absl::Status EstimateOne(const GptJob& job, const ToolFlags& f) {
-  WEFT_ASSIGN_OR_RETURN(std::vector<MemoryEstimate> all, Estimate(job, f));
+  // --rank=R: that rank; otherwise every pipeline stage (one estimate without pp).
+  WEFT_ASSIGN_OR_RETURN(std::vector<MemoryEstimate> all, EstimateJob(job, f.nproc, f.rank));
   const MemoryEstimate& worst = WorstRank(all);
   if (all.size() > 1) {
     std::printf("%s", FormatStageTable(all).c_str());
@@ -135,7 +125,7 @@ absl::Status EstimateOne(const GptJob& job, const ToolFlags& f) {
   std::printf("%s", FormatMemoryEstimate(worst).c_str());
   if (f.budget > 0) {
     std::printf("%s the budget of %s\n", worst.peak() <= f.budget ? "fits" : "exceeds",
-                MiB(f.budget).c_str());
+                FormatMiB(f.budget).c_str());
   }
   return absl::OkStatus();
 }

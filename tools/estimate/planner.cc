@@ -5,20 +5,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "models/gpt/gpt_job.h"
 #include "tools/estimate/budget.h"
 
 namespace weft {
-namespace {
-
-std::string MiB(int64_t bytes) {
-  return absl::StrFormat("%.1f MiB", static_cast<double>(bytes) / (1 << 20));
-}
-
-}  // namespace
 
 absl::StatusOr<std::vector<MemoryEstimate>> EstimateJob(const GptJob& job, int nproc, int rank) {
   WEFT_ASSIGN_OR_RETURN(std::string path, GptDataPath(job));
@@ -74,9 +66,9 @@ absl::StatusOr<LayoutEstimate> PickLayout(const std::vector<LayoutEstimate>& est
                               "run //tools:estimate with --strategy=auto to see each reason");
   }
   return MakeError(absl::StatusCode::kResourceExhausted,
-                   absl::StrCat("no layout fits the memory budget of ", MiB(budget),
+                   absl::StrCat("no layout fits the memory budget of ", FormatMiB(budget),
                                 " per rank; the smallest is ", smallest->layout.label, " at ",
-                                MiB(smallest->worst.peak()), " (rank ", smallest->worst.rank, ")"),
+                                FormatMiB(smallest->worst.peak()), " (rank ", smallest->worst.rank, ")"),
                    "a layout whose worst rank's peak fits the budget",
                    "raise --memory_budget, add ranks, lower --micro_batch or add --recompute");
 }
@@ -102,8 +94,8 @@ absl::StatusOr<GptJob> PlanAutoLayout(const GptJob& job, int nproc, std::string*
   if (!pick.ok()) return Annotate(pick.status(), absl::StrCat("--strategy=auto on ", nproc, " ranks"));
   *summary = absl::StrCat("--strategy=auto on ", nproc, " ranks: ", pick->layout.label, " (",
                           LayoutFlags(pick->layout, pick->micro_batch), "), worst rank ",
-                          pick->worst.rank, " peaks at ", MiB(pick->worst.peak()), " of the ",
-                          MiB(budget), " budget");
+                          pick->worst.rank, " peaks at ", FormatMiB(pick->worst.peak()), " of the ",
+                          FormatMiB(budget), " budget");
   return WithLayout(job, *pick);
 }
 
