@@ -114,6 +114,19 @@ struct DropoutCursor {
       sample += key.sample_stride;
     }
   }
+  // Elements left in the current sample (all of them when the launch is
+  // one sample).
+  WEFT_HOST_DEVICE uint64_t LeftInSample() const {
+    return key.sample_size == 0 ? ~uint64_t{0} : key.sample_size - within;
+  }
+  // Steps over n elements, at most LeftInSample().
+  WEFT_HOST_DEVICE void Skip(uint64_t n) {
+    within += n;
+    if (within == key.sample_size) {
+      within = 0;
+      sample += key.sample_stride;
+    }
+  }
   DropoutKey key;
   uint64_t sample, within;
   // The last Philox block drawn, for the next elements of the same four.

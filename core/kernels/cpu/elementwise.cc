@@ -1,9 +1,12 @@
 // GELU, residual add, scale and dropout: single passes over contiguous data
-// (dropout on the kernel thread pool).
+// (dropout on the kernel thread pool, its Philox in AVX2 where the CPU has it).
+#include <algorithm>
+
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/kernels/cpu/check_args.h"
 #include "core/kernels/cpu/cpu_ops.h"
+#include "core/kernels/cpu/dropout_avx2.h"
 #include "core/kernels/cpu/gelu_math.h"
 #include "core/kernels/cpu/thread_pool.h"
 #include "core/kernels/philox.h"
@@ -63,10 +66,26 @@ absl::Status Dropout(Tensor& out, const Tensor& in, float p, const DropoutKey& k
   // The mask is a function of each element's position alone, so splitting
   // the range over threads (each with its own cursor) cannot change it: the
   // reference and the production kernels share this one loop.
+  // With AVX2, whole groups of eight Philox blocks inside a sample take the
+  // vector kernel (the same bits); the rest, up to a block boundary or a
+  // sample's end, takes the cursor.
+  const bool vector = HasAvx2();
   ParallelFor(in.numel(), 16384, [&](int64_t i0, int64_t i1) {
     DropoutCursor at(key, static_cast<uint64_t>(i0));
-    for (int64_t i = i0; i < i1; ++i, at.Next()) {
+    int64_t i = i0;
+    while (i < i1) {
+      const uint64_t room = std::min<uint64_t>(i1 - i, at.LeftInSample());
+      if (vector && (at.within & 3) == 0 && room >= 32) {
+        const uint64_t n = room & ~uint64_t{31};
+        DropoutBlocksAvx2(po + i, pi + i, static_cast<int64_t>(n), at.within >> 2, key.seed,
+                          at.sample, p, keep_scale);
+        i += static_cast<int64_t>(n);
+        at.Skip(n);
+        continue;
+      }
       po[i] = at.Keep(p) ? pi[i] * keep_scale : 0.f;
+      ++i;
+      at.Next();
     }
   });
   return absl::OkStatus();
