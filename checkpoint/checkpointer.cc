@@ -92,7 +92,7 @@ struct Checkpointer::Job {
   std::vector<HostStatePiece> pieces;
   RankState state;
   std::vector<MeshAxis> mesh;
-  std::string strategies, job_config, model_summary, optimizer;
+  std::string strategies, job_config, model_summary, optimizer, tokenizer;
   Clock::time_point start;
   SaveStats stats;
 };
@@ -144,6 +144,7 @@ absl::Status Checkpointer::Save(const SaveRequest& request) {
   job->job_config = request.job_config;
   job->model_summary = request.model_summary;
   job->optimizer = request.optimizer;
+  job->tokenizer = request.tokenizer;
   job->start = t0;
   job->stats.step = request.step;
   // The copy to host: training may change the state once Save returns.
@@ -254,6 +255,7 @@ absl::Status Checkpointer::Commit(Job& job, std::vector<RankReport> reports) {
   meta.set_job_config(job.job_config);
   meta.set_model_summary(job.model_summary);
   meta.set_optimizer(job.optimizer);
+  meta.set_tokenizer(job.tokenizer);
   meta.set_chunk_bytes(options_.chunk_bytes);
   meta.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
   std::map<std::string, int> index;

@@ -60,7 +60,7 @@ struct SaveRequest {
   RankState state;
   // Job-wide, used by rank 0 only.
   std::vector<MeshAxis> mesh;
-  std::string strategies, job_config, model_summary, optimizer;
+  std::string strategies, job_config, model_summary, optimizer, tokenizer;
 };
 
 struct SaveStats {

@@ -38,19 +38,6 @@ std::string ShapeString(const std::vector<int64_t>& s) { return absl::StrCat("["
 
 bool IsOptimizerState(const std::string& name) { return name.find(':') != std::string::npos; }
 
-// The same row-major elements: equal shapes, or one with its first
-// dimension split in two (a packed tensor-parallel layer places a fused
-// (3C, C) qkv weight as (3, C, C), and its bias as (3, C), so each rank
-// holds whole heads of q, k and v).
-bool SameLayout(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  if (a == b) return true;
-  const std::vector<int64_t>& longer = a.size() > b.size() ? a : b;
-  const std::vector<int64_t>& shorter = a.size() > b.size() ? b : a;
-  return longer.size() == shorter.size() + 1 && !shorter.empty() &&
-         longer[0] * longer[1] == shorter[0] &&
-         std::equal(longer.begin() + 2, longer.end(), shorter.begin() + 1);
-}
-
 // Converts n stored elements of `dtype` to f32.
 absl::Status Decode(const uint8_t* bytes, DType dtype, int64_t n, float* out) {
   if (dtype == DType::kF32) {
@@ -161,7 +148,7 @@ absl::Status CheckCompatible(const Checkpoint& ckpt, const std::vector<StatePiec
       continue;
     }
     std::vector<int64_t> s(e.global_shape().begin(), e.global_shape().end());
-    if (!SameLayout(s, it->second)) {
+    if (!SameRowMajorLayout(s, it->second)) {
       shapes.push_back(absl::StrCat(e.name(), " ", ShapeString(s), " in the checkpoint, ",
                                     ShapeString(it->second), " here"));
     }
@@ -255,7 +242,7 @@ absl::Status LoadFromFull(const std::map<std::string, HostTensor>& full,
       if (skipped != nullptr) skipped->push_back(lp.info.name);
       continue;
     }
-    if (!SameLayout(it->second.shape, Vec(lp.info.global_shape))) {
+    if (!SameRowMajorLayout(it->second.shape, Vec(lp.info.global_shape))) {
       return FailedPrecondition(absl::StrCat(lp.info.name, " has shape ", ShapeString(it->second.shape),
                                              " in the file"),
                                 absl::StrCat(ShapeString(Vec(lp.info.global_shape)), " in this model"),

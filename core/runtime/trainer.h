@@ -49,6 +49,9 @@ struct DataLoaders {
   std::unique_ptr<data::DataLoader> train;
   std::unique_ptr<data::DataLoader> val;  // may be null
   int64_t vocab_size = 0;                 // classes for classifiers
+  // Text jobs: the tokenizer (data::Tokenizer::Serialize), saved in every
+  // checkpoint so that it samples and encodes without the training data.
+  std::string tokenizer;
 };
 
 struct StepStats {

@@ -120,6 +120,7 @@ absl::Status Trainer::SaveCheckpoint() {
   r.job_config = options_.describe_job ? options_.describe_job() : cfg().DebugString();
   r.model_summary = model_->Summary();
   r.optimizer = optimizer_->config().name;
+  r.tokenizer = loaders_.tokenizer;
   WEFT_RETURN_IF_ERROR(Annotate(checkpointer_->Save(r), absl::StrCat("checkpoint at step ", step_)));
   LogCheckpoint(/*after_save=*/true);
   return absl::OkStatus();

@@ -54,7 +54,8 @@ void SetGptJobCallbacks(const GptJob& job, const std::string& data_path,
     t.vocab_size = job.model().vocab_size();
     t.loader = base;
     WEFT_ASSIGN_OR_RETURN(data::TextData d, data::OpenTextData(t));
-    return DataLoaders{std::move(d.train), std::move(d.val), d.vocab_size};
+    return DataLoaders{std::move(d.train), std::move(d.val), d.vocab_size,
+                       d.tokenizer != nullptr ? d.tokenizer->Serialize() : std::string()};
   };
   options->make_model = [job, resolved](
                             const DataLoaders& d) -> absl::StatusOr<std::unique_ptr<Model>> {

@@ -36,6 +36,15 @@ absl::StatusOr<GptWeights> ExportWeights(Module& model) {
   return out;
 }
 
+void ToModelShapes(Module& model, GptWeights* weights) {
+  for (Parameter* p : model.Parameters()) {
+    auto it = weights->find(p->name());
+    if (it == weights->end()) continue;
+    const std::vector<int64_t> want(p->global_shape().begin(), p->global_shape().end());
+    if (ckpt::SameRowMajorLayout(it->second.shape, want)) it->second.shape = want;
+  }
+}
+
 absl::Status ImportWeights(const GptWeights& weights, Module& model) {
   // Everything is checked before the first copy, so a bad map leaves the
   // model untouched.

@@ -24,6 +24,12 @@ using GptWeights = std::map<std::string, ckpt::HostTensor>;
 // copied to the host as f32.
 absl::StatusOr<GptWeights> ExportWeights(Module& model);
 
+// Gives each tensor stored in an equivalent layout (SameRowMajorLayout: a
+// tensor-parallel checkpoint's packed qkv (3, C, C) for the model's
+// (3C, C)) its parameter's shape in `model`; the values stay. Other tensors
+// are left as they are (ImportWeights then names any that do not fit).
+void ToModelShapes(Module& model, GptWeights* weights);
+
 // Copies `weights` into `model`'s parameter values (converting to their
 // dtype and device). The names must match exactly, with equal shapes; on
 // error the model is left unchanged.

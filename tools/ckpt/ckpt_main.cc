@@ -12,6 +12,7 @@
 //
 // CHECKPOINT is a step directory, or a --checkpoint_dir (its newest one).
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,9 @@
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "google/protobuf/text_format.h"
+#include "models/gpt/gpt.h"
 #include "models/gpt/gpt_config.pb.h"
+#include "models/gpt/gpt_weights.h"
 #include "models/gpt/llmc_format.h"
 #include "tools/train_main/train_main.h"
 
@@ -99,6 +102,9 @@ void Inspect(const Checkpoint& c) {
                                absl::UTCTimeZone())
                   .c_str());
   std::printf("  model %s\n", m.model_summary().c_str());
+  // A saved tokenizer's first line names its kind and size.
+  const std::string tokenizer_head = m.tokenizer().substr(0, m.tokenizer().find('\n'));
+  std::printf("  tokenizer %s\n", m.tokenizer().empty() ? "none saved" : tokenizer_head.c_str());
   if (m.ranks_size() > 0) {
     std::printf("  data position (rank 0): %s\n", m.ranks(0).train_loader().c_str());
   }
@@ -158,12 +164,19 @@ absl::Status Run(const Args& a) {
   WEFT_ASSIGN_OR_RETURN(auto weights, ReadFullTensors(c, [](const std::string& name) {
                           return name.find(':') == std::string::npos;
                         }));
+  // A GPT's weights leave in the model's own shapes, whatever the layout
+  // they were saved under (tp saves a fused qkv as (3, C, C)).
+  GptJob job;
+  const bool gpt = google::protobuf::TextFormat::ParseFromString(c.meta.job_config(), &job) &&
+                   job.has_model();
+  if (gpt) {
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Gpt> model, Gpt::Create(job.model(), job.train().seq_len()));
+    ToModelShapes(*model, &weights);
+  }
   if (a.format == "safetensors") {
     WEFT_RETURN_IF_ERROR(WriteSafetensors(a.out, weights, {.dtype = a.dtype, .metadata = RunMetadata(c)}));
   } else if (a.format == "llmc") {
-    GptJob job;
-    if (!google::protobuf::TextFormat::ParseFromString(c.meta.job_config(), &job) ||
-        !job.has_model()) {
+    if (!gpt) {
       return FailedPrecondition(absl::StrCat(c.dir, " does not record a GPT job config"),
                                 "a checkpoint of //models/gpt:train",
                                 "llm.c's format holds GPT-2 models only");

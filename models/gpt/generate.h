@@ -1,0 +1,49 @@
+// Sampling text from a GPT: one token at a time, each drawn from the
+// model's next-token distribution at the last position of the most recent
+// seq_len tokens (the window it was trained on). Each new token runs the
+// whole window forward again (no key/value cache), so a token costs one
+// forward of up to seq_len positions: fine for inspecting a model, not a
+// serving path.
+#ifndef WEFT_MODELS_GPT_GENERATE_H_
+#define WEFT_MODELS_GPT_GENERATE_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "core/nn/run_context.h"
+#include "models/gpt/gpt.h"
+
+namespace weft {
+
+struct GenerateOptions {
+  int64_t max_new_tokens = 200;
+  // Logits are divided by it before the softmax; 0 picks the most likely
+  // token (the lowest id among equals).
+  float temperature = 1.0f;
+  // Draw among the k most likely tokens only (0: all of them).
+  int top_k = 0;
+  // The draws: token i of a run uses Philox(seed, i), so a seed repeats a
+  // sample exactly on any device.
+  uint64_t seed = 0;
+  // Stop after emitting this token (the end-of-text id); -1: never.
+  int32_t stop_id = -1;
+};
+
+// The next token from the logits of one position (the real vocabulary
+// only, without padding), drawn with uniform `u` in [0, 1).
+int32_t PickToken(absl::Span<const float> logits, const GenerateOptions& options, double u);
+
+// Appends up to max_new_tokens tokens to `tokens` (the prompt: at least one
+// token), calling on_token (may be empty) after each. `ctx` must be the
+// model's device and compute dtype; it runs in evaluation mode (no dropout,
+// nothing saved for backward).
+absl::Status Generate(Gpt& model, int64_t seq_len, RunContext ctx, const GenerateOptions& options,
+                      std::vector<int32_t>* tokens,
+                      const std::function<void(int32_t)>& on_token = {});
+
+}  // namespace weft
+
+#endif  // WEFT_MODELS_GPT_GENERATE_H_

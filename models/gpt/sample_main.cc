@@ -1,0 +1,183 @@
+// bazel run -c opt //models/gpt:sample -- --checkpoint=/ckpt/run1 --prompt="ROMEO:" \
+//     [--tokens=200] [--temperature=0.8] [--top_k=40] [--seed=S] [--device=cuda]
+//
+// Prints text from a trained GPT: the prompt, then each sampled token as it
+// comes (stdout); one line of figures at the end (stderr). The checkpoint
+// may come from any world size and strategy mix: its weights are read
+// whole, and it carries the model config and the tokenizer.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "checkpoint/layout.h"
+#include "checkpoint/loader.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "core/nn/materialize.h"
+#include "data/tokenizer_factory.h"
+#include "google/protobuf/text_format.h"
+#include "models/gpt/generate.h"
+#include "models/gpt/gpt_config.pb.h"
+#include "models/gpt/gpt_weights.h"
+#include "models/gpt/llmc_format.h"
+#include "models/gpt/sample_config.pb.h"
+#include "tools/train_main/train_main.h"
+
+namespace weft {
+namespace {
+
+// What to sample from: the model, its weights, its window and tokenizer.
+struct Source {
+  GptConfig model;
+  GptWeights weights;
+  int64_t seq_len = 0;
+  std::string tokenizer;  // serialized; empty when the source has none
+  std::string what;       // for the closing line
+};
+
+absl::StatusOr<Source> FromCheckpoint(const std::string& path) {
+  absl::StatusOr<ckpt::Checkpoint> c = ckpt::OpenCheckpoint(path);
+  if (!c.ok() && absl::IsNotFound(c.status())) {
+    // A checkpoint directory: its newest step.
+    WEFT_ASSIGN_OR_RETURN(std::string latest, ckpt::ResolveResume(path, "latest"));
+    c = ckpt::OpenCheckpoint(latest);
+  }
+  WEFT_RETURN_IF_ERROR(c.status());
+  GptJob job;
+  if (!google::protobuf::TextFormat::ParseFromString(c->meta.job_config(), &job) ||
+      !job.has_model()) {
+    return FailedPrecondition(absl::StrCat(c->dir, " does not record a GPT job config"),
+                              "a checkpoint of //models/gpt:train");
+  }
+  Source s;
+  s.model = job.model();
+  s.seq_len = job.train().seq_len();
+  s.tokenizer = c->meta.tokenizer();
+  s.what = absl::StrCat(c->dir, " (step ", c->meta.step(), ")");
+  // Parameters only: optimizer entries are "<param>:<kind>".
+  WEFT_ASSIGN_OR_RETURN(s.weights, ckpt::ReadFullTensors(*c, [](const std::string& name) {
+                          return name.find(':') == std::string::npos;
+                        }));
+  return s;
+}
+
+absl::StatusOr<Source> FromLlmc(const std::string& path) {
+  Source s;
+  WEFT_ASSIGN_OR_RETURN(s.model, LlmcConfig(path));
+  WEFT_ASSIGN_OR_RETURN(s.weights, ReadLlmcCheckpoint(path, s.model));
+  s.seq_len = s.model.max_seq_len();
+  s.what = path;
+  return s;
+}
+
+absl::StatusOr<Source> OpenSource(const SampleJob& job) {
+  if (job.checkpoint().empty() == job.init_from().empty()) {
+    return InvalidArgument("--checkpoint and --init_from: need exactly one",
+                           "a weft checkpoint (--checkpoint=DIR) or an llm.c file (--init_from=FILE)");
+  }
+  WEFT_ASSIGN_OR_RETURN(Source s, job.checkpoint().empty()
+                                      ? FromLlmc(ResolveUserPath(job.init_from()))
+                                      : FromCheckpoint(ResolveUserPath(job.checkpoint())));
+  if (!job.tokenizer().empty()) {
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<data::Tokenizer> t,
+                          data::LoadTokenizer(ResolveUserPath(job.tokenizer())));
+    s.tokenizer = t->Serialize();
+  }
+  if (s.tokenizer.empty()) {
+    return FailedPrecondition(absl::StrCat(s.what, " carries no tokenizer"),
+                              "a tokenizer to encode the prompt and decode the sample",
+                              "pass --tokenizer=FILE (e.g. the tokenizer.txt that prepare_data "
+                              "wrote); checkpoints of text jobs carry their own");
+  }
+  if (job.seq_len() > 0) {
+    if (job.seq_len() > s.model.max_seq_len()) {
+      return InvalidArgument(absl::StrCat("--seq_len=", job.seq_len()),
+                             absl::StrCat("at most the model's max_seq_len=", s.model.max_seq_len()));
+    }
+    s.seq_len = job.seq_len();
+  }
+  return s;
+}
+
+absl::StatusOr<RunContext> SampleContext(const SampleJob& job) {
+  WEFT_ASSIGN_OR_RETURN(Device device, ParseDevice(job.device()));
+  DType compute = device.is_cuda() ? DType::kBF16 : DType::kF32;
+  if (job.dtype() != "auto") {
+    WEFT_ASSIGN_OR_RETURN(compute, ParseDType(job.dtype()));
+  }
+  if (device.is_cpu() && compute != DType::kF32) {
+    return InvalidArgument(absl::StrCat("--dtype=", job.dtype(), " on CPU"), "f32 (or auto) on CPU");
+  }
+  return RunContext::Create(device, compute);
+}
+
+absl::Status Run(const SampleJob& job) {
+  WEFT_ASSIGN_OR_RETURN(Source src, OpenSource(job));
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<data::Tokenizer> tokenizer,
+                        data::ParseTokenizer(src.tokenizer, "the tokenizer"));
+  if (tokenizer->vocab_size() > src.model.vocab_size()) {
+    return FailedPrecondition(
+        absl::StrCat("the tokenizer has ", tokenizer->vocab_size(), " ids"),
+        absl::StrCat("at most the model's vocab_size=", src.model.vocab_size()),
+        "pass the tokenizer the model was trained with");
+  }
+  WEFT_ASSIGN_OR_RETURN(RunContext ctx, SampleContext(job));
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Gpt> model, Gpt::Create(src.model, src.seq_len));
+  WEFT_RETURN_IF_ERROR(MaterializeParameters(
+      *model, {.device = ctx.device, .param_dtype = ctx.compute_dtype, .allocate_grads = false}));
+  ToModelShapes(*model, &src.weights);  // a tp checkpoint's packed qkv
+  WEFT_RETURN_IF_ERROR(ImportWeights(src.weights, *model));
+
+  std::vector<int32_t> tokens;
+  if (job.prompt().empty()) {
+    if (tokenizer->eot_id() < 0) {
+      return InvalidArgument("an empty --prompt with a tokenizer that has no end-of-text token",
+                             "a prompt to continue", "e.g. --prompt=\"The \"");
+    }
+    tokens.push_back(tokenizer->eot_id());
+  } else {
+    WEFT_ASSIGN_OR_RETURN(tokens, tokenizer->Encode(job.prompt()));
+  }
+  std::printf("%s", job.prompt().c_str());
+  std::fflush(stdout);
+  GenerateOptions g{.max_new_tokens = job.tokens(),
+                    .temperature = job.temperature(),
+                    .top_k = job.top_k(),
+                    .seed = job.seed(),
+                    .stop_id = job.stop_at_eot() ? tokenizer->eot_id() : -1};
+  absl::Status decode_error;
+  const size_t prompt_tokens = tokens.size();
+  const auto start = std::chrono::steady_clock::now();
+  WEFT_RETURN_IF_ERROR(Generate(*model, src.seq_len, ctx, g, &tokens, [&](int32_t id) {
+    if (id == g.stop_id) return;
+    absl::StatusOr<std::string> text = tokenizer->Decode({id});
+    if (!text.ok()) {
+      decode_error.Update(text.status());
+      return;
+    }
+    std::fwrite(text->data(), 1, text->size(), stdout);
+    std::fflush(stdout);
+  }));
+  WEFT_RETURN_IF_ERROR(decode_error);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const size_t made = tokens.size() - prompt_tokens;
+  std::printf("\n");
+  std::fprintf(stderr, "sampled %zu tokens in %.2f s (%.1f tokens/s) from %s, window %lld\n", made,
+               s, made / std::max(s, 1e-9), src.what.c_str(), static_cast<long long>(src.seq_len));
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace weft
+
+int main(int argc, char** argv) {
+  weft::SampleJob job;
+  return weft::TrainMain(argc, argv,
+                         "Sample text from a trained GPT (a weft checkpoint or an llm.c file).\n"
+                         "usage: sample --checkpoint=DIR [--prompt=TEXT] [--tokens=N] "
+                         "[--temperature=T] [--top_k=K] [--seed=S]",
+                         &job, [&] { return weft::Run(job); });
+}
