@@ -42,8 +42,14 @@ absl::StatusOr<Source> FromCheckpoint(const std::string& path) {
   absl::StatusOr<ckpt::Checkpoint> c = ckpt::OpenCheckpoint(path);
   if (!c.ok() && absl::IsNotFound(c.status())) {
     // A checkpoint directory: its newest step.
-    WEFT_ASSIGN_OR_RETURN(std::string latest, ckpt::ResolveResume(path, "latest"));
-    c = ckpt::OpenCheckpoint(latest);
+    absl::StatusOr<std::string> latest = ckpt::ResolveResume(path, "latest");
+    if (!latest.ok()) {
+      return NotFound(absl::StrCat("no checkpoint at ", path),
+                      "a step_<N> directory, or a directory holding some",
+                      "train with --checkpoint_dir=DIR --checkpoint_every=K (a save also "
+                      "follows the last step)");
+    }
+    c = ckpt::OpenCheckpoint(*latest);
   }
   WEFT_RETURN_IF_ERROR(c.status());
   GptJob job;

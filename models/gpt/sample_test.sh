@@ -68,6 +68,7 @@ expect_error() {
   echo "$out" | grep -q -- "$want" || { echo "FAIL: '$*' said: $out (wanted '$want')"; exit 1; }
 }
 expect_error "need exactly one" --prompt=x
+expect_error "no checkpoint at .*nothing_here" --checkpoint="$tmp/nothing_here" --prompt=x
 expect_error "carries no tokenizer" --init_from="$tmp/model.bin" --prompt=x
 expect_error "no end-of-text token" --checkpoint="$tmp/one"
 expect_error "not in the char vocabulary" --checkpoint="$tmp/one" --prompt="QZ#"
