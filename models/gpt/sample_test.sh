@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end checks of //models/gpt:sample: a tiny GPT trained on two
-# repeated sentences continues them; checkpoints of one process, of fsdp
-# and of tp ranks (read whole, whatever their sharding) and the same model
+# repeated sentences continues them; checkpoints of one process, of fsdp,
+# tp and pp ranks (read whole, whatever their sharding) and the same model
 # as an llm.c file all give the same greedy text; a seed repeats a sample;
 # bad command lines are clear errors.
 set -euo pipefail
@@ -22,6 +22,7 @@ common=(--config="$config" --data="$tmp/corpus.txt" --steps=120 --quiet --num_wo
 "$train" "${common[@]}" --checkpoint_dir="$tmp/one"
 "$train" "${common[@]}" --checkpoint_dir="$tmp/fsdp" --nproc_per_node=2 --strategy=fsdp --micro_batch=8
 "$train" "${common[@]}" --checkpoint_dir="$tmp/tp" --nproc_per_node=2 --strategy=tp --tp=2
+"$train" "${common[@]}" --checkpoint_dir="$tmp/pp" --nproc_per_node=2 --pp=2 --micro_batch=8
 
 greedy=(--prompt="the quick" --tokens=60 --temperature=0)
 "$sample" --checkpoint="$tmp/one" "${greedy[@]}" > "$tmp/one.txt" 2> "$tmp/one.err"
@@ -35,7 +36,7 @@ grep -q "sampled 60 tokens .* from .*/one/step_120 (step 120), window 64" "$tmp/
 # Sharded checkpoints are read whole: the same greedy text. (The layouts
 # train the same model within float rounding; a trained model's greedy
 # choices are far from ties.)
-for layout in fsdp tp; do
+for layout in fsdp tp pp; do
   "$sample" --checkpoint="$tmp/$layout/step_120" "${greedy[@]}" 2>/dev/null > "$tmp/$layout.txt"
   cmp "$tmp/one.txt" "$tmp/$layout.txt" || { echo "FAIL: $layout's sample differs"; exit 1; }
 done
