@@ -72,6 +72,9 @@ INSTANTIATE_TEST_SUITE_P(
                       PpCase{"onef1b_pp2_time", 2, "1f1b", 1, "time"},
                       PpCase{"zbh1_pp4", 4, "zbh1", 1, "layers"},
                       PpCase{"onef1b_pp2_ddp2", 2, "1f1b", 1, "params", "ddp"},
+                      // W's queued gradients-ready hooks feed ddp's buckets.
+                      PpCase{"zbh1_pp2_ddp2", 2, "zbh1", 1, "params", "ddp"},
+                      PpCase{"zbh1_pp2_zero1", 2, "zbh1", 1, "params", "zero", 1},
                       PpCase{"onef1b_pp2_fsdp2", 2, "1f1b", 1, "params", "fsdp"},
                       PpCase{"gpipe_pp2_zero1", 2, "gpipe", 1, "params", "zero", 1},
                       PpCase{"onef1b_pp2_zero2", 2, "1f1b", 1, "params", "zero", 2},

@@ -48,6 +48,31 @@ TEST(PluginTest, ComposesWithDdpAcrossRanks) {
   testing::ExpectParity(*single, *multi, 1e-4, 1e-3, "freeze + ddp");
 }
 
+// A zero-bubble pipeline computes Linear weight gradients in W, after the
+// module's backward returned: freeze zeroes them when they are final (its
+// gradients-ready hook runs behind W), so the frozen block stays at its
+// initial values, bitwise those one process keeps.
+TEST(PluginTest, FreezesUnderAZeroBubblePipeline) {
+  GptJob job = FreezeJob();
+  job.mutable_train()->mutable_parallel()->set_strategy_options("freeze=blocks.0");
+  job.mutable_train()->set_micro_batch(2);
+  auto single = testing::RunSingleProcess(job);
+  ASSERT_TRUE(single.ok()) << single.status();
+  ParallelConfig* p = job.mutable_train()->mutable_parallel();
+  p->set_pp(2);
+  p->set_pp_schedule("zbh1");
+  auto multi = testing::RunMultiProcess(job, 2);
+  ASSERT_TRUE(multi.ok()) << multi.status();
+  int frozen = 0;
+  for (const auto& [name, values] : single->params) {
+    if (name.rfind("blocks.0.", 0) != 0) continue;
+    EXPECT_EQ(multi->params.at(name), values) << name;
+    ++frozen;
+  }
+  EXPECT_GT(frozen, 0);
+  testing::ExpectParity(*single, *multi, 1e-4, 1e-3, "freeze + pp zbh1");
+}
+
 TEST(PluginTest, BadPluginOptionsAreClearErrors) {
   GptJob job = FreezeJob();
   job.mutable_train()->mutable_parallel()->set_strategy_options("freeze=nothing_here");

@@ -19,6 +19,7 @@ struct BadCase {
   int n_layer = 2;      // stages: embed, blocks.0 .. blocks.n-1, head
   std::string dp_strategy;
   std::string expected;  // a phrase of the error
+  int zero_stage = 1;
 };
 
 class PipelineBadInputTest : public ::testing::TestWithParam<BadCase> {};
@@ -34,6 +35,7 @@ TEST_P(PipelineBadInputTest, FailsWithAClearError) {
   p->set_pp_schedule(c.schedule);
   p->set_pp_virtual_stages(c.virtual_stages);
   p->set_strategy(c.dp_strategy);
+  p->set_zero_stage(c.zero_stage);
   auto run = testing::RunMultiProcess(job, c.world);
   ASSERT_FALSE(run.ok());
   EXPECT_NE(run.status().message().find(c.expected), std::string::npos) << run.status();
@@ -47,7 +49,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"fewer_micro_batches_than_stages", 2, 2, "1f1b", 1, 8, 2, "",
                 "at least --pp micro-batches per step"},
         BadCase{"virtual_stages_exceed_stages", 2, 2, "interleaved", 3, 2, 2, "", "stages"},
-        BadCase{"zbh1_with_ddp", 4, 2, "zbh1", 1, 2, 2, "ddp", "zbh1 on a pipeline-only mesh"}),
+        // zbh1's weight gradients come after later backwards began; these
+        // reduce in every backward (ddp and zero-1 run: parity_pp_test).
+        BadCase{"zbh1_with_fsdp", 4, 2, "zbh1", 1, 2, 2, "fsdp",
+                "reduces gradients in every backward"},
+        BadCase{"zbh1_with_zero2", 4, 2, "zbh1", 1, 2, 2, "zero",
+                "reduces gradients in every backward", 2}),
     [](const ::testing::TestParamInfo<BadCase>& i) { return i.param.label; });
 
 }  // namespace

@@ -192,6 +192,23 @@ absl::Status Module::RunHooks(HookPoint point, RunContext& ctx) {
   return absl::OkStatus();
 }
 
+absl::Status Module::FinishBackward(RunContext& ctx) {
+  WEFT_RETURN_IF_ERROR(RunHooks(HookPoint::kPostBackward, ctx));
+  const bool any = std::any_of(hooks_.begin(), hooks_.end(), [](const HookEntry& h) {
+    return h.point == HookPoint::kGradientsReady;
+  });
+  if (!any) return absl::OkStatus();
+  if (!ctx.defer_weight_grads) return RunHooks(HookPoint::kGradientsReady, ctx);
+  // This module's weight-gradient work (and its children's, with their
+  // hooks) is already queued in the slot: the hooks run right after it.
+  RunContext later = ctx;
+  later.defer_weight_grads = false;
+  ctx.store().Defer(ctx.slot, [this, later]() mutable {
+    return RunHooks(HookPoint::kGradientsReady, later);
+  });
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Tensor> Module::CallForward(RunContext& ctx, const Tensor& x) {
   WEFT_RETURN_IF_ERROR(RunHooks(HookPoint::kPreForward, ctx));
   absl::StatusOr<Tensor> y = Forward(ctx, x);
@@ -204,7 +221,7 @@ absl::StatusOr<Tensor> Module::CallBackward(RunContext& ctx, const Tensor& dy) {
   WEFT_RETURN_IF_ERROR(RunHooks(HookPoint::kPreBackward, ctx));
   absl::StatusOr<Tensor> dx = Backward(ctx, dy);
   if (!dx.ok()) return Annotate(dx.status(), absl::StrCat(type_name_, " '", name(), "' backward"));
-  WEFT_RETURN_IF_ERROR(RunHooks(HookPoint::kPostBackward, ctx));
+  WEFT_RETURN_IF_ERROR(FinishBackward(ctx));
   return dx;
 }
 
@@ -216,7 +233,7 @@ absl::Status Module::RunHooked(RunContext& ctx, bool backward,
   if (!s.ok()) {
     return Annotate(s, absl::StrCat(type_name_, " '", name(), backward ? "' backward" : "' forward"));
   }
-  return RunHooks(backward ? HookPoint::kPostBackward : HookPoint::kPostForward, ctx);
+  return backward ? FinishBackward(ctx) : RunHooks(HookPoint::kPostForward, ctx);
 }
 
 }  // namespace weft

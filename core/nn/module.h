@@ -4,9 +4,16 @@
 // Backward needs, and is called through CallForward / CallBackward so the
 // hooks strategies rely on fire in a fixed order:
 //   pre-forward hooks, Forward, post-forward hooks
-//   pre-backward hooks, Backward, post-backward hooks
+//   pre-backward hooks, Backward, post-backward hooks, gradients-ready hooks
 // After a module's Backward (and so in its post-backward hooks) the
-// gradients of its own parameters are final for this micro-batch. A tied
+// gradients of its own parameters are final for this micro-batch, unless
+// the backward was split (RunContext::defer_weight_grads: a zero-bubble
+// pipeline's B computes input gradients and queues the weight-gradient
+// GEMMs for its W). Gradients-ready hooks run when they are final: right
+// after the post-backward hooks, or, for a split backward, queued behind
+// the module's weight-gradient work in its micro-batch slot. Hooks that
+// reduce or rewrite gradients (data parallelism, freezing) belong there;
+// post-backward hooks are for what must happen when Backward returns. A tied
 // weight is owned by the module that runs backward last (the token
 // embedding); the head that borrows it (BorrowedParameters) accumulates into
 // the same gradient earlier.
@@ -32,7 +39,7 @@ namespace weft {
 class Module {
  public:
   using Hook = std::function<absl::Status(Module&, RunContext&)>;
-  enum class HookPoint { kPreForward, kPostForward, kPreBackward, kPostBackward };
+  enum class HookPoint { kPreForward, kPostForward, kPreBackward, kPostBackward, kGradientsReady };
 
   explicit Module(std::string type_name) : type_name_(std::move(type_name)) {}
   virtual ~Module() = default;
@@ -129,6 +136,9 @@ class Module {
   void AdoptChild(std::string local_name, std::unique_ptr<Module> child, bool swappable);
   void RefreshNames();
   absl::Status RunHooks(HookPoint point, RunContext& ctx);
+  // The post-backward hooks, then the gradients-ready hooks now or (split
+  // backward) after the slot's queued weight-gradient work.
+  absl::Status FinishBackward(RunContext& ctx);
 
   std::string type_name_;
   std::string local_name_;

@@ -194,7 +194,7 @@ void ShardedUnitsParticipant::InstallHooks(Model& model) {
     }
     return Prefetch(static_cast<int>(units_.size()) - 1);
   });
-  model.AddHook(HP::kPostBackward, [this](Module&, RunContext&) -> absl::Status {
+  model.AddHook(HP::kGradientsReady, [this](Module&, RunContext&) -> absl::Status {
     for (int u = 0; u < num_root_; ++u) {
       if (units_[u] == nullptr) continue;
       WEFT_RETURN_IF_ERROR(ReduceUnit(u));
@@ -222,7 +222,7 @@ void ShardedUnitsParticipant::InstallHooks(Model& model) {
       WEFT_RETURN_IF_ERROR(units_[u]->PrepareGrads());
       return Prefetch(u - 1);
     });
-    m->AddHook(HP::kPostBackward, [this, u](Module&, RunContext&) -> absl::Status {
+    m->AddHook(HP::kGradientsReady, [this, u](Module&, RunContext&) -> absl::Status {
       WEFT_RETURN_IF_ERROR(ReduceUnit(u));
       units_[u]->ReleaseFull();
       return absl::OkStatus();

@@ -57,6 +57,7 @@ class ShardedUnitsParticipant : public StepParticipant {
   // Every gradient lives in a group's buffers (or is unbound between steps).
   bool ZeroesModelGradients() const override { return true; }
   absl::Status BeforeBackward(const BackwardInfo& info) override;
+  bool ReducesEveryBackward() const override { return true; }
   absl::Status FinishGradients() override;
   std::optional<std::vector<OptimTarget>> OptimizerTargets() override;
   absl::Status ReduceGradNormSq(Tensor& norm_sq) override;

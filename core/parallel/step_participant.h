@@ -4,7 +4,9 @@
 //
 //   ZeroGrad
 //   the schedule's forwards and backwards, in its order (step_schedule.h);
-//     before each backward: BeforeBackward({micro, last})
+//     before each backward: BeforeBackward({micro, last}) (a split
+//     backward, zero-bubble pipelines: before each W, where the
+//     gradients-ready hooks run, see module.h)
 //   FinishGradients               gradients final and synchronized
 //   AfterAllGradients(targets)    every participant finished; e.g. sum a
 //                                 tied weight's gradients across pipeline ends
@@ -49,6 +51,12 @@ class StepParticipant {
     (void)info;
     return absl::OkStatus();
   }
+  // True when the participant reduces gradients during every backward
+  // (zero-2/3, fsdp): each reduction owns its gradient buffer until the
+  // next BeforeBackward. A split backward writes weight gradients after
+  // later micro-batches' backwards began, so zero-bubble pipelines refuse
+  // such participants.
+  virtual bool ReducesEveryBackward() const { return false; }
   virtual absl::Status FinishGradients() { return absl::OkStatus(); }
   // After every participant's FinishGradients, with the optimizer's targets
   // (whole gradients, or this rank's shards of them).

@@ -42,7 +42,7 @@ class DdpParticipant : public StepParticipant {
     // finished its backward (a tied weight's owner runs last).
     for (Module* m : model.Modules()) {
       if (m->held_own_parameters().empty()) continue;
-      m->AddHook(Module::HookPoint::kPostBackward, [this](Module& mod, RunContext&) {
+      m->AddHook(Module::HookPoint::kGradientsReady, [this](Module& mod, RunContext&) {
         return OnModuleBackwardDone(mod);
       });
     }

@@ -2,7 +2,7 @@
 // loaded with --plugin=libweft_freeze.so (see README.md, "Adding a
 // strategy"). It freezes the parameters of the modules named in
 // --strategy_options=freeze=<prefix>|<prefix>..., e.g. freeze=embed:
-//   - a post-backward hook on each frozen module zeroes its gradients, so
+//   - a gradients-ready hook on each frozen module zeroes its gradients, so
 //     every data-parallel strategy applied after it reduces zeros, and
 //   - weight decay is turned off for them, so AdamW leaves them unchanged.
 // It runs in the model-transform phase, before data-parallel strategies.
@@ -22,7 +22,9 @@ namespace {
 class FreezeStrategy : public Strategy {
  public:
   std::string Name() const override { return "freeze"; }
-  StrategyPhase Phase() const override { return StrategyPhase::kRecompute; }
+  // Before a pipeline splits the model, so every rank sees (and checks) the
+  // names of the whole model; the hooks stay with the modules each stage keeps.
+  StrategyPhase Phase() const override { return StrategyPhase::kExpert; }
   std::vector<std::string> RequiredAxes() const override { return {}; }
 
   OptionSchema Options() const override {
@@ -44,23 +46,25 @@ class FreezeStrategy : public Strategy {
   absl::Status Apply(StrategyContext& ctx) override {
     const std::vector<std::string> prefixes =
         absl::StrSplit(ctx.options->GetString("freeze"), '|', absl::SkipEmpty());
-    int frozen = 0;
+    // Modules with parameters, held here or (pipeline) not.
+    int named = 0;
     for (Module* m : ctx.model().Modules()) {
       bool match = false;
       for (const std::string& p : prefixes) match |= absl::StartsWith(m->name(), p);
-      if (!match || m->held_own_parameters().empty()) continue;
+      if (!match || m->own_parameters().empty()) continue;
+      ++named;
+      if (m->held_own_parameters().empty()) continue;
       for (Parameter* p : m->held_own_parameters()) {
         p->set_weight_decay(false);
-        ++frozen;
       }
-      m->AddHook(Module::HookPoint::kPostBackward, [](Module& mod, RunContext& rc) {
+      m->AddHook(Module::HookPoint::kGradientsReady, [](Module& mod, RunContext& rc) {
         for (Parameter* p : mod.held_own_parameters()) {
           if (p->grad.defined()) WEFT_RETURN_IF_ERROR(p->grad.Zero(rc.stream));
         }
         return absl::OkStatus();
       });
     }
-    if (frozen == 0) {
+    if (named == 0) {
       return NotFound("no parameters under " + ctx.options->GetString("freeze"),
                       "module name prefixes of the model", "e.g. embed, blocks.0, ln_f");
     }

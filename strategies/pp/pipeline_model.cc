@@ -195,11 +195,26 @@ absl::Status PipelineStepSchedule::Run(
   const std::vector<PipeAction>& mine = timeline[model_->links().rank()];
   // Split schedules (zbh1): B computes input gradients and queues the
   // weight-gradient GEMMs in the micro-batch's slot; W runs them.
+  // Gradients become final in W then, and data-parallel participants see
+  // BeforeBackward before each W, whose queued gradients-ready hooks they
+  // run in (module.h); those that reduce in every backward cannot wait.
   const bool split = schedule->SplitsBackward();
+  if (split) {
+    for (auto& p : participants) {
+      if (!p->ReducesEveryBackward()) continue;
+      return FailedPrecondition(
+          absl::StrCat("--pp_schedule=", schedule_name_,
+                       " with a data-parallel strategy that reduces gradients in every backward "
+                       "(zero stage 2 or 3, fsdp)"),
+          "ddp, zero stage 1, or a pipeline-only mesh with a split-backward schedule",
+          "use --strategy=ddp or --zero_stage=1 with zbh1, or --pp_schedule=1f1b with zero-2/3 "
+          "and fsdp");
+    }
+  }
   const PipeAction::Kind last_part = split ? PipeAction::Kind::kWeight : PipeAction::Kind::kBackward;
-  size_t last_backward = 0;
+  size_t last_backward = 0;  // the action in which gradients become final
   for (size_t i = 0; i < mine.size(); ++i) {
-    if (mine[i].kind == PipeAction::Kind::kBackward) last_backward = i;
+    if (mine[i].kind == last_part) last_backward = i;
   }
   std::vector<std::optional<PipeBatch>> batches(num_micro);
   std::vector<int> backwards_done(num_micro, 0);
@@ -228,14 +243,19 @@ absl::Status PipelineStepSchedule::Run(
       peaks_.in_flight = std::max(peaks_.in_flight, in_flight);
       peaks_.activation_bytes = std::max(peaks_.activation_bytes, ctx->store().TotalBytes());
     } else if (a.kind == PipeAction::Kind::kBackward) {
-      for (auto& p : participants) {
-        WEFT_RETURN_IF_ERROR(p->BeforeBackward({.micro = a.micro, .last = i == last_backward}));
+      if (!split) {
+        for (auto& p : participants) {
+          WEFT_RETURN_IF_ERROR(p->BeforeBackward({.micro = a.micro, .last = i == last_backward}));
+        }
       }
       ctx->defer_weight_grads = split;
       const absl::Status b = model_->BackwardChunk(*ctx, a.chunk, a.micro, *batches[a.micro]);
       ctx->defer_weight_grads = false;
       WEFT_RETURN_IF_ERROR(b);
     } else {
+      for (auto& p : participants) {
+        WEFT_RETURN_IF_ERROR(p->BeforeBackward({.micro = a.micro, .last = i == last_backward}));
+      }
       WEFT_RETURN_IF_ERROR(ctx->store().RunDeferred(a.micro));
     }
     if (a.kind == last_part && ++backwards_done[a.micro] == model_->num_chunks()) {

@@ -113,19 +113,9 @@ absl::Status PipelineStrategy::Validate(const StrategyOptionSet& options,
                            "an even number of pipeline ranks",
                            "the ring of links needs alternating communicators");
   }
-  if (schedule == "zbh1") {
-    // W runs after the backward hooks through which data-parallel strategies
-    // reduce gradients (ddp buckets, fsdp units), so they would reduce
-    // before the weight gradients exist.
-    int dp = 1;
-    for (const char* axis : {"dp_replicate", "dp_shard"}) dp *= mesh->AxisSize(axis).value_or(1);
-    if (dp > 1) {
-      return InvalidArgument(
-          absl::StrCat("--pp_schedule=zbh1 with ", dp, " data-parallel ranks"),
-          "zbh1 on a pipeline-only mesh", "use --pp_schedule=1f1b (or interleaved) with ddp, "
-          "zero or fsdp; zbh1 defers weight gradients past the hooks they reduce in");
-    }
-  }
+  // zbh1 with data parallelism: ddp and zero-1 reduce in the gradients-
+  // ready hooks that W runs; zero-2/3 and fsdp are refused when the step
+  // schedule meets them (PipelineStepSchedule::Run).
   return absl::OkStatus();
 }
 

@@ -60,7 +60,7 @@ void ZeroParticipant::InstallHooks(Model& model) {
   for (Module* m : model.Modules()) {
     if (m->held_own_parameters().empty()) continue;
     m->AddHook(HP::kPreBackward, [this](Module& mod, RunContext&) { return OnPreBackward(mod); });
-    m->AddHook(HP::kPostBackward, [this](Module& mod, RunContext&) { return OnPostBackward(mod); });
+    m->AddHook(HP::kGradientsReady, [this](Module& mod, RunContext&) { return OnPostBackward(mod); });
   }
 }
 

@@ -25,6 +25,7 @@ class ZeroParticipant : public StepParticipant {
   // Every gradient lives in a group's buffers (or is unbound between steps).
   bool ZeroesModelGradients() const override { return true; }
   absl::Status BeforeBackward(const BackwardInfo& info) override;
+  bool ReducesEveryBackward() const override { return stage_ >= 2; }
   absl::Status FinishGradients() override;
   std::optional<std::vector<OptimTarget>> OptimizerTargets() override;
   absl::Status ReduceGradNormSq(Tensor& norm_sq) override;
