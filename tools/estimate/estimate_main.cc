@@ -76,22 +76,32 @@ std::string Short(const absl::Status& s) {
 // worst rank's memory, in order of communication. Each runs the job's
 // global batch, at the largest micro-batch up to the job's that splits it
 // over the layout's data-parallel ranks (and feeds a pipeline at least one
-// micro-batch per stage); the micro column says which.
+// micro-batch per stage); the micro column says which. With a budget, the
+// rows are what the planner tried (PlanLayouts): when nothing fits as
+// given, the same layouts with recompute, then with smaller micro-batches.
 absl::Status EstimateAll(const GptJob& job, const ToolFlags& f) {
-  std::printf("%-18s %12s %12s %12s %12s %12s %5s %5s  %s\n", "layout", "params", "grads",
+  std::printf("%-30s %12s %12s %12s %12s %12s %5s %5s  %s\n", "layout", "params", "grads",
               "optimizer", "activations", "peak", "rank", "micro",
               f.budget > 0 ? ("budget " + FormatMiB(f.budget)).c_str() : "");
-  const std::vector<LayoutEstimate> rows = EstimateLayouts(job, f.nproc);
+  Plan plan;
+  if (f.budget > 0) {
+    plan = PlanLayouts(job, f.nproc, f.budget);
+  } else {
+    plan.tried = EstimateLayouts(job, f.nproc);
+  }
   int skipped = 0;
-  for (const LayoutEstimate& r : rows) {
+  for (const LayoutEstimate& r : plan.tried) {
+    const std::string label =
+        r.recompute.empty() ? r.layout.label
+                            : absl::StrCat(r.layout.label, ", recompute=", r.recompute);
     if (!r.status.ok()) {
-      std::printf("%-18s not applicable: %s\n", r.layout.label.c_str(), Short(r.status).c_str());
+      std::printf("%-30s not applicable: %s\n", label.c_str(), Short(r.status).c_str());
       ++skipped;
       continue;
     }
     const MemoryEstimate& e = r.worst;
     const bool fits = f.budget == 0 || e.peak() <= f.budget;
-    std::printf("%-18s %12s %12s %12s %12s %12s %5d %5d  %s\n", r.layout.label.c_str(),
+    std::printf("%-30s %12s %12s %12s %12s %12s %5d %5d  %s\n", label.c_str(),
                 FormatMiB(e.params).c_str(), FormatMiB(e.grads).c_str(), FormatMiB(e.optimizer).c_str(),
                 FormatMiB(e.activations).c_str(), FormatMiB(e.peak()).c_str(), e.rank, r.micro_batch,
                 f.budget == 0 ? "" : (fits ? "fits" : "too big"));
@@ -102,13 +112,13 @@ absl::Status EstimateAll(const GptJob& job, const ToolFlags& f) {
               job.train().parallel().pp_schedule().c_str(),
               skipped > 0 ? "; layouts the model does not admit are marked" : "");
   if (f.budget > 0) {
-    absl::StatusOr<LayoutEstimate> pick = PickLayout(rows, f.budget);
-    std::printf("%s\n", !pick.ok() ? "nothing fits: lower --micro_batch, add ranks, or --recompute"
-                                    : absl::StrCat("fits with the least communication: ",
-                                                   pick->layout.label, " (",
-                                                   LayoutFlags(pick->layout, pick->micro_batch),
-                                                   ")")
-                                          .c_str());
+    if (!plan.pick.ok()) {
+      std::printf("nothing fits: %s\n", std::string(plan.pick.status().message()).c_str());
+    } else {
+      std::printf("fits with the least communication%s: %s (%s)\n",
+                  plan.relaxed.empty() ? "" : absl::StrCat(" after ", plan.relaxed).c_str(),
+                  plan.pick->layout.label.c_str(), PickFlags(job, *plan.pick).c_str());
+    }
   }
   return absl::OkStatus();
 }

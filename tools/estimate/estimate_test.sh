@@ -83,6 +83,27 @@ trained=$(grep '"step":2,.*peak_mem_mb' "$tmp/auto_m.jsonl" | sed 's/.*"peak_mem
 awk -v m="$trained" -v b="$budget" 'BEGIN { exit !(m <= b) }' || {
   echo "FAIL: auto's layout peaked at $trained MiB over the $budget MiB budget"; exit 1; }
 echo "auto trained within the budget: peak $trained MiB of $budget MiB (ddp would peak at $ddp_peak)"
+# A budget below every layout's peak as the job is: the planner adds
+# recompute (then smaller micro-batches), the tool says so, and training
+# with auto says so too and stays within the budget.
+"$estimate" "${common[@]}" --strategy=auto --nproc=2 > "$tmp/auto2.txt"
+smallest=$(awk '/ MiB / { for (i = 1; i <= NF; ++i) if ($i == "MiB") v = $(i-1); print v }' \
+           "$tmp/auto2.txt" | sort -g | head -1)
+tight=$(awk -v m="$smallest" 'BEGIN { print m - 0.1 }')  # below the shown peak's rounding
+"$estimate" "${common[@]}" --strategy=auto --nproc=2 --memory_budget="${tight}MiB" | tee "$tmp/auto2b.txt"
+grep -q "^fits with the least communication after .*recompute" "$tmp/auto2b.txt" &&
+  grep -qE ", recompute=(attention|full) .* fits$" "$tmp/auto2b.txt" || {
+  echo "FAIL: no recompute layout under ${tight} MiB"; exit 1; }
+"$train" "${common[@]}" --nproc_per_node=2 --strategy=auto --memory_budget="${tight}MiB" \
+    --steps=2 --log_every=1 --quiet --eval_every=0 --metrics_out="$tmp/auto2_m.jsonl" \
+    > "$tmp/auto2_train.txt" 2>&1 || { echo "FAIL: auto training with recompute"; cat "$tmp/auto2_train.txt"; exit 1; }
+grep -q -- "--recompute --strategy_options=recompute_policy=.*; no layout fits without" \
+    "$tmp/auto2_train.txt" || { echo "FAIL: auto does not say it added recompute"; cat "$tmp/auto2_train.txt"; exit 1; }
+trained=$(grep '"step":2,.*peak_mem_mb' "$tmp/auto2_m.jsonl" | sed 's/.*"peak_mem_mb":\([0-9.e+-]*\).*/\1/')
+awk -v m="$trained" -v b="$tight" 'BEGIN { exit !(m <= b) }' || {
+  echo "FAIL: the recompute layout peaked at $trained MiB over the $tight MiB budget"; exit 1; }
+echo "auto with recompute: peak $trained MiB of $tight MiB (the smallest layout as given: $smallest)"
+
 set +e
 "$train" "${plain[@]}" --strategy=auto --steps=1 2> "$tmp/err_auto.txt"
 code=$?

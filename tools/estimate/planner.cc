@@ -11,6 +11,59 @@
 #include "tools/estimate/budget.h"
 
 namespace weft {
+namespace {
+
+// The row of `layout` at micro-batch m (0: none splits the global batch).
+LayoutEstimate EstimateAt(const GptJob& job, int nproc, const Layout& layout, int m,
+                          const std::string& recompute) {
+  LayoutEstimate row{.layout = layout, .micro_batch = m, .recompute = recompute};
+  if (m == 0) {
+    const int dp = DataParallelRanks(layout, nproc);
+    row.status = InvalidArgument(
+        absl::StrCat("global_batch=", job.train().global_batch(),
+                     " does not split into micro-batches for ", dp, " data-parallel rank(s)",
+                     layout.pp > 1 ? absl::StrCat(" x ", layout.pp, " pipeline stages") : ""),
+        "a global batch of at least one micro-batch per rank and stage");
+    return row;
+  }
+  absl::StatusOr<std::vector<MemoryEstimate>> all = EstimateJob(WithLayout(job, row), nproc, -1);
+  if (all.ok()) {
+    row.worst = WorstRank(*all);
+  } else {
+    row.status = all.status();
+  }
+  return row;
+}
+
+bool Fits(const LayoutEstimate& e, int64_t budget) {
+  return e.status.ok() && e.worst.peak() <= budget;
+}
+
+// Step 4: each layout at the largest micro-batch below its first estimate's
+// that keeps the global batch and fits; a layout where none fits keeps its
+// smallest, for the error. Stops at the first layout that fits.
+std::vector<LayoutEstimate> SmallerMicroBatches(const GptJob& job, int nproc, int64_t budget,
+                                                const std::vector<LayoutEstimate>& first,
+                                                const std::string& recompute) {
+  const int64_t global = job.train().global_batch();
+  std::vector<LayoutEstimate> out;
+  for (const LayoutEstimate& f : first) {
+    if (f.micro_batch <= 1) continue;  // nothing smaller, or not admitted at all
+    const int dp = DataParallelRanks(f.layout, nproc);
+    std::optional<LayoutEstimate> last;
+    for (int m = f.micro_batch - 1; m >= 1; --m) {
+      if (FitMicroBatch(global, m, dp, f.layout.pp) != m) continue;
+      last = EstimateAt(job, nproc, f.layout, m, recompute);
+      if (!last->status.ok() || Fits(*last, budget)) break;
+    }
+    if (!last) continue;
+    out.push_back(*last);
+    if (Fits(*last, budget)) break;
+  }
+  return out;
+}
+
+}  // namespace
 
 absl::StatusOr<std::vector<MemoryEstimate>> EstimateJob(const GptJob& job, int nproc, int rank) {
   WEFT_ASSIGN_OR_RETURN(std::string path, GptDataPath(job));
@@ -24,36 +77,20 @@ absl::StatusOr<std::vector<MemoryEstimate>> EstimateJob(const GptJob& job, int n
   return std::vector<MemoryEstimate>{e};
 }
 
-std::vector<LayoutEstimate> EstimateLayouts(const GptJob& job, int nproc) {
+std::vector<LayoutEstimate> EstimateLayouts(const GptJob& job, int nproc,
+                                            const std::string& recompute) {
   const int64_t global = job.train().global_batch();
   const int micro = static_cast<int>(job.train().micro_batch());
   std::vector<LayoutEstimate> out;
   for (const Layout& l : CandidateLayouts(nproc)) {
-    LayoutEstimate row{.layout = l};
-    const int dp = DataParallelRanks(l, nproc);
-    row.micro_batch = FitMicroBatch(global, micro, dp, l.pp);
-    if (row.micro_batch == 0) {
-      row.status = InvalidArgument(
-          absl::StrCat("global_batch=", global, " does not split into micro-batches for ", dp,
-                       " data-parallel rank(s)",
-                       l.pp > 1 ? absl::StrCat(" x ", l.pp, " pipeline stages") : ""),
-          "a global batch of at least one micro-batch per rank and stage");
-    } else {
-      absl::StatusOr<std::vector<MemoryEstimate>> all =
-          EstimateJob(WithLayout(job, row), nproc, -1);
-      if (all.ok()) {
-        row.worst = WorstRank(*all);
-      } else {
-        row.status = all.status();
-      }
-    }
-    out.push_back(std::move(row));
+    const int m = FitMicroBatch(global, micro, DataParallelRanks(l, nproc), l.pp);
+    out.push_back(EstimateAt(job, nproc, l, m, recompute));
   }
   return out;
 }
 
 absl::StatusOr<LayoutEstimate> PickLayout(const std::vector<LayoutEstimate>& estimates,
-                                          int64_t budget) {
+                                          int64_t budget, const std::string& hint) {
   const LayoutEstimate* smallest = nullptr;
   for (const LayoutEstimate& e : estimates) {
     if (!e.status.ok()) continue;
@@ -67,17 +104,81 @@ absl::StatusOr<LayoutEstimate> PickLayout(const std::vector<LayoutEstimate>& est
   }
   return MakeError(absl::StatusCode::kResourceExhausted,
                    absl::StrCat("no layout fits the memory budget of ", FormatMiB(budget),
-                                " per rank; the smallest is ", smallest->layout.label, " at ",
-                                FormatMiB(smallest->worst.peak()), " (rank ", smallest->worst.rank, ")"),
+                                " per rank; the smallest is ", smallest->layout.label,
+                                smallest->recompute.empty()
+                                    ? ""
+                                    : absl::StrCat(" with ", smallest->recompute, " recompute"),
+                                " at micro-batch ", smallest->micro_batch, ", ",
+                                FormatMiB(smallest->worst.peak()), " (rank ", smallest->worst.rank,
+                                ")"),
                    "a layout whose worst rank's peak fits the budget",
-                   "raise --memory_budget, add ranks, lower --micro_batch or add --recompute");
+                   hint.empty() ? "raise --memory_budget, add ranks, lower --micro_batch or add "
+                                  "--recompute"
+                                : hint);
+}
+
+Plan PlanLayouts(const GptJob& job, int nproc, int64_t budget) {
+  Plan plan;
+  const bool own_recompute = job.train().recompute();
+  struct Step {
+    std::string recompute;
+    const char* relaxed;
+  };
+  std::vector<Step> steps = {{"", ""}};
+  if (!own_recompute) {
+    steps.push_back({"attention", "selective (attention) recompute"});
+    steps.push_back({"full", "full recompute"});
+  }
+  std::vector<LayoutEstimate> first;
+  for (const Step& s : steps) {
+    std::vector<LayoutEstimate> rows = EstimateLayouts(job, nproc, s.recompute);
+    plan.tried.insert(plan.tried.end(), rows.begin(), rows.end());
+    if (first.empty()) first = rows;
+    absl::StatusOr<LayoutEstimate> pick = PickLayout(rows, budget);
+    if (pick.ok()) {
+      plan.pick = std::move(pick);
+      plan.relaxed = s.relaxed;
+      return plan;
+    }
+  }
+  const std::string recompute = own_recompute ? "" : "full";
+  std::vector<LayoutEstimate> rows = SmallerMicroBatches(job, nproc, budget, first, recompute);
+  plan.tried.insert(plan.tried.end(), rows.begin(), rows.end());
+  absl::StatusOr<LayoutEstimate> pick = PickLayout(rows, budget);
+  if (pick.ok()) {
+    plan.pick = std::move(pick);
+    plan.relaxed = absl::StrCat(own_recompute ? "" : "full recompute and ", "micro-batch ",
+                                pick->micro_batch, " (from the largest that keeps the global batch)");
+    return plan;
+  }
+  plan.pick = PickLayout(plan.tried, budget,
+                         "raise --memory_budget or add ranks: every layout was also tried with "
+                         "recompute and with smaller micro-batches");
+  return plan;
 }
 
 GptJob WithLayout(const GptJob& job, const LayoutEstimate& pick) {
   GptJob j = job;
   ApplyLayout(pick.layout, j.mutable_train()->mutable_parallel());
   j.mutable_train()->set_micro_batch(pick.micro_batch);
+  if (!pick.recompute.empty()) {
+    j.mutable_train()->set_recompute(true);
+    ParallelConfig* p = j.mutable_train()->mutable_parallel();
+    const std::string policy = absl::StrCat("recompute_policy=", pick.recompute);
+    p->set_strategy_options(p->strategy_options().empty()
+                                ? policy
+                                : absl::StrCat(p->strategy_options(), ",", policy));
+  }
   return j;
+}
+
+std::string PickFlags(const GptJob& job, const LayoutEstimate& pick) {
+  std::string flags = LayoutFlags(pick.layout, pick.micro_batch);
+  if (!pick.recompute.empty()) {
+    absl::StrAppend(&flags, " --recompute --strategy_options=",
+                    WithLayout(job, pick).train().parallel().strategy_options());
+  }
+  return flags;
 }
 
 absl::StatusOr<GptJob> PlanAutoLayout(const GptJob& job, int nproc, std::string* summary) {
@@ -90,13 +191,17 @@ absl::StatusOr<GptJob> PlanAutoLayout(const GptJob& job, int nproc, std::string*
         "bazel run //tools:estimate -- <same flags> --nproc=N lists every layout");
   }
   WEFT_ASSIGN_OR_RETURN(int64_t budget, ParseByteSize(given));
-  absl::StatusOr<LayoutEstimate> pick = PickLayout(EstimateLayouts(job, nproc), budget);
-  if (!pick.ok()) return Annotate(pick.status(), absl::StrCat("--strategy=auto on ", nproc, " ranks"));
-  *summary = absl::StrCat("--strategy=auto on ", nproc, " ranks: ", pick->layout.label, " (",
-                          LayoutFlags(pick->layout, pick->micro_batch), "), worst rank ",
-                          pick->worst.rank, " peaks at ", FormatMiB(pick->worst.peak()), " of the ",
-                          FormatMiB(budget), " budget");
-  return WithLayout(job, *pick);
+  Plan plan = PlanLayouts(job, nproc, budget);
+  if (!plan.pick.ok()) {
+    return Annotate(plan.pick.status(), absl::StrCat("--strategy=auto on ", nproc, " ranks"));
+  }
+  const LayoutEstimate& pick = *plan.pick;
+  *summary = absl::StrCat(
+      "--strategy=auto on ", nproc, " ranks: ", pick.layout.label, " (", PickFlags(job, pick),
+      "), worst rank ", pick.worst.rank, " peaks at ", FormatMiB(pick.worst.peak()), " of the ",
+      FormatMiB(budget), " budget",
+      plan.relaxed.empty() ? "" : absl::StrCat("; no layout fits without ", plan.relaxed));
+  return WithLayout(job, pick);
 }
 
 }  // namespace weft

@@ -2,8 +2,10 @@
 // N ranks (layouts.h), each estimated at its worst rank by a dry run of the
 // job (core/runtime/memory_estimate.h) at the micro-batch that keeps the
 // job's global batch, and the first, in order of communication, that fits
-// a per-rank budget. //tools:estimate prints them all; //models/gpt:train
-// with --strategy=auto --memory_budget=B trains the pick.
+// a per-rank budget. When none fits as the job is, the planner trades
+// compute for memory in steps, cheapest first, until one does (PlanLayouts).
+// //tools:estimate prints what it tried; //models/gpt:train with
+// --strategy=auto --memory_budget=B trains the pick.
 #ifndef WEFT_TOOLS_ESTIMATE_PLANNER_H_
 #define WEFT_TOOLS_ESTIMATE_PLANNER_H_
 
@@ -25,20 +27,52 @@ absl::StatusOr<std::vector<MemoryEstimate>> EstimateJob(const GptJob& job, int n
 struct LayoutEstimate {
   Layout layout;
   int micro_batch = 0;  // 0: no micro-batch splits the global batch
+  // The recompute policy the planner added ("attention" or "full"); empty:
+  // the job's own setting.
+  std::string recompute;
   absl::Status status;  // not OK: the job does not admit the layout, and why
   MemoryEstimate worst;
 };
 
-// Every candidate layout of `nproc` ranks, in order of communication.
-std::vector<LayoutEstimate> EstimateLayouts(const GptJob& job, int nproc);
+// Every candidate layout of `nproc` ranks, in order of communication, at
+// the largest micro-batch that keeps the global batch; with `recompute`
+// ("attention" or "full") the planner's recompute added to the job.
+std::vector<LayoutEstimate> EstimateLayouts(const GptJob& job, int nproc,
+                                            const std::string& recompute = "");
 
 // The first estimate that is admitted and whose worst rank's peak fits
-// `budget` bytes; an error naming the smallest peak when none does.
+// `budget` bytes; an error naming the smallest peak when none does, with
+// `hint` (default: the knobs that lower memory).
 absl::StatusOr<LayoutEstimate> PickLayout(const std::vector<LayoutEstimate>& estimates,
-                                          int64_t budget);
+                                          int64_t budget, const std::string& hint = "");
 
-// `job` with the layout and micro-batch of `pick`.
+// What PlanLayouts tried and chose.
+struct Plan {
+  std::vector<LayoutEstimate> tried;     // in the order tried
+  absl::StatusOr<LayoutEstimate> pick = absl::UnknownError("not planned");
+  std::string relaxed;                   // what the pick needed beyond the job as given
+};
+
+// The planner. Steps, each over the layouts in order of communication,
+// until one fits `budget`:
+//   1. the job as given;
+//   2. selective recompute (the attention core re-runs in backward: the
+//      T x T scores are never kept; a few percent more compute);
+//   3. full recompute (each TransformerBlock keeps only its input; about a
+//      third more compute);
+//   4. full recompute and smaller micro-batches: each layout at the
+//      largest smaller micro-batch that keeps the global batch and fits
+//      (more accumulation steps; small ones use a GPU less well).
+// A job that sets --recompute itself keeps its own policy: steps 2 and 3
+// are skipped, step 4 runs with its setting.
+Plan PlanLayouts(const GptJob& job, int nproc, int64_t budget);
+
+// `job` with the layout, micro-batch and recompute of `pick`.
 GptJob WithLayout(const GptJob& job, const LayoutEstimate& pick);
+
+// The //models/gpt:train flags that select `pick` on top of `job`, e.g.
+// "--strategy=zero --zero_stage=3 --micro_batch=2 --recompute".
+std::string PickFlags(const GptJob& job, const LayoutEstimate& pick);
 
 // --strategy=auto for training: `job` on `nproc` ranks, planned against its
 // --memory_budget (required). Returns the job to train and, in *summary, a

@@ -1,9 +1,11 @@
 #include "tools/estimate/planner.h"
 
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tools/estimate/budget.h"
 
 namespace weft {
 namespace {
@@ -34,7 +36,7 @@ TEST(PlannerTest, NothingFitsNamesTheSmallest) {
   absl::StatusOr<LayoutEstimate> pick = PickLayout(rows, 1 << 20);
   ASSERT_FALSE(pick.ok());
   EXPECT_EQ(pick.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_NE(pick.status().message().find("the smallest is fsdp at 2.0 MiB (rank 1)"),
+  EXPECT_NE(pick.status().message().find("the smallest is fsdp at micro-batch 4, 2.0 MiB (rank 1)"),
             std::string::npos)
       << pick.status();
   pick = PickLayout({Row("ddp", 1, false)}, 1 << 20);
@@ -51,6 +53,101 @@ TEST(PlannerTest, AutoNeedsABudget) {
   EXPECT_NE(planned.status().message().find("--strategy=auto without --memory_budget"),
             std::string::npos)
       << planned.status();
+}
+
+// A small GPT on 2 ranks over a corpus of its own, planned for real (dry
+// runs on the meta device).
+GptJob SmallJob() {
+  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/corpus.txt";
+  std::ofstream out(path);
+  for (int i = 0; i < 200; ++i) out << "the quick brown fox " << i << " jumps over the lazy dog.\n";
+  GptJob job;
+  GptConfig* m = job.mutable_model();
+  m->set_n_layer(2);
+  m->set_n_head(2);
+  m->set_d_model(64);
+  m->set_max_seq_len(64);
+  TrainConfig* t = job.mutable_train();
+  t->set_seq_len(64);
+  t->set_global_batch(16);
+  t->set_micro_batch(8);
+  t->mutable_data()->set_data(path);
+  t->mutable_data()->set_tokenizer("char");
+  t->mutable_data()->set_num_workers(1);
+  return job;
+}
+
+int64_t SmallestPeak(const std::vector<LayoutEstimate>& rows) {
+  int64_t smallest = INT64_MAX;
+  for (const LayoutEstimate& r : rows) {
+    if (r.status.ok()) smallest = std::min(smallest, r.worst.peak());
+  }
+  return smallest;
+}
+
+TEST(PlanLayoutsTest, TheJobAsGivenWhenSomethingFits) {
+  const Plan plan = PlanLayouts(SmallJob(), 2, int64_t{1} << 40);
+  ASSERT_TRUE(plan.pick.ok()) << plan.pick.status();
+  EXPECT_EQ(plan.pick->layout.label, "ddp");
+  EXPECT_EQ(plan.pick->recompute, "");
+  EXPECT_EQ(plan.relaxed, "");
+  for (const LayoutEstimate& r : plan.tried) EXPECT_EQ(r.recompute, "") << r.layout.label;
+}
+
+// Below every layout's peak as given, the planner adds recompute (and, if
+// that is not enough, smaller micro-batches) instead of giving up; the
+// pick's own dry run fits, and it trains with the flags it states.
+TEST(PlanLayoutsTest, RecomputesWhenNothingFitsAsGiven) {
+  const GptJob job = SmallJob();
+  const int64_t budget = SmallestPeak(EstimateLayouts(job, 2)) - 1;
+  const Plan plan = PlanLayouts(job, 2, budget);
+  ASSERT_TRUE(plan.pick.ok()) << plan.pick.status();
+  EXPECT_NE(plan.pick->recompute, "");
+  EXPECT_NE(plan.relaxed, "");
+  EXPECT_LE(plan.pick->worst.peak(), budget);
+  // The first rows are the job as given, none fitting.
+  const size_t layouts = CandidateLayouts(2).size();
+  ASSERT_GT(plan.tried.size(), layouts);
+  for (size_t i = 0; i < layouts; ++i) {
+    EXPECT_EQ(plan.tried[i].recompute, "");
+    if (plan.tried[i].status.ok()) EXPECT_GT(plan.tried[i].worst.peak(), budget);
+  }
+  const GptJob planned = WithLayout(job, *plan.pick);
+  EXPECT_TRUE(planned.train().recompute());
+  EXPECT_EQ(planned.train().parallel().strategy_options(),
+            "recompute_policy=" + plan.pick->recompute);
+  EXPECT_NE(PickFlags(job, *plan.pick).find("--recompute --strategy_options=recompute_policy="),
+            std::string::npos);
+  // Re-estimating the planned job gives the pick's peak.
+  absl::StatusOr<std::vector<MemoryEstimate>> again = EstimateJob(planned, 2, -1);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(WorstRank(*again).peak(), plan.pick->worst.peak());
+}
+
+// A job that recomputes already keeps its policy; the planner goes
+// straight to smaller micro-batches.
+TEST(PlanLayoutsTest, AJobsOwnRecomputeIsKept) {
+  GptJob job = SmallJob();
+  job.mutable_train()->set_recompute(true);
+  const int64_t budget = SmallestPeak(EstimateLayouts(job, 2)) - 1;
+  const Plan plan = PlanLayouts(job, 2, budget);
+  for (const LayoutEstimate& r : plan.tried) EXPECT_EQ(r.recompute, "") << r.layout.label;
+  ASSERT_TRUE(plan.pick.ok()) << plan.pick.status();
+  EXPECT_LT(plan.pick->micro_batch, 8);
+  EXPECT_LE(plan.pick->worst.peak(), budget);
+  EXPECT_NE(plan.relaxed.find("micro-batch"), std::string::npos) << plan.relaxed;
+}
+
+TEST(PlanLayoutsTest, NothingFitsAfterEverythingWasTried) {
+  const Plan plan = PlanLayouts(SmallJob(), 2, 1024);
+  ASSERT_FALSE(plan.pick.ok());
+  EXPECT_EQ(plan.pick.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(plan.pick.status().message().find("also tried with recompute and with smaller"),
+            std::string::npos)
+      << plan.pick.status();
+  // The smallest named is over every step's rows, recompute included.
+  EXPECT_NE(plan.pick.status().message().find("recompute at micro-batch 1"), std::string::npos)
+      << plan.pick.status();
 }
 
 }  // namespace
