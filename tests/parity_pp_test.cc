@@ -82,6 +82,8 @@ INSTANTIATE_TEST_SUITE_P(
                       // More micro-batches in flight than the loader's ring has slots.
                       PpCase{"gpipe_pp2_m8", 2, "gpipe", 1, "params", "", 1, 1},
                       PpCase{"onef1b_pp2_tp2", 2, "1f1b", 1, "params", "tp", 1, 2, 2},
+                      // tp's layers queue their weight gradients for W too.
+                      PpCase{"zbh1_pp2_tp2", 2, "zbh1", 1, "params", "tp", 1, 2, 2},
                       // The tied table on both stages, padded by tp (41 rows).
                       PpCase{"onef1b_pp2_tp2_vocab41", 2, "1f1b", 1, "params", "tp", 1, 2, 2, 1},
                       // Full 3D on 8 ranks: pp2 x dp2 x tp2.

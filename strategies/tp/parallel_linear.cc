@@ -24,6 +24,29 @@ absl::Status SavedOrError(SavedActivations* saved, const char* who) {
 
 }  // namespace
 
+absl::Status WeightGradsNowOrAtW(RunContext& ctx, const Tensor& d, const Tensor& dy,
+                                 const Tensor& x, Parameter* weight, Parameter* bias,
+                                 const Shape& weight_view) {
+  Tensor dw_a = d;
+  if (ctx.defer_weight_grads && dy.defined() && d.raw_data() == dy.raw_data()) {
+    WEFT_ASSIGN_OR_RETURN(dw_a, ctx.Empty(d.shape(), d.dtype()));
+    WEFT_RETURN_IF_ERROR(dw_a.CopyFrom(d, ctx.stream, /*async=*/true));
+  }
+  // The parameters' gradient tensors are read when the work runs: strategies
+  // may re-point them (buckets, shards) between B and W.
+  auto work = [ops = ctx.ops, k = ctx.kernel(), weight, bias, weight_view, dw_a, x]() -> absl::Status {
+    Tensor dw = weight_view.empty() ? weight->grad : weight->grad.View(weight_view);
+    WEFT_RETURN_IF_ERROR(
+        ops->Gemm(k, {.out = dw, .a = dw_a, .b = x, .trans_a = true, .accumulate = true}));
+    if (bias == nullptr) return absl::OkStatus();
+    Tensor db = bias->grad.View({bias->grad.numel()});
+    return ops->BiasGrad(k, db, dw_a);
+  };
+  if (!ctx.defer_weight_grads) return work();
+  ctx.store().Defer(ctx.slot, std::move(work));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<ColumnParallelLinear>> ColumnParallelLinear::Create(
     int64_t in, int64_t out, ParallelLinearOptions o, TpComm tp) {
   if (o.packed < 1 || out % o.packed != 0 || (out / o.packed) % tp.size() != 0) {
@@ -95,13 +118,8 @@ absl::StatusOr<Tensor> ColumnParallelLinear::Backward(RunContext& ctx, const Ten
     WEFT_RETURN_IF_ERROR(ctx.ops->GeluBackward(ctx.kernel(), dpre, dy.View({m, local_out_}),
                                                (*saved)[kPreActivation]));
   }
-  Tensor dw = weight_->grad.View({local_out_, in_});
-  WEFT_RETURN_IF_ERROR(ctx.ops->Gemm(
-      ctx.kernel(), {.out = dw, .a = dpre, .b = x, .trans_a = true, .accumulate = true}));
-  if (bias_ != nullptr) {
-    Tensor db = bias_->grad.View({local_out_});
-    WEFT_RETURN_IF_ERROR(ctx.ops->BiasGrad(ctx.kernel(), db, dpre));
-  }
+  WEFT_RETURN_IF_ERROR(
+      WeightGradsNowOrAtW(ctx, dpre, dy, x, weight_, bias_, Shape{local_out_, in_}));
   WEFT_ASSIGN_OR_RETURN(Tensor dx, ctx.Empty({m, in_}, ctx.compute_dtype));
   WEFT_RETURN_IF_ERROR(ctx.ops->Gemm(
       ctx.kernel(), {.out = dx, .a = dpre, .b = weight_->value.View({local_out_, in_})}));
@@ -159,9 +177,7 @@ absl::StatusOr<Tensor> RowParallelLinear::Backward(RunContext& ctx, const Tensor
   const int64_t m = x.dim(0);
   WEFT_ASSIGN_OR_RETURN(Tensor whole, LeaveRowRegionBackward(tp_, ctx, dy));
   Tensor d = whole.View({m, out_});
-  WEFT_RETURN_IF_ERROR(ctx.ops->Gemm(
-      ctx.kernel(), {.out = weight_->grad, .a = d, .b = x, .trans_a = true, .accumulate = true}));
-  if (bias_ != nullptr) WEFT_RETURN_IF_ERROR(ctx.ops->BiasGrad(ctx.kernel(), bias_->grad, d));
+  WEFT_RETURN_IF_ERROR(WeightGradsNowOrAtW(ctx, d, dy, x, weight_, bias_, Shape{}));
   WEFT_ASSIGN_OR_RETURN(Tensor dx, ctx.Empty({m, local_in_}, ctx.compute_dtype));
   WEFT_RETURN_IF_ERROR(ctx.ops->Gemm(ctx.kernel(), {.out = dx, .a = d, .b = weight_->value}));
   Shape in_shape = whole.shape();

@@ -21,6 +21,18 @@
 
 namespace weft::tp {
 
+// A tp layer's weight (and bias) gradients from its output gradient `d`
+// (rows of dy, maybe dy's own buffer; dy undefined: a buffer nobody
+// reuses) and saved input `x`: dW += d^T x (in
+// `weight_view` when not empty), db += column sums of d. Now, or, for a
+// split backward (RunContext::defer_weight_grads, zero-bubble pipelines),
+// queued for the schedule's W, with its own copy of d when d is dy's
+// buffer, which the caller may reuse (residual gradients accumulate in
+// place), like core/nn/linear.cc. `bias` may be null.
+absl::Status WeightGradsNowOrAtW(RunContext& ctx, const Tensor& d, const Tensor& dy,
+                                 const Tensor& x, Parameter* weight, Parameter* bias,
+                                 const Shape& weight_view);
+
 struct ParallelLinearOptions {
   bool bias = true;
   bool gelu = false;  // column only: GELU fused in the GEMM epilogue

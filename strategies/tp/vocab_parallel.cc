@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
+#include "strategies/tp/parallel_linear.h"
 #include "strategies/tp/region_ops.h"
 
 namespace weft::tp {
@@ -154,9 +155,8 @@ absl::StatusOr<Tensor> VocabParallelHead::Backward(RunContext& ctx, const Tensor
     return FailedPrecondition("vocab-parallel head backward without saved input",
                               "ForwardLoss in training mode before BackwardFromLoss");
   }
-  WEFT_RETURN_IF_ERROR(ctx.ops->Gemm(
-      ctx.kernel(),
-      {.out = weight_->grad, .a = dlogits, .b = (*saved)[0], .trans_a = true, .accumulate = true}));
+  WEFT_RETURN_IF_ERROR(
+      WeightGradsNowOrAtW(ctx, dlogits, Tensor(), (*saved)[0], weight_, nullptr, Shape{}));
   WEFT_ASSIGN_OR_RETURN(Tensor dh, ctx.Empty((*saved)[0].shape(), ctx.compute_dtype));
   WEFT_RETURN_IF_ERROR(
       ctx.ops->Gemm(ctx.kernel(), {.out = dh, .a = dlogits, .b = weight_->value}));
