@@ -159,20 +159,27 @@ absl::StatusOr<Tensor> ExpertMlps::BackwardRuns(RunContext& ctx, const std::vect
       const std::vector<int64_t> c = RunCounts(counts, r, l);
       const Tensor dpre_r = dpre.Slice(0, b, e), x_r = x.Slice(0, b, e);
       // proj: dW += dy^T h, db += column sums of dy per expert (every tp
-      // rank holds all of dy: the bias gradient is whole everywhere).
-      WEFT_RETURN_IF_ERROR(GroupedGemm(*ctx.ops, k,
-                                       {.kind = GroupedGemmKind::kWeightGrad,
-                                        .out = proj_weight_->grad, .a = dy,
-                                        .b = h.Slice(0, b, e)},
-                                       c));
-      int64_t row = 0;
-      for (int j = 0; j < l; ++j) {
-        if (c[j] > 0) {
-          Tensor db = proj_bias_->grad.Select(0, j);
-          WEFT_RETURN_IF_ERROR(ctx.ops->BiasGrad(k, db, dy.Slice(0, row, row + c[j])));
+      // rank holds all of dy: the bias gradient is whole everywhere); fc:
+      // dW += dpre^T x. Now, or at a split backward's W (the buffers are
+      // this call's own or saved, so W reads them as B left them).
+      auto weight_grads = [ops = ctx.ops, k, l, c, dy, h_r = h.Slice(0, b, e), dpre_r, x_r,
+                           proj_w = proj_weight_, proj_b = proj_bias_,
+                           fc_w = fc_weight_]() -> absl::Status {
+        WEFT_RETURN_IF_ERROR(GroupedGemm(
+            *ops, k, {.kind = GroupedGemmKind::kWeightGrad, .out = proj_w->grad, .a = dy, .b = h_r},
+            c));
+        int64_t row = 0;
+        for (int j = 0; j < l; ++j) {
+          if (c[j] > 0) {
+            Tensor db = proj_b->grad.Select(0, j);
+            WEFT_RETURN_IF_ERROR(ops->BiasGrad(k, db, dy.Slice(0, row, row + c[j])));
+          }
+          row += c[j];
         }
-        row += c[j];
-      }
+        return GroupedGemm(
+            *ops, k, {.kind = GroupedGemmKind::kWeightGrad, .out = fc_w->grad, .a = dpre_r, .b = x_r},
+            c);
+      };
       // d(fc pre-activation) = (dy . W_proj) * gelu'(pre), fc's bias gradient fused.
       WEFT_RETURN_IF_ERROR(GroupedGemm(*ctx.ops, k,
                                        {.kind = GroupedGemmKind::kInputGrad, .out = dpre_r,
@@ -180,10 +187,11 @@ absl::StatusOr<Tensor> ExpertMlps::BackwardRuns(RunContext& ctx, const std::vect
                                         .epilogue = Epilogue::kDGelu, .aux = pre.Slice(0, b, e),
                                         .bias_grad = fc_bias_->grad},
                                        c));
-      WEFT_RETURN_IF_ERROR(GroupedGemm(*ctx.ops, k,
-                                       {.kind = GroupedGemmKind::kWeightGrad,
-                                        .out = fc_weight_->grad, .a = dpre_r, .b = x_r},
-                                       c));
+      if (ctx.defer_weight_grads) {
+        ctx.store().Defer(ctx.slot, std::move(weight_grads));
+      } else {
+        WEFT_RETURN_IF_ERROR(weight_grads());
+      }
       WEFT_RETURN_IF_ERROR(GroupedGemm(*ctx.ops, k,
                                        {.kind = GroupedGemmKind::kInputGrad,
                                         .out = dx.Slice(0, b, e), .a = dpre_r,

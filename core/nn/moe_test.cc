@@ -3,6 +3,7 @@
 // drop policy's effect on the output; and the routing metrics.
 #include "core/nn/moe.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -129,6 +130,47 @@ TEST(MoeLayerTest, DroppedTokensGetZeroOutput) {
   metrics.clear();
   AppendMoeMetrics(m, &metrics);
   EXPECT_TRUE(metrics.empty());
+}
+
+// A zero-bubble pipeline's split backward: B leaves the experts' weight
+// gradients untouched and queues them; W gives the plain backward's, bitwise,
+// and dx does not change.
+TEST(MoeLayerTest, SplitBackwardQueuesTheExpertWeightGradientsForW) {
+  MoeLayer m(Config(2, 0.5));
+  Materialize(m);
+  Tensor x = RandomTensor({2, 5, 6}, 1), r = RandomTensor({2, 5, 6}, 99);
+  auto backward = [&](bool split) -> std::map<std::string, std::vector<float>> {
+    RunContext ctx = Ctx();
+    EXPECT_TRUE(ZeroGrads(m).ok());
+    EXPECT_TRUE(m.CallForward(ctx, x).ok());
+    m.TakeStats();
+    ctx.defer_weight_grads = split;
+    absl::StatusOr<Tensor> dx = m.CallBackward(ctx, r);
+    ctx.defer_weight_grads = false;
+    EXPECT_TRUE(dx.ok()) << dx.status();
+    if (split) {
+      EXPECT_GT(ctx.store().NumDeferred(ctx.slot), 0);
+      for (Parameter* p : m.Parameters()) {
+        if (p->name().find("_weight") == std::string::npos) continue;  // fc_weight, proj_weight
+        const std::vector<float> g = Values(p->grad);
+        EXPECT_EQ(std::count(g.begin(), g.end(), 0.f), static_cast<long>(g.size()))
+            << p->name() << " written in B";
+      }
+      EXPECT_TRUE(ctx.store().RunDeferred(ctx.slot).ok());
+    }
+    std::map<std::string, std::vector<float>> grads;
+    for (Parameter* p : m.Parameters()) grads[p->name()] = Values(p->grad);
+    grads["dx"] = Values(*dx);
+    return grads;
+  };
+  const auto plain = backward(false);
+  const auto split = backward(true);
+  int experts = 0;
+  for (const auto& [name, values] : plain) {
+    EXPECT_EQ(split.at(name), values) << name;
+    experts += name.find("_weight") != std::string::npos;
+  }
+  EXPECT_EQ(experts, 2);
 }
 
 TEST(MoeLayerTest, RejectsTopKAboveExperts) {
