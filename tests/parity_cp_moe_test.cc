@@ -162,7 +162,9 @@ TEST(CpMoeRecomputeTest, ReplaysRoutingWithoutCountingTwice) {
   ASSERT_EQ(plain->step_metrics.size(), run->step_metrics.size());
   for (size_t s = 0; s < run->step_metrics.size(); ++s) {
     for (const auto& [key, value] : plain->step_metrics[s]) {
-      if (key.rfind("moe_", 0) == 0) EXPECT_EQ(run->step_metrics[s].at(key), value) << key;
+      if (key.rfind("moe_", 0) == 0) {
+        EXPECT_EQ(run->step_metrics[s].at(key), value) << key;
+      }
     }
   }
   EXPECT_GT(testing::MeanOverSteps(*run, "moe_dropped_frac"), 0);

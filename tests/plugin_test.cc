@@ -73,6 +73,27 @@ TEST(PluginTest, FreezesUnderAZeroBubblePipeline) {
   testing::ExpectParity(*single, *multi, 1e-4, 1e-3, "freeze + pp zbh1");
 }
 
+// The tied table under a pipeline: the last stage's head borrows a copy
+// of wte, whose gradient is summed into the first stage's after backward.
+// Freezing the embedding must zero that half too.
+TEST(PluginTest, FreezesATiedEmbeddingAcrossPipelineEnds) {
+  GptJob job = FreezeJob();
+  job.mutable_train()->set_micro_batch(2);
+  job.mutable_train()->mutable_parallel()->set_pp(2);
+  auto multi = testing::RunMultiProcess(job, 2);
+  ASSERT_TRUE(multi.ok()) << multi.status();
+  job.mutable_train()->set_steps(1);
+  // One step at an lr below the last bit of every weight: the initial values.
+  job.mutable_train()->mutable_optim()->set_lr(1e-30f);
+  job.mutable_train()->mutable_optim()->set_min_lr(0.f);
+  job.mutable_train()->mutable_optim()->set_weight_decay(0.f);
+  auto start = testing::RunMultiProcess(job, 2);
+  ASSERT_TRUE(start.ok()) << start.status();
+  EXPECT_EQ(multi->params.at("embed.wte"), start->params.at("embed.wte"));
+  EXPECT_EQ(multi->params.at("embed.wpe"), start->params.at("embed.wpe"));
+  EXPECT_NE(multi->params.at("blocks.0.attn.qkv.weight"), start->params.at("blocks.0.attn.qkv.weight"));
+}
+
 TEST(PluginTest, BadPluginOptionsAreClearErrors) {
   GptJob job = FreezeJob();
   job.mutable_train()->mutable_parallel()->set_strategy_options("freeze=nothing_here");

@@ -2,10 +2,12 @@
 // loaded with --plugin=libweft_freeze.so (see README.md, "Adding a
 // strategy"). It freezes the parameters of the modules named in
 // --strategy_options=freeze=<prefix>|<prefix>..., e.g. freeze=embed:
-//   - a gradients-ready hook on each frozen module zeroes its gradients, so
-//     every data-parallel strategy applied after it reduces zeros, and
+//   - a gradients-ready hook on each module that writes a frozen
+//     parameter's gradient (its owner, and a tied head borrowing it) zeroes
+//     it, so every data-parallel strategy applied after it reduces zeros, and
 //   - weight decay is turned off for them, so AdamW leaves them unchanged.
 // It runs in the model-transform phase, before data-parallel strategies.
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,19 +48,34 @@ class FreezeStrategy : public Strategy {
   absl::Status Apply(StrategyContext& ctx) override {
     const std::vector<std::string> prefixes =
         absl::StrSplit(ctx.options->GetString("freeze"), '|', absl::SkipEmpty());
-    // Modules with parameters, held here or (pipeline) not.
+    // The frozen parameters: those of the named modules (held here or, under
+    // a pipeline, on another stage).
+    std::set<const Parameter*> frozen;
     int named = 0;
     for (Module* m : ctx.model().Modules()) {
       bool match = false;
       for (const std::string& p : prefixes) match |= absl::StartsWith(m->name(), p);
       if (!match || m->own_parameters().empty()) continue;
       ++named;
-      if (m->held_own_parameters().empty()) continue;
-      for (Parameter* p : m->held_own_parameters()) {
+      for (const auto& p : m->own_parameters()) {
         p->set_weight_decay(false);
+        frozen.insert(p.get());
       }
-      m->AddHook(Module::HookPoint::kGradientsReady, [](Module& mod, RunContext& rc) {
-        for (Parameter* p : mod.held_own_parameters()) {
+    }
+    // Every module that writes a frozen parameter's gradient zeroes it when
+    // its gradients are ready: the owner, and a module borrowing it (a tied
+    // head, whose copy's gradient a pipeline's last stage sums into the
+    // first stage's after backward).
+    for (Module* m : ctx.model().Modules()) {
+      std::vector<Parameter*> writes = m->held_own_parameters();
+      for (Parameter* p : m->BorrowedParameters()) writes.push_back(p);
+      std::vector<Parameter*> mine;
+      for (Parameter* p : writes) {
+        if (frozen.count(p)) mine.push_back(p);
+      }
+      if (mine.empty()) continue;
+      m->AddHook(Module::HookPoint::kGradientsReady, [mine](Module&, RunContext& rc) {
+        for (Parameter* p : mine) {
           if (p->grad.defined()) WEFT_RETURN_IF_ERROR(p->grad.Zero(rc.stream));
         }
         return absl::OkStatus();

@@ -31,7 +31,9 @@ TEST(LayoutsTest, EveryLayoutUsesEveryRank) {
       const int model = l.pp * l.cp * l.tp;
       EXPECT_EQ(n % model, 0) << l.label;
       const bool fsdp = l.strategy.find("fsdp") != std::string::npos;
-      if (model > 1) EXPECT_EQ(fsdp, n / model > 1) << l.label;
+      if (model > 1) {
+        EXPECT_EQ(fsdp, n / model > 1) << l.label;
+      }
       EXPECT_EQ(l.strategy.find("tp") != std::string::npos, l.tp > 1) << l.label;
     }
   }

@@ -110,7 +110,9 @@ TEST(PlanLayoutsTest, RecomputesWhenNothingFitsAsGiven) {
   ASSERT_GT(plan.tried.size(), layouts);
   for (size_t i = 0; i < layouts; ++i) {
     EXPECT_EQ(plan.tried[i].recompute, "");
-    if (plan.tried[i].status.ok()) EXPECT_GT(plan.tried[i].worst.peak(), budget);
+    if (plan.tried[i].status.ok()) {
+      EXPECT_GT(plan.tried[i].worst.peak(), budget);
+    }
   }
   const GptJob planned = WithLayout(job, *plan.pick);
   EXPECT_TRUE(planned.train().recompute());
