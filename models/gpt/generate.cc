@@ -46,7 +46,9 @@ absl::Status Generate(Gpt& model, int64_t seq_len, RunContext ctx, const Generat
     return InvalidArgument("an empty prompt", "at least one token to continue",
                            "give a prompt, or start from the tokenizer's end-of-text token");
   }
-  const int64_t vocab = model.config().vocab_size();
+  const int64_t vocab = options.vocab > 0
+                           ? std::min<int64_t>(options.vocab, model.config().vocab_size())
+                           : model.config().vocab_size();
   for (int32_t t : *tokens) {
     if (t < 0 || t >= vocab) {
       return InvalidArgument(absl::StrCat("prompt token ", t),

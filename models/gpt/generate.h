@@ -30,6 +30,9 @@ struct GenerateOptions {
   uint64_t seed = 0;
   // Stop after emitting this token (the end-of-text id); -1: never.
   int32_t stop_id = -1;
+  // Draw among ids below this (a tokenizer smaller than the model's
+  // vocabulary cannot decode the rest); 0: the model's vocab_size.
+  int64_t vocab = 0;
 };
 
 // The next token from the logits of one position (the real vocabulary

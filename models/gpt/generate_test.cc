@@ -103,6 +103,16 @@ TEST_F(GenerateTest, ASeedRepeatsASampleAndEveryTokenIsInTheVocabulary) {
   }
 }
 
+TEST_F(GenerateTest, DrawsOnlyBelowTheVocabularyLimit) {
+  // A tokenizer of 4 ids on a model of 11: no id it cannot decode.
+  const std::vector<int32_t> out =
+      Run({1}, {.max_new_tokens = 60, .temperature = 3.f, .seed = 2, .vocab = 4});
+  for (int32_t t : out) EXPECT_LT(t, 4);
+  std::vector<int32_t> outside = {5};
+  EXPECT_EQ(Generate(*model_, kSeqLen, ctx_, {.vocab = 4}, &outside).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(GenerateTest, StopsAfterTheStopToken) {
   // Greedy from this prompt produces some token first; asking to stop at it
   // ends the run right after it.

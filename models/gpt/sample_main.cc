@@ -153,7 +153,8 @@ absl::Status Run(const SampleJob& job) {
                     .temperature = job.temperature(),
                     .top_k = job.top_k(),
                     .seed = job.seed(),
-                    .stop_id = job.stop_at_eot() ? tokenizer->eot_id() : -1};
+                    .stop_id = job.stop_at_eot() ? tokenizer->eot_id() : -1,
+                    .vocab = tokenizer->vocab_size()};
   absl::Status decode_error;
   const size_t prompt_tokens = tokens.size();
   const auto start = std::chrono::steady_clock::now();
