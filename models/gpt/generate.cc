@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/kernels/philox.h"
+#include "models/gpt/kv_cache.h"
 
 namespace weft {
 
@@ -56,16 +58,37 @@ absl::Status Generate(Gpt& model, int64_t seq_len, RunContext ctx, const Generat
     }
   }
   ctx.training = false;
+  std::optional<GptKvCache> cache;
+  if (options.kv_cache) {
+    WEFT_ASSIGN_OR_RETURN(cache, GptKvCache::Create(model, ctx, seq_len));
+  }
+  // The index in `tokens` of the cache's position 0.
+  int64_t cache_start = -1;
   for (int64_t i = 0; i < options.max_new_tokens; ++i) {
-    const int64_t t = std::min<int64_t>(seq_len, static_cast<int64_t>(tokens->size()));
-    WEFT_ASSIGN_OR_RETURN(
-        Tensor window,
-        Tensor::FromVector<int32_t>(absl::MakeConstSpan(tokens->data() + tokens->size() - t, t),
-                                    {1, t}));
-    WEFT_ASSIGN_OR_RETURN(window, window.To(ctx.device, ctx.stream));
-    WEFT_ASSIGN_OR_RETURN(Tensor logits, model.Forward(ctx, window));  // (t, padded vocab)
-    WEFT_ASSIGN_OR_RETURN(std::vector<float> last,
-                          logits.Slice(0, t - 1, t).Slice(1, 0, vocab).ToFloats());
+    const int64_t size = static_cast<int64_t>(tokens->size());
+    const int64_t t = std::min<int64_t>(seq_len, size);
+    const int64_t start = size - t;
+    Tensor logits;  // (1, padded vocab): the window's last position
+    if (cache.has_value()) {
+      // Extend the cache by the newest token while the window still starts
+      // where the cache does; otherwise (first token, or the window slid)
+      // run the whole window from position 0.
+      if (start != cache_start || cache->size() != t - 1) {
+        cache->Clear();
+        cache_start = start;
+      }
+      const int64_t from = start + cache->size();
+      WEFT_ASSIGN_OR_RETURN(
+          logits, cache->Append(ctx, absl::MakeConstSpan(tokens->data() + from, size - from)));
+    } else {
+      WEFT_ASSIGN_OR_RETURN(
+          Tensor window,
+          Tensor::FromVector<int32_t>(absl::MakeConstSpan(tokens->data() + start, t), {1, t}));
+      WEFT_ASSIGN_OR_RETURN(window, window.To(ctx.device, ctx.stream));
+      WEFT_ASSIGN_OR_RETURN(Tensor all, model.Forward(ctx, window));  // (t, padded vocab)
+      logits = all.Slice(0, t - 1, t);
+    }
+    WEFT_ASSIGN_OR_RETURN(std::vector<float> last, logits.Slice(1, 0, vocab).ToFloats());
     const double u = PhiloxUniform(options.seed, static_cast<uint64_t>(i));
     const int32_t next = PickToken(last, options, u);
     tokens->push_back(next);

@@ -1,9 +1,10 @@
 // Sampling text from a GPT: one token at a time, each drawn from the
 // model's next-token distribution at the last position of the most recent
-// seq_len tokens (the window it was trained on). Each new token runs the
-// whole window forward again (no key/value cache), so a token costs one
-// forward of up to seq_len positions: fine for inspecting a model, not a
-// serving path.
+// seq_len tokens (the window it was trained on). With the key/value cache
+// (kv_cache.h, the default) a token costs one position's forward while the
+// text fits the window; once it is longer, the window slides, positions
+// shift, and each token runs the whole window again (the head still at its
+// last position only). Without the cache every token runs the window.
 #ifndef WEFT_MODELS_GPT_GENERATE_H_
 #define WEFT_MODELS_GPT_GENERATE_H_
 
@@ -33,6 +34,9 @@ struct GenerateOptions {
   // Draw among ids below this (a tokenizer smaller than the model's
   // vocabulary cannot decode the rest); 0: the model's vocab_size.
   int64_t vocab = 0;
+  // Keep each layer's keys and values between tokens (GptKvCache). Off:
+  // every token runs the whole window through model.Forward.
+  bool kv_cache = true;
 };
 
 // The next token from the logits of one position (the real vocabulary

@@ -122,6 +122,18 @@ TEST_F(GenerateTest, StopsAfterTheStopToken) {
   EXPECT_EQ(out, (std::vector<int32_t>{1, 2, first}));
 }
 
+TEST_F(GenerateTest, TheKeyValueCacheGivesTheTokensOfRecomputingTheWindow) {
+  // 12 new tokens after 3: the window (6) fills, then slides 9 times.
+  for (const GenerateOptions& o : {GenerateOptions{.max_new_tokens = 12, .temperature = 0.f},
+                                   GenerateOptions{.max_new_tokens = 12, .seed = 4}}) {
+    GenerateOptions recompute = o;
+    recompute.kv_cache = false;
+    const std::vector<int32_t> cached = Run({1, 2, 3}, o);
+    ASSERT_EQ(cached.size(), 15u);
+    EXPECT_EQ(cached, Run({1, 2, 3}, recompute)) << o.temperature;
+  }
+}
+
 TEST_F(GenerateTest, BadPromptsAreErrors) {
   std::vector<int32_t> empty;
   EXPECT_EQ(Generate(*model_, kSeqLen, ctx_, {}, &empty).code(), absl::StatusCode::kInvalidArgument);

@@ -154,7 +154,8 @@ absl::Status Run(const SampleJob& job) {
                     .top_k = job.top_k(),
                     .seed = job.seed(),
                     .stop_id = job.stop_at_eot() ? tokenizer->eot_id() : -1,
-                    .vocab = tokenizer->vocab_size()};
+                    .vocab = tokenizer->vocab_size(),
+                    .kv_cache = job.kv_cache()};
   absl::Status decode_error;
   const size_t prompt_tokens = tokens.size();
   const auto start = std::chrono::steady_clock::now();
@@ -172,8 +173,10 @@ absl::Status Run(const SampleJob& job) {
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const size_t made = tokens.size() - prompt_tokens;
   std::printf("\n");
-  std::fprintf(stderr, "sampled %zu tokens in %.2f s (%.1f tokens/s) from %s, window %lld\n", made,
-               s, made / std::max(s, 1e-9), src.what.c_str(), static_cast<long long>(src.seq_len));
+  std::fprintf(stderr,
+               "sampled %zu tokens in %.2f s (%.1f tokens/s) from %s, window %lld, kv cache %s\n",
+               made, s, made / std::max(s, 1e-9), src.what.c_str(),
+               static_cast<long long>(src.seq_len), job.kv_cache() ? "on" : "off");
   return absl::OkStatus();
 }
 

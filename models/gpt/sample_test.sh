@@ -3,7 +3,8 @@
 # repeated sentences continues them; checkpoints of one process, of fsdp,
 # tp and pp ranks (read whole, whatever their sharding) and the same model
 # as an llm.c file all give the same greedy text; a seed repeats a sample;
-# bad command lines are clear errors.
+# sampling with and without the key/value cache agrees; bad command lines
+# are clear errors.
 set -euo pipefail
 
 root="$TEST_SRCDIR/weft"
@@ -30,8 +31,13 @@ cat "$tmp/one.txt" "$tmp/one.err"
 # What the corpus taught: the sentence, then the other one.
 head -c 60 "$tmp/one.txt" | grep -q "^the quick brown fox jumps over the lazy dog.$" || {
   echo "FAIL: the greedy sample does not continue the corpus"; exit 1; }
-grep -q "sampled 60 tokens .* from .*/one/step_120 (step 120), window 64" "$tmp/one.err" || {
+grep -q "sampled 60 tokens .* from .*/one/step_120 (step 120), window 64, kv cache on" "$tmp/one.err" || {
   echo "FAIL: no closing line on stderr"; exit 1; }
+# Without the key/value cache every token runs the whole window: the same
+# text (69 tokens: the window fills, then slides).
+"$sample" --checkpoint="$tmp/one" "${greedy[@]}" --kv_cache=false > "$tmp/nocache.txt" 2> "$tmp/nocache.err"
+cmp "$tmp/one.txt" "$tmp/nocache.txt" || { echo "FAIL: the kv cache changed the sample"; exit 1; }
+grep -q "kv cache off" "$tmp/nocache.err" || { echo "FAIL: --kv_cache=false not reported"; exit 1; }
 
 # Sharded checkpoints are read whole: the same greedy text. (The layouts
 # train the same model within float rounding; a trained model's greedy
