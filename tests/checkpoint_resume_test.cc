@@ -132,6 +132,21 @@ TEST(AsyncCheckpointTest, PeriodicAsyncSavesDuringTrainingResumeBitwise) {
   EXPECT_EQ(resumed->optim, straight->optim);
 }
 
+// --checkpoint_dir without --checkpoint_every still saves the end state (a
+// 124M run on the GPU once trained 200 steps and left nothing to sample).
+TEST(EndOfRunCheckpointTest, ADirectoryWithoutAPeriodGetsTheLastStep) {
+  GptJob job = BaseJob();
+  job.mutable_train()->set_steps(3);
+  const std::string dir = FreshDir("end_of_run");
+  job.mutable_train()->set_checkpoint_dir(dir);
+  auto run = testing::RunSingleProcess(job, {.use_run = true});
+  ASSERT_TRUE(run.ok()) << run.status();
+  auto all = ckpt::ListCheckpoints(dir);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].step, 3);
+}
+
 // Each hop loads the previous hop's checkpoint under a new world size and
 // strategy mix and saves it again without training; the full state
 // reassembled from every hop equals the first one's exactly.

@@ -500,7 +500,9 @@ absl::Status Trainer::Run() {
       WEFT_ASSIGN_OR_RETURN(double v, Evaluate(c.eval_batches()));
       logger_->Log(MetricsLogger::Record().Add("step", s.step).Add("val_loss", v));
     }
-    if (c.checkpoint_every() > 0 && (s.step % c.checkpoint_every() == 0 || s.step == c.steps())) {
+    // A checkpoint directory always gets the end state, periodic saves or not.
+    const bool periodic = c.checkpoint_every() > 0 && s.step % c.checkpoint_every() == 0;
+    if (!c.checkpoint_dir().empty() && (periodic || s.step == c.steps())) {
       WEFT_RETURN_IF_ERROR(SaveCheckpoint());
     }
   }
