@@ -18,8 +18,17 @@
 #         speed       gpt_throughput vs PyTorch eager and torch.compile, B=32 and 64
 #         strategies  none, ddp, zero-1/2/3, fsdp, tp, cp at world size 1 (NCCL)
 #         train       GPT-2 124M on BPE-8192 tokens, 200 steps (the loss curve)
+#         breakdown   the trainer's step breakdown: plain, fsdp, zero-3
+#         sample      greedy text from train's checkpoint, KV cache on and off
+#         profile     ncu kernel time by family over 1200 launches at B=16
+#                     (kernel_families.py)
 #
-# Each item has a timeout, so one hang cannot eat the session's device time.
+# Each item has a timeout, so one hang cannot eat the session's device time,
+# and WEFT_GPU_DEADLINE (seconds, default 540) caps the whole run: an item
+# gets at most the time left and is skipped when too little is. The logs end
+# up in $OUT/logs.tar.gz with $OUT/summary.txt beside it (the device tool
+# returns at most 8 files). WEFT_GPU_BATCHES (default "32 64") picks the
+# speed stage's batch sizes.
 set -uo pipefail
 
 mode="${1:-}"
@@ -70,6 +79,12 @@ pack() {
 item() {
   local name="$1" limit="$2"
   shift 2
+  local left=$(( ${WEFT_GPU_DEADLINE:-540} - SECONDS - 15 ))
+  if [ "$left" -lt 10 ]; then
+    printf '%-34s %-22s\n' "$name" "skipped (deadline)" | tee -a "$summary"
+    return 124
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
   local t0=$SECONDS
   timeout "$limit" "$@" > "$logs/$name.log" 2>&1
   local rc=$?
@@ -106,22 +121,34 @@ stage_tests() {
     [ -x "$t" ] || continue
     local n
     n="$(basename "$t")"
-    item "test $n" 300 ./run "$n" --gtest_brief=1
+    item "test $n" 90 ./run "$n" --gtest_brief=1
     grep -E "Failure|Expected|Which is|FAILED" "$logs/test $n.log" | head -12 >> "$summary"
   done
 }
 
 stage_sanitize() {
-  item "memcheck kernels_parity_test" 500 \
+  # The kernels changed since the last clean run first, then the broad one.
+  # The binaries run directly (not through ./run), so they need the bundle's
+  # libraries; compute-sanitizer lives beside nvcc.
+  local t
+  export LD_LIBRARY_PATH="$PWD/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export PATH="$PATH:/usr/local/cuda/bin"
+  for t in embedding_ce_test layernorm_test elementwise_test gemm_test; do
+    item "memcheck $t" 120 \
+        compute-sanitizer --tool memcheck --error-exitcode 9 ./bin/$t --gtest_brief=1
+  done
+  item "racecheck layernorm_test" 120 \
+      compute-sanitizer --tool racecheck --error-exitcode 9 ./bin/layernorm_test --gtest_brief=1
+  item "memcheck kernels_parity_test" 300 \
       compute-sanitizer --tool memcheck --error-exitcode 9 ./bin/kernels_parity_test --gtest_brief=1
-  item "racecheck attention_test" 500 \
-      compute-sanitizer --tool racecheck --error-exitcode 9 ./bin/attention_test --gtest_brief=1
 }
 
 stage_speed() {
-  for b in 32 64; do
-    item "weft gpt_throughput B=$b" 240 ./run gpt_throughput --device=cuda --global_batch=$b \
-        --micro_batch=$b --steps=30
+  for b in ${WEFT_GPU_BATCHES:-32 64}; do
+    WEFT_GEMM_LOG=1 item "weft gpt_throughput B=$b" 240 ./run gpt_throughput --device=cuda \
+        --global_batch=$b --micro_batch=$b --steps=30
+    # GEMM shapes whose fused epilogue cuBLASLt turned down (matmul.cc).
+    grep "^weft gemm:" "$logs/weft gpt_throughput B=$b.log" | sort -u | head -8 >> "$summary"
     item "torch eager+compile B=$b" 400 python3 gpt_throughput_torch.py --batch=$b --steps=30
     throughput_of "$logs/weft gpt_throughput B=$b.log" "$logs/torch eager+compile B=$b.log" \
         | tee -a "$summary"
@@ -153,9 +180,65 @@ stage_train() {
   item "train 124M bpe8k 200 steps" 400 ./run train \
       --config=bin/train.runfiles/weft/models/gpt/configs/gpt2_124m.textproto \
       --model.vocab_size=8192 --train.data.data=data_bpe8k --train.steps=200 \
-      --train.optim.warmup_steps=20 --train.log_every=10 --train.metrics_out="$logs/train.jsonl"
+      --train.optim.warmup_steps=20 --train.log_every=10 --train.metrics_out="$logs/train.jsonl" \
+      --train.checkpoint_dir=/tmp/weft_gpu_ckpt
   grep -E "^step (1|10|20|50|100|150|200) \||val_loss" "$logs/train 124M bpe8k 200 steps.log" \
       | cut -c1-60 >> "$summary"
+}
+
+# Where the sharded strategies' time goes at world size 1: the trainer's
+# step breakdown (forward, backward, exposed comm, optimizer) for plain,
+# fsdp and zero-3 on the 124M model, 30 steps each, the last step's line.
+stage_breakdown() {
+  export WORLD_SIZE=1 RANK=0 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1
+  local -a cases=("none:" "fsdp:--train.parallel.strategy=fsdp"
+                  "zero-3:--train.parallel.strategy=zero --train.parallel.zero_stage=3")
+  local c port=29800
+  for c in "${cases[@]}"; do
+    local name="${c%%:*}" flags="${c#*:}"
+    port=$((port + 1))
+    # shellcheck disable=SC2086
+    MASTER_PORT=$port item "breakdown $name" 90 ./run train \
+        --config=bin/train.runfiles/weft/models/gpt/configs/gpt2_124m.textproto \
+        --model.vocab_size=8192 --train.data.data=data_bpe8k --train.steps=30 \
+        --train.log_every=10 --train.eval_every=0 --train.parallel.backend=nccl $flags
+    grep "^step 30 |" "$logs/breakdown $name.log" | sed "s/^/  $name: /" | cut -c1-400 >> "$summary"
+  done
+  unset WORLD_SIZE RANK LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR
+}
+
+# Greedy text from the 200-step checkpoint (stage train) on the GPU, with
+# and without the key/value cache: tokens/s each way, and whether they agree.
+stage_sample() {
+  local kv
+  for kv in true false; do
+    item "sample cuda kv_cache=$kv" 90 ./run sample --checkpoint=/tmp/weft_gpu_ckpt \
+        --device=cuda --prompt="ROMEO:" --tokens=400 --temperature=0 --kv_cache=$kv
+    grep -o "sampled [0-9]* tokens.*" "$logs/sample cuda kv_cache=$kv.log" >> "$summary"
+  done
+  # The text is stdout; the figures line (stderr) follows it on its line.
+  local strip='s/sampled [0-9]* tokens in .*//'
+  if cmp -s <(sed "$strip" "$logs/sample cuda kv_cache=true.log") \
+            <(sed "$strip" "$logs/sample cuda kv_cache=false.log"); then
+    echo "  sample: same text with and without the cache" >> "$summary"
+  else
+    echo "  sample: the text differs with and without the cache" >> "$summary"
+  fi
+}
+
+stage_profile() {
+  # ~600 launches per step at B=16: skip init and 8 steps, then time 1200.
+  item "ncu gpt_throughput B=16" 150 ncu --clock-control none \
+      --metrics gpu__time_duration.sum --csv --page raw --print-units base \
+      --launch-skip 5000 --launch-count 1200 ./run gpt_throughput --device=cuda \
+      --global_batch=16 --micro_batch=16 --steps=14
+  python3 kernel_families.py "$logs/ncu gpt_throughput B=16.log" | tee -a "$summary"
+}
+
+# The device tool returns at most 8 files: one archive of every log.
+pack_logs() {
+  [ -n "${OUT:-}" ] || return 0
+  tar -C "$logs" -czf "$OUT/logs.tar.gz" . && cp "$summary" "$OUT/summary.txt"
 }
 
 run() {
@@ -163,15 +246,16 @@ run() {
   for a in "$@"; do
     case "$a" in
       --pack=*) packfile="${a#--pack=}" ;;
-      tests|sanitize|speed|strategies|train) stages+=("$a") ;;
+      tests|sanitize|speed|strategies|train|sample|profile|breakdown) stages+=("$a") ;;
       *) echo "gpu_session run: unknown argument '$a'" >&2; exit 2 ;;
     esac
   done
-  [ ${#stages[@]} -eq 0 ] && stages=(tests sanitize speed strategies train)
+  [ ${#stages[@]} -eq 0 ] && stages=(tests sanitize speed profile strategies train sample)
   local dir=/tmp/weft_gpu
   rm -rf "$dir" && mkdir -p "$dir" && tar -C "$dir" -xJf "$packfile" || exit 1
-  logs="${OUT:-$dir/out}"
+  logs="$dir/out"
   mkdir -p "$logs"
+  trap pack_logs EXIT
   summary="$logs/summary.txt"
   cd "$dir" || exit 1
   export TEST_TMPDIR=/tmp/weft_gpu_tmp WEFT_RUN_QUIET=1

@@ -5,8 +5,11 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -116,6 +119,23 @@ absl::Status SetPointers(const Plan& plan, const MatmulArgs& args) {
   return absl::OkStatus();
 }
 
+// WEFT_GEMM_LOG=1 names each GEMM shape whose fused epilogue cuBLASLt
+// turned down (once per cached plan): the run is correct either way, but
+// slower, and this is how to see it.
+void LogRejected(const MatmulArgs& args, absl::string_view why) {
+  static const bool on = [] {
+    const char* v = std::getenv("WEFT_GEMM_LOG");
+    return v != nullptr && v[0] == '1';
+  }();
+  if (!on) return;
+  const std::string line = absl::StrCat(
+      "weft gemm: cuBLASLt epilogue ", static_cast<int>(LtEpilogue(args)), " rejected (", why,
+      "): M=", args.m, " N=", args.n, " K=", args.k, " trans_a=", args.trans_a,
+      " trans_b=", args.trans_b, " ", DTypeName(args.ab_dtype), "->", DTypeName(args.out_dtype),
+      " bias_grad=", args.bias_grad != nullptr, " accumulate=", args.accumulate, "\n");
+  std::fputs(line.c_str(), stderr);
+}
+
 // One GPU's cuBLASLt state. Calls are serialized by `mu` because cached
 // descriptors are mutated (pointer attributes) right before each enqueue.
 class LtDevice {
@@ -169,6 +189,7 @@ class LtDevice {
       // Rejected before any work was enqueued: remember, and let the caller
       // run the unfused epilogue.
       plan.supported = false;
+      LogRejected(args, "cublasLtMatmul: NOT_SUPPORTED");
       return absl::UnimplementedError("cuBLASLt rejected this fused epilogue");
     }
     WEFT_CUBLAS_RETURN_IF_ERROR(st);
@@ -248,6 +269,10 @@ class LtDevice {
           cublasLtMatmulAlgoGetHeuristic(handle_, plan.desc, plan.layout_a, plan.layout_b,
                                          plan.layout_d, plan.layout_d, pref, 1, &result, &returned);
       plan.supported = hs == CUBLAS_STATUS_SUCCESS && returned > 0;
+      if (!plan.supported) {
+        LogRejected(args, absl::StrCat("heuristic: status ", static_cast<int>(hs), ", ", returned,
+                                       " algorithms"));
+      }
     }
     (void)cublasLtMatmulPreferenceDestroy(pref);
     WEFT_CUBLAS_RETURN_IF_ERROR(st);
@@ -362,6 +387,18 @@ absl::Status Matmul(int device, const MatmulArgs& args, cudaStream_t stream) {
     if (fused.ok()) return fused;
     if (!absl::IsUnimplemented(fused)) return fused;
     if (args.epilogue == MatmulEpilogue::kNone) return NoAlgorithm(args);
+    if (args.epilogue == MatmulEpilogue::kDGelu && args.bias_grad != nullptr) {
+      // DGELU_BGRAD rejected: DGELU alone still saves a pass over the
+      // activations; the bias gradient then comes from our column sum.
+      MatmulArgs dgelu = args;
+      dgelu.bias_grad = nullptr;
+      const absl::Status st = lt->Run(dgelu, stream);
+      if (st.ok()) {
+        return WriteColumnSums(device, args.bias_grad, args.out, args.out_dtype, args.m, args.n,
+                               stream);
+      }
+      if (!absl::IsUnimplemented(st)) return st;
+    }
     WEFT_RETURN_IF_ERROR(RunPlain(*lt, args, dest, stream));
   }
   switch (args.epilogue) {
