@@ -62,25 +62,22 @@ absl::Status Generate(Gpt& model, int64_t seq_len, RunContext ctx, const Generat
   if (options.kv_cache) {
     WEFT_ASSIGN_OR_RETURN(cache, GptKvCache::Create(model, ctx, seq_len));
   }
-  // The index in `tokens` of the cache's position 0.
-  int64_t cache_start = -1;
   for (int64_t i = 0; i < options.max_new_tokens; ++i) {
     const int64_t size = static_cast<int64_t>(tokens->size());
     const int64_t t = std::min<int64_t>(seq_len, size);
     const int64_t start = size - t;
     Tensor logits;  // (1, padded vocab): the window's last position
-    if (cache.has_value()) {
-      // Extend the cache by the newest token while the window still starts
-      // where the cache does; otherwise (first token, or the window slid)
-      // run the whole window from position 0.
-      if (start != cache_start || cache->size() != t - 1) {
-        cache->Clear();
-        cache_start = start;
-      }
-      const int64_t from = start + cache->size();
+    if (cache.has_value() && start == 0) {
+      // The text still fits the window: run only what the cache lacks (the
+      // prompt at first, then the newest token).
+      const int64_t have = cache->size();
       WEFT_ASSIGN_OR_RETURN(
-          logits, cache->Append(ctx, absl::MakeConstSpan(tokens->data() + from, size - from)));
+          logits, cache->Append(ctx, absl::MakeConstSpan(tokens->data() + have, size - have)));
     } else {
+      // Without the cache, or once the window slides: every position moves,
+      // so the cache cannot be extended and the whole window runs (through
+      // Forward, whose attention is faster over a full window than the
+      // cache's blockwise kernel).
       WEFT_ASSIGN_OR_RETURN(
           Tensor window,
           Tensor::FromVector<int32_t>(absl::MakeConstSpan(tokens->data() + start, t), {1, t}));

@@ -3,8 +3,8 @@
 // seq_len tokens (the window it was trained on). With the key/value cache
 // (kv_cache.h, the default) a token costs one position's forward while the
 // text fits the window; once it is longer, the window slides, positions
-// shift, and each token runs the whole window again (the head still at its
-// last position only). Without the cache every token runs the window.
+// shift, and each token runs the whole window forward again, as it does
+// without the cache.
 #ifndef WEFT_MODELS_GPT_GENERATE_H_
 #define WEFT_MODELS_GPT_GENERATE_H_
 
