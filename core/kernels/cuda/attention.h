@@ -44,7 +44,8 @@ absl::Status LaunchAttentionBackward(void* dqkv, const void* dout, const void* q
 // q (B, Tq, q_width) with queries in its first C columns, kv (B, Tk,
 // kv_width) with k, v at columns C, 2C (kv_width 3C) or 0, C (2C); out
 // (B, Tq, C) and lse (B, NH, Tq) merged with the block (or overwritten
-// without accumulate). Warp-per-row kernels, f32 or bf16, HS <= 256.
+// without accumulate). bf16 with HS 32, 64 or 128 and 16-byte aligned rows
+// runs tensor-core kernels; the rest warp-per-row kernels, HS <= 256.
 struct BlockAttentionArgs {
   int64_t b, tq, tk, nh, hs, q_width, kv_width;
   TokenChunks q_chunks, kv_chunks;

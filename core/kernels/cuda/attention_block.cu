@@ -5,9 +5,12 @@
 // head dimensions lane, lane+32, ...; forward is an online softmax over the
 // block's visible keys; backward recomputes probabilities from the merged
 // lse, one kernel per query row (dQ +=) and one per key row (dK, dV +=), so
-// every output element has one writer and no atomics are needed.
+// every output element has one writer and no atomics are needed. bf16 with
+// head sizes 32, 64 and 128 runs the tensor-core kernels of
+// attention_flash_block.cu instead.
 #include "core/kernels/cuda/attention.h"
 #include "core/kernels/cuda/attention_internal.h"
+#include "core/kernels/cuda/attention_positions.cuh"
 #include "core/kernels/cuda/common.cuh"
 
 namespace weft::cuda {
@@ -16,22 +19,6 @@ namespace {
 constexpr int kWarps = 8;
 constexpr int kBlockThreads = kWarps * kWarpSize;
 constexpr int kLaneDims = kMaxAttentionHeadSize / kWarpSize;
-
-struct Chunks {
-  int64_t len;
-  int count;
-  int64_t off[TokenChunks::kMaxChunks];
-};
-
-Chunks ToChunks(const TokenChunks& c) {
-  Chunks d{c.chunk_len, c.count, {}};
-  for (int i = 0; i < TokenChunks::kMaxChunks; ++i) d.off[i] = c.offsets[i];
-  return d;
-}
-
-__device__ __forceinline__ int64_t PositionOf(const Chunks& c, int64_t r) {
-  return c.off[r / c.len] + r % c.len;
-}
 
 // Operand layout: row stride and the columns where q, k, v start.
 struct Layout {
@@ -276,6 +263,9 @@ absl::Status BackwardT(E* dq, E* dkv, const E* dout, const E* q, const E* kv, co
 absl::Status LaunchAttentionBlockForward(void* out, float* lse, const void* q, const void* kv,
                                          DType dtype, const BlockAttentionArgs& a, bool accumulate,
                                          cudaStream_t stream) {
+  if (FlashBlockAttentionApplies(dtype, a, {out, q, kv})) {
+    return LaunchFlashBlockForward(out, lse, q, kv, a, accumulate, stream);
+  }
   if (dtype == DType::kF32) {
     return ForwardT(static_cast<float*>(out), lse, static_cast<const float*>(q),
                     static_cast<const float*>(kv), a, accumulate, stream);

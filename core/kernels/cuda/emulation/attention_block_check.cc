@@ -239,6 +239,13 @@ int main() {
     // merge with visible blocks later, and fully visible blocks.
     bad += Run({"contiguous cp=3 len=5 B=1 NH=2 HS=64", dt, 1, 2, 64, 3, 5, false, 1, 3, true});
   }
+  // bf16 with HS 32, 64 or 128 runs the tensor-core kernels
+  // (attention_flash_block.cu; the contiguous HS=64 case above too): chunks
+  // longer than a 64-row tile and not a multiple of it, so tiles straddle
+  // chunk ends and Tq, Tk; whole tiles fully visible; rows seeing nothing.
+  bad += Run({"flash zigzag cp=2 len=70 NH=2 HS=64", DType::kBF16, 1, 2, 64, 2, 70, true, 3, 2, false});
+  bad += Run({"flash contiguous cp=2 len=130 HS=32", DType::kBF16, 2, 1, 32, 2, 130, false, 1, 3, true});
+  bad += Run({"flash zigzag cp=2 len=40 HS=128", DType::kBF16, 1, 1, 128, 2, 40, true, 3, 3, true});
   // Head-size edges: fewer dims than lanes; the largest (8 per lane).
   bad += Run({"zigzag cp=2 len=1 B=1 NH=4 HS=8", DType::kF32, 1, 4, 8, 2, 1, true, 3, 3, true});
   bad += Run({"zigzag cp=2 len=3 B=1 NH=1 HS=256", DType::kBF16, 1, 1, 256, 2, 3, true, 3, 2, false});
