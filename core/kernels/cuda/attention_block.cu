@@ -7,7 +7,7 @@
 // lse, one kernel per query row (dQ +=) and one per key row (dK, dV +=), so
 // every output element has one writer and no atomics are needed. bf16 with
 // head sizes 32, 64 and 128 runs the tensor-core kernels of
-// attention_flash_block.cu instead.
+// attention_flash_block_fwd.cu and attention_flash_block_bwd.cu instead.
 #include "core/kernels/cuda/attention.h"
 #include "core/kernels/cuda/attention_internal.h"
 #include "core/kernels/cuda/attention_positions.cuh"
@@ -281,6 +281,9 @@ absl::Status LaunchAttentionBlockBackward(void* dq, void* dkv, const void* dout,
   // D_i = dO_i . O_i of the merged output, one per (b, h, query row).
   WEFT_RETURN_IF_ERROR(LaunchAttentionRowDot(scratch, dout, out, dtype,
                                              AttentionDims{a.b, a.tq, a.nh, a.hs}, stream));
+  if (FlashBlockAttentionApplies(dtype, a, {dq, dkv, dout, q, kv})) {
+    return LaunchFlashBlockBackward(dq, dkv, dout, q, kv, lse, scratch, a, stream);
+  }
   if (dtype == DType::kF32) {
     return BackwardT(static_cast<float*>(dq), static_cast<float*>(dkv),
                      static_cast<const float*>(dout), static_cast<const float*>(q),

@@ -36,13 +36,18 @@ absl::Status LaunchSimpleBackward(void* dqkv, const void* dout, const void* qkv,
                                   const float* lse, const float* dsum, DType dtype,
                                   const AttentionDims& d, cudaStream_t stream);
 
-// Blockwise (ring) attention on tensor cores (attention_flash_block.cu):
+// Blockwise (ring) attention on tensor cores (attention_flash_block_*.cu):
 // bf16, HS in {32, 64, 128}, rows of q and kv 16-byte aligned.
 bool FlashBlockAttentionApplies(DType dtype, const BlockAttentionArgs& a,
                                 std::initializer_list<const void*> pointers);
 absl::Status LaunchFlashBlockForward(void* out, float* lse, const void* q, const void* kv,
                                      const BlockAttentionArgs& a, bool accumulate,
                                      cudaStream_t stream);
+// dq (like q) += and dkv (like kv) +=; dsum (B, NH, Tq) from
+// LaunchAttentionRowDot over the merged output.
+absl::Status LaunchFlashBlockBackward(void* dq, void* dkv, const void* dout, const void* q,
+                                      const void* kv, const float* lse, const float* dsum,
+                                      const BlockAttentionArgs& a, cudaStream_t stream);
 
 // dsum[b, h, i] = sum_d dout[b, i, h*HS + d] * out[b, i, h*HS + d] (f32).
 absl::Status LaunchAttentionRowDot(float* dsum, const void* dout, const void* out, DType dtype,

@@ -240,7 +240,7 @@ int main() {
     bad += Run({"contiguous cp=3 len=5 B=1 NH=2 HS=64", dt, 1, 2, 64, 3, 5, false, 1, 3, true});
   }
   // bf16 with HS 32, 64 or 128 runs the tensor-core kernels
-  // (attention_flash_block.cu; the contiguous HS=64 case above too): chunks
+  // (attention_flash_block_*.cu; the contiguous HS=64 case above too): chunks
   // longer than a 64-row tile and not a multiple of it, so tiles straddle
   // chunk ends and Tq, Tk; whole tiles fully visible; rows seeing nothing.
   bad += Run({"flash zigzag cp=2 len=70 NH=2 HS=64", DType::kBF16, 1, 2, 64, 2, 70, true, 3, 2, false});

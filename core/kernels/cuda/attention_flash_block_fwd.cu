@@ -1,39 +1,31 @@
-// Blockwise (ring) attention on tensor cores: the flash kernels' tiling
-// (attention_flash_fwd.cu, attention_flash_bwd.cu) for one rank's queries
-// against one K/V block, with the causal mask taken from global positions
-// (TokenChunks) instead of row indices, and results merged into (out, lse)
-// or added to (dq, dkv) instead of written. bf16, HS in {32, 64, 128}; the
-// warp-per-row kernels of attention_block.cu take every other case.
+// Blockwise (ring) attention forward on tensor cores: the flash forward's
+// tiling (attention_flash_fwd.cu) for one rank's queries against one K/V
+// block, with the causal mask taken from global positions (TokenChunks)
+// and the result merged into the running (out, lse) by the log-sum-exp
+// rule. bf16, HS in {32, 64, 128}; the warp-per-row kernels of
+// attention_block.cu take every other case.
 //
-// Differences from the self-attention kernels:
+// Differences from the self-attention kernel:
 //   - q, k and v come from separate strided tensors (q_ld, kv_ld, k_col,
 //     v_col), with Tq query rows and Tk key rows.
-//   - A (query tile, key tile) pair is skipped when every key of the tile is
-//     past every query of the tile, and masked element by element unless
-//     every key precedes every query (and both tiles are whole).
+//   - Key tiles past every query of the block are skipped; a tile is
+//     masked element by element unless every key precedes every query (and
+//     both tiles are whole) (attention_flash_block.cuh).
 //   - A query row may see no key of the block: its running max stays -inf,
 //     its sum 0, and the block's lse for it is -inf, which the merge treats
 //     as "nothing to add".
+#include "core/kernels/cuda/attention_flash_block.cuh"
 #include "core/kernels/cuda/attention_internal.h"
 #include "core/kernels/cuda/attention_mma.cuh"
-#include "core/kernels/cuda/attention_positions.cuh"
 #include "core/kernels/cuda/common.cuh"
 
 namespace weft::cuda {
 namespace {
 
-constexpr int kTile = 64;  // query rows per block and keys per tile
-constexpr int kWarps = 4;  // each owns 16 query rows
-constexpr int kThreads = kWarps * kWarpSize;
+constexpr int kTile = kRingTile;
+constexpr int kThreads = kRingThreads;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
-
-struct BlockOperands {
-  int tq, tk, nh;
-  int64_t q_ld, kv_ld;  // row strides (elements) of q and kv
-  int k_col, v_col;     // where k and v start in a kv row
-  Chunks qc, kc;
-};
 
 template <int HS>
 struct FwdSmem {
@@ -42,24 +34,6 @@ struct FwdSmem {
   // Q, then two stages of (K, V).
   static constexpr int kBytes = 5 * kRows * 2;
 };
-
-// Position bounds of the key tile starting at k0 (clipped to tk).
-__device__ __forceinline__ void KeyTileRange(const BlockOperands& p, int k0, int64_t& lo,
-                                             int64_t& hi) {
-  PositionRange(p.kc, k0, min(k0 + kTile, p.tk), lo, hi);
-}
-
-// The first key tile at or after kt with a key some query of the block can
-// see (q_hi: the block's largest query position); ntiles when none is left.
-__device__ __forceinline__ int NextVisibleTile(const BlockOperands& p, int kt, int ntiles,
-                                               int64_t q_hi) {
-  for (; kt < ntiles; ++kt) {
-    int64_t lo, hi;
-    KeyTileRange(p, kt * kTile, lo, hi);
-    if (lo <= q_hi) return kt;
-  }
-  return ntiles;
-}
 
 // The (lse, weight) merge of a block's result into a running one, as in
 // BlockForwardKernel: -inf marks "no key seen".
@@ -107,10 +81,10 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t pos1 = row0 + 8 < p.tq ? PositionOf(p.qc, row0 + 8) : -1;
   const bool whole_q = q0 + kTile <= p.tq;
   int64_t q_lo, q_hi;
-  PositionRange(p.qc, q0, min(q0 + kTile, p.tq), q_lo, q_hi);
+  TileRange(p.qc, q0, kTile, p.tq, q_lo, q_hi);
 
   const int ntiles = (p.tk + kTile - 1) / kTile;
-  int kt = NextVisibleTile(p, 0, ntiles, q_hi);
+  int kt = NextKeyTile(p, 0, ntiles, q_hi);
   LoadTileAsync<HS>(q_s, S::kLd, q_g, p.q_ld, q0, kTile, p.tq);
   if (kt < ntiles) {
     LoadTileAsync<HS>(kv_s, S::kLd, k_g, p.kv_ld, kt * kTile, kTile, p.tk);
@@ -127,7 +101,7 @@ __global__ void __launch_bounds__(kThreads)
 
   for (int stage = 0, first = 1; kt < ntiles; stage ^= 1, first = 0) {
     const int k0 = kt * kTile;
-    const int next = NextVisibleTile(p, kt + 1, ntiles, q_hi);
+    const int next = NextKeyTile(p, kt + 1, ntiles, q_hi);
     // Prefetch the next visible tile into the other stage (last read in the
     // previous iteration, which ended with a barrier), then wait for this one.
     if (next < ntiles) {
@@ -161,7 +135,7 @@ __global__ void __launch_bounds__(kThreads)
     }
 
     int64_t k_lo, k_hi;
-    KeyTileRange(p, k0, k_lo, k_hi);
+    TileRange(p.kc, k0, kTile, p.tk, k_lo, k_hi);
     // Every key before every query, both tiles whole: nothing to mask.
     const bool masked = !(whole_q && k0 + kTile <= p.tk && k_hi <= q_lo);
     float mx0 = -INFINITY, mx1 = -INFINITY;
@@ -286,14 +260,6 @@ absl::Status LaunchForward(bf16* out, float* lse, const bf16* q, const bf16* kv,
   FlashBlockForwardKernel<HS><<<grid, kThreads, kBytes, stream>>>(out, lse, q, kv, p,
                                                                   scale_log2, accumulate);
   return CheckLaunch("FlashBlockForwardKernel");
-}
-
-BlockOperands OperandsOf(const BlockAttentionArgs& a) {
-  const int c = static_cast<int>(a.nh * a.hs);
-  const int k_col = a.kv_width == 3 * c ? c : 0;
-  return {static_cast<int>(a.tq), static_cast<int>(a.tk), static_cast<int>(a.nh),
-          a.q_width,              a.kv_width,             k_col,
-          k_col + c,              ToChunks(a.q_chunks),   ToChunks(a.kv_chunks)};
 }
 
 }  // namespace
