@@ -1,7 +1,9 @@
 // CPU-vs-CUDA parity for blockwise (ring) attention: zigzag chunks of
 // cp = 3 ranks, every rank's queries against every K/V block in ring order
 // (forward merged into out/lse, backward accumulated into dq and dK/dV), in
-// f32 and bf16. Written without a GPU at hand: built, not yet run.
+// f32 and bf16. bf16 with head sizes 32, 64 and 128 runs the tensor-core
+// kernels (attention_flash_block_*.cu): chunks longer than their 64-row
+// tiles and not a multiple of them, so tiles straddle chunk ends.
 #include "core/kernels/cuda/parity_util.h"
 #include "gtest/gtest.h"
 
@@ -19,10 +21,10 @@ TokenChunks Zigzag(int r, int cp, int64_t len) {
   return c;
 }
 
-void CheckRing(DType dt) {
-  SCOPED_TRACE(DTypeName(dt));
+void CheckRing(DType dt, int64_t hs = 32, int64_t len = 5) {
+  SCOPED_TRACE(::testing::Message() << DTypeName(dt) << " hs=" << hs << " len=" << len);
   const int cp = 3, nh = 2;
-  const int64_t b = 2, len = 5, tl = 2 * len, hs = 32, c = nh * hs;
+  const int64_t b = 2, tl = 2 * len, c = nh * hs;
   const Tolerance tol = dt == DType::kBF16 ? kBf16Tol : kF32ReduceTol;
   std::vector<std::vector<float>> qkv(cp), kv(cp), dout(cp);
   for (int r = 0; r < cp; ++r) {
@@ -77,6 +79,11 @@ void CheckRing(DType dt) {
 
 TEST(AttentionBlockCudaTest, RingMatchesCpuF32) { CheckRing(DType::kF32); }
 TEST(AttentionBlockCudaTest, RingMatchesCpuBf16) { CheckRing(DType::kBF16); }
+TEST(AttentionBlockCudaTest, TensorCoreTilesAcrossChunkEnds) {
+  CheckRing(DType::kBF16, 64, 70);
+  CheckRing(DType::kBF16, 128, 40);
+  CheckRing(DType::kBF16, 32, 130);
+}
 
 }  // namespace
 }  // namespace weft::cuda::testing
