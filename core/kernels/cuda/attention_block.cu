@@ -10,7 +10,7 @@
 // attention_flash_block_fwd.cu and attention_flash_block_bwd.cu instead.
 #include "core/kernels/cuda/attention.h"
 #include "core/kernels/cuda/attention_internal.h"
-#include "core/kernels/cuda/attention_positions.cuh"
+#include "core/kernels/cuda/attention_ring.cuh"
 #include "core/kernels/cuda/common.cuh"
 
 namespace weft::cuda {
@@ -104,20 +104,8 @@ __global__ void BlockForwardKernel(E* __restrict__ out, float* __restrict__ lse,
   float* pl = lse + (b * l.nh + h) * l.tq + i;
   const float la = accumulate ? *pl : -INFINITY;
   E* po = out + (b * l.tq + i) * C + h * l.hs;
-  // Weights of the old and the new part in the merged softmax.
-  float wa = 0.0f, wb = 0.0f, merged = -INFINITY;
-  if (lb == -INFINITY) {
-    wa = la == -INFINITY ? 0.0f : 1.0f;
-    merged = la;
-  } else if (la == -INFINITY) {
-    merged = lb;
-    wb = 1.0f;
-  } else {
-    const float hi = fmaxf(la, lb), lo = fminf(la, lb);
-    merged = hi + log1pf(expf(lo - hi));
-    wa = expf(la - merged);
-    wb = expf(lb - merged);
-  }
+  float wa, wb, merged;
+  MergeWeights(la, lb, wa, wb, merged);
   const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
 #pragma unroll
   for (int r = 0; r < kLaneDims; ++r) {

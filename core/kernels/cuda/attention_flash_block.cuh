@@ -9,11 +9,12 @@
 #include <cstdint>
 
 #include "core/kernels/cuda/attention.h"
-#include "core/kernels/cuda/attention_positions.cuh"
+#include "core/kernels/cuda/attention_flash_tiles.cuh"
+#include "core/kernels/cuda/attention_ring.cuh"
 
 namespace weft::cuda {
 
-constexpr int kRingTile = 64;  // rows of a query or key tile
+constexpr int kRingTile = kFlashTile;  // rows of a query or key tile
 constexpr int kRingWarps = 4;  // each owns 16 rows of the block's tile
 constexpr int kRingThreads = kRingWarps * 32;
 

@@ -10,6 +10,7 @@
 // all) contributes nothing.
 #include "core/kernels/cuda/attention_flash_block.cuh"
 #include "core/kernels/cuda/attention_internal.h"
+#include "core/kernels/cuda/attention_flash_tiles.cuh"
 #include "core/kernels/cuda/attention_mma.cuh"
 #include "core/kernels/cuda/common.cuh"
 
@@ -19,31 +20,6 @@ namespace {
 constexpr int kTile = kRingTile;
 constexpr int kThreads = kRingThreads;
 constexpr float kLog2e = 1.4426950408889634f;
-
-// Query rows per step of the KV kernel: 32 at HS = 128 keeps the dK and dV
-// accumulators plus two S-sized tiles within the register file.
-template <int HS>
-constexpr int KvStepRows() {
-  return HS >= 128 ? 32 : 64;
-}
-
-template <int HS>
-struct KvSmem {
-  static constexpr int kBr = KvStepRows<HS>();
-  static constexpr int kLd = HS + 8;
-  static constexpr int kK = kTile * kLd;  // K and V of the block, row-major
-  static constexpr int kQ = kBr * kLd;    // Q or dO of one step, row-major
-  // K, V, then two stages of (Q, dO) and of (lse, D).
-  static constexpr int kBytes = (2 * kK + 4 * kQ) * 2 + 4 * kBr * 4;
-};
-
-template <int HS>
-struct QSmem {
-  static constexpr int kLd = HS + 8;
-  static constexpr int kRows = kTile * kLd;
-  // Q, dO, then two stages of (K, V).
-  static constexpr int kBytes = 6 * kRows * 2;
-};
 
 // A row's lse in log2 units for P = exp2(S * scale_log2 - lse): +inf for a
 // row past t or one that saw no key (lse -inf), so that its P is 0.
@@ -138,25 +114,7 @@ __global__ void __launch_bounds__(kThreads)
 
     // S^T (16 keys x kBr queries) = K Q^T and dP^T = V dO^T.
     float pt[kBr / 8][4], ds[kBr / 8][4];
-#pragma unroll
-    for (int j = 0; j < kBr / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) pt[j][e] = ds[j][e] = 0.0f;
-    }
-#pragma unroll
-    for (int kk = 0; kk < HS / 16; ++kk) {
-      uint32_t kf[4], vf[4];
-      LoadFragA(kf, k_s, S::kLd, warp * 16, kk * 16);
-      LoadFragA(vf, v_s, S::kLd, warp * 16, kk * 16);
-#pragma unroll
-      for (int j = 0; j < kBr / 8; ++j) {
-        uint32_t bf[2];
-        LoadFragB(bf, q_s, S::kLd, j * 8, kk * 16);
-        MmaBf16(pt[j], kf, bf);
-        LoadFragB(bf, do_s, S::kLd, j * 8, kk * 16);
-        MmaBf16(ds[j], vf, bf);
-      }
-    }
+    DualTileProduct<HS, kBr>(pt, ds, k_s, v_s, S::kLd, warp * 16, q_s, do_s, S::kLd);
     int64_t q_lo, q_hi;
     TileRange(p.qc, q0, kBr, p.tq, q_lo, q_hi);
     // Every key at or before every query, both tiles whole: no mask. (Rows
@@ -183,20 +141,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     // dV += P^T dO and dK += dS^T Q (k dimension: the step's queries).
-#pragma unroll
-    for (int kk = 0; kk < kBr / 16; ++kk) {
-      uint32_t pf[4], dsf[4];
-      AccToFragA(pf, pt, kk);
-      AccToFragA(dsf, ds, kk);
-#pragma unroll
-      for (int n = 0; n < HS / 8; ++n) {
-        uint32_t bf[2];
-        LoadFragBTrans(bf, do_s, S::kLd, kk * 16, n * 8);
-        MmaBf16(dv[n], pf, bf);
-        LoadFragBTrans(bf, q_s, S::kLd, kk * 16, n * 8);
-        MmaBf16(dk[n], dsf, bf);
-      }
-    }
+    AccumulateDualProduct<HS, kBr>(dv, pt, do_s, dk, ds, q_s, S::kLd);
     __syncthreads();  // the next step refills this stage
     q0 = next;
   }
@@ -283,25 +228,7 @@ __global__ void __launch_bounds__(kThreads)
 
     // S = Q K^T and dP = dO V^T (16 queries x 64 keys per warp).
     float s[kTile / 8][4], ds[kTile / 8][4];
-#pragma unroll
-    for (int j = 0; j < kTile / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[j][e] = ds[j][e] = 0.0f;
-    }
-#pragma unroll
-    for (int kk = 0; kk < HS / 16; ++kk) {
-      uint32_t qf[4], dof[4];
-      LoadFragA(qf, q_s, S::kLd, warp * 16, kk * 16);
-      LoadFragA(dof, do_s, S::kLd, warp * 16, kk * 16);
-#pragma unroll
-      for (int j = 0; j < kTile / 8; ++j) {
-        uint32_t bf[2];
-        LoadFragB(bf, k_s, S::kLd, j * 8, kk * 16);
-        MmaBf16(s[j], qf, bf);
-        LoadFragB(bf, v_s, S::kLd, j * 8, kk * 16);
-        MmaBf16(ds[j], dof, bf);
-      }
-    }
+    DualTileProduct<HS, kTile>(s, ds, q_s, do_s, S::kLd, warp * 16, k_s, v_s, S::kLd);
     int64_t k_lo, k_hi;
     TileRange(p.kc, k0, kTile, p.tk, k_lo, k_hi);
     const bool masked = !(whole_q && k0 + kTile <= p.tk && k_hi <= q_lo);
@@ -323,17 +250,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     // dQ += dS K (k dimension: this tile's keys; B is K read through .trans).
-#pragma unroll
-    for (int kk = 0; kk < kTile / 16; ++kk) {
-      uint32_t dsf[4];
-      AccToFragA(dsf, ds, kk);
-#pragma unroll
-      for (int n = 0; n < HS / 8; ++n) {
-        uint32_t bf[2];
-        LoadFragBTrans(bf, k_s, S::kLd, kk * 16, n * 8);
-        MmaBf16(acc[n], dsf, bf);
-      }
-    }
+    AccumulateProduct<HS, kTile>(acc, ds, k_s, S::kLd);
     __syncthreads();  // the next iteration refills this stage
     kt = next;
   }

@@ -16,6 +16,7 @@
 //     as "nothing to add".
 #include "core/kernels/cuda/attention_flash_block.cuh"
 #include "core/kernels/cuda/attention_internal.h"
+#include "core/kernels/cuda/attention_flash_tiles.cuh"
 #include "core/kernels/cuda/attention_mma.cuh"
 #include "core/kernels/cuda/common.cuh"
 
@@ -34,26 +35,6 @@ struct FwdSmem {
   // Q, then two stages of (K, V).
   static constexpr int kBytes = 5 * kRows * 2;
 };
-
-// The (lse, weight) merge of a block's result into a running one, as in
-// BlockForwardKernel: -inf marks "no key seen".
-__device__ __forceinline__ void MergeWeights(float la, float lb, float& wa, float& wb,
-                                             float& merged) {
-  wa = wb = 0.0f;
-  merged = -INFINITY;
-  if (lb == -INFINITY) {
-    wa = la == -INFINITY ? 0.0f : 1.0f;
-    merged = la;
-  } else if (la == -INFINITY) {
-    merged = lb;
-    wb = 1.0f;
-  } else {
-    const float hi = fmaxf(la, lb), lo = fminf(la, lb);
-    merged = hi + log1pf(expf(lo - hi));
-    wa = expf(la - merged);
-    wb = expf(lb - merged);
-  }
-}
 
 // grid (B * NH, ceil(Tq / 64)): a block owns 64 query rows of one head.
 template <int HS>
@@ -122,23 +103,11 @@ __global__ void __launch_bounds__(kThreads)
     const bf16* v_s = k_s + S::kRows;
 
     float s[kTile / 8][4];
-#pragma unroll
-    for (int j = 0; j < kTile / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
-#pragma unroll
-    for (int kk = 0; kk < HS / 16; ++kk) {
-#pragma unroll
-      for (int j = 0; j < kTile / 8; ++j) {
-        uint32_t bf[2];
-        LoadFragB(bf, k_s, S::kLd, j * 8, kk * 16);
-        MmaBf16(s[j], qf[kk], bf);
-      }
-    }
-
+    ScoreTile<HS, kTile>(s, qf, k_s, S::kLd);
     int64_t k_lo, k_hi;
     TileRange(p.kc, k0, kTile, p.tk, k_lo, k_hi);
     // Every key before every query, both tiles whole: nothing to mask.
     const bool masked = !(whole_q && k0 + kTile <= p.tk && k_hi <= q_lo);
-    float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
     for (int j = 0; j < kTile / 8; ++j) {
 #pragma unroll
@@ -151,61 +120,16 @@ __global__ void __launch_bounds__(kThreads)
         s[j][c] = v0;
         s[j][2 + c] = v1;
       }
-      mx0 = fmaxf(mx0, fmaxf(s[j][0], s[j][1]));
-      mx1 = fmaxf(mx1, fmaxf(s[j][2], s[j][3]));
     }
-    // The four lanes of a group share rows: reduce over t.
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-    // A row that has seen no key keeps m = -inf; exponentiate against 0
-    // then, so its -inf scores give 0 (not NaN) and nothing accumulates.
-    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
-    const float base0 = mn0 == -INFINITY ? 0.0f : mn0;
-    const float base1 = mn1 == -INFINITY ? 0.0f : mn1;
-    const float alpha0 = exp2f(m0 - base0), alpha1 = exp2f(m1 - base1);
-    m0 = mn0;
-    m1 = mn1;
-    float rs0 = 0.0f, rs1 = 0.0f;
-#pragma unroll
-    for (int j = 0; j < kTile / 8; ++j) {
-      s[j][0] = exp2f(s[j][0] - base0);
-      s[j][1] = exp2f(s[j][1] - base0);
-      s[j][2] = exp2f(s[j][2] - base1);
-      s[j][3] = exp2f(s[j][3] - base1);
-      rs0 += s[j][0] + s[j][1];
-      rs1 += s[j][2] + s[j][3];
-    }
-    l0 = l0 * alpha0 + rs0;
-    l1 = l1 * alpha1 + rs1;
-#pragma unroll
-    for (int n = 0; n < HS / 8; ++n) {
-      o[n][0] *= alpha0;
-      o[n][1] *= alpha0;
-      o[n][2] *= alpha1;
-      o[n][3] *= alpha1;
-    }
-#pragma unroll
-    for (int kk = 0; kk < kTile / 16; ++kk) {
-      uint32_t pf[4];
-      AccToFragA(pf, s, kk);
-#pragma unroll
-      for (int n = 0; n < HS / 8; ++n) {
-        uint32_t bf[2];
-        LoadFragBTrans(bf, v_s, S::kLd, kk * 16, n * 8);
-        MmaBf16(o[n], pf, bf);
-      }
-    }
+    OnlineSoftmaxStep<HS, kTile>(s, m0, m1, l0, l1, o);
+    AccumulateProduct<HS, kTile>(o, s, v_s, S::kLd);  // O += P V
     __syncthreads();  // the next iteration refills this stage
     kt = next;
   }
   CpAsyncWait<0>();  // the Q tile's copy when no key tile was visible
 
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+  l0 = GroupSum(l0);
+  l1 = GroupSum(l1);
   // This block's lse per row (natural log), -inf where no key was seen, and
   // the running one it merges into.
   const float lb0 = l0 > 0.0f ? (m0 + log2f(l0)) * kLn2 : -INFINITY;

@@ -15,6 +15,7 @@
 // every valid query, so the causal mask covers them. Query rows past T are
 // computed on zeros and never stored.
 #include "core/kernels/cuda/attention_internal.h"
+#include "core/kernels/cuda/attention_flash_tiles.cuh"
 #include "core/kernels/cuda/attention_mma.cuh"
 #include "core/kernels/cuda/common.cuh"
 
@@ -94,20 +95,8 @@ __global__ void __launch_bounds__(kThreads)
     const bf16* v_s = k_s + S::kKv;
 
     float s[kBc / 8][4];
-#pragma unroll
-    for (int j = 0; j < kBc / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
-#pragma unroll
-    for (int kk = 0; kk < HS / 16; ++kk) {
-#pragma unroll
-      for (int j = 0; j < kBc / 8; ++j) {
-        uint32_t bf[2];
-        LoadFragB(bf, k_s, S::kLd, j * 8, kk * 16);
-        MmaBf16(s[j], qf[kk], bf);
-      }
-    }
-
+    ScoreTile<HS, kBc>(s, qf, k_s, S::kLd);
     const bool diagonal = kt == qt;
-    float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
     for (int j = 0; j < kBc / 8; ++j) {
 #pragma unroll
@@ -118,57 +107,16 @@ __global__ void __launch_bounds__(kThreads)
         if (diagonal && key > row) v = -INFINITY;
         s[j][e] = v;
       }
-      mx0 = fmaxf(mx0, fmaxf(s[j][0], s[j][1]));
-      mx1 = fmaxf(mx1, fmaxf(s[j][2], s[j][3]));
     }
-    // The four lanes of a group share rows: reduce over t.
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-    // Finite: key k0 <= row for every row of this tile, so each row has a
-    // live score, and m never goes back to -inf.
-    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
-    const float alpha0 = exp2f(m0 - mn0), alpha1 = exp2f(m1 - mn1);  // 0 on the first tile
-    m0 = mn0;
-    m1 = mn1;
-    float rs0 = 0.0f, rs1 = 0.0f;
-#pragma unroll
-    for (int j = 0; j < kBc / 8; ++j) {
-      s[j][0] = exp2f(s[j][0] - m0);
-      s[j][1] = exp2f(s[j][1] - m0);
-      s[j][2] = exp2f(s[j][2] - m1);
-      s[j][3] = exp2f(s[j][3] - m1);
-      rs0 += s[j][0] + s[j][1];
-      rs1 += s[j][2] + s[j][3];
-    }
-    l0 = l0 * alpha0 + rs0;
-    l1 = l1 * alpha1 + rs1;
-#pragma unroll
-    for (int n = 0; n < HS / 8; ++n) {
-      o[n][0] *= alpha0;
-      o[n][1] *= alpha0;
-      o[n][2] *= alpha1;
-      o[n][3] *= alpha1;
-    }
-#pragma unroll
-    for (int kk = 0; kk < kBc / 16; ++kk) {
-      uint32_t pf[4];
-      AccToFragA(pf, s, kk);
-#pragma unroll
-      for (int n = 0; n < HS / 8; ++n) {
-        uint32_t bf[2];
-        LoadFragBTrans(bf, v_s, S::kLd, kk * 16, n * 8);
-        MmaBf16(o[n], pf, bf);
-      }
-    }
+    // Key k0 <= row for every row of this tile, so each row has a live
+    // score and m never stays -inf.
+    OnlineSoftmaxStep<HS, kBc>(s, m0, m1, l0, l1, o);
+    AccumulateProduct<HS, kBc>(o, s, v_s, S::kLd);  // O += P V
     __syncthreads();  // the next iteration refills this stage with tile kt + 2
   }
 
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+  l0 = GroupSum(l0);
+  l1 = GroupSum(l1);
   const float inv0 = 1.0f / l0, inv1 = 1.0f / l1;
   bf16* out0 = out + (int64_t(b) * T + row0) * C + h * HS + 2 * t;
   bf16* out1 = out0 + 8 * int64_t(C);

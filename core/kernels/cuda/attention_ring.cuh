@@ -1,8 +1,10 @@
-// Global token positions of a rank's local rows (TokenChunks) on the
-// device, for the blockwise (ring) attention kernels: causal masking is by
-// position, key position <= query position.
-#ifndef WEFT_CORE_KERNELS_CUDA_ATTENTION_POSITIONS_CUH_
-#define WEFT_CORE_KERNELS_CUDA_ATTENTION_POSITIONS_CUH_
+// Device helpers of the blockwise (ring) attention kernels, the
+// warp-per-row ones (attention_block.cu) and the tensor-core ones
+// (attention_flash_block_*.cu): global token positions of a rank's local
+// rows (causal masking is by position, key position <= query position) and
+// the log-sum-exp merge of a block's result into the running one.
+#ifndef WEFT_CORE_KERNELS_CUDA_ATTENTION_RING_CUH_
+#define WEFT_CORE_KERNELS_CUDA_ATTENTION_RING_CUH_
 
 #include <cstdint>
 
@@ -45,6 +47,26 @@ __device__ __forceinline__ void PositionRange(const Chunks& c, int64_t r0, int64
   }
 }
 
+// Weights of the running part (lse la) and the block's part (lse lb) in
+// the merged softmax, and the merged lse; -inf marks "no key seen yet".
+__device__ __forceinline__ void MergeWeights(float la, float lb, float& wa, float& wb,
+                                             float& merged) {
+  wa = wb = 0.0f;
+  merged = -INFINITY;
+  if (lb == -INFINITY) {
+    wa = la == -INFINITY ? 0.0f : 1.0f;
+    merged = la;
+  } else if (la == -INFINITY) {
+    merged = lb;
+    wb = 1.0f;
+  } else {
+    const float hi = fmaxf(la, lb), lo = fminf(la, lb);
+    merged = hi + log1pf(expf(lo - hi));
+    wa = expf(la - merged);
+    wb = expf(lb - merged);
+  }
+}
+
 }  // namespace weft::cuda
 
-#endif  // WEFT_CORE_KERNELS_CUDA_ATTENTION_POSITIONS_CUH_
+#endif  // WEFT_CORE_KERNELS_CUDA_ATTENTION_RING_CUH_

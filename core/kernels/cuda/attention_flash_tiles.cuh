@@ -1,0 +1,194 @@
+// The tile steps the flash kernels share (self-attention in
+// attention_flash_{fwd,bwd}.cu, blockwise ring attention in
+// attention_flash_block_{fwd,bwd}.cu): products of a warp's 16 rows with a
+// shared-memory tile, and the forward's online softmax update. Each kernel
+// keeps its own loads, masks and epilogue. Fragment layouts: see
+// attention_mma.cuh.
+#ifndef WEFT_CORE_KERNELS_CUDA_ATTENTION_FLASH_TILES_CUH_
+#define WEFT_CORE_KERNELS_CUDA_ATTENTION_FLASH_TILES_CUH_
+
+#include <cstdint>
+
+#include "core/kernels/cuda/attention_mma.cuh"
+
+namespace weft::cuda {
+
+// Rows of a query or key tile in every flash kernel.
+constexpr int kFlashTile = 64;
+
+// Shared memory of the backward kernels, which own either 64 keys (the KV
+// kernel: it loops over query steps) or 64 queries (the Q kernel: it loops
+// over key tiles). Rows are padded by 8 bf16 (16 B): conflict-free ldmatrix.
+//
+// Query rows per step of the KV kernel: 32 at HS = 128 keeps the dK and dV
+// accumulators plus two S-sized tiles within the register file.
+template <int HS>
+constexpr int KvStepRows() {
+  return HS >= 128 ? 32 : 64;
+}
+
+template <int HS>
+struct KvSmem {
+  static constexpr int kBr = KvStepRows<HS>();
+  static constexpr int kLd = HS + 8;
+  static constexpr int kK = kFlashTile * kLd;  // K and V of the block, row-major
+  static constexpr int kQ = kBr * kLd;         // Q or dO of one step, row-major
+  // K, V, then two stages of (Q, dO) and of (lse, D): the next step's tiles
+  // load while this step's are used.
+  static constexpr int kBytes = (2 * kK + 4 * kQ) * 2 + 4 * kBr * 4;
+};
+
+template <int HS>
+struct QSmem {
+  static constexpr int kLd = HS + 8;
+  static constexpr int kRows = kFlashTile * kLd;  // one 64-row tile, row-major
+  // Q, dO, then two stages of (K, V).
+  static constexpr int kBytes = 6 * kRows * 2;
+};
+
+// x = A1 · B1^T and y = A2 · B2^T for the warp's 16 rows (starting at
+// a_row of A1 and A2) against the kCols rows of B1 and B2, all row-major in
+// shared memory with HS columns: the S and dP tiles of the backward.
+template <int HS, int kCols>
+__device__ __forceinline__ void DualTileProduct(float (&x)[kCols / 8][4], float (&y)[kCols / 8][4],
+                                                const __nv_bfloat16* a1, const __nv_bfloat16* a2,
+                                                int lda, int a_row, const __nv_bfloat16* b1,
+                                                const __nv_bfloat16* b2, int ldb) {
+#pragma unroll
+  for (int j = 0; j < kCols / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) x[j][e] = y[j][e] = 0.0f;
+  }
+#pragma unroll
+  for (int kk = 0; kk < HS / 16; ++kk) {
+    uint32_t f1[4], f2[4];
+    LoadFragA(f1, a1, lda, a_row, kk * 16);
+    LoadFragA(f2, a2, lda, a_row, kk * 16);
+#pragma unroll
+    for (int j = 0; j < kCols / 8; ++j) {
+      uint32_t bf[2];
+      LoadFragB(bf, b1, ldb, j * 8, kk * 16);
+      MmaBf16(x[j], f1, bf);
+      LoadFragB(bf, b2, ldb, j * 8, kk * 16);
+      MmaBf16(y[j], f2, bf);
+    }
+  }
+}
+
+// s = Q · K^T for the warp's resident Q fragments against the kCols keys of
+// the row-major K tile k_s: the forward's score tile.
+template <int HS, int kCols>
+__device__ __forceinline__ void ScoreTile(float (&s)[kCols / 8][4], const uint32_t (&qf)[HS / 16][4],
+                                          const __nv_bfloat16* k_s, int ld) {
+#pragma unroll
+  for (int j = 0; j < kCols / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+  for (int kk = 0; kk < HS / 16; ++kk) {
+#pragma unroll
+    for (int j = 0; j < kCols / 8; ++j) {
+      uint32_t bf[2];
+      LoadFragB(bf, k_s, ld, j * 8, kk * 16);
+      MmaBf16(s[j], qf[kk], bf);
+    }
+  }
+}
+
+// c += A · B with A a 16 x kK tile held as accumulators (rounded to bf16)
+// and B the row-major kK x HS tile b_s: O += P V, dQ += dS K.
+template <int HS, int kK>
+__device__ __forceinline__ void AccumulateProduct(float (&c)[HS / 8][4], const float (&a)[kK / 8][4],
+                                                  const __nv_bfloat16* b_s, int ld) {
+#pragma unroll
+  for (int kk = 0; kk < kK / 16; ++kk) {
+    uint32_t af[4];
+    AccToFragA(af, a, kk);
+#pragma unroll
+    for (int n = 0; n < HS / 8; ++n) {
+      uint32_t bf[2];
+      LoadFragBTrans(bf, b_s, ld, kk * 16, n * 8);
+      MmaBf16(c[n], af, bf);
+    }
+  }
+}
+
+// c1 += A1 · B1 and c2 += A2 · B2 in one pass over k (dV += P^T dO and
+// dK += dS^T Q).
+template <int HS, int kK>
+__device__ __forceinline__ void AccumulateDualProduct(float (&c1)[HS / 8][4],
+                                                      const float (&a1)[kK / 8][4],
+                                                      const __nv_bfloat16* b1,
+                                                      float (&c2)[HS / 8][4],
+                                                      const float (&a2)[kK / 8][4],
+                                                      const __nv_bfloat16* b2, int ld) {
+#pragma unroll
+  for (int kk = 0; kk < kK / 16; ++kk) {
+    uint32_t f1[4], f2[4];
+    AccToFragA(f1, a1, kk);
+    AccToFragA(f2, a2, kk);
+#pragma unroll
+    for (int n = 0; n < HS / 8; ++n) {
+      uint32_t bf[2];
+      LoadFragBTrans(bf, b1, ld, kk * 16, n * 8);
+      MmaBf16(c1[n], f1, bf);
+      LoadFragBTrans(bf, b2, ld, kk * 16, n * 8);
+      MmaBf16(c2[n], f2, bf);
+    }
+  }
+}
+
+// One key tile of the forward's online softmax, for the thread's two rows
+// (accumulator elements 0-1 and 2-3): s holds the scaled, masked scores in
+// log2 units and becomes P; the running max m, this thread's share of the
+// running sum l and the output accumulators o are rescaled. A row that has
+// seen no key keeps m = -inf: its scores are exponentiated against 0, so
+// -inf gives 0 rather than NaN.
+template <int HS, int kCols>
+__device__ __forceinline__ void OnlineSoftmaxStep(float (&s)[kCols / 8][4], float& m0, float& m1,
+                                                  float& l0, float& l1, float (&o)[HS / 8][4]) {
+  float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < kCols / 8; ++j) {
+    mx0 = fmaxf(mx0, fmaxf(s[j][0], s[j][1]));
+    mx1 = fmaxf(mx1, fmaxf(s[j][2], s[j][3]));
+  }
+  // The four lanes of a group share rows: reduce over them.
+  mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+  mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+  mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+  mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+  const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+  const float base0 = mn0 == -INFINITY ? 0.0f : mn0;
+  const float base1 = mn1 == -INFINITY ? 0.0f : mn1;
+  const float alpha0 = exp2f(m0 - base0), alpha1 = exp2f(m1 - base1);  // 0 on the first tile
+  m0 = mn0;
+  m1 = mn1;
+  float rs0 = 0.0f, rs1 = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kCols / 8; ++j) {
+    s[j][0] = exp2f(s[j][0] - base0);
+    s[j][1] = exp2f(s[j][1] - base0);
+    s[j][2] = exp2f(s[j][2] - base1);
+    s[j][3] = exp2f(s[j][3] - base1);
+    rs0 += s[j][0] + s[j][1];
+    rs1 += s[j][2] + s[j][3];
+  }
+  l0 = l0 * alpha0 + rs0;
+  l1 = l1 * alpha1 + rs1;
+#pragma unroll
+  for (int n = 0; n < HS / 8; ++n) {
+    o[n][0] *= alpha0;
+    o[n][1] *= alpha0;
+    o[n][2] *= alpha1;
+    o[n][3] *= alpha1;
+  }
+}
+
+// Sums a thread's share of a row over the four lanes of its group.
+__device__ __forceinline__ float GroupSum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
+}  // namespace weft::cuda
+
+#endif  // WEFT_CORE_KERNELS_CUDA_ATTENTION_FLASH_TILES_CUH_
