@@ -13,7 +13,10 @@ absl::Status ZeroParticipant::AddGroup(const std::string& name, std::vector<Para
   WEFT_ASSIGN_OR_RETURN(DType reduce, ReduceDType(*ctx.options, ctx.grad_dtype));
   ShardedGroup::Options o;
   o.params = ShardedGroup::Mode::kFull;
-  o.grads = stage_ == 1 ? ShardedGroup::Mode::kFull : ShardedGroup::Mode::kSharded;
+  // Over one rank a gradient shard is the whole gradient: keep it whole
+  // rather than reduce into a second buffer.
+  o.grads = stage_ == 1 || group_->size() == 1 ? ShardedGroup::Mode::kFull
+                                                : ShardedGroup::Mode::kSharded;
   o.device = ctx.run->device;
   o.stream = stream_;
   o.grad_dtype = ctx.grad_dtype;
@@ -32,6 +35,10 @@ absl::Status ZeroParticipant::AddGroup(const std::string& name, std::vector<Para
 absl::Status ZeroParticipant::Build(StrategyContext& ctx) {
   if (stage_ != 1 && stage_ != 2) {
     return Internal(absl::StrCat("ZeroParticipant for stage ", stage_), "stage 1 or 2");
+  }
+  if (stage_ == 2 && group_->size() == 1) {
+    ctx.state->notes.push_back(
+        "zero-2 over a data-parallel group of one rank: gradients stay whole (nothing to shard)");
   }
   Model& model = ctx.model();
   for (std::vector<Parameter*>& bucket : BucketInBackwardOrder(
