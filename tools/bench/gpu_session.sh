@@ -137,8 +137,12 @@ stage_sanitize() {
     item "memcheck $t" 120 \
         compute-sanitizer --tool memcheck --error-exitcode 9 ./bin/$t --gtest_brief=1
   done
-  item "racecheck layernorm_test" 120 \
-      compute-sanitizer --tool racecheck --error-exitcode 9 ./bin/layernorm_test --gtest_brief=1
+  for t in attention_block_test attention_test layernorm_test; do
+    item "racecheck $t" 120 \
+        compute-sanitizer --tool racecheck --error-exitcode 9 ./bin/$t --gtest_brief=1
+  done
+  item "memcheck attention_block_test" 120 \
+      compute-sanitizer --tool memcheck --error-exitcode 9 ./bin/attention_block_test --gtest_brief=1
   item "memcheck kernels_parity_test" 300 \
       compute-sanitizer --tool memcheck --error-exitcode 9 ./bin/kernels_parity_test --gtest_brief=1
 }
