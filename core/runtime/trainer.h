@@ -101,6 +101,9 @@ class Trainer {
     // startup such as the vocabulary size) in protobuf text format, recorded
     // in checkpoints; null records the TrainConfig alone.
     std::function<std::string()> describe_job;
+    // Called by Run after each step (after its log line, evaluation and
+    // checkpoint), on every rank: e.g. sampling text from the model.
+    std::function<absl::Status(Trainer& trainer, int64_t step)> after_step;
     // Test hook: called at named points of every checkpoint save (see
     // checkpoint/checkpointer.h); the crash test kills the process there.
     std::function<void(absl::string_view point)> checkpoint_fault_point;
@@ -140,6 +143,8 @@ class Trainer {
   }
   MetricsLogger& logger() { return *logger_; }
   const TrainConfig& config() const { return options_.config; }
+  // Text jobs: the serialized tokenizer of the training data (empty else).
+  const std::string& tokenizer() const { return loaders_.tokenizer; }
   // Where this rank's model and optimizer state lives (sharding_export.h).
   absl::StatusOr<std::vector<StatePiece>> ExportState() const;
 

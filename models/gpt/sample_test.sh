@@ -2,7 +2,8 @@
 # End-to-end checks of //models/gpt:sample: a tiny GPT trained on two
 # repeated sentences continues them; checkpoints of one process, of fsdp,
 # tp and pp ranks (read whole, whatever their sharding) and the same model
-# as an llm.c file all give the same greedy text; a seed repeats a sample;
+# as an llm.c file all give the same greedy text, and so does the sample
+# printed while training (--sample_every); a seed repeats a sample;
 # sampling with and without the key/value cache agrees; bad command lines
 # are clear errors.
 set -euo pipefail
@@ -20,7 +21,10 @@ done > "$tmp/corpus.txt"
 common=(--config="$config" --data="$tmp/corpus.txt" --steps=120 --quiet --num_workers=1
         --eval_every=0 --checkpoint_every=120)
 
-"$train" "${common[@]}" --checkpoint_dir="$tmp/one"
+# --sample_every prints text from the model as it trains (checked below
+# against sampling its checkpoint).
+"$train" "${common[@]}" --checkpoint_dir="$tmp/one" --sample_every=60 --sample_prompt="the quick" \
+    --sample_tokens=60 --sample_temperature=0 > "$tmp/one_train.txt"
 "$train" "${common[@]}" --checkpoint_dir="$tmp/fsdp" --nproc_per_node=2 --strategy=fsdp --micro_batch=8
 "$train" "${common[@]}" --checkpoint_dir="$tmp/tp" --nproc_per_node=2 --strategy=tp --tp=2
 "$train" "${common[@]}" --checkpoint_dir="$tmp/pp" --nproc_per_node=2 --pp=2 --micro_batch=8
@@ -33,6 +37,23 @@ head -c 60 "$tmp/one.txt" | grep -q "^the quick brown fox jumps over the lazy do
   echo "FAIL: the greedy sample does not continue the corpus"; exit 1; }
 grep -q "sampled 60 tokens .* from .*/one/step_120 (step 120), window 64, kv cache on" "$tmp/one.err" || {
   echo "FAIL: no closing line on stderr"; exit 1; }
+# The sample printed while training, at the step of the checkpoint: the same
+# text as sampling the checkpoint (the same weights, prompt and draws).
+grep -q "^sample at step 60: the quick" "$tmp/one_train.txt" || {
+  echo "FAIL: no sample at step 60 while training"; exit 1; }
+lines=$(wc -l < "$tmp/one.txt")
+awk -v n="$lines" '/^sample at step 120: /{c = n} c-- > 0' "$tmp/one_train.txt" \
+    | sed '1s/^sample at step 120: //' > "$tmp/during.txt"
+cmp "$tmp/one.txt" "$tmp/during.txt" || {
+  echo "FAIL: the sample while training differs from sampling its checkpoint"; exit 1; }
+# Sharded models are not whole on rank 0: a clear error before training.
+if "$train" "${common[@]}" --checkpoint_dir="$tmp/fsdp_sample" --strategy=fsdp --sample_every=10 \
+    > "$tmp/fsdp_sample.txt" 2>&1; then
+  echo "FAIL: --sample_every with fsdp was accepted"; exit 1
+fi
+grep -q "sample_every with fsdp" "$tmp/fsdp_sample.txt" || {
+  cat "$tmp/fsdp_sample.txt"; echo "FAIL: no clear error for --sample_every with fsdp"; exit 1; }
+
 # Without the key/value cache every token runs the whole window: the same
 # text (69 tokens: the window fills, then slides).
 "$sample" --checkpoint="$tmp/one" "${greedy[@]}" --kv_cache=false > "$tmp/nocache.txt" 2> "$tmp/nocache.err"

@@ -18,6 +18,7 @@
 #include "models/gpt/gpt_config.pb.h"
 #include "models/gpt/gpt_job.h"
 #include "models/gpt/llmc_format.h"
+#include "models/gpt/train_sampler.h"
 #include "tools/estimate/planner.h"
 #include "tools/report/run_report.h"
 #include "tools/train_main/train_main.h"
@@ -49,7 +50,11 @@ absl::Status Run(const GptJob& given) {
   o.describe_job = [resolved] { return resolved->DebugString(); };
   report::PrepareRunReport(&o.config);
   SetGptJobCallbacks(job, path, resolved, &o);
+  if (job.sample_every() > 0) {
+    o.after_step = [job](Trainer& t, int64_t step) { return SampleAtStep(job, t, step); };
+  }
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(o)));
+  WEFT_RETURN_IF_ERROR(CheckTrainSampling(job, *trainer));
   if (!job.init_from().empty() && job.train().resume().empty()) {
     const std::string from = ResolveUserPath(job.init_from());
     WEFT_ASSIGN_OR_RETURN(GptWeights weights, ReadLlmcCheckpoint(from, resolved->model()));
