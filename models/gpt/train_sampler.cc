@@ -27,6 +27,12 @@ absl::Status CheckTrainSampling(const GptJob& job, Trainer& trainer) {
                        (name == "zero" && job.train().parallel().zero_stage() <= 2);
     if (!whole) sharding.push_back(name);
   }
+  // Every rank a data-parallel replica: no model-parallel axis (also one a
+  // strategy name would not show).
+  if (p.dp_size != p.world_size && sharding.empty()) {
+    sharding.push_back(absl::StrCat("model parallelism (", p.world_size / p.dp_size,
+                                    " ranks per replica)"));
+  }
   if (!sharding.empty() || dynamic_cast<Gpt*>(&trainer.model()) == nullptr) {
     return FailedPrecondition(
         absl::StrCat("--sample_every with ", sharding.empty() ? "this model" : absl::StrJoin(sharding, ", ")),
