@@ -190,15 +190,10 @@ absl::Status LaunchForward(bf16* out, float* lse, const bf16* q, const bf16* kv,
 
 bool FlashBlockAttentionApplies(DType dtype, const BlockAttentionArgs& a,
                                 std::initializer_list<const void*> pointers) {
-  if (dtype != DType::kBF16) return false;
-  if (a.hs != 32 && a.hs != 64 && a.hs != 128) return false;
-  // Rows must start 16-byte aligned for the tile copies and packed stores.
-  if (a.q_width % 8 != 0 || a.kv_width % 8 != 0) return false;
-  if (a.tq >= (int64_t{1} << 31) || a.tk >= (int64_t{1} << 31)) return false;
-  for (const void* ptr : pointers) {
-    if (!Aligned16(ptr)) return false;
-  }
-  return true;
+  // The self-attention kernels' conditions, and rows that start 16-byte
+  // aligned for the tile copies and packed stores.
+  return FlashAttentionApplies(dtype, a.hs, pointers) && a.q_width % 8 == 0 &&
+         a.kv_width % 8 == 0 && a.tq < (int64_t{1} << 31) && a.tk < (int64_t{1} << 31);
 }
 
 absl::Status LaunchFlashBlockForward(void* out, float* lse, const void* q, const void* kv,

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
+#include "core/kernels/cuda/elementwise.h"
 #include "core/kernels/cuda/matmul_kernels.h"
 #include "core/tensor/allocator.h"
 #include "core/tensor/cuda/cuda_check.h"
@@ -411,8 +412,9 @@ absl::Status Matmul(int device, const MatmulArgs& args, cudaStream_t stream) {
       return LaunchBiasGelu(args.out, args.aux, args.out_dtype, args.bias, args.bias_dtype,
                             args.m, args.n, stream);
     case MatmulEpilogue::kDGelu:
-      WEFT_RETURN_IF_ERROR(LaunchDGelu(args.out, args.out_dtype, args.aux, args.out_dtype,
-                                       args.m * args.n, stream));
+      // out *= gelu'(aux), in place.
+      WEFT_RETURN_IF_ERROR(LaunchGeluBackward(args.out, args.out, args.aux, args.out_dtype,
+                                              args.m * args.n, stream));
       if (args.bias_grad == nullptr) return absl::OkStatus();
       return WriteColumnSums(device, args.bias_grad, args.out, args.out_dtype, args.m, args.n,
                              stream);

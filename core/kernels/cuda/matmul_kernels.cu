@@ -2,8 +2,6 @@
 // slow-but-sure path: fused cuBLASLt epilogues do the common cases, and the
 // column sum is ours because cuBLASLt's BGRAD epilogues overwrite, while
 // gradients here accumulate (+=) across micro-batches.
-#include <type_traits>
-
 #include "core/kernels/cuda/column_reduce.cuh"
 #include "core/kernels/cuda/common.cuh"
 #include "core/kernels/cuda/gelu.cuh"
@@ -96,31 +94,6 @@ __global__ void BiasGeluKernel(T* __restrict__ out, T* __restrict__ aux,
   }
 }
 
-template <typename T, typename A>
-__global__ void DGeluKernel(T* out, const A* __restrict__ aux, int64_t n) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    out[i] = FromF<T>(ToF(out[i]) * GeluGrad(ToF(aux[i])));
-  }
-}
-
-// The same with 16-byte accesses (out and aux of one dtype, aligned, n a
-// multiple of the vector width): the scalar loop reached about 60% of the
-// memory bandwidth on an H100.
-template <typename T>
-__global__ void DGeluVecKernel(T* out, const T* __restrict__ aux, int64_t vectors) {
-  constexpr int V = Packed128<T>::kSize;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < vectors;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    float g[V], a[V];
-    LoadF<V>(out + i * V, g);
-    LoadF<V>(aux + i * V, a);
-#pragma unroll
-    for (int k = 0; k < V; ++k) g[k] *= GeluGrad(a[k]);
-    StoreF<V>(out + i * V, g);
-  }
-}
-
 template <typename T>
 absl::Status ColumnPartials(const void* src, float* scratch, int64_t rows, int64_t cols,
                             const ColumnChunking& ch, cudaStream_t stream) {
@@ -170,24 +143,6 @@ absl::Status BiasGeluT(T* out, T* aux, const void* bias, DType bias_dtype, int64
   return CheckLaunch("BiasGeluKernel");
 }
 
-template <typename T>
-absl::Status DGeluT(T* out, const void* aux, DType aux_dtype, int64_t n, cudaStream_t stream) {
-  constexpr int V = Packed128<T>::kSize;
-  const bool same = aux_dtype == (std::is_same_v<T, float> ? DType::kF32 : DType::kBF16);
-  if (same && n % V == 0 && Aligned16(out) && Aligned16(aux)) {
-    DGeluVecKernel<<<GridFor(n / V, kThreads), kThreads, 0, stream>>>(
-        out, static_cast<const T*>(aux), n / V);
-    return CheckLaunch("DGeluVecKernel");
-  }
-  const unsigned grid = GridFor(n, kThreads);
-  if (aux_dtype == DType::kF32) {
-    DGeluKernel<<<grid, kThreads, 0, stream>>>(out, static_cast<const float*>(aux), n);
-  } else {
-    DGeluKernel<<<grid, kThreads, 0, stream>>>(out, static_cast<const bf16*>(aux), n);
-  }
-  return CheckLaunch("DGeluKernel");
-}
-
 }  // namespace
 
 int64_t ColumnSumScratchFloats(int64_t rows, int64_t cols) {
@@ -227,11 +182,5 @@ absl::Status LaunchBiasGelu(void* out, void* aux, DType dtype, const void* bias,
                    stream);
 }
 
-absl::Status LaunchDGelu(void* out, DType out_dtype, const void* aux, DType aux_dtype, int64_t n,
-                         cudaStream_t stream) {
-  if (n == 0) return absl::OkStatus();
-  if (out_dtype == DType::kF32) return DGeluT(static_cast<float*>(out), aux, aux_dtype, n, stream);
-  return DGeluT(static_cast<bf16*>(out), aux, aux_dtype, n, stream);
-}
 
 }  // namespace weft::cuda

@@ -32,10 +32,6 @@ absl::Status LaunchAddBias(void* out, DType out_dtype, const void* bias, DType b
 absl::Status LaunchBiasGelu(void* out, void* aux, DType dtype, const void* bias,
                             DType bias_dtype, int64_t rows, int64_t cols, cudaStream_t stream);
 
-// out *= gelu'(aux), elementwise over n.
-absl::Status LaunchDGelu(void* out, DType out_dtype, const void* aux, DType aux_dtype, int64_t n,
-                         cudaStream_t stream);
-
 }  // namespace weft::cuda
 
 #endif  // WEFT_CORE_KERNELS_CUDA_MATMUL_KERNELS_H_
