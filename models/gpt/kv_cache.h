@@ -5,7 +5,8 @@
 //
 // Positions are absolute (learned position table), so a cache is valid
 // only while its tokens start at position 0: once a window slides past
-// seq_len, the caller clears the cache and runs the new window from 0.
+// seq_len every position moves (Generate then runs the window through
+// Forward; Clear() starts a cache over).
 // The math is the model's own (the same modules and kernels, attention
 // through the blockwise kernel with explicit positions); logits agree with
 // a full Forward to rounding, not bitwise (different kernel shapes).

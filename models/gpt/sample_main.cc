@@ -23,6 +23,7 @@
 #include "models/gpt/gpt_config.pb.h"
 #include "models/gpt/gpt_weights.h"
 #include "models/gpt/llmc_format.h"
+#include "models/gpt/prompt.h"
 #include "models/gpt/sample_config.pb.h"
 #include "tools/train_main/train_main.h"
 
@@ -137,16 +138,8 @@ absl::Status Run(const SampleJob& job) {
   ToModelShapes(*model, &src.weights);  // a tp checkpoint's packed qkv
   WEFT_RETURN_IF_ERROR(ImportWeights(src.weights, *model));
 
-  std::vector<int32_t> tokens;
-  if (job.prompt().empty()) {
-    if (tokenizer->eot_id() < 0) {
-      return InvalidArgument("an empty --prompt with a tokenizer that has no end-of-text token",
-                             "a prompt to continue", "e.g. --prompt=\"The \"");
-    }
-    tokens.push_back(tokenizer->eot_id());
-  } else {
-    WEFT_ASSIGN_OR_RETURN(tokens, tokenizer->Encode(job.prompt()));
-  }
+  WEFT_ASSIGN_OR_RETURN(std::vector<int32_t> tokens,
+                        PromptTokens(*tokenizer, job.prompt(), "prompt"));
   std::printf("%s", job.prompt().c_str());
   std::fflush(stdout);
   GenerateOptions g{.max_new_tokens = job.tokens(),

@@ -50,11 +50,16 @@ absl::Status Run(const GptJob& given) {
   o.describe_job = [resolved] { return resolved->DebugString(); };
   report::PrepareRunReport(&o.config);
   SetGptJobCallbacks(job, path, resolved, &o);
+  // --sample_every: the sampler needs the built trainer; the hook runs only
+  // once Run starts, after it is set.
+  auto sampler = std::make_shared<std::unique_ptr<TrainSampler>>();
   if (job.sample_every() > 0) {
-    o.after_step = [job](Trainer& t, int64_t step) { return SampleAtStep(job, t, step); };
+    o.after_step = [sampler](Trainer& t, int64_t step) { return (*sampler)->AtStep(t, step); };
   }
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(o)));
-  WEFT_RETURN_IF_ERROR(CheckTrainSampling(job, *trainer));
+  if (job.sample_every() > 0) {
+    WEFT_ASSIGN_OR_RETURN(*sampler, TrainSampler::Create(job, *trainer));
+  }
   if (!job.init_from().empty() && job.train().resume().empty()) {
     const std::string from = ResolveUserPath(job.init_from());
     WEFT_ASSIGN_OR_RETURN(GptWeights weights, ReadLlmcCheckpoint(from, resolved->model()));

@@ -1,9 +1,8 @@
 #include "models/gpt/train_sampler.h"
 
 #include <cstdio>
-#include <memory>
 #include <string>
-#include <vector>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -12,11 +11,12 @@
 #include "data/tokenizer_factory.h"
 #include "models/gpt/generate.h"
 #include "models/gpt/gpt.h"
+#include "models/gpt/prompt.h"
 
 namespace weft {
 
-absl::Status CheckTrainSampling(const GptJob& job, Trainer& trainer) {
-  if (job.sample_every() <= 0) return absl::OkStatus();
+absl::StatusOr<std::unique_ptr<TrainSampler>> TrainSampler::Create(const GptJob& job,
+                                                                   Trainer& trainer) {
   if (job.sample_tokens() < 1) {
     return InvalidArgument(absl::StrCat("--sample_tokens=", job.sample_tokens()), "at least 1");
   }
@@ -35,7 +35,8 @@ absl::Status CheckTrainSampling(const GptJob& job, Trainer& trainer) {
   }
   if (!sharding.empty() || dynamic_cast<Gpt*>(&trainer.model()) == nullptr) {
     return FailedPrecondition(
-        absl::StrCat("--sample_every with ", sharding.empty() ? "this model" : absl::StrJoin(sharding, ", ")),
+        absl::StrCat("--sample_every with ",
+                     sharding.empty() ? "this model" : absl::StrJoin(sharding, ", ")),
         "the whole model on rank 0: no strategy, ddp, or zero stages 1-2",
         "save checkpoints (--checkpoint_every) and sample from them with //models/gpt:sample, "
         "which reads any layout whole");
@@ -44,39 +45,30 @@ absl::Status CheckTrainSampling(const GptJob& job, Trainer& trainer) {
     return FailedPrecondition("--sample_every on data without a tokenizer",
                               "a text job (its tokenizer decodes the sample)");
   }
-  return absl::OkStatus();
-}
-
-absl::Status SampleAtStep(const GptJob& job, Trainer& trainer, int64_t step) {
-  const bool due = job.sample_every() > 0 &&
-                   (step % job.sample_every() == 0 || step == job.train().steps());
-  if (!due || trainer.parallel().world_rank != 0) return absl::OkStatus();
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<data::Tokenizer> tokenizer,
                         data::ParseTokenizer(trainer.tokenizer(), "the training data's tokenizer"));
-  std::vector<int32_t> tokens;
-  if (job.sample_prompt().empty()) {
-    if (tokenizer->eot_id() < 0) {
-      return InvalidArgument("--sample_every with an empty --sample_prompt and a tokenizer "
-                             "without an end-of-text token",
-                             "a prompt to continue", "e.g. --sample_prompt=\"The \"");
-    }
-    tokens.push_back(tokenizer->eot_id());
-  } else {
-    WEFT_ASSIGN_OR_RETURN(tokens, tokenizer->Encode(job.sample_prompt()));
-  }
-  const GenerateOptions g{.max_new_tokens = job.sample_tokens(),
-                          .temperature = job.sample_temperature(),
-                          .seed = job.sample_seed(),
-                          .stop_id = tokenizer->eot_id(),
-                          .vocab = tokenizer->vocab_size()};
-  const size_t prompt = tokens.size();
-  auto* gpt = dynamic_cast<Gpt*>(&trainer.model());
-  WEFT_RETURN_IF_ERROR(Generate(*gpt, job.train().seq_len(), trainer.context(), g, &tokens));
-  std::vector<int32_t> made(tokens.begin() + prompt, tokens.end());
+  WEFT_ASSIGN_OR_RETURN(std::vector<int32_t> prompt,
+                        PromptTokens(*tokenizer, job.sample_prompt(), "sample_prompt"));
+  return std::unique_ptr<TrainSampler>(
+      new TrainSampler(job, std::move(tokenizer), std::move(prompt)));
+}
+
+absl::Status TrainSampler::AtStep(Trainer& trainer, int64_t step) {
+  const bool due = step % job_.sample_every() == 0 || step == job_.train().steps();
+  if (!due || trainer.parallel().world_rank != 0) return absl::OkStatus();
+  const GenerateOptions g{.max_new_tokens = job_.sample_tokens(),
+                          .temperature = job_.sample_temperature(),
+                          .seed = job_.sample_seed(),
+                          .stop_id = tokenizer_->eot_id(),
+                          .vocab = tokenizer_->vocab_size()};
+  std::vector<int32_t> tokens = prompt_;
+  WEFT_RETURN_IF_ERROR(Generate(*static_cast<Gpt*>(&trainer.model()), job_.train().seq_len(),
+                                trainer.context(), g, &tokens));
+  std::vector<int32_t> made(tokens.begin() + prompt_.size(), tokens.end());
   if (!made.empty() && made.back() == g.stop_id) made.pop_back();
-  WEFT_ASSIGN_OR_RETURN(std::string text, tokenizer->Decode(made));
+  WEFT_ASSIGN_OR_RETURN(std::string text, tokenizer_->Decode(made));
   std::printf("sample at step %lld: %s%s\n", static_cast<long long>(step),
-              job.sample_prompt().c_str(), text.c_str());
+              job_.sample_prompt().c_str(), text.c_str());
   std::fflush(stdout);
   return absl::OkStatus();
 }

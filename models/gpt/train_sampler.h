@@ -7,20 +7,38 @@
 #define WEFT_MODELS_GPT_TRAIN_SAMPLER_H_
 
 #include <cstdint>
+#include <memory>
+#include <vector>
 
-#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/runtime/trainer.h"
+#include "data/tokenizer.h"
 #include "models/gpt/gpt_config.pb.h"
 
 namespace weft {
 
-// Before training: sampling needs the whole model on rank 0 (no strategy,
-// ddp, or zero stages 1-2) and a tokenizer; an error says what to do else.
-absl::Status CheckTrainSampling(const GptJob& job, Trainer& trainer);
+class TrainSampler {
+ public:
+  // Before training: sampling needs the whole model on rank 0 (no
+  // strategy, ddp, or zero stages 1-2) and a tokenizer; an error says what
+  // to do else. The tokenizer is parsed and the prompt encoded here, once.
+  static absl::StatusOr<std::unique_ptr<TrainSampler>> Create(const GptJob& job,
+                                                              Trainer& trainer);
 
-// After step `step`: samples when it is due (a multiple of sample_every,
-// or the last step) on rank 0; nothing elsewhere.
-absl::Status SampleAtStep(const GptJob& job, Trainer& trainer, int64_t step);
+  // After step `step` (Trainer::Options::after_step): samples when it is due
+  // (a multiple of sample_every, or the last step) on rank 0; nothing
+  // elsewhere.
+  absl::Status AtStep(Trainer& trainer, int64_t step);
+
+ private:
+  TrainSampler(const GptJob& job, std::unique_ptr<data::Tokenizer> tokenizer,
+               std::vector<int32_t> prompt)
+      : job_(job), tokenizer_(std::move(tokenizer)), prompt_(std::move(prompt)) {}
+
+  GptJob job_;
+  std::unique_ptr<data::Tokenizer> tokenizer_;
+  std::vector<int32_t> prompt_;
+};
 
 }  // namespace weft
 
