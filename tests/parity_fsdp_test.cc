@@ -1,6 +1,10 @@
 // fsdp with 2 and 4 gloo ranks (processes) vs one process, with and without
 // resharding after forward, and with gradient accumulation; same loss at
-// every step and same parameters after 20 steps.
+// every step and same parameters after 20 steps. Over one rank fsdp, zero-3
+// and zero-2 keep their state whole: the same again.
+#include <algorithm>
+#include <string>
+
 #include "gtest/gtest.h"
 #include "tests/parity.h"
 #include "tests/tiny_gpt.h"
@@ -57,6 +61,27 @@ TEST(FsdpParityTest, NoReshardAfterForwardAndAccumulation) {
   for (const auto& [name, v] : single->params) psi += 4.0 * v.size();
   // Gathered once per micro-batch forward and kept for backward.
   EXPECT_LT(multi->comm.at("all_gather"), 2 * 0.5 * psi * 1.05);
+}
+
+// A dp_shard group of one rank has nothing to shard: fsdp and zero-3 keep
+// parameters and gradients whole, zero-2 its gradients (ShardedGroup's
+// kFull mode), and say so in the startup notes.
+TEST(FsdpParityTest, OneRankKeepsStateWholeAndMatchesOneProcess) {
+  GptJob job = Job();
+  auto single = testing::RunSingleProcess(job);
+  ASSERT_TRUE(single.ok()) << single.status();
+  for (int stage : {0, 3, 2}) {
+    const std::string label = stage == 0 ? "fsdp" : "zero-" + std::to_string(stage);
+    ParallelConfig* p = job.mutable_train()->mutable_parallel();
+    p->set_strategy(stage == 0 ? "fsdp" : "zero");
+    p->set_zero_stage(stage == 0 ? 1 : stage);
+    auto one = testing::RunMultiProcess(job, 1);
+    ASSERT_TRUE(one.ok()) << label << ": " << one.status();
+    testing::ExpectParity(*single, *one, kLossRtol, kParamTol, label + " on one rank");
+    EXPECT_TRUE(std::any_of(one->notes.begin(), one->notes.end(), [](const std::string& n) {
+      return n.find("stay whole (nothing to shard)") != std::string::npos;
+    })) << label;
+  }
 }
 
 TEST(FsdpParityTest, ReduceInBf16StaysClose) {

@@ -78,8 +78,9 @@ absl::Status ShardedUnitsParticipant::AddUnit(const std::string& name, std::vect
   ShardedGroup::Options o;
   // Over one rank a shard is the whole: keep parameters and gradients whole
   // and skip the per-unit gather copies, gradient buffers and the add into
-  // a separate shard (about 6% of a GPT-2 124M step on an H100). Same math,
-  // less memory (Build says so in the run's notes).
+  // a separate shard (fsdp ran 5.6% behind plain GPT-2 124M on an H100 at
+  // world size 1 with them). Same math, less memory (Build says so in the
+  // run's notes).
   const ShardedGroup::Mode mode =
       shard_->size() == 1 ? ShardedGroup::Mode::kFull : ShardedGroup::Mode::kSharded;
   o.params = mode;
