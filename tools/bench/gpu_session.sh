@@ -22,6 +22,9 @@
 #         sample      greedy text from train's checkpoint, KV cache on and off
 #         profile     ncu kernel time by family over 1200 launches at B=16
 #                     (kernel_families.py)
+#         tiling      flash attention per tiling (kernels_benchmark at B=16),
+#                     then gpt_throughput B=32 with the fastest forward and dQ
+#                     tilings against the default, in one process each
 #
 # Each item has a timeout, so one hang cannot eat the session's device time,
 # and WEFT_GPU_DEADLINE (seconds, default 540) caps the whole run: an item
@@ -239,6 +242,30 @@ stage_profile() {
   python3 kernel_families.py "$logs/ncu gpt_throughput B=16.log" | tee -a "$summary"
 }
 
+# Flash attention's tilings (attention_internal.h): each one's kernel time,
+# then the whole step with the fastest forward and dQ tiling beside the
+# default, so the default can follow the measurement.
+stage_tiling() {
+  item "kernels_benchmark attention B=16" 120 ./run kernels_benchmark --batch=16 --iters=50 \
+      --only=attention
+  local log="$logs/kernels_benchmark attention B=16.log"
+  grep "^attention" "$log" | sed 's/^/  /' >> "$summary"
+  # "attention fwd (flash, bf16, 8x16)   0.123 ms ..." -> the tiling of the least ms.
+  local fwd dq
+  fwd="$(grep "^attention fwd" "$log" | sort -t')' -k2 -g | head -1 | sed -E 's/.*, ([0-9x]+)\).*/\1/')"
+  dq="$(grep "^attention bwd" "$log" | sort -t')' -k2 -g | head -1 | sed -E 's/.*dQ ([0-9x]+)\).*/\1/')"
+  [ -n "$fwd" ] && [ -n "$dq" ] || { echo "  tiling: no kernel times" >> "$summary"; return; }
+  item "weft gpt_throughput B=32 default tiling" 240 ./run gpt_throughput --device=cuda \
+      --global_batch=32 --micro_batch=32 --steps=30
+  WEFT_FLASH_FWD_TILING=$fwd WEFT_FLASH_DQ_TILING=$dq item \
+      "weft gpt_throughput B=32 fwd $fwd dq $dq" 240 ./run gpt_throughput --device=cuda \
+      --global_batch=32 --micro_batch=32 --steps=30
+  throughput_of "$logs/weft gpt_throughput B=32 default tiling.log" | sed 's/weft /default /' \
+      | tee -a "$summary"
+  throughput_of "$logs/weft gpt_throughput B=32 fwd $fwd dq $dq.log" \
+      | sed "s/weft /$fwd+$dq /" | tee -a "$summary"
+}
+
 # The device tool returns at most 8 files: one archive of every log.
 pack_logs() {
   [ -n "${OUT:-}" ] || return 0
@@ -250,7 +277,7 @@ run() {
   for a in "$@"; do
     case "$a" in
       --pack=*) packfile="${a#--pack=}" ;;
-      tests|sanitize|speed|strategies|train|sample|profile|breakdown) stages+=("$a") ;;
+      tests|sanitize|speed|strategies|train|sample|profile|breakdown|tiling) stages+=("$a") ;;
       *) echo "gpu_session run: unknown argument '$a'" >&2; exit 2 ;;
     esac
   done

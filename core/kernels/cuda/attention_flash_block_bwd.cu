@@ -170,11 +170,11 @@ __global__ void __launch_bounds__(kThreads)
                               const bf16* __restrict__ q, const bf16* __restrict__ kv,
                               const float* __restrict__ lse, const float* __restrict__ dsum,
                               BlockOperands p, float scale, float scale_log2) {
-  using S = QSmem<HS>;
+  using S = QSmem<HS, kTile>;
   extern __shared__ __align__(16) unsigned char smem[];
   bf16* q_s = reinterpret_cast<bf16*>(smem);
-  bf16* do_s = q_s + S::kRows;
-  bf16* kv_s = do_s + S::kRows;  // stage i: K at 2i * kRows, V next
+  bf16* do_s = q_s + S::kQ;
+  bf16* kv_s = do_s + S::kQ;  // stage i: K at 2i * kKv, V next
 
   const int C = p.nh * HS;
   const int bh = blockIdx.x, b = bh / p.nh, h = bh % p.nh;
@@ -192,9 +192,9 @@ __global__ void __launch_bounds__(kThreads)
   TileRange(p.qc, q0, kTile, p.tq, q_lo, q_hi);
 
   auto load_kv = [&](int k, int st) {
-    bf16* dst = kv_s + st * 2 * S::kRows;
+    bf16* dst = kv_s + st * 2 * S::kKv;
     LoadTileAsync<HS>(dst, S::kLd, kv_g + p.k_col, p.kv_ld, k, kTile, p.tk);
-    LoadTileAsync<HS>(dst + S::kRows, S::kLd, kv_g + p.v_col, p.kv_ld, k, kTile, p.tk);
+    LoadTileAsync<HS>(dst + S::kKv, S::kLd, kv_g + p.v_col, p.kv_ld, k, kTile, p.tk);
   };
   const int ntiles = (p.tk + kTile - 1) / kTile;
   int kt = NextKeyTile(p, 0, ntiles, q_hi);
@@ -223,8 +223,8 @@ __global__ void __launch_bounds__(kThreads)
       CpAsyncWait<0>();
     }
     __syncthreads();
-    const bf16* k_s = kv_s + st * 2 * S::kRows;
-    const bf16* v_s = k_s + S::kRows;
+    const bf16* k_s = kv_s + st * 2 * S::kKv;
+    const bf16* v_s = k_s + S::kKv;
 
     // S = Q K^T and dP = dO V^T (16 queries x 64 keys per warp).
     float s[kTile / 8][4], ds[kTile / 8][4];
@@ -285,9 +285,9 @@ absl::Status LaunchBackward(bf16* dq, bf16* dkv, const bf16* dout, const bf16* q
   if (p.tq > 0) {
     WEFT_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(FlashBlockBackwardQKernel<HS>,
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                   QSmem<HS>::kBytes));
+                                                   QSmem<HS, kTile>::kBytes));
     const dim3 grid(heads, static_cast<unsigned>((p.tq + kTile - 1) / kTile));
-    FlashBlockBackwardQKernel<HS><<<grid, kThreads, QSmem<HS>::kBytes, stream>>>(
+    FlashBlockBackwardQKernel<HS><<<grid, kThreads, QSmem<HS, kTile>::kBytes, stream>>>(
         dq, dout, q, kv, lse, dsum, p, scale, scale_log2);
     WEFT_RETURN_IF_ERROR(CheckLaunch("FlashBlockBackwardQKernel"));
   }

@@ -4,8 +4,9 @@
 // varies run to run. Here two kernels each own their outputs instead:
 //   FlashBackwardKVKernel: a block owns 64 keys and loops over the query
 //     tiles at or below the diagonal, accumulating dK and dV in registers;
-//   FlashBackwardQKernel: a block owns 64 queries and loops over the key
-//     tiles up to the diagonal, accumulating dQ in registers.
+//   FlashBackwardQKernel: a block owns 64 or 128 queries (the dQ tiling: 4
+//     or 8 warps of 16) and loops over the key tiles of 64 up to the
+//     diagonal, accumulating dQ in registers.
 // Both recompute P = exp(S - lse) and dP = dO V^T (7 GEMM-equivalents instead
 // of 5), and every output element is written once: bitwise-reproducible.
 //
@@ -15,6 +16,7 @@
 // per row; a product that needs the other orientation reads them through
 // ldmatrix.trans. The tiles a loop walks over are double-buffered with
 // cp.async, so the next tile loads while this one is multiplied.
+#include "absl/strings/str_cat.h"
 #include "core/kernels/cuda/attention_internal.h"
 #include "core/kernels/cuda/attention_flash_tiles.cuh"
 #include "core/kernels/cuda/attention_mma.cuh"
@@ -24,13 +26,12 @@ namespace weft::cuda {
 namespace {
 
 constexpr int kTile = kFlashTile;  // keys per KV block, queries per Q block, keys per KV step
-constexpr int kWarps = 4;  // each owns 16 rows of the block's tile
-constexpr int kThreads = kWarps * kWarpSize;
+constexpr int kKvThreads = 4 * kWarpSize;  // the KV kernel: 4 warps of 16 keys
 constexpr float kLog2e = 1.4426950408889634f;
 
 // grid (B * NH, ceil(T / 64)); block y owns keys [64y, 64y + 64).
 template <int HS>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kKvThreads)
     FlashBackwardKVKernel(bf16* __restrict__ dqkv, const bf16* __restrict__ dout,
                           const bf16* __restrict__ qkv, const float* __restrict__ lse,
                           const float* __restrict__ dsum, int T, int NH, float scale,
@@ -63,7 +64,7 @@ __global__ void __launch_bounds__(kThreads)
     LoadTileAsync<HS>(dst + S::kQ, S::kLd, do_g, C, q, kBr, T);
     CpAsyncCommit();
     float* stat = stat_s + st * 2 * kBr;
-    for (int r = threadIdx.x; r < kBr; r += kThreads) {
+    for (int r = threadIdx.x; r < kBr; r += kKvThreads) {
       const bool live = q + r < T;
       stat[r] = live ? lse_g[q + r] * kLog2e : 0.0f;  // log2 units
       stat[kBr + r] = live ? dsum_g[q + r] : 0.0f;
@@ -134,39 +135,43 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// grid (B * NH, ceil(T / 64)); block y owns queries of tile (gridDim.y-1-y),
-// so the longest rows (near the end of the sequence) start first.
-template <int HS>
-__global__ void __launch_bounds__(kThreads)
+// grid (B * NH, ceil(T / kBr)); block y owns the kBr = 16 * kWarps queries
+// of tile (gridDim.y-1-y), so the longest rows (near the end of the
+// sequence) start first. Warp w owns queries [16w, 16w + 16) of the block.
+template <int HS, int kWarps>
+__global__ void __launch_bounds__(kWarps * kWarpSize)
     FlashBackwardQKernel(bf16* __restrict__ dqkv, const bf16* __restrict__ dout,
                          const bf16* __restrict__ qkv, const float* __restrict__ lse,
                          const float* __restrict__ dsum, int T, int NH, float scale,
                          float scale_log2) {
-  using S = QSmem<HS>;
+  constexpr int kBr = 16 * kWarps;
+  using S = QSmem<HS, kBr>;
   extern __shared__ __align__(16) unsigned char smem[];
   bf16* q_s = reinterpret_cast<bf16*>(smem);
-  bf16* do_s = q_s + S::kRows;
-  bf16* kv_s = do_s + S::kRows;  // stage i: K at 2i * kRows, V next
+  bf16* do_s = q_s + S::kQ;
+  bf16* kv_s = do_s + S::kQ;  // stage i: K at 2i * kKv, V next
 
   const int C = NH * HS;
   const int64_t ld = 3 * int64_t(C);
   const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
   const int qt = gridDim.y - 1 - blockIdx.y;
-  const int q0 = qt * kTile;
+  const int q0 = qt * kBr;
   const bf16* q_g = qkv + int64_t(b) * T * ld + h * HS;
 
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int g = lane >> 2, t = lane & 3;
   const int row0 = q0 + warp * 16 + g;  // this thread's queries: row0 and row0 + 8
+  const int warp_row_last = q0 + warp * 16 + 15;
+  const int kt_last = (min(q0 + kBr, T) - 1) / kTile;  // key tiles up to the last live query
 
   auto load_kv = [&](int k, int st) {
-    bf16* dst = kv_s + st * 2 * S::kRows;
+    bf16* dst = kv_s + st * 2 * S::kKv;
     LoadTileAsync<HS>(dst, S::kLd, q_g + C, ld, k, kTile, T);
-    LoadTileAsync<HS>(dst + S::kRows, S::kLd, q_g + 2 * C, ld, k, kTile, T);
+    LoadTileAsync<HS>(dst + S::kKv, S::kLd, q_g + 2 * C, ld, k, kTile, T);
     CpAsyncCommit();
   };
-  LoadTileAsync<HS>(q_s, S::kLd, q_g, ld, q0, kTile, T);
-  LoadTileAsync<HS>(do_s, S::kLd, dout + int64_t(b) * T * C + h * HS, C, q0, kTile, T);
+  LoadTileAsync<HS>(q_s, S::kLd, q_g, ld, q0, kBr, T);
+  LoadTileAsync<HS>(do_s, S::kLd, dout + int64_t(b) * T * C + h * HS, C, q0, kBr, T);
   load_kv(0, 0);
   const float* lse_g = lse + int64_t(bh) * T;
   const float* dsum_g = dsum + int64_t(bh) * T;
@@ -179,35 +184,39 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int n = 0; n < HS / 8; ++n) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
 
-  for (int kt = 0; kt <= qt; ++kt) {
+  for (int kt = 0; kt <= kt_last; ++kt) {
     const int k0 = kt * kTile;
-    if (kt < qt) {
+    if (kt < kt_last) {
       load_kv(k0 + kTile, (kt + 1) & 1);  // that stage was last read before the previous barrier
       CpAsyncWait<1>();
     } else {
       CpAsyncWait<0>();
     }
     __syncthreads();
-    const bf16* k_s = kv_s + (kt & 1) * 2 * S::kRows;
-    const bf16* v_s = k_s + S::kRows;
+    // A key tile wholly past the warp's last query adds nothing (only in
+    // blocks of more than 64 queries): the warp skips it.
+    if (k0 <= warp_row_last) {
+      const bf16* k_s = kv_s + (kt & 1) * 2 * S::kKv;
+      const bf16* v_s = k_s + S::kKv;
 
-    // S = Q K^T and dP = dO V^T (16 queries x 64 keys per warp).
-    float p[kTile / 8][4], ds[kTile / 8][4];
-    DualTileProduct<HS, kTile>(p, ds, q_s, do_s, S::kLd, warp * 16, k_s, v_s, S::kLd);
+      // S = Q K^T and dP = dO V^T (16 queries x 64 keys per warp).
+      float p[kTile / 8][4], ds[kTile / 8][4];
+      DualTileProduct<HS, kTile>(p, ds, q_s, do_s, S::kLd, warp * 16, k_s, v_s, S::kLd);
 #pragma unroll
-    for (int j = 0; j < kTile / 8; ++j) {
+      for (int j = 0; j < kTile / 8; ++j) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int key = k0 + j * 8 + 2 * t + (e & 1);
-        const bool upper = e >= 2;
-        const int row = row0 + (upper ? 8 : 0);
-        const bool live = key <= row && row < T;
-        const float pv = live ? exp2f(p[j][e] * scale_log2 - (upper ? lse1 : lse0)) : 0.0f;
-        ds[j][e] = pv * (ds[j][e] - (upper ? d1 : d0));
+        for (int e = 0; e < 4; ++e) {
+          const int key = k0 + j * 8 + 2 * t + (e & 1);
+          const bool upper = e >= 2;
+          const int row = row0 + (upper ? 8 : 0);
+          const bool live = key <= row && row < T;
+          const float pv = live ? exp2f(p[j][e] * scale_log2 - (upper ? lse1 : lse0)) : 0.0f;
+          ds[j][e] = pv * (ds[j][e] - (upper ? d1 : d0));
+        }
       }
+      // dQ += dS K (k dimension: this tile's keys; B is K read through .trans).
+      AccumulateProduct<HS, kTile>(dq, ds, k_s, S::kLd);
     }
-    // dQ += dS K (k dimension: this tile's keys; B is K read through .trans).
-    AccumulateProduct<HS, kTile>(dq, ds, k_s, S::kLd);
     __syncthreads();  // the next iteration refills this stage
   }
 
@@ -224,39 +233,57 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <int HS>
+template <int HS, int kQWarps>
 absl::Status Launch(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
                     const float* dsum, const AttentionDims& d, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(d.b * d.nh), static_cast<unsigned>(CeilDiv(d.t, kTile)));
   const float scale = 1.0f / sqrtf(static_cast<float>(HS));
   const float scale_log2 = scale * kLog2e;
   const int T = static_cast<int>(d.t), NH = static_cast<int>(d.nh);
+  const auto bh = static_cast<unsigned>(d.b * d.nh);
   // Over 48 KiB of dynamic shared memory needs an explicit opt-in.
-  WEFT_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(FlashBackwardKVKernel<HS>,
-                                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                 KvSmem<HS>::kBytes));
-  FlashBackwardKVKernel<HS><<<grid, kThreads, KvSmem<HS>::kBytes, stream>>>(
-      dqkv, dout, qkv, lse, dsum, T, NH, scale, scale_log2);
+  constexpr int kKvBytes = KvSmem<HS>::kBytes;
+  auto* kv_kernel = FlashBackwardKVKernel<HS>;
+  WEFT_CUDA_RETURN_IF_ERROR(
+      cudaFuncSetAttribute(kv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kKvBytes));
+  const dim3 kv_grid(bh, static_cast<unsigned>(CeilDiv(d.t, kTile)));
+  kv_kernel<<<kv_grid, kKvThreads, kKvBytes, stream>>>(dqkv, dout, qkv, lse, dsum, T, NH, scale,
+                                                       scale_log2);
   WEFT_RETURN_IF_ERROR(CheckLaunch("FlashBackwardKVKernel"));
-  WEFT_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
-      FlashBackwardQKernel<HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, QSmem<HS>::kBytes));
-  FlashBackwardQKernel<HS><<<grid, kThreads, QSmem<HS>::kBytes, stream>>>(
-      dqkv, dout, qkv, lse, dsum, T, NH, scale, scale_log2);
+  constexpr int kQRows = 16 * kQWarps;
+  constexpr int kQBytes = QSmem<HS, kQRows>::kBytes;
+  auto* q_kernel = FlashBackwardQKernel<HS, kQWarps>;
+  WEFT_CUDA_RETURN_IF_ERROR(
+      cudaFuncSetAttribute(q_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kQBytes));
+  const dim3 q_grid(bh, static_cast<unsigned>(CeilDiv(d.t, kQRows)));
+  q_kernel<<<q_grid, kQWarps * kWarpSize, kQBytes, stream>>>(dqkv, dout, qkv, lse, dsum, T, NH,
+                                                             scale, scale_log2);
   return CheckLaunch("FlashBackwardQKernel");
+}
+
+template <int HS>
+absl::Status LaunchTiled(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
+                         const float* dsum, const AttentionDims& d, FlashTiling dq_tiling,
+                         cudaStream_t stream) {
+  if (dq_tiling == kFlashTiling4x16) return Launch<HS, 4>(dqkv, dout, qkv, lse, dsum, d, stream);
+  if (dq_tiling == kFlashTiling8x16) return Launch<HS, 8>(dqkv, dout, qkv, lse, dsum, d, stream);
+  return absl::InvalidArgumentError(absl::StrCat("flash attention backward: no ",
+                                                 FlashTilingName(dq_tiling),
+                                                 " dQ tiling; expected 4x16 or 8x16"));
 }
 
 }  // namespace
 
 absl::Status LaunchFlashBackward(void* dqkv, const void* dout, const void* qkv, const float* lse,
-                                 const float* dsum, const AttentionDims& d, cudaStream_t stream) {
+                                 const float* dsum, const AttentionDims& d,
+                                 FlashTiling dq_tiling, cudaStream_t stream) {
   if (d.b * d.t * d.nh == 0) return absl::OkStatus();
   bf16* dx = static_cast<bf16*>(dqkv);
   const bf16* dy = static_cast<const bf16*>(dout);
   const bf16* x = static_cast<const bf16*>(qkv);
   switch (d.hs) {
-    case 32: return Launch<32>(dx, dy, x, lse, dsum, d, stream);
-    case 64: return Launch<64>(dx, dy, x, lse, dsum, d, stream);
-    case 128: return Launch<128>(dx, dy, x, lse, dsum, d, stream);
+    case 32: return LaunchTiled<32>(dx, dy, x, lse, dsum, d, dq_tiling, stream);
+    case 64: return LaunchTiled<64>(dx, dy, x, lse, dsum, d, dq_tiling, stream);
+    case 128: return LaunchTiled<128>(dx, dy, x, lse, dsum, d, dq_tiling, stream);
   }
   return absl::InvalidArgumentError("flash attention needs head size 32, 64 or 128");
 }

@@ -1,19 +1,26 @@
 // Flash-attention forward (FlashAttention-2 style) for bf16 on tensor cores.
 //
-// Block = 4 warps, owns 64 query rows of one (batch, head); warp w owns rows
-// [16w, 16w+16). It walks the key/value tiles of 64 keys up to the diagonal
-// (causal), computing S = Q K^T with mma.sync, an online softmax in registers
-// (running max m and sum l per row, in the log2 domain so exp is one exp2),
-// and O += P V with P repacked straight from the S accumulators. Nothing of
-// size T x T touches memory; logsumexp per row is saved for backward.
-// K/V tiles are double-buffered: cp.async fetches tile kt + 1 while tile kt
-// is multiplied, and fragments come from shared memory through ldmatrix (V
-// through its .trans form, so V is never stored transposed).
+// A block owns kBr query rows of one (batch, head), split over its warps by
+// the FlashTiling (attention_internal.h): 4 warps of 16 rows (64 rows), 8
+// warps of 16 (128) or 4 warps of 32 (128, two 16-row tiles a warp). It
+// walks the key/value tiles of 64 keys up to the diagonal (causal),
+// computing S = Q K^T with mma.sync, an online softmax in registers (running
+// max m and sum l per row, in the log2 domain so exp is one exp2), and
+// O += P V with P repacked straight from the S accumulators. Nothing of size
+// T x T touches memory; logsumexp per row is saved for backward. K/V tiles
+// are double-buffered: cp.async fetches tile kt + 1 while tile kt is
+// multiplied, and fragments come from shared memory through ldmatrix (V
+// through its .trans form, so V is never stored transposed). A 128-row
+// block reads each K/V tile once for twice the rows (half the L2 traffic of
+// 64-row blocks); 32 rows a warp also load each K/V fragment once for two
+// products.
 //
-// Masking: on the diagonal tile (k0 == q0) keys above the query are -inf.
-// Keys at or past T only occur in the last tile, where they are also above
-// every valid query, so the causal mask covers them. Query rows past T are
+// Masking: where a tile reaches past a warp's first row, keys above the
+// query are -inf; a tile wholly past the warp's last row is skipped. Keys at
+// or past T only occur in the last tile, where they are also above every
+// valid query, so the causal mask covers them. Query rows past T are
 // computed on zeros and never stored.
+#include "absl/strings/str_cat.h"
 #include "core/kernels/cuda/attention_internal.h"
 #include "core/kernels/cuda/attention_flash_tiles.cuh"
 #include "core/kernels/cuda/attention_mma.cuh"
@@ -22,15 +29,14 @@
 namespace weft::cuda {
 namespace {
 
-constexpr int kBr = 64;  // query rows per block
-constexpr int kBc = 64;  // keys per tile; equal to kBr so tile kt <= qt is the causal range
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * kWarpSize;
+constexpr int kBc = kFlashTile;  // keys per tile
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
-template <int HS>
+// kWarps warps of kM 16-row tiles each: kBr = 16 * kWarps * kM query rows.
+template <int HS, int kWarps, int kM>
 struct FwdSmem {
+  static constexpr int kBr = 16 * kWarps * kM;
   static constexpr int kLd = HS + 8;  // +8 bf16 (16 B) per row: conflict-free ldmatrix
   static constexpr int kQ = kBr * kLd;
   static constexpr int kKv = kBc * kLd;  // one K or V tile, row-major
@@ -38,12 +44,13 @@ struct FwdSmem {
   static constexpr int kBytes = (kQ + 4 * kKv) * 2;
 };
 
-// grid (B * NH, ceil(T / 64)); the heaviest query tiles (largest qt) launch first.
-template <int HS>
-__global__ void __launch_bounds__(kThreads)
+// grid (B * NH, ceil(T / kBr)); the heaviest query tiles (largest qt) launch first.
+template <int HS, int kWarps, int kM>
+__global__ void __launch_bounds__(kWarps * kWarpSize)
     FlashForwardKernel(bf16* __restrict__ out, float* __restrict__ lse,
                        const bf16* __restrict__ qkv, int T, int NH, float scale_log2) {
-  using S = FwdSmem<HS>;
+  using S = FwdSmem<HS, kWarps, kM>;
+  constexpr int kBr = S::kBr;
   extern __shared__ __align__(16) unsigned char smem[];
   bf16* q_s = reinterpret_cast<bf16*>(smem);  // [kBr][kLd]
   bf16* kv_s = q_s + S::kQ;                    // stage i: K at 2i * kKv, V at (2i+1) * kKv
@@ -59,25 +66,35 @@ __global__ void __launch_bounds__(kThreads)
 
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int g = lane >> 2, t = lane & 3;
-  const int row0 = q0 + warp * 16 + g;  // this thread's rows: row0 and row0 + 8
+  const int warp_row0 = q0 + warp * 16 * kM;  // the warp's rows: [warp_row0, +16 kM)
+  const int warp_row_last = warp_row0 + 16 * kM - 1;
+  // Key tiles up to the last live query of the block (causal).
+  const int kt_last = (min(q0 + kBr, T) - 1) / kBc;
 
   LoadTileAsync<HS>(q_s, S::kLd, q_g, ld, q0, kBr, T);
   LoadTileAsync<HS>(kv_s, S::kLd, k_g, ld, 0, kBc, T);
   LoadTileAsync<HS>(kv_s + S::kKv, S::kLd, v_g, ld, 0, kBc, T);
   CpAsyncCommit();
-  uint32_t qf[HS / 16][4];
+  uint32_t qf[kM][HS / 16][4];
 
-  float o[HS / 8][4];
+  float o[kM][HS / 8][4];
+  // Per tile m, the thread's rows warp_row0 + 16m + g (elements 0-1) and + 8
+  // (elements 2-3): running max (log2 units) and this thread's share of the
+  // running sums.
+  float m0[kM], m1[kM], l0[kM], l1[kM];
 #pragma unroll
-  for (int n = 0; n < HS / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-  float m0 = -INFINITY, m1 = -INFINITY;  // running max (log2 units) of rows row0, row0+8
-  float l0 = 0.0f, l1 = 0.0f;            // this thread's share of the running sums
+  for (int m = 0; m < kM; ++m) {
+#pragma unroll
+    for (int n = 0; n < HS / 8; ++n) o[m][n][0] = o[m][n][1] = o[m][n][2] = o[m][n][3] = 0.0f;
+    m0[m] = m1[m] = -INFINITY;
+    l0[m] = l1[m] = 0.0f;
+  }
 
-  for (int kt = 0; kt <= qt; ++kt) {
+  for (int kt = 0; kt <= kt_last; ++kt) {
     const int k0 = kt * kBc;
     // Prefetch the next tile into the other stage (last read in iteration
     // kt - 1, which ended with a barrier), then wait for this one.
-    if (kt < qt) {
+    if (kt < kt_last) {
       bf16* next = kv_s + ((kt + 1) & 1) * 2 * S::kKv;
       LoadTileAsync<HS>(next, S::kLd, k_g, ld, k0 + kBc, kBc, T);
       LoadTileAsync<HS>(next + S::kKv, S::kLd, v_g, ld, k0 + kBc, kBc, T);
@@ -89,79 +106,115 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     if (kt == 0) {
 #pragma unroll
-      for (int kk = 0; kk < HS / 16; ++kk) LoadFragA(qf[kk], q_s, S::kLd, warp * 16, kk * 16);
-    }
-    const bf16* k_s = kv_s + (kt & 1) * 2 * S::kKv;
-    const bf16* v_s = k_s + S::kKv;
-
-    float s[kBc / 8][4];
-    ScoreTile<HS, kBc>(s, qf, k_s, S::kLd);
-    const bool diagonal = kt == qt;
+      for (int m = 0; m < kM; ++m) {
 #pragma unroll
-    for (int j = 0; j < kBc / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int key = k0 + j * 8 + 2 * t + (e & 1);
-        const int row = row0 + (e >= 2 ? 8 : 0);
-        float v = s[j][e] * scale_log2;
-        if (diagonal && key > row) v = -INFINITY;
-        s[j][e] = v;
+        for (int kk = 0; kk < HS / 16; ++kk) {
+          LoadFragA(qf[m][kk], q_s, S::kLd, warp_row0 - q0 + 16 * m, kk * 16);
+        }
       }
     }
-    // Key k0 <= row for every row of this tile, so each row has a live
-    // score and m never stays -inf.
-    OnlineSoftmaxStep<HS, kBc>(s, m0, m1, l0, l1, o);
-    AccumulateProduct<HS, kBc>(o, s, v_s, S::kLd);  // O += P V
+    // A tile wholly above the warp's rows (keys past its last query) adds
+    // nothing: the warp skips it (only in blocks of more than 64 rows).
+    if (k0 <= warp_row_last) {
+      const bf16* k_s = kv_s + (kt & 1) * 2 * S::kKv;
+      const bf16* v_s = k_s + S::kKv;
+      float s[kM][kBc / 8][4];
+      ScoreTiles<HS, kBc, kM>(s, qf, k_s, S::kLd);
+      // Keys above a row are masked in the block's last kBr / kBc tiles, the
+      // ones that reach past its first row (earlier tiles hold only keys at
+      // or below every row); keys at or past T are above every live row.
+      const bool masked = kt + kBr / kBc > kt_last;
+#pragma unroll
+      for (int m = 0; m < kM; ++m) {
+        const int row0 = warp_row0 + 16 * m + g;
+#pragma unroll
+        for (int j = 0; j < kBc / 8; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int key = k0 + j * 8 + 2 * t + (e & 1);
+            const int row = row0 + (e >= 2 ? 8 : 0);
+            float v = s[m][j][e] * scale_log2;
+            if (masked && key > row) v = -INFINITY;
+            s[m][j][e] = v;
+          }
+        }
+        // Tile 0 gives every row a live key (key 0), so m is finite from
+        // then on and a later row with all keys masked adds exp2(-inf) = 0.
+        OnlineSoftmaxStep<HS, kBc>(s[m], m0[m], m1[m], l0[m], l1[m], o[m]);
+      }
+      AccumulateProducts<HS, kBc, kM>(o, s, v_s, S::kLd);  // O += P V
+    }
     __syncthreads();  // the next iteration refills this stage with tile kt + 2
   }
 
-  l0 = GroupSum(l0);
-  l1 = GroupSum(l1);
-  const float inv0 = 1.0f / l0, inv1 = 1.0f / l1;
-  bf16* out0 = out + (int64_t(b) * T + row0) * C + h * HS + 2 * t;
-  bf16* out1 = out0 + 8 * int64_t(C);
 #pragma unroll
-  for (int n = 0; n < HS / 8; ++n) {
-    if (row0 < T) {
-      *reinterpret_cast<uint32_t*>(out0 + n * 8) = PackBf16(o[n][0] * inv0, o[n][1] * inv0);
+  for (int m = 0; m < kM; ++m) {
+    const int row0 = warp_row0 + 16 * m + g;
+    const float s0 = GroupSum(l0[m]), s1 = GroupSum(l1[m]);
+    const float inv0 = 1.0f / s0, inv1 = 1.0f / s1;
+    bf16* out0 = out + (int64_t(b) * T + row0) * C + h * HS + 2 * t;
+    bf16* out1 = out0 + 8 * int64_t(C);
+#pragma unroll
+    for (int n = 0; n < HS / 8; ++n) {
+      if (row0 < T) {
+        *reinterpret_cast<uint32_t*>(out0 + n * 8) =
+            PackBf16(o[m][n][0] * inv0, o[m][n][1] * inv0);
+      }
+      if (row0 + 8 < T) {
+        *reinterpret_cast<uint32_t*>(out1 + n * 8) =
+            PackBf16(o[m][n][2] * inv1, o[m][n][3] * inv1);
+      }
     }
-    if (row0 + 8 < T) {
-      *reinterpret_cast<uint32_t*>(out1 + n * 8) = PackBf16(o[n][2] * inv1, o[n][3] * inv1);
+    if (t == 0) {
+      float* lse_row = lse + int64_t(bh) * T;
+      if (row0 < T) lse_row[row0] = (m0[m] + log2f(s0)) * kLn2;
+      if (row0 + 8 < T) lse_row[row0 + 8] = (m1[m] + log2f(s1)) * kLn2;
     }
-  }
-  if (t == 0) {
-    float* lse_row = lse + int64_t(bh) * T;
-    if (row0 < T) lse_row[row0] = (m0 + log2f(l0)) * kLn2;
-    if (row0 + 8 < T) lse_row[row0 + 8] = (m1 + log2f(l1)) * kLn2;
   }
 }
 
-template <int HS>
+template <int HS, int kWarps, int kM>
 absl::Status Launch(bf16* out, float* lse, const bf16* qkv, const AttentionDims& d,
                     cudaStream_t stream) {
-  constexpr int kBytes = FwdSmem<HS>::kBytes;
-  // Above 48 KiB (HS = 128) dynamic shared memory must be opted into; the
-  // call is cheap, so it is made every launch rather than cached per device.
-  WEFT_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
-      FlashForwardKernel<HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes));
-  const dim3 grid(static_cast<unsigned>(d.b * d.nh), static_cast<unsigned>(CeilDiv(d.t, kBr)));
+  using S = FwdSmem<HS, kWarps, kM>;
+  auto* kernel = FlashForwardKernel<HS, kWarps, kM>;
+  // Above 48 KiB (HS = 128, or 128-row blocks) dynamic shared memory must be
+  // opted into; the call is cheap, so it is made every launch rather than
+  // cached per device.
+  WEFT_CUDA_RETURN_IF_ERROR(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kBytes));
+  const dim3 grid(static_cast<unsigned>(d.b * d.nh), static_cast<unsigned>(CeilDiv(d.t, S::kBr)));
   const float scale_log2 = kLog2e / sqrtf(static_cast<float>(HS));
-  FlashForwardKernel<HS><<<grid, kThreads, kBytes, stream>>>(
+  kernel<<<grid, kWarps * kWarpSize, S::kBytes, stream>>>(
       out, lse, qkv, static_cast<int>(d.t), static_cast<int>(d.nh), scale_log2);
   return CheckLaunch("FlashForwardKernel");
+}
+
+template <int HS>
+absl::Status LaunchTiled(bf16* out, float* lse, const bf16* qkv, const AttentionDims& d,
+                         FlashTiling tiling, cudaStream_t stream) {
+  if (tiling == kFlashTiling4x16) return Launch<HS, 4, 1>(out, lse, qkv, d, stream);
+  if (tiling == kFlashTiling8x16) return Launch<HS, 8, 1>(out, lse, qkv, d, stream);
+  if constexpr (HS <= 64) {
+    // Two 16-row tiles a warp keep twice the accumulators: HS <= 64 only.
+    if (tiling == kFlashTiling4x32) return Launch<HS, 4, 2>(out, lse, qkv, d, stream);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("flash attention forward: no ", FlashTilingName(tiling), " tiling at head size ",
+                   HS, "; expected 4x16 or 8x16 (and 4x32 at head size 32 or 64)"));
 }
 
 }  // namespace
 
 absl::Status LaunchFlashForward(void* out, float* lse, const void* qkv, const AttentionDims& d,
-                                cudaStream_t stream) {
+                                FlashTiling tiling, cudaStream_t stream) {
   if (d.b * d.t * d.nh == 0) return absl::OkStatus();
   bf16* o = static_cast<bf16*>(out);
   const bf16* x = static_cast<const bf16*>(qkv);
   switch (d.hs) {
-    case 32: return Launch<32>(o, lse, x, d, stream);
-    case 64: return Launch<64>(o, lse, x, d, stream);
-    case 128: return Launch<128>(o, lse, x, d, stream);
+    case 32: return LaunchTiled<32>(o, lse, x, d, tiling, stream);
+    case 64: return LaunchTiled<64>(o, lse, x, d, tiling, stream);
+    case 128: return LaunchTiled<128>(o, lse, x, d, tiling, stream);
   }
   return absl::InvalidArgumentError("flash attention needs head size 32, 64 or 128");
 }

@@ -17,8 +17,8 @@ namespace weft::cuda {
 constexpr int kFlashTile = 64;
 
 // Shared memory of the backward kernels, which own either 64 keys (the KV
-// kernel: it loops over query steps) or 64 queries (the Q kernel: it loops
-// over key tiles). Rows are padded by 8 bf16 (16 B): conflict-free ldmatrix.
+// kernel: it loops over query steps) or kRows queries (the Q kernel: it
+// loops over key tiles of 64). Rows are padded by 8 bf16 (16 B): conflict-free ldmatrix.
 //
 // Query rows per step of the KV kernel: 32 at HS = 128 keeps the dK and dV
 // accumulators plus two S-sized tiles within the register file.
@@ -38,12 +38,13 @@ struct KvSmem {
   static constexpr int kBytes = (2 * kK + 4 * kQ) * 2 + 4 * kBr * 4;
 };
 
-template <int HS>
+template <int HS, int kRows>
 struct QSmem {
   static constexpr int kLd = HS + 8;
-  static constexpr int kRows = kFlashTile * kLd;  // one 64-row tile, row-major
+  static constexpr int kQ = kRows * kLd;          // Q or dO of the block, row-major
+  static constexpr int kKv = kFlashTile * kLd;    // one K or V tile, row-major
   // Q, dO, then two stages of (K, V).
-  static constexpr int kBytes = 6 * kRows * 2;
+  static constexpr int kBytes = (2 * kQ + 4 * kKv) * 2;
 };
 
 // x = A1 · B1^T and y = A2 · B2^T for the warp's 16 rows (starting at
@@ -75,40 +76,67 @@ __device__ __forceinline__ void DualTileProduct(float (&x)[kCols / 8][4], float 
   }
 }
 
-// s = Q · K^T for the warp's resident Q fragments against the kCols keys of
-// the row-major K tile k_s: the forward's score tile.
-template <int HS, int kCols>
-__device__ __forceinline__ void ScoreTile(float (&s)[kCols / 8][4], const uint32_t (&qf)[HS / 16][4],
-                                          const __nv_bfloat16* k_s, int ld) {
+// s[m] = Q_m · K^T for the warp's kM 16-row query tiles (resident Q
+// fragments qf[m]) against the kCols keys of the row-major K tile k_s: the
+// forward's score tiles. Each K fragment is loaded once for all kM tiles, so
+// kM = 2 halves the shared-memory reads per product.
+template <int HS, int kCols, int kM>
+__device__ __forceinline__ void ScoreTiles(float (&s)[kM][kCols / 8][4],
+                                           const uint32_t (&qf)[kM][HS / 16][4],
+                                           const __nv_bfloat16* k_s, int ld) {
 #pragma unroll
-  for (int j = 0; j < kCols / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+  for (int m = 0; m < kM; ++m) {
+#pragma unroll
+    for (int j = 0; j < kCols / 8; ++j) s[m][j][0] = s[m][j][1] = s[m][j][2] = s[m][j][3] = 0.0f;
+  }
 #pragma unroll
   for (int kk = 0; kk < HS / 16; ++kk) {
 #pragma unroll
     for (int j = 0; j < kCols / 8; ++j) {
       uint32_t bf[2];
       LoadFragB(bf, k_s, ld, j * 8, kk * 16);
-      MmaBf16(s[j], qf[kk], bf);
+#pragma unroll
+      for (int m = 0; m < kM; ++m) MmaBf16(s[m][j], qf[m][kk], bf);
     }
   }
 }
 
-// c += A · B with A a 16 x kK tile held as accumulators (rounded to bf16)
-// and B the row-major kK x HS tile b_s: O += P V, dQ += dS K.
-template <int HS, int kK>
-__device__ __forceinline__ void AccumulateProduct(float (&c)[HS / 8][4], const float (&a)[kK / 8][4],
-                                                  const __nv_bfloat16* b_s, int ld) {
+// ScoreTiles for one 16-row tile.
+template <int HS, int kCols>
+__device__ __forceinline__ void ScoreTile(float (&s)[kCols / 8][4], const uint32_t (&qf)[HS / 16][4],
+                                          const __nv_bfloat16* k_s, int ld) {
+  ScoreTiles<HS, kCols, 1>(reinterpret_cast<float (&)[1][kCols / 8][4]>(s),
+                           reinterpret_cast<const uint32_t (&)[1][HS / 16][4]>(qf), k_s, ld);
+}
+
+// c[m] += A_m · B for the warp's kM 16-row tiles, A_m a 16 x kK tile held
+// as accumulators (rounded to bf16) and B the row-major kK x HS tile b_s:
+// O += P V, dQ += dS K. Each B fragment is loaded once for all kM tiles.
+template <int HS, int kK, int kM>
+__device__ __forceinline__ void AccumulateProducts(float (&c)[kM][HS / 8][4],
+                                                   const float (&a)[kM][kK / 8][4],
+                                                   const __nv_bfloat16* b_s, int ld) {
 #pragma unroll
   for (int kk = 0; kk < kK / 16; ++kk) {
-    uint32_t af[4];
-    AccToFragA(af, a, kk);
+    uint32_t af[kM][4];
+#pragma unroll
+    for (int m = 0; m < kM; ++m) AccToFragA(af[m], a[m], kk);
 #pragma unroll
     for (int n = 0; n < HS / 8; ++n) {
       uint32_t bf[2];
       LoadFragBTrans(bf, b_s, ld, kk * 16, n * 8);
-      MmaBf16(c[n], af, bf);
+#pragma unroll
+      for (int m = 0; m < kM; ++m) MmaBf16(c[m][n], af[m], bf);
     }
   }
+}
+
+// AccumulateProducts for one 16-row tile.
+template <int HS, int kK>
+__device__ __forceinline__ void AccumulateProduct(float (&c)[HS / 8][4], const float (&a)[kK / 8][4],
+                                                  const __nv_bfloat16* b_s, int ld) {
+  AccumulateProducts<HS, kK, 1>(reinterpret_cast<float (&)[1][HS / 8][4]>(c),
+                                reinterpret_cast<const float (&)[1][kK / 8][4]>(a), b_s, ld);
 }
 
 // c1 += A1 · B1 and c2 += A2 · B2 in one pass over k (dV += P^T dO and

@@ -8,8 +8,10 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/kernels/cuda/attention.h"
 #include "core/tensor/dtype.h"
 
@@ -20,13 +22,39 @@ struct AttentionDims {
   int64_t c() const { return nh * hs; }
 };
 
+// How a flash kernel splits the query rows of a block over its warps:
+// `warps` warps of `rows_per_warp` rows (16 or 32: one or two mma row
+// tiles). Bigger blocks read each key/value tile once for more rows.
+struct FlashTiling {
+  int warps = 4;
+  int rows_per_warp = 16;
+  int rows() const { return warps * rows_per_warp; }
+  bool operator==(const FlashTiling&) const = default;
+};
+inline constexpr FlashTiling kFlashTiling4x16{4, 16};
+inline constexpr FlashTiling kFlashTiling8x16{8, 16};
+inline constexpr FlashTiling kFlashTiling4x32{4, 32};
+std::string FlashTilingName(FlashTiling t);  // "4x16"
+
+// The tilings the attention dispatch uses: the forward's and the dQ
+// backward kernel's. Defaults (the configuration measured on an H100) unless
+// WEFT_FLASH_FWD_TILING / WEFT_FLASH_DQ_TILING name another ("8x16"), read
+// at every launch so benchmarks and tests can compare them in one process;
+// a value that names no tiling is an error, never ignored.
+absl::StatusOr<FlashTiling> FlashForwardTiling();
+absl::StatusOr<FlashTiling> FlashDqTiling();
+
 // bf16 flash kernels (tensor cores); HS in {32, 64, 128} and 16-byte
 // aligned base pointers (attention.cc checks with FlashAttentionApplies).
+// Forward tilings: 4x16, 8x16, and 4x32 at HS <= 64.
 absl::Status LaunchFlashForward(void* out, float* lse, const void* qkv, const AttentionDims& d,
-                                cudaStream_t stream);
+                                FlashTiling tiling, cudaStream_t stream);
 // dsum (B, NH, T) holds rowsum(dout * out) from LaunchAttentionRowDot.
+// `dq_tiling` splits the dQ kernel's queries: 4x16 or 8x16 (the dK/dV
+// kernel always owns 64 keys over 4 warps).
 absl::Status LaunchFlashBackward(void* dqkv, const void* dout, const void* qkv, const float* lse,
-                                 const float* dsum, const AttentionDims& d, cudaStream_t stream);
+                                 const float* dsum, const AttentionDims& d,
+                                 FlashTiling dq_tiling, cudaStream_t stream);
 
 // Simple warp-per-row kernels for any dtype and HS <= 256 (f32 path and
 // fallback): exact softmax in f32 with expf, no tensor cores.

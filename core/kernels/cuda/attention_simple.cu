@@ -8,6 +8,9 @@
 // version: one kernel owns a query row (dQ), another a key row (dK, dV), and
 // each output is written exactly once. O(T^2 * HS) work per head with no
 // data reuse: fine for f32 tests and small models, not for GPT-2 speed.
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
 #include "core/kernels/cuda/attention.h"
 #include "core/kernels/cuda/attention_internal.h"
 #include "core/kernels/cuda/common.cuh"
@@ -283,13 +286,42 @@ bool FlashAttentionApplies(DType dtype, int64_t head_size,
   return true;
 }
 
+std::string FlashTilingName(FlashTiling t) {
+  return absl::StrCat(t.warps, "x", t.rows_per_warp);
+}
+
+namespace {
+
+// The tiling named by environment variable `var`, or `fallback` when unset.
+absl::StatusOr<FlashTiling> TilingFromEnv(const char* var, FlashTiling fallback) {
+  const char* v = std::getenv(var);
+  if (v == nullptr || *v == '\0') return fallback;
+  for (FlashTiling t : {kFlashTiling4x16, kFlashTiling8x16, kFlashTiling4x32}) {
+    if (FlashTilingName(t) == v) return t;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(var, "=", v, " names no flash attention tiling; expected warps x rows per warp: ",
+                   "4x16, 8x16 or 4x32 (unset it for the default)"));
+}
+
+}  // namespace
+
+absl::StatusOr<FlashTiling> FlashForwardTiling() {
+  return TilingFromEnv("WEFT_FLASH_FWD_TILING", kFlashTiling4x16);
+}
+
+absl::StatusOr<FlashTiling> FlashDqTiling() {
+  return TilingFromEnv("WEFT_FLASH_DQ_TILING", kFlashTiling4x16);
+}
+
 absl::Status LaunchAttentionForward(void* out, float* lse, const void* qkv, DType dtype,
                                     int64_t batch, int64_t seq, int64_t num_heads,
                                     int64_t head_size, cudaStream_t stream) {
   const AttentionDims d{batch, seq, num_heads, head_size};
   if (batch * seq * num_heads == 0) return absl::OkStatus();
   if (FlashAttentionApplies(dtype, head_size, {out, qkv})) {
-    return LaunchFlashForward(out, lse, qkv, d, stream);
+    WEFT_ASSIGN_OR_RETURN(const FlashTiling tiling, FlashForwardTiling());
+    return LaunchFlashForward(out, lse, qkv, d, tiling, stream);
   }
   return LaunchSimpleForward(out, lse, qkv, dtype, d, stream);
 }
@@ -306,7 +338,8 @@ absl::Status LaunchAttentionBackward(void* dqkv, const void* dout, const void* q
   if (batch * seq * num_heads == 0) return absl::OkStatus();
   WEFT_RETURN_IF_ERROR(LaunchAttentionRowDot(scratch, dout, out, dtype, d, stream));
   if (FlashAttentionApplies(dtype, head_size, {dqkv, dout, qkv})) {
-    return LaunchFlashBackward(dqkv, dout, qkv, lse, scratch, d, stream);
+    WEFT_ASSIGN_OR_RETURN(const FlashTiling tiling, FlashDqTiling());
+    return LaunchFlashBackward(dqkv, dout, qkv, lse, scratch, d, tiling, stream);
   }
   return LaunchSimpleBackward(dqkv, dout, qkv, lse, scratch, dtype, d, stream);
 }

@@ -7,6 +7,9 @@
 // the flash kernels round P and dS to bf16 before the second product of
 // each pair, which the f32 reference does not. Under the CPU emulator
 // (emulation/run.sh) the error is about 3e-3; not yet measured on hardware.
+#include <cstdlib>
+#include <string>
+
 #include "core/kernels/cuda/parity_util.h"
 #include "gtest/gtest.h"
 
@@ -80,6 +83,44 @@ TEST(AttentionParityTest, FlashBf16HeadSizes32And128) {
 
 TEST(AttentionParityTest, FlashBf16Gpt2Heads) {
   CheckAttention({2, 200, 12, 64}, DType::kBF16);  // C = 768, NH = 12
+}
+
+// The tilings benchmarks compare (WEFT_FLASH_FWD_TILING / _DQ_TILING, read
+// at every launch): 128-row blocks of 8 warps of 16 rows, and of 4 warps of
+// 32 rows (forward, head size <= 64). T = 200 ends in a block of 72 rows, so
+// some warps skip the last key tile and some hold no live row.
+class FlashTilingTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    unsetenv("WEFT_FLASH_FWD_TILING");
+    unsetenv("WEFT_FLASH_DQ_TILING");
+  }
+};
+
+TEST_F(FlashTilingTest, EightWarpsOf16Rows) {
+  setenv("WEFT_FLASH_FWD_TILING", "8x16", 1);
+  setenv("WEFT_FLASH_DQ_TILING", "8x16", 1);
+  CheckAttention({2, 200, 12, 64}, DType::kBF16);
+  CheckAttention({1, 80, 2, 32}, DType::kBF16);
+  CheckAttention({1, 256, 1, 128}, DType::kBF16);
+}
+
+TEST_F(FlashTilingTest, FourWarpsOf32Rows) {
+  setenv("WEFT_FLASH_FWD_TILING", "4x32", 1);
+  CheckAttention({2, 200, 12, 64}, DType::kBF16);
+  CheckAttention({1, 130, 3, 32}, DType::kBF16);
+}
+
+TEST_F(FlashTilingTest, UnknownOrUnsupportedTilingIsAnError) {
+  Tensor qkv = GpuZeros({1, 4, 3 * 128}, DType::kBF16);
+  Tensor out = GpuZeros({1, 4, 128}, DType::kBF16), lse = GpuZeros({1, 1, 4}, DType::kF32);
+  setenv("WEFT_FLASH_FWD_TILING", "16x8", 1);
+  absl::Status st = GpuOps().AttentionForward(GpuCtx(), out, lse, qkv, 1);
+  EXPECT_TRUE(absl::IsInvalidArgument(st)) << st;
+  EXPECT_NE(st.message().find("WEFT_FLASH_FWD_TILING=16x8"), std::string::npos) << st;
+  setenv("WEFT_FLASH_FWD_TILING", "4x32", 1);  // two row tiles a warp: HS <= 64 only
+  st = GpuOps().AttentionForward(GpuCtx(), out, lse, qkv, 1);
+  EXPECT_TRUE(absl::IsInvalidArgument(st)) << st;
 }
 
 TEST(AttentionParityTest, Bf16FallbackForOtherHeadSizes) {

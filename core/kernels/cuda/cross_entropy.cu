@@ -30,43 +30,64 @@ __device__ __forceinline__ void Accumulate(MaxSum& st, float x) {
   }
 }
 
+// Vectors of V columns each thread keeps loading at once in the row passes:
+// with one 16-byte load in flight a thread waited out the memory latency on
+// every vector (the passes ran well under memory bandwidth).
+constexpr int kLoadsInFlight = 4;
+
+// Adds the vector f of columns [i, i + V) (those below `real`) to st.
+template <int V>
+__device__ __forceinline__ void AccumulateVector(MaxSum& st, const float (&f)[V], int64_t i,
+                                                 int64_t real) {
+  if (i + V > real) {
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      if (i + k < real) Accumulate(st, f[k]);
+    }
+    return;
+  }
+  // A whole vector of real logits: rescale at most once per vector instead
+  // of branching per element.
+  float m = f[0];
+#pragma unroll
+  for (int k = 1; k < V; ++k) m = fmaxf(m, f[k]);
+  bool nan = false;
+#pragma unroll
+  for (int k = 0; k < V; ++k) nan |= f[k] != f[k];
+  if (nan) {
+    st.s = NAN;  // NaN logits propagate to the loss
+    return;
+  }
+  if (m == -INFINITY) return;  // adds nothing
+  if (m > st.m) {
+    st.s *= expf(st.m - m);  // 0 * exp(-inf) = 0 on the first vector
+    st.m = m;
+  }
+  float add = 0.0f;
+#pragma unroll
+  for (int k = 0; k < V; ++k) add += expf(f[k] - st.m);
+  st.s += add;
+}
+
 // Pass 1: (max, sum of exp(z - max)) over columns [0, real) of row z; every
 // thread of the block gets the total. `warp_states` is shared memory for
-// kThreads / 32 states. -inf and 0 when real == 0.
+// kThreads / 32 states. -inf and 0 when real == 0. A thread visits its
+// vectors in column order, kLoadsInFlight loads ahead.
 template <typename T, int V>
 __device__ __forceinline__ MaxSum RowMaxSum(const T* __restrict__ z, int64_t real,
                                             MaxSum* warp_states) {
   MaxSum st{-INFINITY, 0.0f};
-  for (int64_t i = int64_t(threadIdx.x) * V; i < real; i += int64_t(blockDim.x) * V) {
-    float f[V];
-    LoadF<V>(z + i, f);  // in bounds: rows hold a multiple of V columns when V > 1
-    if (i + V <= real) {
-      // A whole vector of real logits: rescale at most once per vector
-      // instead of branching per element.
-      float m = f[0];
+  const int64_t stride = int64_t(blockDim.x) * V;
+  for (int64_t i0 = int64_t(threadIdx.x) * V; i0 < real; i0 += stride * kLoadsInFlight) {
+    float f[kLoadsInFlight][V];
 #pragma unroll
-      for (int k = 1; k < V; ++k) m = fmaxf(m, f[k]);
-      bool nan = false;
+    for (int u = 0; u < kLoadsInFlight; ++u) {
+      // In bounds: rows hold a multiple of V columns when V > 1.
+      if (i0 + u * stride < real) LoadF<V>(z + i0 + u * stride, f[u]);
+    }
 #pragma unroll
-      for (int k = 0; k < V; ++k) nan |= f[k] != f[k];
-      if (nan) {
-        st.s = NAN;  // NaN logits propagate to the loss
-        continue;
-      }
-      if (m == -INFINITY) continue;  // adds nothing
-      if (m > st.m) {
-        st.s *= expf(st.m - m);  // 0 * exp(-inf) = 0 on the first vector
-        st.m = m;
-      }
-      float add = 0.0f;
-#pragma unroll
-      for (int k = 0; k < V; ++k) add += expf(f[k] - st.m);
-      st.s += add;
-    } else {
-#pragma unroll
-      for (int k = 0; k < V; ++k) {
-        if (i + k < real) Accumulate(st, f[k]);
-      }
+    for (int u = 0; u < kLoadsInFlight; ++u) {
+      if (i0 + u * stride < real) AccumulateVector<V>(st, f[u], i0 + u * stride, real);
     }
   }
   st = WarpCombine(st);
@@ -87,15 +108,24 @@ __device__ __forceinline__ MaxSum RowMaxSum(const T* __restrict__ z, int64_t rea
 template <typename T, int V>
 __device__ __forceinline__ void WriteRowGrad(T* __restrict__ z, int64_t cols, int64_t real,
                                              int64_t target_col, float lse, float scale) {
-  for (int64_t i = int64_t(threadIdx.x) * V; i < cols; i += int64_t(blockDim.x) * V) {
-    float f[V];
-    LoadF<V>(z + i, f);
+  const int64_t stride = int64_t(blockDim.x) * V;
+  for (int64_t i0 = int64_t(threadIdx.x) * V; i0 < cols; i0 += stride * kLoadsInFlight) {
+    float f[kLoadsInFlight][V];
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-      const int64_t c = i + k;
-      f[k] = c < real ? scale * (expf(f[k] - lse) - (c == target_col ? 1.0f : 0.0f)) : 0.0f;
+    for (int u = 0; u < kLoadsInFlight; ++u) {
+      if (i0 + u * stride < cols) LoadF<V>(z + i0 + u * stride, f[u]);
     }
-    StoreF<V>(z + i, f);
+#pragma unroll
+    for (int u = 0; u < kLoadsInFlight; ++u) {
+      const int64_t i = i0 + u * stride;
+      if (i >= cols) continue;
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        const int64_t c = i + k;
+        f[u][k] = c < real ? scale * (expf(f[u][k] - lse) - (c == target_col ? 1.0f : 0.0f)) : 0.0f;
+      }
+      StoreF<V>(z + i, f[u]);
+    }
   }
 }
 

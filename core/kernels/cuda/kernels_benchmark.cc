@@ -4,7 +4,11 @@
 // --iters launches (after warm-up) from CUDA events, and TFLOP/s for GEMMs
 // and attention or GB/s (bytes a perfect kernel must move) for the rest.
 //
-//   kernels_benchmark [--batch=8] [--iters=20]
+//   kernels_benchmark [--batch=8] [--iters=20] [--only=attention]
+//
+// --only keeps the kernels whose line contains the text. Attention runs once
+// per flash tiling (WEFT_FLASH_FWD_TILING / WEFT_FLASH_DQ_TILING, see
+// attention_internal.h), so the tilings compare in one process.
 //
 // Attention FLOPs use the FlashAttention convention: causal forward
 // 2 * 2 * B * NH * T^2 * HS / 2, backward 2.5x forward (our deterministic
@@ -27,6 +31,7 @@ namespace {
 struct Options {
   int64_t batch = 8;
   int iters = 20;
+  std::string only;  // run the kernels whose name contains this
 };
 
 Options Parse(int argc, char** argv) {
@@ -34,8 +39,9 @@ Options Parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--batch=", 8) == 0) o.batch = std::atoll(argv[i] + 8);
     else if (std::strncmp(argv[i], "--iters=", 8) == 0) o.iters = std::atoi(argv[i] + 8);
+    else if (std::strncmp(argv[i], "--only=", 7) == 0) o.only = argv[i] + 7;
     else {
-      std::fprintf(stderr, "usage: %s [--batch=8] [--iters=20]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--batch=8] [--iters=20] [--only=TEXT]\n", argv[0]);
       std::exit(2);
     }
   }
@@ -79,6 +85,7 @@ class Bench {
   // Times fn; reports TFLOP/s when flops > 0, GB/s when bytes > 0.
   void Run(const std::string& name, double flops, double bytes,
            const std::function<absl::Status()>& fn) {
+    if (name.find(opts_.only) == std::string::npos) return;
     for (int i = 0; i < 3; ++i) WEFT_CHECK_OK(fn());
     Event start = *Event::Create(kGpu, true), stop = *Event::Create(kGpu, true);
     WEFT_CHECK_OK(start.Record(stream_));
@@ -86,7 +93,7 @@ class Bench {
     WEFT_CHECK_OK(stop.Record(stream_));
     WEFT_CHECK_OK(stop.Synchronize());
     const double ms = *Event::ElapsedMs(start, stop) / opts_.iters;
-    std::printf("%-34s %9.3f ms", name.c_str(), ms);
+    std::printf("%-38s %9.3f ms", name.c_str(), ms);
     if (flops > 0) std::printf("  %8.1f TFLOP/s", flops / (ms * 1e-3) / 1e12);
     if (bytes > 0) std::printf("  %8.1f GB/s", bytes / (ms * 1e-3) / 1e9);
     std::printf("\n");
@@ -182,12 +189,22 @@ void BenchAttention(Bench& b, int64_t batch) {
   Tensor dqkv = Filled({batch, kT, 3 * kC}, kBf16, 0);
   const double fwd = 4.0 * batch * kNH * kT * kT * hs / 2;
   KernelOps& ops = b.ops();
-  b.Run("attention fwd (flash, bf16)", fwd, 0, [&] {
-    return ops.AttentionForward(b.ctx(), out, lse, qkv, kNH);
-  });
-  b.Run("attention bwd (flash, bf16)", 2.5 * fwd, 0, [&] {
-    return ops.AttentionBackward(b.ctx(), dqkv, dout, qkv, out, lse, kNH);
-  });
+  // Each tiling through the environment variable the dispatch reads at
+  // every launch; unset again afterwards (the default).
+  for (const char* tiling : {"4x16", "8x16", "4x32"}) {
+    setenv("WEFT_FLASH_FWD_TILING", tiling, 1);
+    b.Run(std::string("attention fwd (flash, bf16, ") + tiling + ")", fwd, 0, [&] {
+      return ops.AttentionForward(b.ctx(), out, lse, qkv, kNH);
+    });
+  }
+  unsetenv("WEFT_FLASH_FWD_TILING");
+  for (const char* tiling : {"4x16", "8x16"}) {
+    setenv("WEFT_FLASH_DQ_TILING", tiling, 1);
+    b.Run(std::string("attention bwd (flash, bf16, dQ ") + tiling + ")", 2.5 * fwd, 0, [&] {
+      return ops.AttentionBackward(b.ctx(), dqkv, dout, qkv, out, lse, kNH);
+    });
+  }
+  unsetenv("WEFT_FLASH_DQ_TILING");
 }
 
 void BenchModelEnds(Bench& b, int64_t batch) {

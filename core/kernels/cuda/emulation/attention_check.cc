@@ -10,6 +10,7 @@
 #include "core/kernels/cuda/emulation/check_util.h"
 
 using weft::cuda::AttentionDims;
+using weft::cuda::FlashTiling;
 
 float RoundBf(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
 
@@ -85,7 +86,12 @@ std::vector<typename V::value_type> Part(const V& x, int rows, int C, int part) 
 // exact bf16 products: 1e-5. The f32 simple kernels: 1e-5 everywhere.
 struct Errors { double out, lse, dq, dk, dv; };
 
-Errors Check(int B, int T, int NH, int HS, bool flash, std::vector<float>* raw = nullptr) {
+// The flash kernels' forward and dQ tilings (rows of a block over its warps).
+struct Tilings { FlashTiling fwd, dq; };
+constexpr Tilings kDefault{weft::cuda::kFlashTiling4x16, weft::cuda::kFlashTiling4x16};
+
+Errors Check(int B, int T, int NH, int HS, bool flash, Tilings tilings = kDefault,
+             std::vector<float>* raw = nullptr) {
   const int C = NH * HS;
   std::mt19937 gen(42 + T + HS);
   std::uniform_real_distribution<float> u(-1.5f, 1.5f);
@@ -106,10 +112,10 @@ Errors Check(int B, int T, int NH, int HS, bool flash, std::vector<float>* raw =
     std::vector<__nv_bfloat16> q16(qkv.size()), do16(dout.size()), o16(B * T * C, junk), dq16(qkv.size(), junk);
     for (size_t i = 0; i < qkv.size(); ++i) q16[i] = __float2bfloat16_rn(qkv[i]);
     for (size_t i = 0; i < dout.size(); ++i) do16[i] = __float2bfloat16_rn(dout[i]);
-    ok(weft::cuda::LaunchFlashForward(o16.data(), lse.data(), q16.data(), d, nullptr), "fwd");
+    ok(weft::cuda::LaunchFlashForward(o16.data(), lse.data(), q16.data(), d, tilings.fwd, nullptr), "fwd");
     for (size_t i = 0; i < o16.size(); ++i) outf[i] = __bfloat162float(o16[i]);
     ok(weft::cuda::LaunchAttentionRowDot(dsum.data(), do16.data(), o16.data(), weft::DType::kBF16, d, nullptr), "rowdot");
-    ok(weft::cuda::LaunchFlashBackward(dq16.data(), do16.data(), q16.data(), lse.data(), dsum.data(), d, nullptr), "bwd");
+    ok(weft::cuda::LaunchFlashBackward(dq16.data(), do16.data(), q16.data(), lse.data(), dsum.data(), d, tilings.dq, nullptr), "bwd");
     for (size_t i = 0; i < dq16.size(); ++i) dqkvf[i] = __bfloat162float(dq16[i]);
   } else {
     ok(weft::cuda::LaunchSimpleForward(outf.data(), lse.data(), qkv.data(), weft::DType::kF32, d, nullptr), "fwd");
@@ -127,12 +133,14 @@ Errors Check(int B, int T, int NH, int HS, bool flash, std::vector<float>* raw =
           MaxErr(Part(dqkvf, rows, C, 2), Part(ref.dqkv, rows, C, 2))};
 }
 
-int Run(int B, int T, int NH, int HS, bool flash) {
-  const Errors e = Check(B, T, NH, HS, flash);
+int Run(int B, int T, int NH, int HS, bool flash, Tilings tilings = kDefault) {
+  const Errors e = Check(B, T, NH, HS, flash, tilings);
   const double tol = flash ? 1e-2 : 1e-5, tol_lse = 1e-5;
   const bool good = e.out < tol && e.lse < tol_lse && e.dq < tol && e.dk < tol && e.dv < tol;
-  printf("%s B=%d T=%3d NH=%d HS=%3d: out %.2e lse %.2e dq %.2e dk %.2e dv %.2e %s\n",
-         flash ? "flash " : "simple", B, T, NH, HS, e.out, e.lse, e.dq, e.dk, e.dv, good ? "ok" : "FAIL");
+  printf("%s B=%d T=%3d NH=%d HS=%3d fwd %s dq %s: out %.2e lse %.2e dq %.2e dk %.2e dv %.2e %s\n",
+         flash ? "flash " : "simple", B, T, NH, HS, weft::cuda::FlashTilingName(tilings.fwd).c_str(),
+         weft::cuda::FlashTilingName(tilings.dq).c_str(), e.out, e.lse, e.dq, e.dk, e.dv,
+         good ? "ok" : "FAIL");
   return good ? 0 : 1;
 }
 
@@ -140,17 +148,33 @@ int Run(int B, int T, int NH, int HS, bool flash) {
 // must give bitwise the results of landing at once (the earliest): a
 // difference is a read the waits do not cover, or a copy overwriting a
 // stage other warps still read.
-int RunLate(int B, int T, int NH, int HS) {
+int RunLate(int B, int T, int NH, int HS, Tilings tilings = kDefault) {
   std::vector<float> eager, late;
   emu::g_late_copies = false;
-  Check(B, T, NH, HS, true, &eager);
+  Check(B, T, NH, HS, true, tilings, &eager);
   emu::g_late_copies = true;
-  Check(B, T, NH, HS, true, &late);
+  Check(B, T, NH, HS, true, tilings, &late);
   emu::g_late_copies = false;
   size_t diff = 0;
   for (size_t i = 0; i < eager.size(); ++i) diff += std::memcmp(&eager[i], &late[i], 4) != 0;
-  printf("flash  B=%d T=%3d NH=%d HS=%3d: cp.async late == at once: %zu of %zu values differ %s\n",
-         B, T, NH, HS, diff, eager.size(), diff ? "FAIL" : "ok");
+  printf("flash  B=%d T=%3d NH=%d HS=%3d fwd %s dq %s: cp.async late == at once: %zu of %zu values differ %s\n",
+         B, T, NH, HS, weft::cuda::FlashTilingName(tilings.fwd).c_str(),
+         weft::cuda::FlashTilingName(tilings.dq).c_str(), diff, eager.size(), diff ? "FAIL" : "ok");
+  return diff ? 1 : 0;
+}
+
+// Every tiling runs each row's products and softmax in the same order, so
+// its outputs equal the default tiling's bit for bit (under the emulator;
+// on a GPU the compiler may contract differently per instantiation).
+int RunSame(int B, int T, int NH, int HS, Tilings tilings) {
+  std::vector<float> base, other;
+  Check(B, T, NH, HS, true, kDefault, &base);
+  Check(B, T, NH, HS, true, tilings, &other);
+  size_t diff = 0;
+  for (size_t i = 0; i < base.size(); ++i) diff += std::memcmp(&base[i], &other[i], 4) != 0;
+  printf("flash  B=%d T=%3d NH=%d HS=%3d fwd %s dq %s == 4x16: %zu of %zu values differ %s\n", B,
+         T, NH, HS, weft::cuda::FlashTilingName(tilings.fwd).c_str(),
+         weft::cuda::FlashTilingName(tilings.dq).c_str(), diff, base.size(), diff ? "FAIL" : "ok");
   return diff ? 1 : 0;
 }
 
@@ -165,6 +189,19 @@ int main() {
   bad += Run(1, 1, 1, 64, true);
   bad += Run(1, 64, 1, 32, true);
   bad += RunLate(1, 130, 1, 64);
+  // 128-row blocks: T = 80 leaves warps with no live row, 200 a second block
+  // of 72 rows (a key tile past half its warps), 256 whole blocks.
+  const Tilings wide{weft::cuda::kFlashTiling8x16, weft::cuda::kFlashTiling8x16};
+  const Tilings two_tiles{weft::cuda::kFlashTiling4x32, weft::cuda::kFlashTiling4x16};
+  for (int hs : {32, 64, 128}) bad += Run(1, 200, 1, hs, true, wide);
+  bad += Run(1, 80, 2, 64, true, wide);
+  bad += Run(1, 256, 1, 64, true, wide);
+  for (int hs : {32, 64}) bad += Run(1, 200, 1, hs, true, two_tiles);
+  bad += Run(1, 80, 2, 32, true, two_tiles);
+  bad += RunLate(1, 200, 1, 64, wide);
+  bad += RunLate(1, 130, 1, 64, two_tiles);
+  bad += RunSame(1, 200, 2, 64, wide);
+  bad += RunSame(1, 200, 2, 64, two_tiles);
   bad += Run(1, 67, 2, 40, false);
   printf(bad ? "FAILURES: %d\n" : "all ok\n", bad);
   return bad;

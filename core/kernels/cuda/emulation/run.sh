@@ -7,6 +7,7 @@
 # still decide. Needs g++ >= 12, python3, Debian's absl and the CUDA headers.
 #
 #   core/kernels/cuda/emulation/run.sh      (from anywhere)
+#   EMU_CHECKS=attention_check core/kernels/cuda/emulation/run.sh   (one check)
 #   bazel test //core/kernels/cuda:emulation_test
 set -euo pipefail
 # Under `bazel test` (//core/kernels/cuda:emulation_test) the sources are in
@@ -34,7 +35,7 @@ flags+=(-include "$work/emu.h")
 libs=(-labsl_status -labsl_statusor -labsl_strings -labsl_cord -labsl_str_format_internal -pthread)
 kernels=(layernorm matmul_kernels attention_flash_fwd attention_flash_bwd attention_flash_block_fwd attention_flash_block_bwd attention_simple
          cross_entropy reduce optimizer dropout elementwise embedding attention_block moe)
-checks=(kernels_check attention_check attention_block_check moe_check)
+checks=(${EMU_CHECKS:-kernels_check attention_check attention_block_check moe_check})
 # One g++ per kernel file and per check program, EMU_JOBS (default: the
 # cores, at most 4) at a time; xargs gets each command's "src -o obj" as
 # three lines.
