@@ -144,6 +144,8 @@ stage_sanitize() {
     item "racecheck $t" 120 \
         compute-sanitizer --tool racecheck --error-exitcode 9 ./bin/$t --gtest_brief=1
   done
+  item "memcheck wgmma_test" 60 \
+      compute-sanitizer --tool memcheck --error-exitcode 9 ./bin/wgmma_test --gtest_brief=1
   item "memcheck attention_block_test" 120 \
       compute-sanitizer --tool memcheck --error-exitcode 9 ./bin/attention_block_test --gtest_brief=1
   item "memcheck kernels_parity_test" 300 \
@@ -252,7 +254,7 @@ stage_tiling() {
   grep "^attention" "$log" | sed 's/^/  /' >> "$summary"
   # "attention fwd (flash, bf16, 8x16)   0.123 ms ..." -> the tiling of the least ms.
   local fwd dq
-  fwd="$(grep "^attention fwd" "$log" | sort -t')' -k2 -g | head -1 | sed -E 's/.*, ([0-9x]+)\).*/\1/')"
+  fwd="$(grep "^attention fwd" "$log" | sort -t')' -k2 -g | head -1 | sed -E 's/.*, ([0-9a-z-]+)\).*/\1/')"
   dq="$(grep "^attention bwd" "$log" | sort -t')' -k2 -g | head -1 | sed -E 's/.*dQ ([0-9x]+)\).*/\1/')"
   [ -n "$fwd" ] && [ -n "$dq" ] || { echo "  tiling: no kernel times" >> "$summary"; return; }
   item "weft gpt_throughput B=32 default tiling" 240 ./run gpt_throughput --device=cuda \

@@ -24,31 +24,41 @@ struct AttentionDims {
 
 // How a flash kernel splits the query rows of a block over its warps:
 // `warps` warps of `rows_per_warp` rows (16 or 32: one or two mma row
-// tiles). Bigger blocks read each key/value tile once for more rows.
+// tiles). Bigger blocks read each key/value tile once for more rows. With
+// `wgmma` the forward runs on Hopper's warpgroup instructions instead of
+// mma.sync (attention_flash_fwd_wgmma.cu): warps / 4 warpgroups of 64 rows.
 struct FlashTiling {
   int warps = 4;
   int rows_per_warp = 16;
+  bool wgmma = false;
   int rows() const { return warps * rows_per_warp; }
   bool operator==(const FlashTiling&) const = default;
 };
 inline constexpr FlashTiling kFlashTiling4x16{4, 16};
 inline constexpr FlashTiling kFlashTiling8x16{8, 16};
 inline constexpr FlashTiling kFlashTiling4x32{4, 32};
-std::string FlashTilingName(FlashTiling t);  // "4x16"
+inline constexpr FlashTiling kFlashTilingWgmma64{4, 16, true};
+inline constexpr FlashTiling kFlashTilingWgmma128{8, 16, true};
+std::string FlashTilingName(FlashTiling t);  // "4x16", "wgmma-128"
 
 // The tilings the attention dispatch uses: the forward's and the dQ
 // backward kernel's. Defaults (the configuration measured on an H100) unless
-// WEFT_FLASH_FWD_TILING / WEFT_FLASH_DQ_TILING name another ("8x16"), read
-// at every launch so benchmarks and tests can compare them in one process;
-// a value that names no tiling is an error, never ignored.
+// WEFT_FLASH_FWD_TILING / WEFT_FLASH_DQ_TILING name another ("8x16",
+// "wgmma-128"), read at every launch so benchmarks and tests can compare
+// them in one process; a value that names no tiling, or a wgmma tiling on a
+// GPU other than compute capability 9.0, is an error, never ignored.
 absl::StatusOr<FlashTiling> FlashForwardTiling();
 absl::StatusOr<FlashTiling> FlashDqTiling();
 
 // bf16 flash kernels (tensor cores); HS in {32, 64, 128} and 16-byte
 // aligned base pointers (attention.cc checks with FlashAttentionApplies).
-// Forward tilings: 4x16, 8x16, and 4x32 at HS <= 64.
+// Forward tilings: 4x16, 8x16, 4x32 at HS <= 64, and the wgmma ones (the
+// caller checks for compute capability 9.0).
 absl::Status LaunchFlashForward(void* out, float* lse, const void* qkv, const AttentionDims& d,
                                 FlashTiling tiling, cudaStream_t stream);
+// The wgmma forward (sm_90a): 1 or 2 warpgroups of 64 query rows a block.
+absl::Status LaunchFlashForwardWgmma(void* out, float* lse, const void* qkv,
+                                     const AttentionDims& d, int warpgroups, cudaStream_t stream);
 // dsum (B, NH, T) holds rowsum(dout * out) from LaunchAttentionRowDot.
 // `dq_tiling` splits the dQ kernel's queries: 4x16 or 8x16 (the dK/dV
 // kernel always owns 64 keys over 4 warps).

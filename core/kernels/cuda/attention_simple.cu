@@ -287,31 +287,57 @@ bool FlashAttentionApplies(DType dtype, int64_t head_size,
 }
 
 std::string FlashTilingName(FlashTiling t) {
+  if (t.wgmma) return absl::StrCat("wgmma-", t.rows());
   return absl::StrCat(t.warps, "x", t.rows_per_warp);
 }
 
 namespace {
 
-// The tiling named by environment variable `var`, or `fallback` when unset.
-absl::StatusOr<FlashTiling> TilingFromEnv(const char* var, FlashTiling fallback) {
+// The tiling among `choices` named by environment variable `var`, or
+// `fallback` when unset.
+absl::StatusOr<FlashTiling> TilingFromEnv(const char* var, FlashTiling fallback,
+                                          std::initializer_list<FlashTiling> choices) {
   const char* v = std::getenv(var);
   if (v == nullptr || *v == '\0') return fallback;
-  for (FlashTiling t : {kFlashTiling4x16, kFlashTiling8x16, kFlashTiling4x32}) {
+  std::string names;
+  for (FlashTiling t : choices) {
     if (FlashTilingName(t) == v) return t;
+    absl::StrAppend(&names, names.empty() ? "" : ", ", FlashTilingName(t));
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat(var, "=", v, " names no flash attention tiling; expected warps x rows per warp: ",
-                   "4x16, 8x16 or 4x32 (unset it for the default)"));
+  return absl::InvalidArgumentError(absl::StrCat(var, "=", v, " names no flash attention tiling; expected one of ", names,
+                                                 " (unset it for the default)"));
 }
 
 }  // namespace
 
 absl::StatusOr<FlashTiling> FlashForwardTiling() {
-  return TilingFromEnv("WEFT_FLASH_FWD_TILING", kFlashTiling4x16);
+  WEFT_ASSIGN_OR_RETURN(
+      const FlashTiling t,
+      TilingFromEnv("WEFT_FLASH_FWD_TILING", kFlashTiling4x16,
+                    {kFlashTiling4x16, kFlashTiling8x16, kFlashTiling4x32, kFlashTilingWgmma64,
+                     kFlashTilingWgmma128}));
+  if (t.wgmma) {
+    // The wgmma kernels are built for sm_90a alone (SASS does not carry
+    // over to other compute capabilities).
+    int device = 0, major = 0, minor = 0;
+    WEFT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+    WEFT_CUDA_RETURN_IF_ERROR(
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    WEFT_CUDA_RETURN_IF_ERROR(
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    if (major != 9 || minor != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "WEFT_FLASH_FWD_TILING=", FlashTilingName(t), " needs a compute capability 9.0 GPU ",
+          "(H100/H200); device ", device, " is ", major, ".", minor,
+          ". Pick 4x16, 8x16 or 4x32, or unset it"));
+    }
+  }
+  return t;
 }
 
 absl::StatusOr<FlashTiling> FlashDqTiling() {
-  return TilingFromEnv("WEFT_FLASH_DQ_TILING", kFlashTiling4x16);
+  return TilingFromEnv("WEFT_FLASH_DQ_TILING", kFlashTiling4x16,
+                       {kFlashTiling4x16, kFlashTiling8x16});
 }
 
 absl::Status LaunchAttentionForward(void* out, float* lse, const void* qkv, DType dtype,

@@ -7,6 +7,8 @@
 // the flash kernels round P and dS to bf16 before the second product of
 // each pair, which the f32 reference does not. Under the CPU emulator
 // (emulation/run.sh) the error is about 3e-3; not yet measured on hardware.
+#include <cuda_runtime_api.h>
+
 #include <cstdlib>
 #include <string>
 
@@ -109,6 +111,32 @@ TEST_F(FlashTilingTest, FourWarpsOf32Rows) {
   setenv("WEFT_FLASH_FWD_TILING", "4x32", 1);
   CheckAttention({2, 200, 12, 64}, DType::kBF16);
   CheckAttention({1, 130, 3, 32}, DType::kBF16);
+}
+
+// The wgmma forward (attention_flash_fwd_wgmma.cu; wgmma_test checks its
+// building blocks alone): one and two warpgroups of 64 rows, every head size.
+TEST_F(FlashTilingTest, WgmmaForwardOnHopper) {
+  int device = 0, major = 0, minor = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+  if (major != 9 || minor != 0) {
+    setenv("WEFT_FLASH_FWD_TILING", "wgmma-64", 1);
+    Tensor qkv = GpuZeros({1, 4, 3 * 64}, DType::kBF16);
+    Tensor out = GpuZeros({1, 4, 64}, DType::kBF16), lse = GpuZeros({1, 1, 4}, DType::kF32);
+    absl::Status st = GpuOps().AttentionForward(GpuCtx(), out, lse, qkv, 1);
+    EXPECT_TRUE(absl::IsInvalidArgument(st)) << "a wgmma tiling off Hopper must be refused: "
+                                             << st;
+    GTEST_SKIP() << "wgmma needs compute capability 9.0";
+  }
+  for (const char* tiling : {"wgmma-64", "wgmma-128"}) {
+    SCOPED_TRACE(tiling);
+    setenv("WEFT_FLASH_FWD_TILING", tiling, 1);
+    CheckAttention({2, 200, 12, 64}, DType::kBF16);
+    CheckAttention({1, 130, 3, 32}, DType::kBF16);
+    CheckAttention({1, 100, 2, 128}, DType::kBF16);
+    CheckAttention({1, 1, 1, 64}, DType::kBF16);
+  }
 }
 
 TEST_F(FlashTilingTest, UnknownOrUnsupportedTilingIsAnError) {

@@ -13,6 +13,8 @@
 // Attention FLOPs use the FlashAttention convention: causal forward
 // 2 * 2 * B * NH * T^2 * HS / 2, backward 2.5x forward (our deterministic
 // backward does 3.5x forward's work, so its raw throughput is 1.4x higher).
+#include <cuda_runtime_api.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -191,7 +193,12 @@ void BenchAttention(Bench& b, int64_t batch) {
   KernelOps& ops = b.ops();
   // Each tiling through the environment variable the dispatch reads at
   // every launch; unset again afterwards (the default).
-  for (const char* tiling : {"4x16", "8x16", "4x32"}) {
+  int device = 0, major = 0;
+  WEFT_CHECK(cudaGetDevice(&device) == cudaSuccess);
+  WEFT_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) ==
+             cudaSuccess);
+  for (const char* tiling : {"4x16", "8x16", "4x32", "wgmma-64", "wgmma-128"}) {
+    if (std::strncmp(tiling, "wgmma", 5) == 0 && major != 9) continue;  // sm_90a only
     setenv("WEFT_FLASH_FWD_TILING", tiling, 1);
     b.Run(std::string("attention fwd (flash, bf16, ") + tiling + ")", fwd, 0, [&] {
       return ops.AttentionForward(b.ctx(), out, lse, qkv, kNH);

@@ -164,8 +164,9 @@ int RunLate(int B, int T, int NH, int HS, Tilings tilings = kDefault) {
 }
 
 // Every tiling runs each row's products and softmax in the same order, so
-// its outputs equal the default tiling's bit for bit (under the emulator;
-// on a GPU the compiler may contract differently per instantiation).
+// its outputs equal the default tiling's bit for bit (under the emulator,
+// whose wgmma sums each 16-wide k-step like its mma.sync; on a GPU the
+// compiler and the tensor cores may order the sums differently).
 int RunSame(int B, int T, int NH, int HS, Tilings tilings) {
   std::vector<float> base, other;
   Check(B, T, NH, HS, true, kDefault, &base);
@@ -202,6 +203,18 @@ int main() {
   bad += RunLate(1, 130, 1, 64, two_tiles);
   bad += RunSame(1, 200, 2, 64, wide);
   bad += RunSame(1, 200, 2, 64, two_tiles);
+  // The wgmma forward (one or two warpgroups of 64 rows), with the default
+  // backward on its output.
+  const Tilings wg64{weft::cuda::kFlashTilingWgmma64, weft::cuda::kFlashTiling4x16};
+  const Tilings wg128{weft::cuda::kFlashTilingWgmma128, weft::cuda::kFlashTiling4x16};
+  for (int hs : {32, 64, 128}) {
+    bad += Run(2, 130, 1, hs, true, wg64);
+    bad += Run(1, 200, 1, hs, true, wg128);
+  }
+  bad += Run(1, 80, 2, 64, true, wg128);
+  bad += Run(1, 1, 1, 64, true, wg64);
+  bad += RunLate(1, 200, 1, 64, wg128);
+  bad += RunSame(1, 200, 2, 64, wg128);
   bad += Run(1, 67, 2, 40, false);
   printf(bad ? "FAILURES: %d\n" : "all ok\n", bad);
   return bad;

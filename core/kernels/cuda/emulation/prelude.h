@@ -236,10 +236,62 @@ inline float __fmul_rn(float a, float b) { return a * b; }
 inline int min(int a, int b) { return a < b ? a : b; }
 inline long min(long a, long b) { return a < b ? a : b; }
 inline cudaError_t EmuFuncSetAttribute(...) { return cudaSuccess; }
+inline cudaError_t EmuGetDevice(int* device) { *device = 0; return cudaSuccess; }
+// The emulated device reports compute capability 9.0 (it runs wgmma).
+inline cudaError_t EmuDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
+  *value = attr == cudaDevAttrComputeCapabilityMajor ? 9 : 0;
+  return cudaSuccess;
+}
 
 namespace weft::cuda { namespace {
 alignas(16) unsigned char smem[1 << 20];  // extern __shared__ smem[] of this file's kernels
 const bool emu_smem_registered = ::emu::RegisterSmem(smem, sizeof(smem));
+} }
+
+// wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16 with A in registers
+// (wgmma.cuh). Per warp the A fragment (16 rows x 16 k) and each 8-column
+// slice j of D (d[4j..4j+3]) have the mma.m16n8k16 layouts, so the warp's
+// 16 rows of D need only its own lanes' A; B (16 x N) is read through the
+// descriptor: start address, LBO (bytes between core matrices adjacent in
+// K), SBO (adjacent in N), K-major and no swizzling (anything else fails).
+// A core matrix is 8 rows (n) of 16 bytes (8 k). The 14-bit start field
+// holds bits 4-17 of the shared address: resolved against this file's
+// shared window (a per-file copy: it names this file's smem).
+namespace emu { namespace {
+template <int N>
+void wgmma(float* const (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  const int w = warp_id(), l = lane_id(), s = next_slot();
+  for (int i = 0; i < 4; ++i) g_block->a[s][w][l][i] = a[i];
+  warp_sync();
+  if ((desc >> 62) != 0) Fail("wgmma descriptor: swizzled layouts are not emulated", nullptr, long(desc >> 62));
+  if (((desc >> 49) & 7) != 0) Fail("wgmma descriptor: base offset not 0", nullptr, long((desc >> 49) & 7));
+  unsigned char* base = ::weft::cuda::smem;
+  const uintptr_t low = reinterpret_cast<uintptr_t>(base) & 0x3FFFF;
+  const uintptr_t offset = (((desc & 0x3FFF) << 4) - low) & 0x3FFFF;
+  const unsigned char* start = base + offset;
+  const size_t lbo = ((desc >> 16) & 0x3FFF) << 4, sbo = ((desc >> 32) & 0x3FFF) << 4;
+  auto B = [&](int k, int n) {
+    const unsigned char* row = start + (n / 8) * sbo + (k / 8) * lbo + (n % 8) * 16;
+    CheckShared(row, 16, 16, "wgmma B core-matrix row outside the dynamic shared window or misaligned");
+    uint16_t bits;
+    std::memcpy(&bits, row + 2 * (k % 8), 2);
+    return bf(bits, 0);
+  };
+  auto A = [&](int r, int c) {
+    int lane = (r % 8) * 4 + (c % 8) / 2;
+    int reg = (r >= 8 ? 1 : 0) + (c >= 8 ? 2 : 0);
+    return bf(g_block->a[s][w][lane][reg], c % 2);
+  };
+  const int g = l / 4, t = l % 4;
+  for (int j = 0; j < N / 8; ++j) {
+    for (int e = 0; e < 4; ++e) {
+      const int r = g + (e >= 2 ? 8 : 0), c = 8 * j + 2 * t + (e % 2);
+      float acc = 0;
+      for (int k = 0; k < 16; ++k) acc += A(r, k) * B(k, c);
+      *d[4 * j + e] = (scale_d ? *d[4 * j + e] : 0.0f) + acc;
+    }
+  }
+}
 } }
 #undef __launch_bounds__
 #define __launch_bounds__(...)

@@ -10,12 +10,16 @@ g++ cannot parse kernel launches, inline PTX or __shared__ semantics, so:
   static __shared__ arrays -> function-local statics (blocks run one at a time)
   inline PTX (asm volatile) -> calls into prelude.h, operand by operand:
     mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32   -> emu::mma
+    wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16 (A in registers,
+      B by descriptor)                                     -> emu::wgmma
+    wgmma.fence / commit_group / wait_group, fence.proxy.async -> a warp barrier
     ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16 -> emu::ldmatrix
     cp.async.{ca,cg}.shared.global [dst], [src], size[, src_size] -> emu::cp_async
     cp.async.commit_group / wait_group N / wait_all       -> emu::cp_async_*
   Any other asm block stops the transform (it would otherwise not compile, or
   worse, be skipped).
-  cudaFuncSetAttribute / cudaGetLastError / CUB radix sort -> emulator stubs
+  cudaFuncSetAttribute / cudaGetLastError / CUB radix sort / cudaGetDevice /
+  cudaDeviceGetAttribute (an sm_90 device 0) -> emulator stubs
 Everything else (indexing, masking, fragment loads, reductions) is the real code.
 """
 import os
@@ -117,6 +121,27 @@ def rewrite_asm(body, where):
         src_size = arg(m.group(4)) if m.group(4) else size
         return '::emu::cp_async(%s, %s, %s, %s);' % (dst, arg(m.group(2)), size, src_size)
 
+    # wgmma with A in registers (wgmma.cuh): the predicate scale-d comes from
+    # the setp on operand %S; imm-scale-a/b 1, imm-trans-b 0 are all we use.
+    m = re.fullmatch(r'\{\s*\.reg \.pred p;\s*setp\.ne\.b32 p, (%\d+), 0;\s*'
+                     r'wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16\.f32\.bf16\.bf16\s+'
+                     r'\{([^}]*)\},\s*\{([^}]*)\},\s*(%\d+),\s*p,\s*1,\s*1,\s*0;\s*\}', template)
+    if m:
+        n, d, a = int(m.group(2)), regs(m.group(3)), regs(m.group(4))
+        assert len(d) == n // 2 and len(a) == 4, what
+        return ('{ float* const emu_d[%d] = {%s}; const uint32_t emu_a[4] = {%s}; '
+                '::emu::wgmma<%d>(emu_d, emu_a, %s, %s); }'
+                % (n // 2, ', '.join('&' + x for x in d), ', '.join(a), n, arg(m.group(5)),
+                   arg(m.group(1))))
+    # The emulator runs wgmma at issue and keeps one memory: fences and the
+    # commit/wait of wgmma groups have nothing to order.
+    if template in ('wgmma.fence.sync.aligned', 'wgmma.commit_group.sync.aligned',
+                    'fence.proxy.async.shared::cta'):
+        return '::emu::warp_sync();'
+    m = re.fullmatch(r'wgmma\.wait_group\.sync\.aligned\s+(%\d+|\d+)', template)
+    if m:
+        return '::emu::warp_sync();'
+
     if template == 'cp.async.commit_group':
         return '::emu::cp_async_commit();'
     m = re.fullmatch(r'cp\.async\.wait_group\s+(%\d+|\d+)', template)
@@ -153,6 +178,8 @@ def rewrite_all_asm(name, s):
 def transform(name, s):
     s = re.sub(r'(\w+(?:<[^<>;]*?>)?)<<<(.*?)>>>\(', launch, s, flags=re.S)
     s = s.replace('cudaFuncSetAttribute(', 'EmuFuncSetAttribute(')
+    s = s.replace('cudaGetDevice(', 'EmuGetDevice(')
+    s = s.replace('cudaDeviceGetAttribute(', 'EmuDeviceGetAttribute(')
     s = s.replace('const cudaError_t err = cudaGetLastError();',
                   'const cudaError_t err = cudaSuccess;')
     s = s.replace('#include <cub/device/device_radix_sort.cuh>', '')

@@ -1,0 +1,225 @@
+// Flash-attention forward on Hopper's warpgroup tensor cores (sm_90a
+// wgmma), bf16, head sizes 32/64/128: the same algorithm and results
+// contract as attention_flash_fwd.cu, with the two products of each key
+// tile issued as wgmma.mma_async over a warpgroup's 64 query rows.
+//
+// A block owns 64 * kGroups query rows of one (batch, head); warpgroup wg
+// owns rows [64 wg, 64 wg + 64), warp w of it the 16 rows of its A
+// fragments (wgmma.cuh). Per key tile of 64:
+//   S = Q K^T   A = Q fragments held in registers (loaded once), B = the K
+//               tile, copied by cp.async straight into the core-matrix
+//               layout (K rows are already "K-major": head dims contiguous);
+//   P = online softmax of S in registers (the accumulators have the
+//               mma.sync layout, so the shared tile steps apply unchanged);
+//   O += P V    A = P repacked from S, B = V^T: V arrives row-major (keys x
+//               head dims) in a staging tile and is transposed into the
+//               core-matrix layout with ldmatrix.trans before the product.
+// K and the V staging tile are double-buffered (cp.async fetches tile kt + 1
+// while tile kt is used). Each product is issued, committed and waited for
+// at once; overlapping the softmax with the next tile's products (ping-pong
+// between warpgroups, FlashAttention-3) is the next step.
+//
+// Masking as in the mma.sync kernel: the warpgroup's diagonal tile masks
+// keys above the query (keys at or past T are above every live row);
+// tiles wholly past a warpgroup's last row are skipped by that warpgroup.
+//
+// Built for sm_90a only; other targets compile a trap, and the dispatch
+// (attention_simple.cu) offers the wgmma tilings only on compute
+// capability 9.0.
+#include "absl/strings/str_cat.h"
+#include "core/kernels/cuda/attention_flash_tiles.cuh"
+#include "core/kernels/cuda/attention_internal.h"
+#include "core/kernels/cuda/attention_mma.cuh"
+#include "core/kernels/cuda/common.cuh"
+#include "core/kernels/cuda/wgmma.cuh"
+
+namespace weft::cuda {
+namespace {
+
+constexpr int kBc = kFlashTile;  // keys per tile
+constexpr float kLog2e = 1.4426950408889634f;
+
+template <int HS, int kGroups>
+struct WgmmaFwdSmem {
+  static constexpr int kBr = 64 * kGroups;
+  static constexpr int kLd = HS + 8;      // row-major staging tiles: conflict-free ldmatrix
+  static constexpr int kQ = kBr * kLd;    // Q staging (row-major)
+  static constexpr int kK = kBc * HS;     // one K tile, core-matrix layout
+  static constexpr int kV = kBc * kLd;    // one V staging tile, row-major
+  static constexpr int kVt = HS * kBc;    // V^T, core-matrix layout
+  // Q, two stages of K, two stages of V staging, V^T (elements).
+  static constexpr int kElems = kQ + 2 * kK + 2 * kV + kVt;
+  static constexpr int kBytes = kElems * 2;
+};
+
+template <int HS, int kGroups>
+__global__ void __launch_bounds__(kGroups * 128)
+    FlashForwardWgmmaKernel(bf16* __restrict__ out, float* __restrict__ lse,
+                            const bf16* __restrict__ qkv, int T, int NH, float scale_log2) {
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  __trap();  // wgmma exists on sm_90a only; the dispatch never launches this elsewhere
+#else
+  using S = WgmmaFwdSmem<HS, kGroups>;
+  constexpr int kBr = S::kBr;
+  constexpr float kLn2 = 0.6931471805599453f;
+  extern __shared__ __align__(128) unsigned char smem[];
+  bf16* q_s = reinterpret_cast<bf16*>(smem);
+  bf16* k_s0 = q_s + S::kQ;    // stage i at k_s0 + i * kK
+  bf16* v_s0 = k_s0 + 2 * S::kK;  // stage i at v_s0 + i * kV
+  bf16* vt_s = v_s0 + 2 * S::kV;
+
+  const int C = NH * HS;
+  const int64_t ld = 3 * int64_t(C);
+  const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
+  const int qt = gridDim.y - 1 - blockIdx.y;  // heaviest query tiles first
+  const int q0 = qt * kBr;
+  const bf16* q_g = qkv + int64_t(b) * T * ld + h * HS;
+  const bf16* k_g = q_g + C;
+  const bf16* v_g = q_g + 2 * C;
+
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int g = lane >> 2, t = lane & 3;
+  const int group = warp / 4;
+  const int group_row0 = q0 + group * 64;  // the warpgroup's rows: [group_row0, +64)
+  const int row0 = group_row0 + (warp % 4) * 16 + g;  // this thread's rows: row0, row0 + 8
+  const int kt_last = (min(q0 + kBr, T) - 1) / kBc;  // key tiles up to the last live query
+
+  LoadTileAsync<HS>(q_s, S::kLd, q_g, ld, q0, kBr, T);
+  LoadCoreTileAsync<HS>(k_s0, k_g, ld, 0, kBc, T);
+  LoadTileAsync<HS>(v_s0, S::kLd, v_g, ld, 0, kBc, T);
+  CpAsyncCommit();
+
+  uint32_t qf[HS / 16][4];
+  float o[HS / 8][4];
+#pragma unroll
+  for (int n = 0; n < HS / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+
+  for (int kt = 0; kt <= kt_last; ++kt) {
+    const int k0 = kt * kBc;
+    const int st = kt & 1;
+    if (kt < kt_last) {
+      // The other stage was last read in iteration kt - 1, which ended with a barrier.
+      LoadCoreTileAsync<HS>(k_s0 + (st ^ 1) * S::kK, k_g, ld, k0 + kBc, kBc, T);
+      LoadTileAsync<HS>(v_s0 + (st ^ 1) * S::kV, S::kLd, v_g, ld, k0 + kBc, kBc, T);
+      CpAsyncCommit();
+      CpAsyncWait<1>();
+    } else {
+      CpAsyncWait<0>();
+    }
+    __syncthreads();  // tile kt (and Q) landed for every thread
+    if (kt == 0) {
+#pragma unroll
+      for (int kk = 0; kk < HS / 16; ++kk) {
+        LoadFragA(qf[kk], q_s, S::kLd, group_row0 - q0 + (warp % 4) * 16, kk * 16);
+      }
+    }
+    // V^T for the second product; the previous iteration's readers of vt_s
+    // passed its closing barrier.
+    TransposeToCoreLayout<kBc, HS>(vt_s, v_s0 + st * S::kV, S::kLd);
+    FenceProxyAsync();  // the K tile's cp.async and the V^T stores, for wgmma
+    __syncthreads();
+
+    if (k0 <= group_row0 + 63) {  // uniform across the warpgroup
+      const bf16* k_s = k_s0 + st * S::kK;
+      float s[kBc / 8][4];
+#pragma unroll
+      for (int j = 0; j < kBc / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+      WgmmaFence();
+#pragma unroll
+      for (int kk = 0; kk < HS / 16; ++kk) {
+        WgmmaBf16<kBc>(s, qf[kk], CoreLayoutDescriptor<HS>(k_s, kk));
+      }
+      WgmmaCommit();
+      WgmmaWait<0>();
+
+      const bool masked = k0 + kBc - 1 > group_row0;
+#pragma unroll
+      for (int j = 0; j < kBc / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = k0 + j * 8 + 2 * t + (e & 1);
+          const int row = row0 + (e >= 2 ? 8 : 0);
+          float v = s[j][e] * scale_log2;
+          if (masked && key > row) v = -INFINITY;
+          s[j][e] = v;
+        }
+      }
+      // Tile 0 gives every row a live key, so m is finite from then on.
+      OnlineSoftmaxStep<HS, kBc>(s, m0, m1, l0, l1, o);
+
+      WgmmaFence();  // o was rescaled, P is about to be read from registers
+#pragma unroll
+      for (int kk = 0; kk < kBc / 16; ++kk) {
+        uint32_t pf[4];
+        AccToFragA(pf, s, kk);
+        WgmmaBf16<HS>(o, pf, CoreLayoutDescriptor<kBc>(vt_s, kk));
+      }
+      WgmmaCommit();
+      WgmmaWait<0>();
+    }
+    __syncthreads();  // the next iteration refills stage st with tile kt + 2 and rewrites vt_s
+  }
+
+  l0 = GroupSum(l0);
+  l1 = GroupSum(l1);
+  const float inv0 = 1.0f / l0, inv1 = 1.0f / l1;
+  bf16* out0 = out + (int64_t(b) * T + row0) * C + h * HS + 2 * t;
+  bf16* out1 = out0 + 8 * int64_t(C);
+#pragma unroll
+  for (int n = 0; n < HS / 8; ++n) {
+    if (row0 < T) {
+      *reinterpret_cast<uint32_t*>(out0 + n * 8) = PackBf16(o[n][0] * inv0, o[n][1] * inv0);
+    }
+    if (row0 + 8 < T) {
+      *reinterpret_cast<uint32_t*>(out1 + n * 8) = PackBf16(o[n][2] * inv1, o[n][3] * inv1);
+    }
+  }
+  if (t == 0) {
+    float* lse_row = lse + int64_t(bh) * T;
+    if (row0 < T) lse_row[row0] = (m0 + log2f(l0)) * kLn2;
+    if (row0 + 8 < T) lse_row[row0 + 8] = (m1 + log2f(l1)) * kLn2;
+  }
+#endif
+}
+
+template <int HS, int kGroups>
+absl::Status Launch(bf16* out, float* lse, const bf16* qkv, const AttentionDims& d,
+                    cudaStream_t stream) {
+  using S = WgmmaFwdSmem<HS, kGroups>;
+  auto* kernel = FlashForwardWgmmaKernel<HS, kGroups>;
+  WEFT_CUDA_RETURN_IF_ERROR(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kBytes));
+  const dim3 grid(static_cast<unsigned>(d.b * d.nh), static_cast<unsigned>(CeilDiv(d.t, S::kBr)));
+  const float scale_log2 = kLog2e / sqrtf(static_cast<float>(HS));
+  kernel<<<grid, kGroups * 128, S::kBytes, stream>>>(out, lse, qkv, static_cast<int>(d.t),
+                                                     static_cast<int>(d.nh), scale_log2);
+  return CheckLaunch("FlashForwardWgmmaKernel");
+}
+
+template <int HS>
+absl::Status LaunchGroups(bf16* out, float* lse, const bf16* qkv, const AttentionDims& d,
+                          int groups, cudaStream_t stream) {
+  if (groups == 1) return Launch<HS, 1>(out, lse, qkv, d, stream);
+  if (groups == 2) return Launch<HS, 2>(out, lse, qkv, d, stream);
+  return absl::InvalidArgumentError(
+      absl::StrCat("flash attention wgmma forward: ", groups, " warpgroups; expected 1 or 2"));
+}
+
+}  // namespace
+
+absl::Status LaunchFlashForwardWgmma(void* out, float* lse, const void* qkv,
+                                     const AttentionDims& d, int warpgroups,
+                                     cudaStream_t stream) {
+  if (d.b * d.t * d.nh == 0) return absl::OkStatus();
+  bf16* o = static_cast<bf16*>(out);
+  const bf16* x = static_cast<const bf16*>(qkv);
+  switch (d.hs) {
+    case 32: return LaunchGroups<32>(o, lse, x, d, warpgroups, stream);
+    case 64: return LaunchGroups<64>(o, lse, x, d, warpgroups, stream);
+    case 128: return LaunchGroups<128>(o, lse, x, d, warpgroups, stream);
+  }
+  return absl::InvalidArgumentError("flash attention needs head size 32, 64 or 128");
+}
+
+}  // namespace weft::cuda

@@ -1,0 +1,90 @@
+#include "core/kernels/cuda/wgmma_probe.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/kernels/cuda/attention_mma.cuh"
+#include "core/kernels/cuda/common.cuh"
+#include "core/kernels/cuda/wgmma.cuh"
+
+namespace weft::cuda {
+namespace {
+
+template <int N, int K, bool kTransposed>
+__global__ void __launch_bounds__(128)
+    WgmmaProbeKernel(float* __restrict__ d, const bf16* __restrict__ a,
+                     const bf16* __restrict__ b) {
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  __trap();
+#else
+  constexpr int kLdA = K + 8, kLdB = N + 8;
+  extern __shared__ __align__(128) unsigned char smem[];
+  bf16* a_s = reinterpret_cast<bf16*>(smem);  // 64 x K row-major
+  bf16* core = a_s + 64 * kLdA;               // B as N x K, core-matrix layout
+  bf16* staging = core + N * K;               // B as K x N row-major (transposed case)
+  LoadTileAsync<K>(a_s, kLdA, a, K, 0, 64, 64);
+  if constexpr (kTransposed) {
+    LoadTileAsync<N>(staging, kLdB, b, N, 0, K, K);
+  } else {
+    LoadCoreTileAsync<K>(core, b, K, 0, N, N);
+  }
+  CpAsyncCommit();
+  CpAsyncWait<0>();
+  __syncthreads();
+  if constexpr (kTransposed) {
+    TransposeToCoreLayout<K, N>(core, staging, kLdB);
+  }
+  FenceProxyAsync();
+  __syncthreads();
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane >> 2, t = lane & 3;
+  float acc[N / 8][4];
+#pragma unroll
+  for (int j = 0; j < N / 8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+  uint32_t af[K / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) LoadFragA(af[kk], a_s, kLdA, warp * 16, kk * 16);
+  WgmmaFence();
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) WgmmaBf16<N>(acc, af[kk], CoreLayoutDescriptor<K>(core, kk));
+  WgmmaCommit();
+  WgmmaWait<0>();
+  const int row = warp * 16 + g;
+#pragma unroll
+  for (int j = 0; j < N / 8; ++j) {
+    const int col = j * 8 + 2 * t;
+    d[row * N + col] = acc[j][0];
+    d[row * N + col + 1] = acc[j][1];
+    d[(row + 8) * N + col] = acc[j][2];
+    d[(row + 8) * N + col + 1] = acc[j][3];
+  }
+#endif
+}
+
+template <int N, int K, bool kTransposed>
+absl::Status Launch(float* d, const bf16* a, const bf16* b, cudaStream_t stream) {
+  constexpr int kBytes = (64 * (K + 8) + N * K + K * (N + 8)) * 2;
+  WgmmaProbeKernel<N, K, kTransposed><<<1, 128, kBytes, stream>>>(d, a, b);
+  return CheckLaunch("WgmmaProbeKernel");
+}
+
+template <int N, int K>
+absl::Status LaunchShape(float* d, const bf16* a, const bf16* b, bool transposed,
+                         cudaStream_t stream) {
+  return transposed ? Launch<N, K, true>(d, a, b, stream) : Launch<N, K, false>(d, a, b, stream);
+}
+
+}  // namespace
+
+absl::Status LaunchWgmmaProbe(float* d, const void* a, const void* b, int n, int k,
+                              bool transposed, cudaStream_t stream) {
+  const auto* a16 = static_cast<const bf16*>(a);
+  const auto* b16 = static_cast<const bf16*>(b);
+  if (k == 16 && n == 32) return LaunchShape<32, 16>(d, a16, b16, transposed, stream);
+  if (k == 16 && n == 64) return LaunchShape<64, 16>(d, a16, b16, transposed, stream);
+  if (k == 16 && n == 128) return LaunchShape<128, 16>(d, a16, b16, transposed, stream);
+  if (k == 64 && n == 64) return LaunchShape<64, 64>(d, a16, b16, transposed, stream);
+  return absl::InvalidArgumentError(
+      absl::StrCat("wgmma probe: n=", n, " k=", k, "; expected k=16 with n 32/64/128, or 64x64"));
+}
+
+}  // namespace weft::cuda
