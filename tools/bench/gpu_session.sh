@@ -23,7 +23,7 @@
 #         profile     ncu kernel time by family over 1200 launches at B=16
 #                     (kernel_families.py)
 #         tiling      flash attention per tiling (kernels_benchmark at B=16),
-#                     then gpt_throughput B=32 with the fastest forward and dQ
+#                     then gpt_throughput B=32 with the fastest forward and backward
 #                     tilings against the default, in one process each
 #
 # Each item has a timeout, so one hang cannot eat the session's device time,
@@ -245,7 +245,7 @@ stage_profile() {
 }
 
 # Flash attention's tilings (attention_internal.h): each one's kernel time,
-# then the whole step with the fastest forward and dQ tiling beside the
+# then the whole step with the fastest forward and backward tiling beside the
 # default, so the default can follow the measurement.
 stage_tiling() {
   item "kernels_benchmark attention B=16" 120 ./run kernels_benchmark --batch=16 --iters=50 \
@@ -253,19 +253,19 @@ stage_tiling() {
   local log="$logs/kernels_benchmark attention B=16.log"
   grep "^attention" "$log" | sed 's/^/  /' >> "$summary"
   # "attention fwd (flash, bf16, 8x16)   0.123 ms ..." -> the tiling of the least ms.
-  local fwd dq
+  local fwd bwd
   fwd="$(grep "^attention fwd" "$log" | sort -t')' -k2 -g | head -1 | sed -E 's/.*, ([0-9a-z-]+)\).*/\1/')"
-  dq="$(grep "^attention bwd" "$log" | sort -t')' -k2 -g | head -1 | sed -E 's/.*dQ ([0-9x]+)\).*/\1/')"
-  [ -n "$fwd" ] && [ -n "$dq" ] || { echo "  tiling: no kernel times" >> "$summary"; return; }
+  bwd="$(grep "^attention bwd" "$log" | sort -t')' -k2 -g | head -1 | sed -E 's/.*, ([0-9a-z-]+)\).*/\1/')"
+  [ -n "$fwd" ] && [ -n "$bwd" ] || { echo "  tiling: no kernel times" >> "$summary"; return; }
   item "weft gpt_throughput B=32 default tiling" 240 ./run gpt_throughput --device=cuda \
       --global_batch=32 --micro_batch=32 --steps=30
-  WEFT_FLASH_FWD_TILING=$fwd WEFT_FLASH_DQ_TILING=$dq item \
-      "weft gpt_throughput B=32 fwd $fwd dq $dq" 240 ./run gpt_throughput --device=cuda \
+  WEFT_FLASH_FWD_TILING=$fwd WEFT_FLASH_BWD_TILING=$bwd item \
+      "weft gpt_throughput B=32 fwd $fwd bwd $bwd" 240 ./run gpt_throughput --device=cuda \
       --global_batch=32 --micro_batch=32 --steps=30
   throughput_of "$logs/weft gpt_throughput B=32 default tiling.log" | sed 's/weft /default /' \
       | tee -a "$summary"
-  throughput_of "$logs/weft gpt_throughput B=32 fwd $fwd dq $dq.log" \
-      | sed "s/weft /$fwd+$dq /" | tee -a "$summary"
+  throughput_of "$logs/weft gpt_throughput B=32 fwd $fwd bwd $bwd.log" \
+      | sed "s/weft /$fwd+$bwd /" | tee -a "$summary"
 }
 
 # The device tool returns at most 8 files: one archive of every log.

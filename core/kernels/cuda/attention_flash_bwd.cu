@@ -262,28 +262,31 @@ absl::Status Launch(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* 
 
 template <int HS>
 absl::Status LaunchTiled(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
-                         const float* dsum, const AttentionDims& d, FlashTiling dq_tiling,
+                         const float* dsum, const AttentionDims& d, FlashTiling bwd_tiling,
                          cudaStream_t stream) {
-  if (dq_tiling == kFlashTiling4x16) return Launch<HS, 4>(dqkv, dout, qkv, lse, dsum, d, stream);
-  if (dq_tiling == kFlashTiling8x16) return Launch<HS, 8>(dqkv, dout, qkv, lse, dsum, d, stream);
-  return absl::InvalidArgumentError(absl::StrCat("flash attention backward: no ",
-                                                 FlashTilingName(dq_tiling),
-                                                 " dQ tiling; expected 4x16 or 8x16"));
+  if (bwd_tiling == kFlashTiling4x16) return Launch<HS, 4>(dqkv, dout, qkv, lse, dsum, d, stream);
+  if (bwd_tiling == kFlashTiling8x16) return Launch<HS, 8>(dqkv, dout, qkv, lse, dsum, d, stream);
+  return absl::InvalidArgumentError(
+      absl::StrCat("flash attention backward: no ", FlashTilingName(bwd_tiling),
+                   " tiling; expected 4x16, 8x16, wgmma-64 or wgmma-128"));
 }
 
 }  // namespace
 
 absl::Status LaunchFlashBackward(void* dqkv, const void* dout, const void* qkv, const float* lse,
                                  const float* dsum, const AttentionDims& d,
-                                 FlashTiling dq_tiling, cudaStream_t stream) {
+                                 FlashTiling bwd_tiling, cudaStream_t stream) {
   if (d.b * d.t * d.nh == 0) return absl::OkStatus();
+  if (bwd_tiling.wgmma) {
+    return LaunchFlashBackwardWgmma(dqkv, dout, qkv, lse, dsum, d, bwd_tiling.warps / 4, stream);
+  }
   bf16* dx = static_cast<bf16*>(dqkv);
   const bf16* dy = static_cast<const bf16*>(dout);
   const bf16* x = static_cast<const bf16*>(qkv);
   switch (d.hs) {
-    case 32: return LaunchTiled<32>(dx, dy, x, lse, dsum, d, dq_tiling, stream);
-    case 64: return LaunchTiled<64>(dx, dy, x, lse, dsum, d, dq_tiling, stream);
-    case 128: return LaunchTiled<128>(dx, dy, x, lse, dsum, d, dq_tiling, stream);
+    case 32: return LaunchTiled<32>(dx, dy, x, lse, dsum, d, bwd_tiling, stream);
+    case 64: return LaunchTiled<64>(dx, dy, x, lse, dsum, d, bwd_tiling, stream);
+    case 128: return LaunchTiled<128>(dx, dy, x, lse, dsum, d, bwd_tiling, stream);
   }
   return absl::InvalidArgumentError("flash attention needs head size 32, 64 or 128");
 }

@@ -103,7 +103,8 @@ __device__ __forceinline__ void ScoreTiles(float (&s)[kM][kCols / 8][4],
 
 // ScoreTiles for one 16-row tile.
 template <int HS, int kCols>
-__device__ __forceinline__ void ScoreTile(float (&s)[kCols / 8][4], const uint32_t (&qf)[HS / 16][4],
+__device__ __forceinline__ void ScoreTile(float (&s)[kCols / 8][4],
+                                          const uint32_t (&qf)[HS / 16][4],
                                           const __nv_bfloat16* k_s, int ld) {
   ScoreTiles<HS, kCols, 1>(reinterpret_cast<float (&)[1][kCols / 8][4]>(s),
                            reinterpret_cast<const uint32_t (&)[1][HS / 16][4]>(qf), k_s, ld);
@@ -133,7 +134,8 @@ __device__ __forceinline__ void AccumulateProducts(float (&c)[kM][HS / 8][4],
 
 // AccumulateProducts for one 16-row tile.
 template <int HS, int kK>
-__device__ __forceinline__ void AccumulateProduct(float (&c)[HS / 8][4], const float (&a)[kK / 8][4],
+__device__ __forceinline__ void AccumulateProduct(float (&c)[HS / 8][4],
+                                                  const float (&a)[kK / 8][4],
                                                   const __nv_bfloat16* b_s, int ld) {
   AccumulateProducts<HS, kK, 1>(reinterpret_cast<float (&)[1][HS / 8][4]>(c),
                                 reinterpret_cast<const float (&)[1][kK / 8][4]>(a), b_s, ld);

@@ -41,14 +41,14 @@ inline constexpr FlashTiling kFlashTilingWgmma64{4, 16, true};
 inline constexpr FlashTiling kFlashTilingWgmma128{8, 16, true};
 std::string FlashTilingName(FlashTiling t);  // "4x16", "wgmma-128"
 
-// The tilings the attention dispatch uses: the forward's and the dQ
-// backward kernel's. Defaults (the configuration measured on an H100) unless
-// WEFT_FLASH_FWD_TILING / WEFT_FLASH_DQ_TILING name another ("8x16",
+// The tilings the attention dispatch uses: the forward's and the
+// backward's. Defaults (the configuration measured on an H100) unless
+// WEFT_FLASH_FWD_TILING / WEFT_FLASH_BWD_TILING name another ("8x16",
 // "wgmma-128"), read at every launch so benchmarks and tests can compare
 // them in one process; a value that names no tiling, or a wgmma tiling on a
 // GPU other than compute capability 9.0, is an error, never ignored.
 absl::StatusOr<FlashTiling> FlashForwardTiling();
-absl::StatusOr<FlashTiling> FlashDqTiling();
+absl::StatusOr<FlashTiling> FlashBackwardTiling();
 
 // bf16 flash kernels (tensor cores); HS in {32, 64, 128} and 16-byte
 // aligned base pointers (attention.cc checks with FlashAttentionApplies).
@@ -60,11 +60,18 @@ absl::Status LaunchFlashForward(void* out, float* lse, const void* qkv, const At
 absl::Status LaunchFlashForwardWgmma(void* out, float* lse, const void* qkv,
                                      const AttentionDims& d, int warpgroups, cudaStream_t stream);
 // dsum (B, NH, T) holds rowsum(dout * out) from LaunchAttentionRowDot.
-// `dq_tiling` splits the dQ kernel's queries: 4x16 or 8x16 (the dK/dV
-// kernel always owns 64 keys over 4 warps).
+// `bwd_tiling` 4x16 or 8x16 splits the dQ kernel's queries (the dK/dV
+// kernel always owns 64 keys over 4 warps); wgmma-64 / wgmma-128 run both
+// kernels on wgmma (HS 32 or 64; the caller checks compute capability 9.0).
 absl::Status LaunchFlashBackward(void* dqkv, const void* dout, const void* qkv, const float* lse,
                                  const float* dsum, const AttentionDims& d,
-                                 FlashTiling dq_tiling, cudaStream_t stream);
+                                 FlashTiling bwd_tiling, cudaStream_t stream);
+// The wgmma backward (sm_90a): dK/dV blocks of one warpgroup (64 keys), dQ
+// blocks of q_warpgroups (1 or 2) warpgroups of 64 queries.
+absl::Status LaunchFlashBackwardWgmma(void* dqkv, const void* dout, const void* qkv,
+                                      const float* lse, const float* dsum,
+                                      const AttentionDims& d, int q_warpgroups,
+                                      cudaStream_t stream);
 
 // Simple warp-per-row kernels for any dtype and HS <= 256 (f32 path and
 // fallback): exact softmax in f32 with expf, no tensor cores.

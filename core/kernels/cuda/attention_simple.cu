@@ -304,40 +304,53 @@ absl::StatusOr<FlashTiling> TilingFromEnv(const char* var, FlashTiling fallback,
     if (FlashTilingName(t) == v) return t;
     absl::StrAppend(&names, names.empty() ? "" : ", ", FlashTilingName(t));
   }
-  return absl::InvalidArgumentError(absl::StrCat(var, "=", v, " names no flash attention tiling; expected one of ", names,
-                                                 " (unset it for the default)"));
+  return absl::InvalidArgumentError(absl::StrCat(var, "=", v,
+                                                 " names no flash attention tiling; expected one "
+                                                 "of ", names, " (unset it for the default)"));
+}
+
+}  // namespace
+
+namespace {
+
+// The wgmma kernels are built for sm_90a alone (its SASS runs on compute
+// capability 9.0 only): a wgmma tiling named for another GPU is an error.
+absl::StatusOr<FlashTiling> OnlyWhereItRuns(const char* var, FlashTiling t) {
+  if (!t.wgmma) return t;
+  int device = 0, major = 0, minor = 0;
+  WEFT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  WEFT_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  WEFT_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  if (major != 9 || minor != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        var, "=", FlashTilingName(t), " needs a compute capability 9.0 GPU (H100/H200); device ",
+        device, " is ", major, ".", minor, ". Pick an mma.sync tiling (4x16, 8x16) or unset it"));
+  }
+  return t;
 }
 
 }  // namespace
 
 absl::StatusOr<FlashTiling> FlashForwardTiling() {
+  constexpr const char* kVar = "WEFT_FLASH_FWD_TILING";
   WEFT_ASSIGN_OR_RETURN(
       const FlashTiling t,
-      TilingFromEnv("WEFT_FLASH_FWD_TILING", kFlashTiling4x16,
+      TilingFromEnv(kVar, kFlashTiling4x16,
                     {kFlashTiling4x16, kFlashTiling8x16, kFlashTiling4x32, kFlashTilingWgmma64,
                      kFlashTilingWgmma128}));
-  if (t.wgmma) {
-    // The wgmma kernels are built for sm_90a alone (SASS does not carry
-    // over to other compute capabilities).
-    int device = 0, major = 0, minor = 0;
-    WEFT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
-    WEFT_CUDA_RETURN_IF_ERROR(
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    WEFT_CUDA_RETURN_IF_ERROR(
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-    if (major != 9 || minor != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "WEFT_FLASH_FWD_TILING=", FlashTilingName(t), " needs a compute capability 9.0 GPU ",
-          "(H100/H200); device ", device, " is ", major, ".", minor,
-          ". Pick 4x16, 8x16 or 4x32, or unset it"));
-    }
-  }
-  return t;
+  return OnlyWhereItRuns(kVar, t);
 }
 
-absl::StatusOr<FlashTiling> FlashDqTiling() {
-  return TilingFromEnv("WEFT_FLASH_DQ_TILING", kFlashTiling4x16,
-                       {kFlashTiling4x16, kFlashTiling8x16});
+absl::StatusOr<FlashTiling> FlashBackwardTiling() {
+  constexpr const char* kVar = "WEFT_FLASH_BWD_TILING";
+  WEFT_ASSIGN_OR_RETURN(
+      const FlashTiling t,
+      TilingFromEnv(kVar, kFlashTiling4x16,
+                    {kFlashTiling4x16, kFlashTiling8x16, kFlashTilingWgmma64,
+                     kFlashTilingWgmma128}));
+  return OnlyWhereItRuns(kVar, t);
 }
 
 absl::Status LaunchAttentionForward(void* out, float* lse, const void* qkv, DType dtype,
@@ -364,7 +377,7 @@ absl::Status LaunchAttentionBackward(void* dqkv, const void* dout, const void* q
   if (batch * seq * num_heads == 0) return absl::OkStatus();
   WEFT_RETURN_IF_ERROR(LaunchAttentionRowDot(scratch, dout, out, dtype, d, stream));
   if (FlashAttentionApplies(dtype, head_size, {dqkv, dout, qkv})) {
-    WEFT_ASSIGN_OR_RETURN(const FlashTiling tiling, FlashDqTiling());
+    WEFT_ASSIGN_OR_RETURN(const FlashTiling tiling, FlashBackwardTiling());
     return LaunchFlashBackward(dqkv, dout, qkv, lse, scratch, d, tiling, stream);
   }
   return LaunchSimpleBackward(dqkv, dout, qkv, lse, scratch, dtype, d, stream);

@@ -7,7 +7,7 @@
 //   kernels_benchmark [--batch=8] [--iters=20] [--only=attention]
 //
 // --only keeps the kernels whose line contains the text. Attention runs once
-// per flash tiling (WEFT_FLASH_FWD_TILING / WEFT_FLASH_DQ_TILING, see
+// per flash tiling (WEFT_FLASH_FWD_TILING / WEFT_FLASH_BWD_TILING, see
 // attention_internal.h), so the tilings compare in one process.
 //
 // Attention FLOPs use the FlashAttention convention: causal forward
@@ -205,13 +205,14 @@ void BenchAttention(Bench& b, int64_t batch) {
     });
   }
   unsetenv("WEFT_FLASH_FWD_TILING");
-  for (const char* tiling : {"4x16", "8x16"}) {
-    setenv("WEFT_FLASH_DQ_TILING", tiling, 1);
-    b.Run(std::string("attention bwd (flash, bf16, dQ ") + tiling + ")", 2.5 * fwd, 0, [&] {
+  for (const char* tiling : {"4x16", "8x16", "wgmma-64", "wgmma-128"}) {
+    if (std::strncmp(tiling, "wgmma", 5) == 0 && major != 9) continue;  // sm_90a only
+    setenv("WEFT_FLASH_BWD_TILING", tiling, 1);
+    b.Run(std::string("attention bwd (flash, bf16, ") + tiling + ")", 2.5 * fwd, 0, [&] {
       return ops.AttentionBackward(b.ctx(), dqkv, dout, qkv, out, lse, kNH);
     });
   }
-  unsetenv("WEFT_FLASH_DQ_TILING");
+  unsetenv("WEFT_FLASH_BWD_TILING");
 }
 
 void BenchModelEnds(Bench& b, int64_t batch) {

@@ -72,12 +72,14 @@ __device__ __forceinline__ void LoadCoreTileAsync(__nv_bfloat16* s, const __nv_b
   }
 }
 
-// Writes the transpose of the row-major kRows x kCols tile src (leading
-// dimension ld, a multiple of 8) into the core-matrix layout at dst as a
-// kCols x kRows operand: dst(c, r) = src(r, c). Each warp moves four 8x8
-// blocks per ldmatrix.x4.trans; a lane's word (two rows of one column) is
-// one 4-byte store, 32 lanes filling one 128-byte core matrix per block.
-template <int kRows, int kCols>
+// Writes the transpose of the kRows x kCols tile src into the core-matrix
+// layout at dst as a kCols x kRows operand: dst(c, r) = src(r, c). src is
+// row-major with leading dimension ld (a multiple of 8), or with kFromCore
+// itself in the core-matrix layout (as a kRows x kCols operand; ld unused).
+// Each warp moves four 8x8 blocks per ldmatrix.x4.trans; a lane's word (two
+// rows of one column) is one 4-byte store, 32 lanes filling one 128-byte
+// core matrix per block.
+template <int kRows, int kCols, bool kFromCore = false>
 __device__ __forceinline__ void TransposeToCoreLayout(__nv_bfloat16* dst, const __nv_bfloat16* src,
                                                       int ld) {
   constexpr int kBlocks = (kRows / 8) * (kCols / 8);
@@ -89,7 +91,12 @@ __device__ __forceinline__ void TransposeToCoreLayout(__nv_bfloat16* dst, const 
     // Lane 8i + j addresses row j of block b0 + i (rb = block / (kCols / 8)).
     const int mine = b0 + (lane >> 3);
     const int rb = mine / (kCols / 8), cb = mine % (kCols / 8);
-    const __nv_bfloat16* p = src + (rb * 8 + (lane & 7)) * ld + cb * 8;
+    const int r = rb * 8 + (lane & 7);
+    const auto* src_bytes = reinterpret_cast<const unsigned char*>(src);
+    const __nv_bfloat16* p =
+        kFromCore ? reinterpret_cast<const __nv_bfloat16*>(src_bytes +
+                                                           CoreLayoutOffset<kCols>(r, cb * 8))
+                  : src + r * ld + cb * 8;
     uint32_t w[4];
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])

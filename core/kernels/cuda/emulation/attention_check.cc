@@ -86,8 +86,8 @@ std::vector<typename V::value_type> Part(const V& x, int rows, int C, int part) 
 // exact bf16 products: 1e-5. The f32 simple kernels: 1e-5 everywhere.
 struct Errors { double out, lse, dq, dk, dv; };
 
-// The flash kernels' forward and dQ tilings (rows of a block over its warps).
-struct Tilings { FlashTiling fwd, dq; };
+// The flash kernels' forward and backward tilings (attention_internal.h).
+struct Tilings { FlashTiling fwd, bwd; };
 constexpr Tilings kDefault{weft::cuda::kFlashTiling4x16, weft::cuda::kFlashTiling4x16};
 
 Errors Check(int B, int T, int NH, int HS, bool flash, Tilings tilings = kDefault,
@@ -115,7 +115,7 @@ Errors Check(int B, int T, int NH, int HS, bool flash, Tilings tilings = kDefaul
     ok(weft::cuda::LaunchFlashForward(o16.data(), lse.data(), q16.data(), d, tilings.fwd, nullptr), "fwd");
     for (size_t i = 0; i < o16.size(); ++i) outf[i] = __bfloat162float(o16[i]);
     ok(weft::cuda::LaunchAttentionRowDot(dsum.data(), do16.data(), o16.data(), weft::DType::kBF16, d, nullptr), "rowdot");
-    ok(weft::cuda::LaunchFlashBackward(dq16.data(), do16.data(), q16.data(), lse.data(), dsum.data(), d, tilings.dq, nullptr), "bwd");
+    ok(weft::cuda::LaunchFlashBackward(dq16.data(), do16.data(), q16.data(), lse.data(), dsum.data(), d, tilings.bwd, nullptr), "bwd");
     for (size_t i = 0; i < dq16.size(); ++i) dqkvf[i] = __bfloat162float(dq16[i]);
   } else {
     ok(weft::cuda::LaunchSimpleForward(outf.data(), lse.data(), qkv.data(), weft::DType::kF32, d, nullptr), "fwd");
@@ -137,9 +137,9 @@ int Run(int B, int T, int NH, int HS, bool flash, Tilings tilings = kDefault) {
   const Errors e = Check(B, T, NH, HS, flash, tilings);
   const double tol = flash ? 1e-2 : 1e-5, tol_lse = 1e-5;
   const bool good = e.out < tol && e.lse < tol_lse && e.dq < tol && e.dk < tol && e.dv < tol;
-  printf("%s B=%d T=%3d NH=%d HS=%3d fwd %s dq %s: out %.2e lse %.2e dq %.2e dk %.2e dv %.2e %s\n",
+  printf("%s B=%d T=%3d NH=%d HS=%3d fwd %s bwd %s: out %.2e lse %.2e dq %.2e dk %.2e dv %.2e %s\n",
          flash ? "flash " : "simple", B, T, NH, HS, weft::cuda::FlashTilingName(tilings.fwd).c_str(),
-         weft::cuda::FlashTilingName(tilings.dq).c_str(), e.out, e.lse, e.dq, e.dk, e.dv,
+         weft::cuda::FlashTilingName(tilings.bwd).c_str(), e.out, e.lse, e.dq, e.dk, e.dv,
          good ? "ok" : "FAIL");
   return good ? 0 : 1;
 }
@@ -157,9 +157,9 @@ int RunLate(int B, int T, int NH, int HS, Tilings tilings = kDefault) {
   emu::g_late_copies = false;
   size_t diff = 0;
   for (size_t i = 0; i < eager.size(); ++i) diff += std::memcmp(&eager[i], &late[i], 4) != 0;
-  printf("flash  B=%d T=%3d NH=%d HS=%3d fwd %s dq %s: cp.async late == at once: %zu of %zu values differ %s\n",
+  printf("flash  B=%d T=%3d NH=%d HS=%3d fwd %s bwd %s: cp.async late == at once: %zu of %zu values differ %s\n",
          B, T, NH, HS, weft::cuda::FlashTilingName(tilings.fwd).c_str(),
-         weft::cuda::FlashTilingName(tilings.dq).c_str(), diff, eager.size(), diff ? "FAIL" : "ok");
+         weft::cuda::FlashTilingName(tilings.bwd).c_str(), diff, eager.size(), diff ? "FAIL" : "ok");
   return diff ? 1 : 0;
 }
 
@@ -173,9 +173,9 @@ int RunSame(int B, int T, int NH, int HS, Tilings tilings) {
   Check(B, T, NH, HS, true, tilings, &other);
   size_t diff = 0;
   for (size_t i = 0; i < base.size(); ++i) diff += std::memcmp(&base[i], &other[i], 4) != 0;
-  printf("flash  B=%d T=%3d NH=%d HS=%3d fwd %s dq %s == 4x16: %zu of %zu values differ %s\n", B,
+  printf("flash  B=%d T=%3d NH=%d HS=%3d fwd %s bwd %s == 4x16: %zu of %zu values differ %s\n", B,
          T, NH, HS, weft::cuda::FlashTilingName(tilings.fwd).c_str(),
-         weft::cuda::FlashTilingName(tilings.dq).c_str(), diff, base.size(), diff ? "FAIL" : "ok");
+         weft::cuda::FlashTilingName(tilings.bwd).c_str(), diff, base.size(), diff ? "FAIL" : "ok");
   return diff ? 1 : 0;
 }
 
@@ -215,6 +215,19 @@ int main() {
   bad += Run(1, 1, 1, 64, true, wg64);
   bad += RunLate(1, 200, 1, 64, wg128);
   bad += RunSame(1, 200, 2, 64, wg128);
+  // Forward and backward on wgmma (the backward at head sizes 32 and 64).
+  const Tilings all_wg64{weft::cuda::kFlashTilingWgmma64, weft::cuda::kFlashTilingWgmma64};
+  const Tilings all_wg128{weft::cuda::kFlashTilingWgmma128, weft::cuda::kFlashTilingWgmma128};
+  for (int hs : {32, 64}) {
+    bad += Run(2, 130, 1, hs, true, all_wg64);
+    bad += Run(1, 200, 1, hs, true, all_wg128);
+  }
+  bad += Run(1, 80, 2, 64, true, all_wg128);
+  bad += Run(1, 1, 1, 64, true, all_wg64);
+  bad += RunLate(1, 200, 1, 64, all_wg128);
+  bad += RunLate(1, 130, 1, 32, all_wg64);
+  bad += RunSame(1, 200, 2, 64, all_wg128);
+  bad += RunSame(2, 130, 1, 32, all_wg64);
   bad += Run(1, 67, 2, 40, false);
   printf(bad ? "FAILURES: %d\n" : "all ok\n", bad);
   return bad;
