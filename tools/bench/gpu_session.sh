@@ -248,14 +248,17 @@ stage_profile() {
 # then the whole step with the fastest forward and backward tiling beside the
 # default, so the default can follow the measurement.
 stage_tiling() {
-  item "kernels_benchmark attention B=16" 120 ./run kernels_benchmark --batch=16 --iters=50 \
-      --only=attention
-  local log="$logs/kernels_benchmark attention B=16.log"
-  grep "^attention" "$log" | sed 's/^/  /' >> "$summary"
-  # "attention fwd (flash, bf16, 8x16)   0.123 ms ..." -> the tiling of the least ms.
-  local fwd bwd
-  fwd="$(grep "^attention fwd" "$log" | sort -t')' -k2 -g | head -1 | sed -E 's/.*, ([0-9a-z-]+)\).*/\1/')"
-  bwd="$(grep "^attention bwd" "$log" | sort -t')' -k2 -g | head -1 | sed -E 's/.*, ([0-9a-z-]+)\).*/\1/')"
+  # One process per tiling: a kernel that faults takes only its own line.
+  local t log fwd bwd
+  for t in 4x16 8x16 4x32 wgmma-64 wgmma-128; do
+    item "kernels_benchmark attention $t" 60 ./run kernels_benchmark --batch=16 --iters=50 \
+        --only="$t)"
+    grep "^attention" "$logs/kernels_benchmark attention $t.log" | sed 's/^/  /' >> "$summary"
+  done
+  # "  attention fwd (flash, bf16, 8x16)   0.123 ms ..." -> the tiling of the least ms.
+  log="$(cat "$logs"/kernels_benchmark\ attention\ *.log)"
+  fwd="$(grep "^attention fwd" <<< "$log" | sort -t')' -k2 -g | head -1 | sed -E 's/.*, ([0-9a-z-]+)\).*/\1/')"
+  bwd="$(grep "^attention bwd" <<< "$log" | sort -t')' -k2 -g | head -1 | sed -E 's/.*, ([0-9a-z-]+)\).*/\1/')"
   [ -n "$fwd" ] && [ -n "$bwd" ] || { echo "  tiling: no kernel times" >> "$summary"; return; }
   item "weft gpt_throughput B=32 default tiling" 240 ./run gpt_throughput --device=cuda \
       --global_batch=32 --micro_batch=32 --steps=30
@@ -266,6 +269,10 @@ stage_tiling() {
       | tee -a "$summary"
   throughput_of "$logs/weft gpt_throughput B=32 fwd $fwd bwd $bwd.log" \
       | sed "s/weft /$fwd+$bwd /" | tee -a "$summary"
+  # Same seed and tokens: the losses should agree to bf16 rounding.
+  grep -h "^step  30" "$logs/weft gpt_throughput B=32 default tiling.log" \
+      "$logs/weft gpt_throughput B=32 fwd $fwd bwd $bwd.log" | cut -c1-24 | sed 's/^/  /' \
+      >> "$summary"
 }
 
 # The device tool returns at most 8 files: one archive of every log.

@@ -74,7 +74,10 @@ __global__ void __launch_bounds__(128)
   const float* lse_g = lse + int64_t(bh) * T;
   const float* dsum_g = dsum + int64_t(bh) * T;
 
-  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  // Broadcast from lane 0 so the compiler knows the warp index is uniform
+  // across the warp (else it serializes the wgmma: attention_flash_fwd_wgmma.cu).
+  const int warp = __shfl_sync(0xffffffffu, threadIdx.x / kWarpSize, 0);
+  const int lane = threadIdx.x % kWarpSize;
   const int g = lane >> 2, t = lane & 3;
   const int key0 = k0 + warp * 16 + g;  // this thread's keys: key0 and key0 + 8
 
@@ -84,12 +87,14 @@ __global__ void __launch_bounds__(128)
     LoadCoreTileAsync<HS>(dst, q_g, ld, q, kTile, T);
     LoadCoreTileAsync<HS>(dst + S::kCore, do_g, C, q, kTile, T);
     CpAsyncCommit();
-    float* stat = stat_s + st * 2 * kTile;
-    for (int r = threadIdx.x; r < kTile; r += 128) {
-      const bool live = q + r < T;
-      stat[r] = live ? lse_g[q + r] * kLog2e : 0.0f;  // log2 units
-      stat[kTile + r] = live ? dsum_g[q + r] : 0.0f;
-    }
+    // Threads 0-63 load lse (in log2 units), 64-127 D: one value each,
+    // without a branch (a divergent path here would make the compiler
+    // serialize the wgmma that follow).
+    const int r = threadIdx.x % kTile;
+    const bool is_lse = threadIdx.x < kTile;
+    const int row = min(q + r, T - 1);
+    const float v = is_lse ? lse_g[row] * kLog2e : dsum_g[row];
+    stat_s[st * 2 * kTile + threadIdx.x] = q + r < T ? v : 0.0f;
   };
 
   LoadTileAsync<HS>(k_s, S::kLd, q_g + C, ld, k0, kTile, T);
@@ -227,7 +232,10 @@ __global__ void __launch_bounds__(kGroups * 128)
   const int q0 = qt * kBr;
   const bf16* q_g = qkv + int64_t(b) * T * ld + h * HS;
 
-  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  // Broadcast from lane 0 so the compiler knows the warp index is uniform
+  // across the warp (else it serializes the wgmma: attention_flash_fwd_wgmma.cu).
+  const int warp = __shfl_sync(0xffffffffu, threadIdx.x / kWarpSize, 0);
+  const int lane = threadIdx.x % kWarpSize;
   const int g = lane >> 2, t = lane & 3;
   const int group_row0 = q0 + (warp / 4) * 64;  // the warpgroup's queries: [group_row0, +64)
   const int row0 = group_row0 + (warp % 4) * 16 + g;  // this thread's: row0 and row0 + 8

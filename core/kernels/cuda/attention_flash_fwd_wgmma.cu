@@ -77,7 +77,11 @@ __global__ void __launch_bounds__(kGroups * 128)
   const bf16* k_g = q_g + C;
   const bf16* v_g = q_g + 2 * C;
 
-  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  // The warp index broadcast from lane 0: the compiler then knows it (and
+  // the warpgroup's branch below) is uniform across the warp, and does not
+  // serialize the wgmma inside.
+  const int warp = __shfl_sync(0xffffffffu, threadIdx.x / kWarpSize, 0);
+  const int lane = threadIdx.x % kWarpSize;
   const int g = lane >> 2, t = lane & 3;
   const int group = warp / 4;
   const int group_row0 = q0 + group * 64;  // the warpgroup's rows: [group_row0, +64)
