@@ -227,6 +227,15 @@ inline float __shfl_xor_sync(unsigned, float v, int o) {
   emu::warp_sync();
   return emu::g_block->xchg[s][w][l ^ o];
 }
+// __shfl_sync(mask, v, src): lane src's v to every lane (ints: the kernels
+// broadcast the warp index with it; exact below 2^24 through the float slot).
+inline int __shfl_sync(unsigned, int v, int src) {
+  const int w = emu::warp_id(), l = emu::lane_id();
+  const int s = emu::next_slot();
+  emu::g_block->xchg[s][w][l] = static_cast<float>(v);
+  emu::warp_sync();
+  return static_cast<int>(emu::g_block->xchg[s][w][src]);
+}
 // A barrier of the calling warp. The kernels call it with every lane of the
 // warp (mask ignored); one that named a subset of the lanes would hang here.
 inline void __syncwarp(unsigned = 0xffffffffu) { emu::warp_sync(); }
