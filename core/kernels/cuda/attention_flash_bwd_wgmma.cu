@@ -165,14 +165,19 @@ __global__ void __launch_bounds__(128)
       }
     }
     // dV += P^T dO and dK += dS^T Q (k dimension: the step's queries).
+    // Every A fragment is written before the fence: a wgmma may still read
+    // its registers until the wait.
+    uint32_t pf[kTile / 16][4], dsf[kTile / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < kTile / 16; ++kk) {
+      AccToFragA(pf[kk], p, kk);
+      AccToFragA(dsf[kk], ds, kk);
+    }
     WgmmaFence();
 #pragma unroll
     for (int kk = 0; kk < kTile / 16; ++kk) {
-      uint32_t pf[4], dsf[4];
-      AccToFragA(pf, p, kk);
-      AccToFragA(dsf, ds, kk);
-      WgmmaBf16<HS>(dv, pf, CoreLayoutDescriptor<kTile>(dot_s, kk));
-      WgmmaBf16<HS>(dk, dsf, CoreLayoutDescriptor<kTile>(qt_s, kk));
+      WgmmaBf16<HS>(dv, pf[kk], CoreLayoutDescriptor<kTile>(dot_s, kk));
+      WgmmaBf16<HS>(dk, dsf[kk], CoreLayoutDescriptor<kTile>(qt_s, kk));
     }
     WgmmaCommit();
     WgmmaWait<0>();
@@ -314,12 +319,13 @@ __global__ void __launch_bounds__(kGroups * 128)
         }
       }
       // dQ += dS K (k dimension: this tile's keys; B = K^T).
+      uint32_t dsf[kTile / 16][4];  // all written before the fence (see the KV kernel)
+#pragma unroll
+      for (int kk = 0; kk < kTile / 16; ++kk) AccToFragA(dsf[kk], ds, kk);
       WgmmaFence();
 #pragma unroll
       for (int kk = 0; kk < kTile / 16; ++kk) {
-        uint32_t dsf[4];
-        AccToFragA(dsf, ds, kk);
-        WgmmaBf16<HS>(dq, dsf, CoreLayoutDescriptor<kTile>(kt_s, kk));
+        WgmmaBf16<HS>(dq, dsf[kk], CoreLayoutDescriptor<kTile>(kt_s, kk));
       }
       WgmmaCommit();
       WgmmaWait<0>();

@@ -152,12 +152,15 @@ __global__ void __launch_bounds__(kGroups * 128)
       // Tile 0 gives every row a live key, so m is finite from then on.
       OnlineSoftmaxStep<HS, kBc>(s, m0, m1, l0, l1, o);
 
-      WgmmaFence();  // o was rescaled, P is about to be read from registers
+      // Every A fragment is written before the fence: a wgmma may still read
+      // its registers until the wait.
+      uint32_t pf[kBc / 16][4];
+#pragma unroll
+      for (int kk = 0; kk < kBc / 16; ++kk) AccToFragA(pf[kk], s, kk);
+      WgmmaFence();  // o was rescaled, P repacked
 #pragma unroll
       for (int kk = 0; kk < kBc / 16; ++kk) {
-        uint32_t pf[4];
-        AccToFragA(pf, s, kk);
-        WgmmaBf16<HS>(o, pf, CoreLayoutDescriptor<kBc>(vt_s, kk));
+        WgmmaBf16<HS>(o, pf[kk], CoreLayoutDescriptor<kBc>(vt_s, kk));
       }
       WgmmaCommit();
       WgmmaWait<0>();
