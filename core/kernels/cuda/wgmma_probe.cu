@@ -8,7 +8,7 @@
 namespace weft::cuda {
 namespace {
 
-template <int N, int K, bool kTransposed>
+template <int N, int K, WgmmaProbeB kHow>
 __global__ void __launch_bounds__(128)
     WgmmaProbeKernel(float* __restrict__ d, const bf16* __restrict__ a,
                      const bf16* __restrict__ b) {
@@ -19,18 +19,22 @@ __global__ void __launch_bounds__(128)
   extern __shared__ __align__(128) unsigned char smem[];
   bf16* a_s = reinterpret_cast<bf16*>(smem);  // 64 x K row-major
   bf16* core = a_s + 64 * kLdA;               // B as N x K, core-matrix layout
-  bf16* staging = core + N * K;               // B as K x N row-major (transposed case)
+  bf16* staging = core + N * K;  // B as K x N: row-major, or a K x N core tile
   LoadTileAsync<K>(a_s, kLdA, a, K, 0, 64, 64);
-  if constexpr (kTransposed) {
+  if constexpr (kHow == WgmmaProbeB::kKMajor) {
+    LoadCoreTileAsync<K>(core, b, K, 0, N, N);
+  } else if constexpr (kHow == WgmmaProbeB::kTransposed) {
     LoadTileAsync<N>(staging, kLdB, b, N, 0, K, K);
   } else {
-    LoadCoreTileAsync<K>(core, b, K, 0, N, N);
+    LoadCoreTileAsync<N>(staging, b, N, 0, K, K);
   }
   CpAsyncCommit();
   CpAsyncWait<0>();
   __syncthreads();
-  if constexpr (kTransposed) {
+  if constexpr (kHow == WgmmaProbeB::kTransposed) {
     TransposeToCoreLayout<K, N>(core, staging, kLdB);
+  } else if constexpr (kHow == WgmmaProbeB::kTransposedFromCore) {
+    TransposeToCoreLayout<K, N, true>(core, staging, 0);
   }
   FenceProxyAsync();
   __syncthreads();
@@ -60,29 +64,35 @@ __global__ void __launch_bounds__(128)
 #endif
 }
 
-template <int N, int K, bool kTransposed>
+template <int N, int K, WgmmaProbeB kHow>
 absl::Status Launch(float* d, const bf16* a, const bf16* b, cudaStream_t stream) {
   constexpr int kBytes = (64 * (K + 8) + N * K + K * (N + 8)) * 2;
-  WgmmaProbeKernel<N, K, kTransposed><<<1, 128, kBytes, stream>>>(d, a, b);
+  WgmmaProbeKernel<N, K, kHow><<<1, 128, kBytes, stream>>>(d, a, b);
   return CheckLaunch("WgmmaProbeKernel");
 }
 
 template <int N, int K>
-absl::Status LaunchShape(float* d, const bf16* a, const bf16* b, bool transposed,
+absl::Status LaunchShape(float* d, const bf16* a, const bf16* b, WgmmaProbeB how,
                          cudaStream_t stream) {
-  return transposed ? Launch<N, K, true>(d, a, b, stream) : Launch<N, K, false>(d, a, b, stream);
+  switch (how) {
+    case WgmmaProbeB::kKMajor: return Launch<N, K, WgmmaProbeB::kKMajor>(d, a, b, stream);
+    case WgmmaProbeB::kTransposed: return Launch<N, K, WgmmaProbeB::kTransposed>(d, a, b, stream);
+    case WgmmaProbeB::kTransposedFromCore:
+      return Launch<N, K, WgmmaProbeB::kTransposedFromCore>(d, a, b, stream);
+  }
+  return absl::InvalidArgumentError("wgmma probe: unknown WgmmaProbeB");
 }
 
 }  // namespace
 
 absl::Status LaunchWgmmaProbe(float* d, const void* a, const void* b, int n, int k,
-                              bool transposed, cudaStream_t stream) {
+                              WgmmaProbeB how, cudaStream_t stream) {
   const auto* a16 = static_cast<const bf16*>(a);
   const auto* b16 = static_cast<const bf16*>(b);
-  if (k == 16 && n == 32) return LaunchShape<32, 16>(d, a16, b16, transposed, stream);
-  if (k == 16 && n == 64) return LaunchShape<64, 16>(d, a16, b16, transposed, stream);
-  if (k == 16 && n == 128) return LaunchShape<128, 16>(d, a16, b16, transposed, stream);
-  if (k == 64 && n == 64) return LaunchShape<64, 64>(d, a16, b16, transposed, stream);
+  if (k == 16 && n == 32) return LaunchShape<32, 16>(d, a16, b16, how, stream);
+  if (k == 16 && n == 64) return LaunchShape<64, 16>(d, a16, b16, how, stream);
+  if (k == 16 && n == 128) return LaunchShape<128, 16>(d, a16, b16, how, stream);
+  if (k == 64 && n == 64) return LaunchShape<64, 64>(d, a16, b16, how, stream);
   return absl::InvalidArgumentError(
       absl::StrCat("wgmma probe: n=", n, " k=", k, "; expected k=16 with n 32/64/128, or 64x64"));
 }

@@ -11,12 +11,17 @@
 
 namespace weft::cuda {
 
-// d (64 x n, f32, row-major) = a (64 x k, bf16, row-major) · B, with B given
-// either as bt (n x k row-major: each column of B contiguous, loaded by
-// LoadCoreTileAsync) or, with `transposed`, as b (k x n row-major, moved by
-// TransposeToCoreLayout). n in {32, 64, 128}, k in {16, 64}. sm_90a only.
+// How the probe brings B into the core-matrix layout.
+enum class WgmmaProbeB {
+  kKMajor,            // given n x k row-major (B's columns contiguous): LoadCoreTileAsync
+  kTransposed,        // given k x n row-major: staged, then TransposeToCoreLayout
+  kTransposedFromCore,  // given k x n: loaded as a k x n core tile, then transposed from it
+};
+
+// d (64 x n, f32, row-major) = a (64 x k, bf16, row-major) · B, with b
+// holding B as `how` says. n in {32, 64, 128}, k in {16, 64}. sm_90a only.
 absl::Status LaunchWgmmaProbe(float* d, const void* a, const void* b, int n, int k,
-                              bool transposed, cudaStream_t stream);
+                              WgmmaProbeB how, cudaStream_t stream);
 
 }  // namespace weft::cuda
 

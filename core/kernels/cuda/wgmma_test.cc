@@ -2,7 +2,7 @@
 // of one warpgroup (A fragments from registers, B through the core-matrix
 // layout and its descriptor, the f32 accumulator layout) against a CPU
 // product, with B loaded as is (LoadCoreTileAsync) and through
-// TransposeToCoreLayout. If the wgmma attention forward fails on a GPU, this
+// TransposeToCoreLayout from a row-major tile and from a core-layout tile. If the wgmma attention forward fails on a GPU, this
 // says whether the layouts themselves are wrong. Needs compute capability
 // 9.0 (skipped elsewhere).
 #include <cuda_bf16.h>
@@ -37,9 +37,11 @@ T* DeviceCopy(const std::vector<T>& host) {
 
 // Entries are small integers, so every product and sum is exact in f32 and
 // the result must match the CPU exactly: any misplaced element shows.
-void CheckProduct(int n, int k, bool transposed) {
-  SCOPED_TRACE(::testing::Message() << "n=" << n << " k=" << k << " transposed=" << transposed);
-  std::mt19937 gen(n * 131 + k + transposed);
+void CheckProduct(int n, int k, WgmmaProbeB how) {
+  const bool transposed = how != WgmmaProbeB::kKMajor;
+  SCOPED_TRACE(::testing::Message() << "n=" << n << " k=" << k
+                                    << " how=" << static_cast<int>(how));
+  std::mt19937 gen(n * 131 + k + static_cast<int>(how));
   std::uniform_int_distribution<int> u(-4, 4);
   std::vector<float> a(64 * k), b(k * n);  // b: k x n, B itself
   for (float& x : a) x = static_cast<float>(u(gen));
@@ -55,7 +57,7 @@ void CheckProduct(int n, int k, bool transposed) {
   __nv_bfloat16* da = DeviceCopy(a16);
   __nv_bfloat16* db = DeviceCopy(b16);
   float* dd = DeviceCopy(std::vector<float>(64 * n, NAN));
-  absl::Status st = LaunchWgmmaProbe(dd, da, db, n, k, transposed, nullptr);
+  absl::Status st = LaunchWgmmaProbe(dd, da, db, n, k, how, nullptr);
   ASSERT_TRUE(st.ok()) << st;
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<float> got(64 * n);
@@ -78,11 +80,12 @@ void CheckProduct(int n, int k, bool transposed) {
 
 TEST(WgmmaTest, ProductsThroughTheCoreMatrixLayout) {
   if (!IsSm90()) GTEST_SKIP() << "wgmma needs compute capability 9.0";
-  for (bool transposed : {false, true}) {
-    CheckProduct(32, 16, transposed);
-    CheckProduct(64, 16, transposed);
-    CheckProduct(128, 16, transposed);
-    CheckProduct(64, 64, transposed);  // four k-steps: the descriptor's start advances
+  for (WgmmaProbeB how : {WgmmaProbeB::kKMajor, WgmmaProbeB::kTransposed,
+                          WgmmaProbeB::kTransposedFromCore}) {
+    CheckProduct(32, 16, how);
+    CheckProduct(64, 16, how);
+    CheckProduct(128, 16, how);
+    CheckProduct(64, 64, how);  // four k-steps: the descriptor's start advances
   }
 }
 
