@@ -2,9 +2,10 @@
 // of one warpgroup (A fragments from registers, B through the core-matrix
 // layout and its descriptor, the f32 accumulator layout) against a CPU
 // product, with B loaded as is (LoadCoreTileAsync) and through
-// TransposeToCoreLayout from a row-major tile and from a core-layout tile. If the wgmma attention forward fails on a GPU, this
-// says whether the layouts themselves are wrong. Needs compute capability
-// 9.0 (skipped elsewhere).
+// TransposeToCoreLayout from a row-major tile and from a core-layout tile.
+// If the wgmma attention kernels fail on a GPU, this says whether the
+// layouts themselves are wrong. Needs compute capability 9.0 (skipped
+// elsewhere).
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
