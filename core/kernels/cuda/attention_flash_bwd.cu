@@ -101,38 +101,15 @@ __global__ void __launch_bounds__(kKvThreads)
     float p[kBr / 8][4], ds[kBr / 8][4];
     DualTileProduct<HS, kBr>(p, ds, k_s, v_s, S::kLd, warp * 16, q_s, do_s, S::kLd);
     // P^T = exp2(S^T * scale * log2e - lse * log2e); dS^T = P^T * (dP^T - D).
-#pragma unroll
-    for (int j = 0; j < kBr / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int qi = j * 8 + 2 * t + (e & 1);  // query within the step
-        const int key = key0 + (e >= 2 ? 8 : 0);
-        const int query = q0 + qi;
-        const bool live = query >= key && query < T;
-        const float pv = live ? exp2f(p[j][e] * scale_log2 - lse_s[qi]) : 0.0f;
-        p[j][e] = pv;
-        ds[j][e] = pv * (ds[j][e] - d_s[qi]);
-      }
-    }
+    KvStepGradients<kBr>(p, ds, key0, q0, T, lse_s, d_s, scale_log2);
     // dV += P^T dO and dK += dS^T Q (k dimension: the step's queries).
     AccumulateDualProduct<HS, kBr>(dv, p, do_s, dk, ds, q_s, S::kLd);
     __syncthreads();  // the next step refills this stage
   }
 
   bf16* dk0 = dqkv + (int64_t(b) * T + key0) * ld + C + h * HS + 2 * t;
-  bf16* dv0 = dk0 + C;
-#pragma unroll
-  for (int n = 0; n < HS / 8; ++n) {
-    if (key0 < T) {
-      *reinterpret_cast<uint32_t*>(dk0 + n * 8) = PackBf16(dk[n][0] * scale, dk[n][1] * scale);
-      *reinterpret_cast<uint32_t*>(dv0 + n * 8) = PackBf16(dv[n][0], dv[n][1]);
-    }
-    if (key0 + 8 < T) {
-      *reinterpret_cast<uint32_t*>(dk0 + 8 * ld + n * 8) =
-          PackBf16(dk[n][2] * scale, dk[n][3] * scale);
-      *reinterpret_cast<uint32_t*>(dv0 + 8 * ld + n * 8) = PackBf16(dv[n][2], dv[n][3]);
-    }
-  }
+  StoreTileRows<HS>(dk0, 8 * ld, key0 < T, key0 + 8 < T, dk, scale, scale);
+  StoreTileRows<HS>(dk0 + C, 8 * ld, key0 < T, key0 + 8 < T, dv, 1.0f, 1.0f);
 }
 
 // grid (B * NH, ceil(T / kBr)); block y owns the kBr = 16 * kWarps queries
@@ -202,35 +179,15 @@ __global__ void __launch_bounds__(kWarps * kWarpSize)
       // S = Q K^T and dP = dO V^T (16 queries x 64 keys per warp).
       float p[kTile / 8][4], ds[kTile / 8][4];
       DualTileProduct<HS, kTile>(p, ds, q_s, do_s, S::kLd, warp * 16, k_s, v_s, S::kLd);
-#pragma unroll
-      for (int j = 0; j < kTile / 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = k0 + j * 8 + 2 * t + (e & 1);
-          const bool upper = e >= 2;
-          const int row = row0 + (upper ? 8 : 0);
-          const bool live = key <= row && row < T;
-          const float pv = live ? exp2f(p[j][e] * scale_log2 - (upper ? lse1 : lse0)) : 0.0f;
-          ds[j][e] = pv * (ds[j][e] - (upper ? d1 : d0));
-        }
-      }
+      QTileGradients<kTile>(p, ds, row0, k0, T, lse0, lse1, d0, d1, scale_log2);
       // dQ += dS K (k dimension: this tile's keys; B is K read through .trans).
       AccumulateProduct<HS, kTile>(dq, ds, k_s, S::kLd);
     }
     __syncthreads();  // the next iteration refills this stage
   }
 
-  bf16* dq0 = dqkv + (int64_t(b) * T + row0) * ld + h * HS + 2 * t;
-#pragma unroll
-  for (int n = 0; n < HS / 8; ++n) {
-    if (row0 < T) {
-      *reinterpret_cast<uint32_t*>(dq0 + n * 8) = PackBf16(dq[n][0] * scale, dq[n][1] * scale);
-    }
-    if (row0 + 8 < T) {
-      *reinterpret_cast<uint32_t*>(dq0 + 8 * ld + n * 8) =
-          PackBf16(dq[n][2] * scale, dq[n][3] * scale);
-    }
-  }
+  StoreTileRows<HS>(dqkv + (int64_t(b) * T + row0) * ld + h * HS + 2 * t, 8 * ld, row0 < T,
+                    row0 + 8 < T, dq, scale, scale);
 }
 
 template <int HS, int kQWarps>

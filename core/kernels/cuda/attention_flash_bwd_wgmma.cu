@@ -151,19 +151,7 @@ __global__ void __launch_bounds__(128)
     WgmmaCommit();
     WgmmaWait<0>();
     // P^T = exp2(S^T * scale * log2e - lse * log2e); dS^T = P^T * (dP^T - D).
-#pragma unroll
-    for (int j = 0; j < kTile / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int qi = j * 8 + 2 * t + (e & 1);  // query within the step
-        const int key = key0 + (e >= 2 ? 8 : 0);
-        const int query = q0 + qi;
-        const bool live = query >= key && query < T;
-        const float pv = live ? exp2f(p[j][e] * scale_log2 - lse_s[qi]) : 0.0f;
-        p[j][e] = pv;
-        ds[j][e] = pv * (ds[j][e] - d_s[qi]);
-      }
-    }
+    KvStepGradients<kTile>(p, ds, key0, q0, T, lse_s, d_s, scale_log2);
     // dV += P^T dO and dK += dS^T Q (k dimension: the step's queries).
     // Every A fragment is written before the fence: a wgmma may still read
     // its registers until the wait.
@@ -185,19 +173,8 @@ __global__ void __launch_bounds__(128)
   }
 
   bf16* dk0 = dqkv + (int64_t(b) * T + key0) * ld + C + h * HS + 2 * t;
-  bf16* dv0 = dk0 + C;
-#pragma unroll
-  for (int n = 0; n < HS / 8; ++n) {
-    if (key0 < T) {
-      *reinterpret_cast<uint32_t*>(dk0 + n * 8) = PackBf16(dk[n][0] * scale, dk[n][1] * scale);
-      *reinterpret_cast<uint32_t*>(dv0 + n * 8) = PackBf16(dv[n][0], dv[n][1]);
-    }
-    if (key0 + 8 < T) {
-      *reinterpret_cast<uint32_t*>(dk0 + 8 * ld + n * 8) =
-          PackBf16(dk[n][2] * scale, dk[n][3] * scale);
-      *reinterpret_cast<uint32_t*>(dv0 + 8 * ld + n * 8) = PackBf16(dv[n][2], dv[n][3]);
-    }
-  }
+  StoreTileRows<HS>(dk0, 8 * ld, key0 < T, key0 + 8 < T, dk, scale, scale);
+  StoreTileRows<HS>(dk0 + C, 8 * ld, key0 < T, key0 + 8 < T, dv, 1.0f, 1.0f);
 #endif
 }
 
@@ -306,18 +283,7 @@ __global__ void __launch_bounds__(kGroups * 128)
       }
       WgmmaCommit();
       WgmmaWait<0>();
-#pragma unroll
-      for (int j = 0; j < kTile / 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = k0 + j * 8 + 2 * t + (e & 1);
-          const bool upper = e >= 2;
-          const int row = row0 + (upper ? 8 : 0);
-          const bool live = key <= row && row < T;
-          const float pv = live ? exp2f(p[j][e] * scale_log2 - (upper ? lse1 : lse0)) : 0.0f;
-          ds[j][e] = pv * (ds[j][e] - (upper ? d1 : d0));
-        }
-      }
+      QTileGradients<kTile>(p, ds, row0, k0, T, lse0, lse1, d0, d1, scale_log2);
       // dQ += dS K (k dimension: this tile's keys; B = K^T).
       uint32_t dsf[kTile / 16][4];  // all written before the fence (see the KV kernel)
 #pragma unroll
@@ -333,17 +299,8 @@ __global__ void __launch_bounds__(kGroups * 128)
     __syncthreads();  // the next iteration refills stage st with tile kt + 2 and rewrites K^T
   }
 
-  bf16* dq0 = dqkv + (int64_t(b) * T + row0) * ld + h * HS + 2 * t;
-#pragma unroll
-  for (int n = 0; n < HS / 8; ++n) {
-    if (row0 < T) {
-      *reinterpret_cast<uint32_t*>(dq0 + n * 8) = PackBf16(dq[n][0] * scale, dq[n][1] * scale);
-    }
-    if (row0 + 8 < T) {
-      *reinterpret_cast<uint32_t*>(dq0 + 8 * ld + n * 8) =
-          PackBf16(dq[n][2] * scale, dq[n][3] * scale);
-    }
-  }
+  StoreTileRows<HS>(dqkv + (int64_t(b) * T + row0) * ld + h * HS + 2 * t, 8 * ld, row0 < T,
+                    row0 + 8 < T, dq, scale, scale);
 #endif
 }
 

@@ -126,18 +126,7 @@ __global__ void __launch_bounds__(kWarps * kWarpSize)
       const bool masked = kt + kBr / kBc > kt_last;
 #pragma unroll
       for (int m = 0; m < kM; ++m) {
-        const int row0 = warp_row0 + 16 * m + g;
-#pragma unroll
-        for (int j = 0; j < kBc / 8; ++j) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int key = k0 + j * 8 + 2 * t + (e & 1);
-            const int row = row0 + (e >= 2 ? 8 : 0);
-            float v = s[m][j][e] * scale_log2;
-            if (masked && key > row) v = -INFINITY;
-            s[m][j][e] = v;
-          }
-        }
+        ScaleAndMaskScores<kBc>(s[m], warp_row0 + 16 * m + g, k0, masked, scale_log2);
         // Tile 0 gives every row a live key (key 0), so m is finite from
         // then on and a later row with all keys masked adds exp2(-inf) = 0.
         OnlineSoftmaxStep<HS, kBc>(s[m], m0[m], m1[m], l0[m], l1[m], o[m]);
@@ -151,20 +140,8 @@ __global__ void __launch_bounds__(kWarps * kWarpSize)
   for (int m = 0; m < kM; ++m) {
     const int row0 = warp_row0 + 16 * m + g;
     const float s0 = GroupSum(l0[m]), s1 = GroupSum(l1[m]);
-    const float inv0 = 1.0f / s0, inv1 = 1.0f / s1;
-    bf16* out0 = out + (int64_t(b) * T + row0) * C + h * HS + 2 * t;
-    bf16* out1 = out0 + 8 * int64_t(C);
-#pragma unroll
-    for (int n = 0; n < HS / 8; ++n) {
-      if (row0 < T) {
-        *reinterpret_cast<uint32_t*>(out0 + n * 8) =
-            PackBf16(o[m][n][0] * inv0, o[m][n][1] * inv0);
-      }
-      if (row0 + 8 < T) {
-        *reinterpret_cast<uint32_t*>(out1 + n * 8) =
-            PackBf16(o[m][n][2] * inv1, o[m][n][3] * inv1);
-      }
-    }
+    StoreTileRows<HS>(out + (int64_t(b) * T + row0) * C + h * HS + 2 * t, 8 * int64_t(C),
+                      row0 < T, row0 + 8 < T, o[m], 1.0f / s0, 1.0f / s1);
     if (t == 0) {
       float* lse_row = lse + int64_t(bh) * T;
       if (row0 < T) lse_row[row0] = (m0[m] + log2f(s0)) * kLn2;

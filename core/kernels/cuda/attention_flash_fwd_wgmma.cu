@@ -137,18 +137,7 @@ __global__ void __launch_bounds__(kGroups * 128)
       WgmmaCommit();
       WgmmaWait<0>();
 
-      const bool masked = k0 + kBc - 1 > group_row0;
-#pragma unroll
-      for (int j = 0; j < kBc / 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = k0 + j * 8 + 2 * t + (e & 1);
-          const int row = row0 + (e >= 2 ? 8 : 0);
-          float v = s[j][e] * scale_log2;
-          if (masked && key > row) v = -INFINITY;
-          s[j][e] = v;
-        }
-      }
+      ScaleAndMaskScores<kBc>(s, row0, k0, k0 + kBc - 1 > group_row0, scale_log2);
       // Tile 0 gives every row a live key, so m is finite from then on.
       OnlineSoftmaxStep<HS, kBc>(s, m0, m1, l0, l1, o);
 
@@ -170,18 +159,8 @@ __global__ void __launch_bounds__(kGroups * 128)
 
   l0 = GroupSum(l0);
   l1 = GroupSum(l1);
-  const float inv0 = 1.0f / l0, inv1 = 1.0f / l1;
-  bf16* out0 = out + (int64_t(b) * T + row0) * C + h * HS + 2 * t;
-  bf16* out1 = out0 + 8 * int64_t(C);
-#pragma unroll
-  for (int n = 0; n < HS / 8; ++n) {
-    if (row0 < T) {
-      *reinterpret_cast<uint32_t*>(out0 + n * 8) = PackBf16(o[n][0] * inv0, o[n][1] * inv0);
-    }
-    if (row0 + 8 < T) {
-      *reinterpret_cast<uint32_t*>(out1 + n * 8) = PackBf16(o[n][2] * inv1, o[n][3] * inv1);
-    }
-  }
+  StoreTileRows<HS>(out + (int64_t(b) * T + row0) * C + h * HS + 2 * t, 8 * int64_t(C), row0 < T,
+                    row0 + 8 < T, o, 1.0f / l0, 1.0f / l1);
   if (t == 0) {
     float* lse_row = lse + int64_t(bh) * T;
     if (row0 < T) lse_row[row0] = (m0 + log2f(l0)) * kLn2;

@@ -213,6 +213,96 @@ __device__ __forceinline__ void OnlineSoftmaxStep(float (&s)[kCols / 8][4], floa
   }
 }
 
+// The elementwise steps below work on a warp's 16-row accumulator tile
+// (rows row0 = 16w + g and row0 + 8 for the thread, elements 0-1 and 2-3 of
+// each 8-column slice j, columns 8j + 2t and + 1; attention_mma.cuh).
+
+// A forward score tile into log2 units: s *= scale_log2, and -inf where
+// `masked` and the key (k0 + column) is above the row (causal).
+template <int kCols>
+__device__ __forceinline__ void ScaleAndMaskScores(float (&s)[kCols / 8][4], int row0, int k0,
+                                                   bool masked, float scale_log2) {
+  const int t = threadIdx.x & 3;
+#pragma unroll
+  for (int j = 0; j < kCols / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int key = k0 + j * 8 + 2 * t + (e & 1);
+      const int row = row0 + (e >= 2 ? 8 : 0);
+      float v = s[j][e] * scale_log2;
+      if (masked && key > row) v = -INFINITY;
+      s[j][e] = v;
+    }
+  }
+}
+
+// A dK/dV kernel's step, keys as rows (key0, key0 + 8), the step's queries
+// q0 + column as columns: p (S^T) becomes P^T = exp2(S^T * scale_log2 - lse)
+// where key <= query < T (0 elsewhere) and ds (dP^T) becomes
+// dS^T = P^T * (dP^T - D); lse_s (log2 units) and d_s hold the step's
+// per-query statistics.
+template <int kCols>
+__device__ __forceinline__ void KvStepGradients(float (&p)[kCols / 8][4], float (&ds)[kCols / 8][4],
+                                                int key0, int q0, int T, const float* lse_s,
+                                                const float* d_s, float scale_log2) {
+  const int t = threadIdx.x & 3;
+#pragma unroll
+  for (int j = 0; j < kCols / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int qi = j * 8 + 2 * t + (e & 1);  // query within the step
+      const int key = key0 + (e >= 2 ? 8 : 0);
+      const int query = q0 + qi;
+      const bool live = query >= key && query < T;
+      const float pv = live ? exp2f(p[j][e] * scale_log2 - lse_s[qi]) : 0.0f;
+      p[j][e] = pv;
+      ds[j][e] = pv * (ds[j][e] - d_s[qi]);
+    }
+  }
+}
+
+// A dQ kernel's key tile, queries as rows (row0, row0 + 8; lse in log2
+// units and D of each), keys k0 + column: ds (dP) becomes
+// dS = exp2(S * scale_log2 - lse) * (dP - D) where key <= row < T (0
+// elsewhere), s holding S.
+template <int kCols>
+__device__ __forceinline__ void QTileGradients(const float (&s)[kCols / 8][4],
+                                               float (&ds)[kCols / 8][4], int row0, int k0, int T,
+                                               float lse0, float lse1, float d0, float d1,
+                                               float scale_log2) {
+  const int t = threadIdx.x & 3;
+#pragma unroll
+  for (int j = 0; j < kCols / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int key = k0 + j * 8 + 2 * t + (e & 1);
+      const bool upper = e >= 2;
+      const int row = row0 + (upper ? 8 : 0);
+      const bool live = key <= row && row < T;
+      const float pv = live ? exp2f(s[j][e] * scale_log2 - (upper ? lse1 : lse0)) : 0.0f;
+      ds[j][e] = pv * (ds[j][e] - (upper ? d1 : d0));
+    }
+  }
+}
+
+// Stores the thread's two rows of a 16 x N accumulator tile as bf16: at p0
+// (the thread's first column, 2t, of row row0) times s0 when live0, and at
+// p0 + row_stride (row0 + 8) times s1 when live1.
+template <int N>
+__device__ __forceinline__ void StoreTileRows(__nv_bfloat16* p0, int64_t row_stride, bool live0,
+                                              bool live1, const float (&c)[N / 8][4], float s0,
+                                              float s1) {
+#pragma unroll
+  for (int n = 0; n < N / 8; ++n) {
+    if (live0) {
+      *reinterpret_cast<uint32_t*>(p0 + n * 8) = PackBf16(c[n][0] * s0, c[n][1] * s0);
+    }
+    if (live1) {
+      *reinterpret_cast<uint32_t*>(p0 + row_stride + n * 8) = PackBf16(c[n][2] * s1, c[n][3] * s1);
+    }
+  }
+}
+
 // Sums a thread's share of a row over the four lanes of its group.
 __device__ __forceinline__ float GroupSum(float v) {
   v += __shfl_xor_sync(0xffffffffu, v, 1);
