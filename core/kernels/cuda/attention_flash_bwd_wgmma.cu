@@ -137,38 +137,11 @@ __global__ void __launch_bounds__(128)
 
     // S^T (64 keys x 64 queries) = K Q^T and dP^T = V dO^T.
     float p[kTile / 8][4], ds[kTile / 8][4];
-#pragma unroll
-    for (int j = 0; j < kTile / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) p[j][e] = ds[j][e] = 0.0f;
-    }
-    WgmmaFence();
-#pragma unroll
-    for (int kk = 0; kk < HS / 16; ++kk) {
-      WgmmaBf16<kTile>(p, kf[kk], CoreLayoutDescriptor<HS>(q_core, kk));
-      WgmmaBf16<kTile>(ds, vf[kk], CoreLayoutDescriptor<HS>(do_core, kk));
-    }
-    WgmmaCommit();
-    WgmmaWait<0>();
+    WgmmaDualTileProduct<kTile, HS>(p, kf, q_core, ds, vf, do_core);
     // P^T = exp2(S^T * scale * log2e - lse * log2e); dS^T = P^T * (dP^T - D).
     KvStepGradients<kTile>(p, ds, key0, q0, T, lse_s, d_s, scale_log2);
     // dV += P^T dO and dK += dS^T Q (k dimension: the step's queries).
-    // Every A fragment is written before the fence: a wgmma may still read
-    // its registers until the wait.
-    uint32_t pf[kTile / 16][4], dsf[kTile / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < kTile / 16; ++kk) {
-      AccToFragA(pf[kk], p, kk);
-      AccToFragA(dsf[kk], ds, kk);
-    }
-    WgmmaFence();
-#pragma unroll
-    for (int kk = 0; kk < kTile / 16; ++kk) {
-      WgmmaBf16<HS>(dv, pf[kk], CoreLayoutDescriptor<kTile>(dot_s, kk));
-      WgmmaBf16<HS>(dk, dsf[kk], CoreLayoutDescriptor<kTile>(qt_s, kk));
-    }
-    WgmmaCommit();
-    WgmmaWait<0>();
+    WgmmaDualAccumulate<HS, kTile>(dv, p, dot_s, dk, ds, qt_s);
     __syncthreads();  // the next step refills the other stage and rewrites Q^T, dO^T
   }
 
@@ -270,31 +243,10 @@ __global__ void __launch_bounds__(kGroups * 128)
     if (k0 <= group_row0 + 63) {  // uniform across the warpgroup
       // S = Q K^T and dP = dO V^T (the warpgroup's 64 queries x 64 keys).
       float p[kTile / 8][4], ds[kTile / 8][4];
-#pragma unroll
-      for (int j = 0; j < kTile / 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) p[j][e] = ds[j][e] = 0.0f;
-      }
-      WgmmaFence();
-#pragma unroll
-      for (int kk = 0; kk < HS / 16; ++kk) {
-        WgmmaBf16<kTile>(p, qf[kk], CoreLayoutDescriptor<HS>(k_core, kk));
-        WgmmaBf16<kTile>(ds, dof[kk], CoreLayoutDescriptor<HS>(v_core, kk));
-      }
-      WgmmaCommit();
-      WgmmaWait<0>();
+      WgmmaDualTileProduct<kTile, HS>(p, qf, k_core, ds, dof, v_core);
       QTileGradients<kTile>(p, ds, row0, k0, T, lse0, lse1, d0, d1, scale_log2);
       // dQ += dS K (k dimension: this tile's keys; B = K^T).
-      uint32_t dsf[kTile / 16][4];  // all written before the fence (see the KV kernel)
-#pragma unroll
-      for (int kk = 0; kk < kTile / 16; ++kk) AccToFragA(dsf[kk], ds, kk);
-      WgmmaFence();
-#pragma unroll
-      for (int kk = 0; kk < kTile / 16; ++kk) {
-        WgmmaBf16<HS>(dq, dsf[kk], CoreLayoutDescriptor<kTile>(kt_s, kk));
-      }
-      WgmmaCommit();
-      WgmmaWait<0>();
+      WgmmaAccumulate<HS, kTile>(dq, ds, kt_s);
     }
     __syncthreads();  // the next iteration refills stage st with tile kt + 2 and rewrites K^T
   }

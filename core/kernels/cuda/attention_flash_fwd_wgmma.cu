@@ -125,34 +125,14 @@ __global__ void __launch_bounds__(kGroups * 128)
     __syncthreads();
 
     if (k0 <= group_row0 + 63) {  // uniform across the warpgroup
-      const bf16* k_s = k_s0 + st * S::kK;
       float s[kBc / 8][4];
-#pragma unroll
-      for (int j = 0; j < kBc / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
-      WgmmaFence();
-#pragma unroll
-      for (int kk = 0; kk < HS / 16; ++kk) {
-        WgmmaBf16<kBc>(s, qf[kk], CoreLayoutDescriptor<HS>(k_s, kk));
-      }
-      WgmmaCommit();
-      WgmmaWait<0>();
+      WgmmaTileProduct<kBc, HS>(s, qf, k_s0 + st * S::kK);  // S = Q K^T
 
       ScaleAndMaskScores<kBc>(s, row0, k0, k0 + kBc - 1 > group_row0, scale_log2);
       // Tile 0 gives every row a live key, so m is finite from then on.
       OnlineSoftmaxStep<HS, kBc>(s, m0, m1, l0, l1, o);
 
-      // Every A fragment is written before the fence: a wgmma may still read
-      // its registers until the wait.
-      uint32_t pf[kBc / 16][4];
-#pragma unroll
-      for (int kk = 0; kk < kBc / 16; ++kk) AccToFragA(pf[kk], s, kk);
-      WgmmaFence();  // o was rescaled, P repacked
-#pragma unroll
-      for (int kk = 0; kk < kBc / 16; ++kk) {
-        WgmmaBf16<HS>(o, pf[kk], CoreLayoutDescriptor<kBc>(vt_s, kk));
-      }
-      WgmmaCommit();
-      WgmmaWait<0>();
+      WgmmaAccumulate<HS, kBc>(o, s, vt_s);  // O += P V
     }
     __syncthreads();  // the next iteration refills stage st with tile kt + 2 and rewrites vt_s
   }

@@ -206,6 +206,90 @@ __device__ __forceinline__ void WgmmaBf16<128>(float (&d)[128 / 8][4], const uin
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
 }
 
+// The warpgroup products the attention kernels use, each issued, committed
+// and waited for at once (so results are readable on return).
+
+// x = A · B and y = A2 · B2 over K: A, A2 the warp's resident A fragments
+// (its 16 rows x K, one per k-step), B, B2 N x K tiles in the core-matrix
+// layout. x and y are zeroed first.
+template <int N, int K>
+__device__ __forceinline__ void WgmmaDualTileProduct(float (&x)[N / 8][4],
+                                                     const uint32_t (&a)[K / 16][4],
+                                                     const __nv_bfloat16* b,
+                                                     float (&y)[N / 8][4],
+                                                     const uint32_t (&a2)[K / 16][4],
+                                                     const __nv_bfloat16* b2) {
+#pragma unroll
+  for (int j = 0; j < N / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) x[j][e] = y[j][e] = 0.0f;
+  }
+  WgmmaFence();
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    WgmmaBf16<N>(x, a[kk], CoreLayoutDescriptor<K>(b, kk));
+    WgmmaBf16<N>(y, a2[kk], CoreLayoutDescriptor<K>(b2, kk));
+  }
+  WgmmaCommit();
+  WgmmaWait<0>();
+}
+
+// x = A · B for one pair (WgmmaDualTileProduct).
+template <int N, int K>
+__device__ __forceinline__ void WgmmaTileProduct(float (&x)[N / 8][4],
+                                                 const uint32_t (&a)[K / 16][4],
+                                                 const __nv_bfloat16* b) {
+#pragma unroll
+  for (int j = 0; j < N / 8; ++j) x[j][0] = x[j][1] = x[j][2] = x[j][3] = 0.0f;
+  WgmmaFence();
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) WgmmaBf16<N>(x, a[kk], CoreLayoutDescriptor<K>(b, kk));
+  WgmmaCommit();
+  WgmmaWait<0>();
+}
+
+// c += A · B and c2 += A2 · B2 over kK, with A, A2 16 x kK tiles held as
+// accumulators (rounded to bf16: P, dS) and B, B2 N x kK core tiles (the
+// transposes of the kK x N operands: V^T, dO^T, Q^T, K^T). Every A
+// fragment is written before the fence: a wgmma may read its registers
+// until the wait.
+template <int N, int kK>
+__device__ __forceinline__ void WgmmaDualAccumulate(float (&c)[N / 8][4],
+                                                    const float (&a)[kK / 8][4],
+                                                    const __nv_bfloat16* b,
+                                                    float (&c2)[N / 8][4],
+                                                    const float (&a2)[kK / 8][4],
+                                                    const __nv_bfloat16* b2) {
+  uint32_t af[kK / 16][4], af2[kK / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < kK / 16; ++kk) {
+    AccToFragA(af[kk], a, kk);
+    AccToFragA(af2[kk], a2, kk);
+  }
+  WgmmaFence();
+#pragma unroll
+  for (int kk = 0; kk < kK / 16; ++kk) {
+    WgmmaBf16<N>(c, af[kk], CoreLayoutDescriptor<kK>(b, kk));
+    WgmmaBf16<N>(c2, af2[kk], CoreLayoutDescriptor<kK>(b2, kk));
+  }
+  WgmmaCommit();
+  WgmmaWait<0>();
+}
+
+// c += A · B for one pair (WgmmaDualAccumulate).
+template <int N, int kK>
+__device__ __forceinline__ void WgmmaAccumulate(float (&c)[N / 8][4], const float (&a)[kK / 8][4],
+                                                const __nv_bfloat16* b) {
+  uint32_t af[kK / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < kK / 16; ++kk) AccToFragA(af[kk], a, kk);
+  WgmmaFence();
+#pragma unroll
+  for (int kk = 0; kk < kK / 16; ++kk) WgmmaBf16<N>(c, af[kk], CoreLayoutDescriptor<kK>(b, kk));
+  WgmmaCommit();
+  WgmmaWait<0>();
+}
+
 }  // namespace weft::cuda
 
 #endif  // WEFT_CORE_KERNELS_CUDA_WGMMA_CUH_

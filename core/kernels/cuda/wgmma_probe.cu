@@ -39,19 +39,13 @@ __global__ void __launch_bounds__(128)
   FenceProxyAsync();
   __syncthreads();
 
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0), lane = threadIdx.x % 32;
   const int g = lane >> 2, t = lane & 3;
-  float acc[N / 8][4];
-#pragma unroll
-  for (int j = 0; j < N / 8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
   uint32_t af[K / 16][4];
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) LoadFragA(af[kk], a_s, kLdA, warp * 16, kk * 16);
-  WgmmaFence();
-#pragma unroll
-  for (int kk = 0; kk < K / 16; ++kk) WgmmaBf16<N>(acc, af[kk], CoreLayoutDescriptor<K>(core, kk));
-  WgmmaCommit();
-  WgmmaWait<0>();
+  float acc[N / 8][4];
+  WgmmaTileProduct<N, K>(acc, af, core);  // the attention kernels' helper
   const int row = warp * 16 + g;
 #pragma unroll
   for (int j = 0; j < N / 8; ++j) {
