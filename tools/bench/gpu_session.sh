@@ -22,6 +22,8 @@
 #         sample      greedy text from train's checkpoint, KV cache on and off
 #         profile     ncu kernel time by family over 1200 launches at B=16
 #                     (kernel_families.py)
+#         gemmtune    gpt_throughput B=32 with and without WEFT_GEMM_AUTOTUNE=1
+#                     (cuBLASLt candidates timed per GEMM shape)
 #         tiling      flash attention per tiling (kernels_benchmark at B=16),
 #                     then gpt_throughput B=32 with the fastest forward and backward
 #                     tilings against the default, in one process each
@@ -275,6 +277,21 @@ stage_tiling() {
       >> "$summary"
 }
 
+# cuBLASLt's first heuristic choice against the fastest of its first 8
+# (matmul.cc, WEFT_GEMM_AUTOTUNE), same process kind, back to back.
+stage_gemmtune() {
+  item "weft gpt_throughput B=32 heuristic GEMMs" 240 ./run gpt_throughput --device=cuda \
+      --global_batch=32 --micro_batch=32 --steps=30
+  WEFT_GEMM_AUTOTUNE=1 WEFT_GEMM_LOG=1 item "weft gpt_throughput B=32 autotuned GEMMs" 300 \
+      ./run gpt_throughput --device=cuda --global_batch=32 --micro_batch=32 --steps=30
+  throughput_of "$logs/weft gpt_throughput B=32 heuristic GEMMs.log" \
+      | sed 's/weft /heuristic /' | tee -a "$summary"
+  throughput_of "$logs/weft gpt_throughput B=32 autotuned GEMMs.log" \
+      | sed 's/weft /autotuned /' | tee -a "$summary"
+  grep "^weft gemm: autotuned" "$logs/weft gpt_throughput B=32 autotuned GEMMs.log" \
+      | sort -u | head -16 | cut -c1-160 >> "$summary"
+}
+
 # The device tool returns at most 8 files: one archive of every log.
 pack_logs() {
   [ -n "${OUT:-}" ] || return 0
@@ -286,7 +303,7 @@ run() {
   for a in "$@"; do
     case "$a" in
       --pack=*) packfile="${a#--pack=}" ;;
-      tests|sanitize|speed|strategies|train|sample|profile|breakdown|tiling) stages+=("$a") ;;
+      tests|sanitize|speed|strategies|train|sample|profile|breakdown|tiling|gemmtune) stages+=("$a") ;;
       *) echo "gpu_session run: unknown argument '$a'" >&2; exit 2 ;;
     esac
   done

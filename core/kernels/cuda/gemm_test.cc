@@ -2,6 +2,7 @@
 // f32 and bf16, odd shapes that force the unfused fallback) and BiasGrad.
 // Tolerances (parity_util.h): f32 outputs 1e-4 (also from bf16 inputs),
 // bf16 outputs 2e-2, relative to the largest reference value.
+#include <cstdlib>
 #include <utility>
 
 #include "core/kernels/cuda/parity_util.h"
@@ -147,6 +148,23 @@ TEST(GemmParityTest, WeightGradientWithItsBiasGradient) {
     CheckGemm(c, DType::kBF16, DType::kF32, Epilogue::kNone, true, false, true);
   }
   CheckGemm({4, 8, 0, true, false}, DType::kF32, DType::kF32, Epilogue::kNone, true, false, true);
+}
+
+// WEFT_GEMM_AUTOTUNE=1 times cuBLASLt's candidates on scratch outputs on a
+// plan's first use: results still match the CPU, accumulation still adds
+// exactly once, epilogue outputs (aux, bias gradients) are the real run's.
+// Shapes no other test uses, so the plans are built here, tuned.
+TEST(GemmParityTest, AutotuneLeavesResultsAsTheyWere) {
+  setenv("WEFT_GEMM_AUTOTUNE", "1", 1);
+  CheckGemm({200, 136, 72, false, true}, DType::kBF16, DType::kF32, Epilogue::kNone, true, false);
+  CheckGemm({200, 136, 72, false, false}, DType::kBF16, DType::kBF16, Epilogue::kBiasGelu, false,
+            false);
+  CheckGemm({200, 136, 72, false, true}, DType::kBF16, DType::kBF16, Epilogue::kDGelu, false,
+            true);
+  CheckGemm({136, 72, 200, true, false}, DType::kBF16, DType::kF32, Epilogue::kNone, true, false,
+            /*with_a_col_sums=*/true);
+  CheckGemm({96, 40, 56, false, false}, DType::kF32, DType::kF32, Epilogue::kBias, false, false);
+  unsetenv("WEFT_GEMM_AUTOTUNE");
 }
 
 TEST(GemmParityTest, ZeroK) {

@@ -10,6 +10,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
+#include <algorithm>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -28,6 +30,19 @@ namespace {
 // cuBLAS recommends 32 MiB of workspace on Hopper.
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 constexpr int kMaxDevices = 64;
+// Algorithms WEFT_GEMM_AUTOTUNE times per plan; runs per algorithm.
+constexpr int kTuneCandidates = 8;
+constexpr int kTuneRuns = 3;
+
+// WEFT_GEMM_AUTOTUNE=1: on a plan's first use, time cuBLASLt's first
+// kTuneCandidates heuristic algorithms on scratch outputs (one host sync
+// per new GEMM shape) and keep the fastest. Off by default: the choice
+// follows timing, so two runs may pick different algorithms and differ in
+// the last bits, where the heuristic's first choice is the same every run.
+bool AutotuneRequested() {
+  const char* v = std::getenv("WEFT_GEMM_AUTOTUNE");
+  return v != nullptr && v[0] == '1';
+}
 
 cudaDataType_t CudaType(DType d) { return d == DType::kBF16 ? CUDA_R_16BF : CUDA_R_32F; }
 
@@ -86,6 +101,10 @@ struct Plan {
   cublasLtMatrixLayout_t layout_d = nullptr;  // C and D: our out
   cublasLtMatmulAlgo_t algo{};
   bool supported = false;
+  // WEFT_GEMM_AUTOTUNE: the heuristic's candidates (algo is the first
+  // until timed), and whether they were timed.
+  std::vector<cublasLtMatmulAlgo_t> candidates;
+  bool tuned = true;
 
   Plan() = default;
   Plan(const Plan&) = delete;
@@ -137,6 +156,19 @@ void LogRejected(const MatmulArgs& args, absl::string_view why) {
   std::fputs(line.c_str(), stderr);
 }
 
+// WEFT_GEMM_LOG=1 also reports each autotuned shape: the chosen candidate
+// and its time against the heuristic's first choice.
+void LogTuned(const MatmulArgs& args, size_t chosen, size_t candidates, float first_ms,
+              float best_ms) {
+  const char* v = std::getenv("WEFT_GEMM_LOG");
+  if (v == nullptr || v[0] != '1') return;
+  const std::string line = absl::StrCat(
+      "weft gemm: autotuned M=", args.m, " N=", args.n, " K=", args.k, " epilogue ",
+      static_cast<int>(LtEpilogue(args)), ": candidate ", chosen + 1, " of ", candidates, ", ",
+      best_ms * 1000.0f, " us against ", first_ms * 1000.0f, " us for the heuristic's first\n");
+  std::fputs(line.c_str(), stderr);
+}
+
 // One GPU's cuBLASLt state. Calls are serialized by `mu` because cached
 // descriptors are mutated (pointer attributes) right before each enqueue.
 class LtDevice {
@@ -177,9 +209,10 @@ class LtDevice {
     if (!plan.supported) {
       return absl::UnimplementedError("no cuBLASLt algorithm for this GEMM");
     }
-    WEFT_RETURN_IF_ERROR(SetPointers(plan, args));
     void* workspace = nullptr;
     WEFT_ASSIGN_OR_RETURN(workspace, Workspace(stream));
+    if (!plan.tuned) WEFT_RETURN_IF_ERROR(Tune(plan, args, workspace, stream));
+    WEFT_RETURN_IF_ERROR(SetPointers(plan, args));
     const float alpha = 1.0f;
     const float beta = args.accumulate ? 1.0f : 0.0f;
     const cublasStatus_t st =
@@ -260,15 +293,16 @@ class LtDevice {
       st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
                                                 &align_d, sizeof(align_d));
     }
-    cublasLtMatmulHeuristicResult_t result{};
+    const bool autotune = AutotuneRequested();
+    std::array<cublasLtMatmulHeuristicResult_t, kTuneCandidates> results{};
     int returned = 0;
     if (st == CUBLAS_STATUS_SUCCESS) {
       // Any failure here means "no algorithm": NOT_SUPPORTED for unsupported
       // combinations, INVALID_VALUE for e.g. an aux ld that is not a multiple
       // of 8. The caller then falls back to an unfused epilogue.
-      const cublasStatus_t hs =
-          cublasLtMatmulAlgoGetHeuristic(handle_, plan.desc, plan.layout_a, plan.layout_b,
-                                         plan.layout_d, plan.layout_d, pref, 1, &result, &returned);
+      const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(
+          handle_, plan.desc, plan.layout_a, plan.layout_b, plan.layout_d, plan.layout_d, pref,
+          autotune ? kTuneCandidates : 1, results.data(), &returned);
       plan.supported = hs == CUBLAS_STATUS_SUCCESS && returned > 0;
       if (!plan.supported) {
         LogRejected(args, absl::StrCat("heuristic: status ", static_cast<int>(hs), ", ", returned,
@@ -277,9 +311,74 @@ class LtDevice {
     }
     (void)cublasLtMatmulPreferenceDestroy(pref);
     WEFT_CUBLAS_RETURN_IF_ERROR(st);
-    if (plan.supported) plan.algo = result.algo;
+    if (plan.supported) {
+      plan.algo = results[0].algo;
+      for (int i = 0; i < returned; ++i) {
+        if (results[i].state == CUBLAS_STATUS_SUCCESS) plan.candidates.push_back(results[i].algo);
+      }
+      plan.tuned = plan.candidates.size() < 2;
+    }
     return absl::OkStatus();
   }
+
+  // Times each candidate of `plan` on scratch copies of every output (out,
+  // GELU's aux, the bias gradient), so the caller's tensors are untouched,
+  // and keeps the fastest. Synchronizes the host once.
+  absl::Status Tune(Plan& plan, const MatmulArgs& args, void* workspace, cudaStream_t stream) {
+    const Device dev = Device::Cuda(device_);
+    const int64_t out_floats =
+        (args.m * args.n * static_cast<int64_t>(DTypeSize(args.out_dtype)) + 3) / 4;
+    auto scratch_floats = [&](int64_t n) {
+      return Tensor::Empty({n}, DType::kF32, dev, nullptr, stream);
+    };
+    WEFT_ASSIGN_OR_RETURN(Tensor out, scratch_floats(out_floats));
+    WEFT_ASSIGN_OR_RETURN(Tensor aux, scratch_floats(out_floats));
+    WEFT_ASSIGN_OR_RETURN(Tensor grad, scratch_floats(std::max(args.m, args.n)));
+    WEFT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(out.raw_data(), 0, out_floats * 4, stream));
+    MatmulArgs scratch = args;
+    scratch.out = out.raw_data();
+    // GELU's aux is written by GELU_AUX_BIAS (read by DGELU: kept).
+    if (args.epilogue == MatmulEpilogue::kBiasGelu) scratch.aux = aux.raw_data();
+    if (args.bias_grad != nullptr) scratch.bias_grad = grad.data<float>();
+    WEFT_RETURN_IF_ERROR(SetPointers(plan, scratch));
+    Event start, stop;
+    WEFT_CUDA_RETURN_IF_ERROR(cudaEventCreate(&start.e));
+    WEFT_CUDA_RETURN_IF_ERROR(cudaEventCreate(&stop.e));
+    const float alpha = 1.0f;
+    const float beta = args.accumulate ? 1.0f : 0.0f;
+    float best_ms = -1.0f, first_ms = -1.0f;
+    size_t best = 0;
+    for (size_t i = 0; i < plan.candidates.size(); ++i) {
+      auto run = [&] {
+        return cublasLtMatmul(handle_, plan.desc, &alpha, args.b, plan.layout_a, args.a,
+                              plan.layout_b, &beta, scratch.out, plan.layout_d, scratch.out,
+                              plan.layout_d, &plan.candidates[i], workspace, kWorkspaceBytes,
+                              stream);
+      };
+      if (run() != CUBLAS_STATUS_SUCCESS) continue;  // warm-up; a candidate may still refuse
+      WEFT_CUDA_RETURN_IF_ERROR(cudaEventRecord(start.e, stream));
+      for (int r = 0; r < kTuneRuns; ++r) WEFT_CUBLAS_RETURN_IF_ERROR(run());
+      WEFT_CUDA_RETURN_IF_ERROR(cudaEventRecord(stop.e, stream));
+      WEFT_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop.e));
+      float ms = 0.0f;
+      WEFT_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start.e, stop.e));
+      if (i == 0) first_ms = ms;
+      if (best_ms < 0.0f || ms < best_ms) best_ms = ms, best = i;
+    }
+    plan.tuned = true;
+    if (best_ms < 0.0f) return absl::OkStatus();  // none ran: keep the heuristic's first
+    plan.algo = plan.candidates[best];
+    LogTuned(args, best, plan.candidates.size(), first_ms / kTuneRuns, best_ms / kTuneRuns);
+    return absl::OkStatus();
+  }
+
+  // A CUDA event destroyed with its scope (Tune returns early on errors).
+  struct Event {
+    cudaEvent_t e = nullptr;
+    ~Event() {
+      if (e != nullptr) (void)cudaEventDestroy(e);
+    }
+  };
 
   // A workspace per stream: two streams running GEMMs at once must not share.
   absl::StatusOr<void*> Workspace(cudaStream_t stream) {
