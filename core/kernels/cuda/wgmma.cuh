@@ -18,7 +18,10 @@
 // (SBO). CoreLayoutOffset below is the one layout every wgmma operand of
 // ours uses: an R x K operand (R = N rows) with core matrix (r / 8, k / 8) at
 // ((r / 8) * (K / 8) + k / 8) * 128 bytes, so LBO = 128, SBO = K * 16, and
-// k-step kk starts 2 * kk core matrices (256 bytes) in.
+// k-step kk starts 2 * kk core matrices (256 bytes) in. This is the PTX
+// ISA's canonical K-major layout without swizzling, in elements (T = 8
+// bf16 per 16 bytes): offset(r, k) = (r % 8) T + (r / 8) SBO + k % T +
+// (k / T) LBO within one k-step.
 //
 // Ordering: shared memory written by ordinary stores or cp.async must be
 // made visible to the tensor cores' (async proxy) reads by
