@@ -25,7 +25,7 @@ __global__ void __launch_bounds__(128)
     LoadCoreTileAsync<K>(core, b, K, 0, N, N);
   } else if constexpr (kHow == WgmmaProbeB::kTransposed) {
     LoadTileAsync<N>(staging, kLdB, b, N, 0, K, K);
-  } else {
+  } else {  // kTransposedFromCore, kNMajor
     LoadCoreTileAsync<N>(staging, b, N, 0, K, K);
   }
   CpAsyncCommit();
@@ -45,7 +45,19 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) LoadFragA(af[kk], a_s, kLdA, warp * 16, kk * 16);
   float acc[N / 8][4];
-  WgmmaTileProduct<N, K>(acc, af, core);  // the attention kernels' helper
+  if constexpr (kHow == WgmmaProbeB::kNMajor) {
+#pragma unroll
+    for (int j = 0; j < N / 8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    WgmmaFence();
+#pragma unroll
+    for (int kk = 0; kk < K / 16; ++kk) {
+      WgmmaBf16<N, 1>(acc, af[kk], CoreLayoutDescriptorNMajor<N>(staging, kk));
+    }
+    WgmmaCommit();
+    WgmmaWait<0>();
+  } else {
+    WgmmaTileProduct<N, K>(acc, af, core);  // the attention kernels' helper
+  }
   const int row = warp * 16 + g;
 #pragma unroll
   for (int j = 0; j < N / 8; ++j) {
@@ -73,6 +85,7 @@ absl::Status LaunchShape(float* d, const bf16* a, const bf16* b, WgmmaProbeB how
     case WgmmaProbeB::kTransposed: return Launch<N, K, WgmmaProbeB::kTransposed>(d, a, b, stream);
     case WgmmaProbeB::kTransposedFromCore:
       return Launch<N, K, WgmmaProbeB::kTransposedFromCore>(d, a, b, stream);
+    case WgmmaProbeB::kNMajor: return Launch<N, K, WgmmaProbeB::kNMajor>(d, a, b, stream);
   }
   return absl::InvalidArgumentError("wgmma probe: unknown WgmmaProbeB");
 }

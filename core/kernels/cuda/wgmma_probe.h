@@ -16,6 +16,7 @@ enum class WgmmaProbeB {
   kKMajor,            // given n x k row-major (B's columns contiguous): LoadCoreTileAsync
   kTransposed,        // given k x n row-major: staged, then TransposeToCoreLayout
   kTransposedFromCore,  // given k x n: loaded as a k x n core tile, then transposed from it
+  kNMajor,  // given k x n: loaded as a k x n core tile, read as is with the B-transpose bit
 };
 
 // d (64 x n, f32, row-major) = a (64 x k, bf16, row-major) · B, with b

@@ -90,5 +90,17 @@ TEST(WgmmaTest, ProductsThroughTheCoreMatrixLayout) {
   }
 }
 
+// B read N-major through the instruction's transpose bit, straight from a
+// K x N core tile (CoreLayoutDescriptorNMajor): not used by the attention
+// kernels yet; if this passes on a GPU, their V^T, Q^T, dO^T and K^T
+// transposes can go.
+TEST(WgmmaTest, NMajorBWithTheTransposeBit) {
+  if (!IsSm90()) GTEST_SKIP() << "wgmma needs compute capability 9.0";
+  CheckProduct(32, 16, WgmmaProbeB::kNMajor);
+  CheckProduct(64, 16, WgmmaProbeB::kNMajor);
+  CheckProduct(128, 16, WgmmaProbeB::kNMajor);
+  CheckProduct(64, 64, WgmmaProbeB::kNMajor);
+}
+
 }  // namespace
 }  // namespace weft::cuda

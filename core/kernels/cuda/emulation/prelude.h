@@ -261,14 +261,16 @@ const bool emu_smem_registered = ::emu::RegisterSmem(smem, sizeof(smem));
 // (wgmma.cuh). Per warp the A fragment (16 rows x 16 k) and each 8-column
 // slice j of D (d[4j..4j+3]) have the mma.m16n8k16 layouts, so the warp's
 // 16 rows of D need only its own lanes' A; B (16 x N) is read through the
-// descriptor: start address, LBO (bytes between core matrices adjacent in
-// K), SBO (adjacent in N), K-major and no swizzling (anything else fails).
-// A core matrix is 8 rows (n) of 16 bytes (8 k). The 14-bit start field
+// descriptor, no swizzling (anything else fails), as PTX's canonical
+// layouts say: K-major (trans_b 0) element (k, n) at byte
+// 2 (k % 8) + 16 (n % 8) + SBO (n / 8) + LBO (k / 8); N-major (trans_b 1)
+// at 2 (n % 8) + 16 (k % 8) + SBO (n / 8) + LBO (k / 8). The 14-bit start field
 // holds bits 4-17 of the shared address: resolved against this file's
 // shared window (a per-file copy: it names this file's smem).
 namespace emu { namespace {
 template <int N>
-void wgmma(float* const (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+void wgmma(float* const (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc, int scale_d,
+           int trans_b) {
   const int w = warp_id(), l = lane_id(), s = next_slot();
   for (int i = 0; i < 4; ++i) g_block->a[s][w][l][i] = a[i];
   warp_sync();
@@ -280,10 +282,11 @@ void wgmma(float* const (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc, int 
   const unsigned char* start = base + offset;
   const size_t lbo = ((desc >> 16) & 0x3FFF) << 4, sbo = ((desc >> 32) & 0x3FFF) << 4;
   auto B = [&](int k, int n) {
-    const unsigned char* row = start + (n / 8) * sbo + (k / 8) * lbo + (n % 8) * 16;
+    const int inner = trans_b ? n % 8 : k % 8, row8 = trans_b ? k % 8 : n % 8;
+    const unsigned char* row = start + (n / 8) * sbo + (k / 8) * lbo + row8 * 16;
     CheckShared(row, 16, 16, "wgmma B core-matrix row outside the dynamic shared window or misaligned");
     uint16_t bits;
-    std::memcpy(&bits, row + 2 * (k % 8), 2);
+    std::memcpy(&bits, row + 2 * inner, 2);
     return bf(bits, 0);
   };
   auto A = [&](int r, int c) {

@@ -122,17 +122,21 @@ def rewrite_asm(body, where):
         return '::emu::cp_async(%s, %s, %s, %s);' % (dst, arg(m.group(2)), size, src_size)
 
     # wgmma with A in registers (wgmma.cuh): the predicate scale-d comes from
-    # the setp on operand %S; imm-scale-a/b 1, imm-trans-b 0 are all we use.
+    # the setp on operand %S; imm-scale-a/b 1 are all we use; imm-trans-b is
+    # an immediate operand (0: B K-major, 1: B N-major).
     m = re.fullmatch(r'\{\s*\.reg \.pred p;\s*setp\.ne\.b32 p, (%\d+), 0;\s*'
                      r'wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16\.f32\.bf16\.bf16\s+'
-                     r'\{([^}]*)\},\s*\{([^}]*)\},\s*(%\d+),\s*p,\s*1,\s*1,\s*0;\s*\}', template)
+                     r'\{([^}]*)\},\s*\{([^}]*)\},\s*(%\d+),\s*p,\s*1,\s*1,\s*(%\d+|[01]);\s*\}',
+                     template)
     if m:
         n, d, a = int(m.group(2)), regs(m.group(3)), regs(m.group(4))
         assert len(d) == n // 2 and len(a) == 4, what
+        tnsp = m.group(6)
+        tnsp = arg(tnsp) if tnsp.startswith('%') else tnsp
         return ('{ float* const emu_d[%d] = {%s}; const uint32_t emu_a[4] = {%s}; '
-                '::emu::wgmma<%d>(emu_d, emu_a, %s, %s); }'
+                '::emu::wgmma<%d>(emu_d, emu_a, %s, %s, %s); }'
                 % (n // 2, ', '.join('&' + x for x in d), ', '.join(a), n, arg(m.group(5)),
-                   arg(m.group(1))))
+                   arg(m.group(1)), tnsp))
     # The emulator runs wgmma at issue and keeps one memory: fences and the
     # commit/wait of wgmma groups have nothing to order.
     if template in ('wgmma.fence.sync.aligned', 'wgmma.commit_group.sync.aligned',
