@@ -4,9 +4,10 @@
 // varies run to run. Here two kernels each own their outputs instead:
 //   FlashBackwardKVKernel: a block owns 64 keys and loops over the query
 //     tiles at or below the diagonal, accumulating dK and dV in registers;
-//   FlashBackwardQKernel: a block owns 64 or 128 queries (the dQ tiling: 4
-//     or 8 warps of 16) and loops over the key tiles of 64 up to the
-//     diagonal, accumulating dQ in registers.
+//   FlashBackwardQKernel: a block owns 64 or 128 queries (the backward
+//     tiling 4x16 or 8x16: warps of 16 queries) and loops over the key
+//     tiles of 64 up to the diagonal, accumulating dQ in registers.
+// (The wgmma tilings run attention_flash_bwd_wgmma.cu instead.)
 // Both recompute P = exp(S - lse) and dP = dO V^T (7 GEMM-equivalents instead
 // of 5), and every output element is written once: bitwise-reproducible.
 //

@@ -309,10 +309,6 @@ absl::StatusOr<FlashTiling> TilingFromEnv(const char* var, FlashTiling fallback,
                                                  "of ", names, " (unset it for the default)"));
 }
 
-}  // namespace
-
-namespace {
-
 // The wgmma kernels are built for sm_90a alone (its SASS runs on compute
 // capability 9.0 only): a wgmma tiling named for another GPU is an error.
 absl::StatusOr<FlashTiling> OnlyWhereItRuns(const char* var, FlashTiling t) {
