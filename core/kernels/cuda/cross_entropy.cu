@@ -30,9 +30,10 @@ __device__ __forceinline__ void Accumulate(MaxSum& st, float x) {
   }
 }
 
-// Vectors of V columns each thread keeps loading at once in the row passes:
-// with one 16-byte load in flight a thread waited out the memory latency on
-// every vector (the passes ran well under memory bandwidth).
+// Vectors of V columns each thread keeps loading at once in the row passes.
+// With one 16-byte load in flight a thread waits out the memory latency on
+// every vector; on the H100 the kernel took as long when it read the logits
+// once instead of twice, so latency, not bandwidth, held it back.
 constexpr int kLoadsInFlight = 4;
 
 // Adds the vector f of columns [i, i + V) (those below `real`) to st.
