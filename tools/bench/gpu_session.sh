@@ -252,7 +252,7 @@ stage_profile() {
 stage_tiling() {
   # One process per tiling: a kernel that faults takes only its own line.
   local t log fwd bwd
-  for t in 4x16 8x16 4x32 wgmma-64 wgmma-128; do
+  for t in 4x16 8x16 4x32 wgmma-64 wgmma-128 wgmma-64-nmajor wgmma-128-nmajor; do
     item "kernels_benchmark attention $t" 60 ./run kernels_benchmark --batch=16 --iters=50 \
         --only="$t)"
     grep "^attention" "$logs/kernels_benchmark attention $t.log" | sed 's/^/  /' >> "$summary"

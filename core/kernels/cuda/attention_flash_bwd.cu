@@ -236,7 +236,8 @@ absl::Status LaunchFlashBackward(void* dqkv, const void* dout, const void* qkv, 
                                  FlashTiling bwd_tiling, cudaStream_t stream) {
   if (d.b * d.t * d.nh == 0) return absl::OkStatus();
   if (bwd_tiling.wgmma) {
-    return LaunchFlashBackwardWgmma(dqkv, dout, qkv, lse, dsum, d, bwd_tiling.warps / 4, stream);
+    return LaunchFlashBackwardWgmma(dqkv, dout, qkv, lse, dsum, d, bwd_tiling.warps / 4,
+                                    bwd_tiling.n_major, stream);
   }
   bf16* dx = static_cast<bf16*>(dqkv);
   const bf16* dy = static_cast<const bf16*>(dout);

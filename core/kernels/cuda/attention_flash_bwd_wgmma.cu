@@ -17,6 +17,9 @@
 //       S = Q K^T, dP = dO V^T       B = K, V tiles (core layout)
 //       dS                           in registers
 //       dQ += dS K                   B = K^T, transposed from the K tile
+// With kNMajor (tilings wgmma-*-nmajor) the second products read dO, Q and
+// K N-major, straight from their core tiles, through the instruction's
+// transpose bit: no transposes, one barrier less per step.
 // Tiles are double-buffered with cp.async; each product is waited for at
 // once. Masking and skipping follow the mma.sync kernels. Head size 128
 // would need its dK/dV accumulators and K/V fragments in more registers
@@ -36,18 +39,18 @@ namespace {
 constexpr int kTile = kFlashTile;  // keys per KV block and key tile, queries per KV step
 constexpr float kLog2e = 1.4426950408889634f;
 
-template <int HS>
+template <int HS, bool kNMajor>
 struct WgKvSmem {
   static constexpr int kLd = HS + 8;
   static constexpr int kRowMajor = kTile * kLd;  // K or V of the block, row-major
   static constexpr int kCore = kTile * HS;       // one 64 x HS tile, core layout
   // K, V; two stages of (Q, dO) core tiles; Q^T and dO^T (core layout,
-  // HS x 64); then two stages of (lse, D) floats.
-  static constexpr int kElems = 2 * kRowMajor + 4 * kCore + 2 * kCore;
+  // HS x 64; not with kNMajor); then two stages of (lse, D) floats.
+  static constexpr int kElems = 2 * kRowMajor + 4 * kCore + (kNMajor ? 0 : 2 * kCore);
   static constexpr int kBytes = kElems * 2 + 4 * kTile * 4;
 };
 
-template <int HS>
+template <int HS, bool kNMajor>
 __global__ void __launch_bounds__(128)
     FlashBackwardKVWgmmaKernel(bf16* __restrict__ dqkv, const bf16* __restrict__ dout,
                                const bf16* __restrict__ qkv, const float* __restrict__ lse,
@@ -56,14 +59,15 @@ __global__ void __launch_bounds__(128)
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
   __trap();  // wgmma exists on sm_90a only; the dispatch never launches this elsewhere
 #else
-  using S = WgKvSmem<HS>;
+  using S = WgKvSmem<HS, kNMajor>;
   extern __shared__ __align__(128) unsigned char smem[];
   bf16* k_s = reinterpret_cast<bf16*>(smem);
   bf16* v_s = k_s + S::kRowMajor;
   bf16* qdo_s = v_s + S::kRowMajor;          // stage i: Q core at 2i * kCore, dO core next
   bf16* qt_s = qdo_s + 4 * S::kCore;         // Q^T, core layout (HS x 64)
   bf16* dot_s = qt_s + S::kCore;             // dO^T
-  float* stat_s = reinterpret_cast<float*>(dot_s + S::kCore);  // stage i: lse, D at 2i * 64
+  // Stage i: lse, D at 2i * 64.
+  float* stat_s = reinterpret_cast<float*>(qdo_s + (S::kElems - 2 * S::kRowMajor));
 
   const int C = NH * HS;
   const int64_t ld = 3 * int64_t(C);
@@ -118,6 +122,7 @@ __global__ void __launch_bounds__(128)
     } else {
       CpAsyncWait<0>();
     }
+    if constexpr (kNMajor) FenceProxyAsync();  // the step's cp.async tiles, for wgmma
     __syncthreads();
     if (step == 0) {
 #pragma unroll
@@ -130,10 +135,12 @@ __global__ void __launch_bounds__(128)
     const bf16* do_core = q_core + S::kCore;
     const float* lse_s = stat_s + st * 2 * kTile;
     const float* d_s = lse_s + kTile;
-    TransposeToCoreLayout<kTile, HS, true>(qt_s, q_core, 0);
-    TransposeToCoreLayout<kTile, HS, true>(dot_s, do_core, 0);
-    FenceProxyAsync();  // the step's cp.async tiles and the transposes, for wgmma
-    __syncthreads();
+    if constexpr (!kNMajor) {
+      TransposeToCoreLayout<kTile, HS, true>(qt_s, q_core, 0);
+      TransposeToCoreLayout<kTile, HS, true>(dot_s, do_core, 0);
+      FenceProxyAsync();  // the step's cp.async tiles and the transposes, for wgmma
+      __syncthreads();
+    }
 
     // S^T (64 keys x 64 queries) = K Q^T and dP^T = V dO^T.
     float p[kTile / 8][4], ds[kTile / 8][4];
@@ -141,7 +148,11 @@ __global__ void __launch_bounds__(128)
     // P^T = exp2(S^T * scale * log2e - lse * log2e); dS^T = P^T * (dP^T - D).
     KvStepGradients<kTile>(p, ds, key0, q0, T, lse_s, d_s, scale_log2);
     // dV += P^T dO and dK += dS^T Q (k dimension: the step's queries).
-    WgmmaDualAccumulate<HS, kTile>(dv, p, dot_s, dk, ds, qt_s);
+    if constexpr (kNMajor) {
+      WgmmaDualAccumulate<HS, kTile, true>(dv, p, do_core, dk, ds, q_core);
+    } else {
+      WgmmaDualAccumulate<HS, kTile>(dv, p, dot_s, dk, ds, qt_s);
+    }
     __syncthreads();  // the next step refills the other stage and rewrites Q^T, dO^T
   }
 
@@ -151,19 +162,20 @@ __global__ void __launch_bounds__(128)
 #endif
 }
 
-template <int HS, int kGroups>
+template <int HS, int kGroups, bool kNMajor>
 struct WgQSmem {
   static constexpr int kBr = 64 * kGroups;
   static constexpr int kLd = HS + 8;
   static constexpr int kRowMajor = kBr * kLd;  // Q or dO of the block, row-major
   static constexpr int kCore = kTile * HS;     // one K or V tile, core layout
-  // Q, dO; two stages of (K, V) core tiles; K^T (core layout, HS x 64).
-  static constexpr int kElems = 2 * kRowMajor + 4 * kCore + kCore;
+  // Q, dO; two stages of (K, V) core tiles; K^T (core layout, HS x 64; not
+  // with kNMajor).
+  static constexpr int kElems = 2 * kRowMajor + 4 * kCore + (kNMajor ? 0 : kCore);
   static constexpr int kBytes = kElems * 2;
 };
 
 // grid (B * NH, ceil(T / kBr)); block y owns query tile (gridDim.y-1-y).
-template <int HS, int kGroups>
+template <int HS, int kGroups, bool kNMajor>
 __global__ void __launch_bounds__(kGroups * 128)
     FlashBackwardQWgmmaKernel(bf16* __restrict__ dqkv, const bf16* __restrict__ dout,
                               const bf16* __restrict__ qkv, const float* __restrict__ lse,
@@ -172,7 +184,7 @@ __global__ void __launch_bounds__(kGroups * 128)
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
   __trap();
 #else
-  using S = WgQSmem<HS, kGroups>;
+  using S = WgQSmem<HS, kGroups, kNMajor>;
   constexpr int kBr = S::kBr;
   extern __shared__ __align__(128) unsigned char smem[];
   bf16* q_s = reinterpret_cast<bf16*>(smem);
@@ -226,6 +238,7 @@ __global__ void __launch_bounds__(kGroups * 128)
     } else {
       CpAsyncWait<0>();
     }
+    if constexpr (kNMajor) FenceProxyAsync();  // the tile's cp.async, for wgmma
     __syncthreads();
     if (kt == 0) {
 #pragma unroll
@@ -236,9 +249,11 @@ __global__ void __launch_bounds__(kGroups * 128)
     }
     const bf16* k_core = kv_s + st * 2 * S::kCore;
     const bf16* v_core = k_core + S::kCore;
-    TransposeToCoreLayout<kTile, HS, true>(kt_s, k_core, 0);
-    FenceProxyAsync();  // the tile's cp.async and K^T, for wgmma
-    __syncthreads();
+    if constexpr (!kNMajor) {
+      TransposeToCoreLayout<kTile, HS, true>(kt_s, k_core, 0);
+      FenceProxyAsync();  // the tile's cp.async and K^T, for wgmma
+      __syncthreads();
+    }
 
     if (k0 <= group_row0 + 63) {  // uniform across the warpgroup
       // S = Q K^T and dP = dO V^T (the warpgroup's 64 queries x 64 keys).
@@ -246,7 +261,7 @@ __global__ void __launch_bounds__(kGroups * 128)
       WgmmaDualTileProduct<kTile, HS>(p, qf, k_core, ds, dof, v_core);
       QTileGradients<kTile>(p, ds, row0, k0, T, lse0, lse1, d0, d1, scale_log2);
       // dQ += dS K (k dimension: this tile's keys; B = K^T).
-      WgmmaAccumulate<HS, kTile>(dq, ds, kt_s);
+      WgmmaAccumulate<HS, kTile, kNMajor>(dq, ds, kNMajor ? k_core : kt_s);
     }
     __syncthreads();  // the next iteration refills stage st with tile kt + 2 and rewrites K^T
   }
@@ -256,23 +271,23 @@ __global__ void __launch_bounds__(kGroups * 128)
 #endif
 }
 
-template <int HS, int kGroups>
+template <int HS, int kGroups, bool kNMajor>
 absl::Status Launch(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
                     const float* dsum, const AttentionDims& d, cudaStream_t stream) {
   const float scale = 1.0f / sqrtf(static_cast<float>(HS));
   const float scale_log2 = scale * kLog2e;
   const int T = static_cast<int>(d.t), NH = static_cast<int>(d.nh);
   const auto bh = static_cast<unsigned>(d.b * d.nh);
-  constexpr int kKvBytes = WgKvSmem<HS>::kBytes;
-  auto* kv_kernel = FlashBackwardKVWgmmaKernel<HS>;
+  constexpr int kKvBytes = WgKvSmem<HS, kNMajor>::kBytes;
+  auto* kv_kernel = FlashBackwardKVWgmmaKernel<HS, kNMajor>;
   WEFT_CUDA_RETURN_IF_ERROR(
       cudaFuncSetAttribute(kv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kKvBytes));
   const dim3 kv_grid(bh, static_cast<unsigned>(CeilDiv(d.t, kTile)));
   kv_kernel<<<kv_grid, 128, kKvBytes, stream>>>(dqkv, dout, qkv, lse, dsum, T, NH, scale,
                                                 scale_log2);
   WEFT_RETURN_IF_ERROR(CheckLaunch("FlashBackwardKVWgmmaKernel"));
-  using QS = WgQSmem<HS, kGroups>;
-  auto* q_kernel = FlashBackwardQWgmmaKernel<HS, kGroups>;
+  using QS = WgQSmem<HS, kGroups, kNMajor>;
+  auto* q_kernel = FlashBackwardQWgmmaKernel<HS, kGroups, kNMajor>;
   WEFT_CUDA_RETURN_IF_ERROR(
       cudaFuncSetAttribute(q_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, QS::kBytes));
   const dim3 q_grid(bh, static_cast<unsigned>(CeilDiv(d.t, QS::kBr)));
@@ -283,10 +298,12 @@ absl::Status Launch(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* 
 
 template <int HS>
 absl::Status LaunchGroups(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
-                          const float* dsum, const AttentionDims& d, int groups,
+                          const float* dsum, const AttentionDims& d, int groups, bool n_major,
                           cudaStream_t stream) {
-  if (groups == 1) return Launch<HS, 1>(dqkv, dout, qkv, lse, dsum, d, stream);
-  if (groups == 2) return Launch<HS, 2>(dqkv, dout, qkv, lse, dsum, d, stream);
+  if (groups == 1 && !n_major) return Launch<HS, 1, false>(dqkv, dout, qkv, lse, dsum, d, stream);
+  if (groups == 2 && !n_major) return Launch<HS, 2, false>(dqkv, dout, qkv, lse, dsum, d, stream);
+  if (groups == 1 && n_major) return Launch<HS, 1, true>(dqkv, dout, qkv, lse, dsum, d, stream);
+  if (groups == 2 && n_major) return Launch<HS, 2, true>(dqkv, dout, qkv, lse, dsum, d, stream);
   return absl::InvalidArgumentError(
       absl::StrCat("flash attention wgmma backward: ", groups, " warpgroups; expected 1 or 2"));
 }
@@ -295,15 +312,15 @@ absl::Status LaunchGroups(bf16* dqkv, const bf16* dout, const bf16* qkv, const f
 
 absl::Status LaunchFlashBackwardWgmma(void* dqkv, const void* dout, const void* qkv,
                                       const float* lse, const float* dsum,
-                                      const AttentionDims& d, int q_warpgroups,
+                                      const AttentionDims& d, int q_warpgroups, bool n_major,
                                       cudaStream_t stream) {
   if (d.b * d.t * d.nh == 0) return absl::OkStatus();
   bf16* dx = static_cast<bf16*>(dqkv);
   const bf16* dy = static_cast<const bf16*>(dout);
   const bf16* x = static_cast<const bf16*>(qkv);
   switch (d.hs) {
-    case 32: return LaunchGroups<32>(dx, dy, x, lse, dsum, d, q_warpgroups, stream);
-    case 64: return LaunchGroups<64>(dx, dy, x, lse, dsum, d, q_warpgroups, stream);
+    case 32: return LaunchGroups<32>(dx, dy, x, lse, dsum, d, q_warpgroups, n_major, stream);
+    case 64: return LaunchGroups<64>(dx, dy, x, lse, dsum, d, q_warpgroups, n_major, stream);
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "flash attention wgmma backward: head size ", d.hs,

@@ -186,7 +186,9 @@ absl::Status LaunchTiled(bf16* out, float* lse, const bf16* qkv, const Attention
 absl::Status LaunchFlashForward(void* out, float* lse, const void* qkv, const AttentionDims& d,
                                 FlashTiling tiling, cudaStream_t stream) {
   if (d.b * d.t * d.nh == 0) return absl::OkStatus();
-  if (tiling.wgmma) return LaunchFlashForwardWgmma(out, lse, qkv, d, tiling.warps / 4, stream);
+  if (tiling.wgmma) {
+    return LaunchFlashForwardWgmma(out, lse, qkv, d, tiling.warps / 4, tiling.n_major, stream);
+  }
   bf16* o = static_cast<bf16*>(out);
   const bf16* x = static_cast<const bf16*>(qkv);
   switch (d.hs) {

@@ -13,7 +13,10 @@
 //               mma.sync layout, so the shared tile steps apply unchanged);
 //   O += P V    A = P repacked from S, B = V^T: V arrives row-major (keys x
 //               head dims) in a staging tile and is transposed into the
-//               core-matrix layout with ldmatrix.trans before the product.
+//               core-matrix layout with ldmatrix.trans before the product;
+//               or, with kNMajor (tilings wgmma-*-nmajor), V is copied into
+//               the core layout like K and read N-major through the
+//               instruction's transpose bit: no transpose, one barrier less.
 // K and the V staging tile are double-buffered (cp.async fetches tile kt + 1
 // while tile kt is used). Each product is issued, committed and waited for
 // at once; overlapping the softmax with the next tile's products (ping-pong
@@ -39,27 +42,28 @@ namespace {
 constexpr int kBc = kFlashTile;  // keys per tile
 constexpr float kLog2e = 1.4426950408889634f;
 
-template <int HS, int kGroups>
+template <int HS, int kGroups, bool kNMajor>
 struct WgmmaFwdSmem {
   static constexpr int kBr = 64 * kGroups;
   static constexpr int kLd = HS + 8;      // row-major staging tiles: conflict-free ldmatrix
   static constexpr int kQ = kBr * kLd;    // Q staging (row-major)
   static constexpr int kK = kBc * HS;     // one K tile, core-matrix layout
-  static constexpr int kV = kBc * kLd;    // one V staging tile, row-major
-  static constexpr int kVt = HS * kBc;    // V^T, core-matrix layout
-  // Q, two stages of K, two stages of V staging, V^T (elements).
+  // One V tile: row-major staging, or with kNMajor a core tile like K.
+  static constexpr int kV = kNMajor ? kBc * HS : kBc * kLd;
+  static constexpr int kVt = kNMajor ? 0 : HS * kBc;  // V^T, core-matrix layout
+  // Q, two stages of K, two stages of V, V^T (elements).
   static constexpr int kElems = kQ + 2 * kK + 2 * kV + kVt;
   static constexpr int kBytes = kElems * 2;
 };
 
-template <int HS, int kGroups>
+template <int HS, int kGroups, bool kNMajor>
 __global__ void __launch_bounds__(kGroups * 128)
     FlashForwardWgmmaKernel(bf16* __restrict__ out, float* __restrict__ lse,
                             const bf16* __restrict__ qkv, int T, int NH, float scale_log2) {
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
   __trap();  // wgmma exists on sm_90a only; the dispatch never launches this elsewhere
 #else
-  using S = WgmmaFwdSmem<HS, kGroups>;
+  using S = WgmmaFwdSmem<HS, kGroups, kNMajor>;
   constexpr int kBr = S::kBr;
   constexpr float kLn2 = 0.6931471805599453f;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -88,10 +92,17 @@ __global__ void __launch_bounds__(kGroups * 128)
   const int row0 = group_row0 + (warp % 4) * 16 + g;  // this thread's rows: row0, row0 + 8
   const int kt_last = (min(q0 + kBr, T) - 1) / kBc;  // key tiles up to the last live query
 
+  auto load_kv = [&](int k, int st) {
+    LoadCoreTileAsync<HS>(k_s0 + st * S::kK, k_g, ld, k, kBc, T);
+    if constexpr (kNMajor) {
+      LoadCoreTileAsync<HS>(v_s0 + st * S::kV, v_g, ld, k, kBc, T);
+    } else {
+      LoadTileAsync<HS>(v_s0 + st * S::kV, S::kLd, v_g, ld, k, kBc, T);
+    }
+    CpAsyncCommit();
+  };
   LoadTileAsync<HS>(q_s, S::kLd, q_g, ld, q0, kBr, T);
-  LoadCoreTileAsync<HS>(k_s0, k_g, ld, 0, kBc, T);
-  LoadTileAsync<HS>(v_s0, S::kLd, v_g, ld, 0, kBc, T);
-  CpAsyncCommit();
+  load_kv(0, 0);
 
   uint32_t qf[HS / 16][4];
   float o[HS / 8][4];
@@ -104,13 +115,12 @@ __global__ void __launch_bounds__(kGroups * 128)
     const int st = kt & 1;
     if (kt < kt_last) {
       // The other stage was last read in iteration kt - 1, which ended with a barrier.
-      LoadCoreTileAsync<HS>(k_s0 + (st ^ 1) * S::kK, k_g, ld, k0 + kBc, kBc, T);
-      LoadTileAsync<HS>(v_s0 + (st ^ 1) * S::kV, S::kLd, v_g, ld, k0 + kBc, kBc, T);
-      CpAsyncCommit();
+      load_kv(k0 + kBc, st ^ 1);
       CpAsyncWait<1>();
     } else {
       CpAsyncWait<0>();
     }
+    if constexpr (kNMajor) FenceProxyAsync();  // the tile's cp.async, for wgmma
     __syncthreads();  // tile kt (and Q) landed for every thread
     if (kt == 0) {
 #pragma unroll
@@ -118,11 +128,13 @@ __global__ void __launch_bounds__(kGroups * 128)
         LoadFragA(qf[kk], q_s, S::kLd, group_row0 - q0 + (warp % 4) * 16, kk * 16);
       }
     }
-    // V^T for the second product; the previous iteration's readers of vt_s
-    // passed its closing barrier.
-    TransposeToCoreLayout<kBc, HS>(vt_s, v_s0 + st * S::kV, S::kLd);
-    FenceProxyAsync();  // the K tile's cp.async and the V^T stores, for wgmma
-    __syncthreads();
+    if constexpr (!kNMajor) {
+      // V^T for the second product; the previous iteration's readers of
+      // vt_s passed its closing barrier.
+      TransposeToCoreLayout<kBc, HS>(vt_s, v_s0 + st * S::kV, S::kLd);
+      FenceProxyAsync();  // the K tile's cp.async and the V^T stores, for wgmma
+      __syncthreads();
+    }
 
     if (k0 <= group_row0 + 63) {  // uniform across the warpgroup
       float s[kBc / 8][4];
@@ -132,7 +144,8 @@ __global__ void __launch_bounds__(kGroups * 128)
       // Tile 0 gives every row a live key, so m is finite from then on.
       OnlineSoftmaxStep<HS, kBc>(s, m0, m1, l0, l1, o);
 
-      WgmmaAccumulate<HS, kBc>(o, s, vt_s);  // O += P V
+      // O += P V
+      WgmmaAccumulate<HS, kBc, kNMajor>(o, s, kNMajor ? v_s0 + st * S::kV : vt_s);
     }
     __syncthreads();  // the next iteration refills stage st with tile kt + 2 and rewrites vt_s
   }
@@ -149,11 +162,11 @@ __global__ void __launch_bounds__(kGroups * 128)
 #endif
 }
 
-template <int HS, int kGroups>
+template <int HS, int kGroups, bool kNMajor>
 absl::Status Launch(bf16* out, float* lse, const bf16* qkv, const AttentionDims& d,
                     cudaStream_t stream) {
-  using S = WgmmaFwdSmem<HS, kGroups>;
-  auto* kernel = FlashForwardWgmmaKernel<HS, kGroups>;
+  using S = WgmmaFwdSmem<HS, kGroups, kNMajor>;
+  auto* kernel = FlashForwardWgmmaKernel<HS, kGroups, kNMajor>;
   WEFT_CUDA_RETURN_IF_ERROR(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kBytes));
   const dim3 grid(static_cast<unsigned>(d.b * d.nh), static_cast<unsigned>(CeilDiv(d.t, S::kBr)));
@@ -165,9 +178,11 @@ absl::Status Launch(bf16* out, float* lse, const bf16* qkv, const AttentionDims&
 
 template <int HS>
 absl::Status LaunchGroups(bf16* out, float* lse, const bf16* qkv, const AttentionDims& d,
-                          int groups, cudaStream_t stream) {
-  if (groups == 1) return Launch<HS, 1>(out, lse, qkv, d, stream);
-  if (groups == 2) return Launch<HS, 2>(out, lse, qkv, d, stream);
+                          int groups, bool n_major, cudaStream_t stream) {
+  if (groups == 1 && !n_major) return Launch<HS, 1, false>(out, lse, qkv, d, stream);
+  if (groups == 2 && !n_major) return Launch<HS, 2, false>(out, lse, qkv, d, stream);
+  if (groups == 1 && n_major) return Launch<HS, 1, true>(out, lse, qkv, d, stream);
+  if (groups == 2 && n_major) return Launch<HS, 2, true>(out, lse, qkv, d, stream);
   return absl::InvalidArgumentError(
       absl::StrCat("flash attention wgmma forward: ", groups, " warpgroups; expected 1 or 2"));
 }
@@ -175,15 +190,15 @@ absl::Status LaunchGroups(bf16* out, float* lse, const bf16* qkv, const Attentio
 }  // namespace
 
 absl::Status LaunchFlashForwardWgmma(void* out, float* lse, const void* qkv,
-                                     const AttentionDims& d, int warpgroups,
+                                     const AttentionDims& d, int warpgroups, bool n_major,
                                      cudaStream_t stream) {
   if (d.b * d.t * d.nh == 0) return absl::OkStatus();
   bf16* o = static_cast<bf16*>(out);
   const bf16* x = static_cast<const bf16*>(qkv);
   switch (d.hs) {
-    case 32: return LaunchGroups<32>(o, lse, x, d, warpgroups, stream);
-    case 64: return LaunchGroups<64>(o, lse, x, d, warpgroups, stream);
-    case 128: return LaunchGroups<128>(o, lse, x, d, warpgroups, stream);
+    case 32: return LaunchGroups<32>(o, lse, x, d, warpgroups, n_major, stream);
+    case 64: return LaunchGroups<64>(o, lse, x, d, warpgroups, n_major, stream);
+    case 128: return LaunchGroups<128>(o, lse, x, d, warpgroups, n_major, stream);
   }
   return absl::InvalidArgumentError("flash attention needs head size 32, 64 or 128");
 }

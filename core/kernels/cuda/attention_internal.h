@@ -25,12 +25,15 @@ struct AttentionDims {
 // How a flash kernel splits the query rows of a block over its warps:
 // `warps` warps of `rows_per_warp` rows (16 or 32: one or two mma row
 // tiles). Bigger blocks read each key/value tile once for more rows. With
-// `wgmma` the forward runs on Hopper's warpgroup instructions instead of
-// mma.sync (attention_flash_fwd_wgmma.cu): warps / 4 warpgroups of 64 rows.
+// `wgmma` the kernels run on Hopper's warpgroup instructions instead of
+// mma.sync (attention_flash_{fwd,bwd}_wgmma.cu): warps / 4 warpgroups of
+// 64 rows; with `n_major` as well, their second products read B N-major
+// through the transpose bit instead of transposing tiles.
 struct FlashTiling {
   int warps = 4;
   int rows_per_warp = 16;
   bool wgmma = false;
+  bool n_major = false;
   int rows() const { return warps * rows_per_warp; }
   bool operator==(const FlashTiling&) const = default;
 };
@@ -39,7 +42,9 @@ inline constexpr FlashTiling kFlashTiling8x16{8, 16};
 inline constexpr FlashTiling kFlashTiling4x32{4, 32};
 inline constexpr FlashTiling kFlashTilingWgmma64{4, 16, true};
 inline constexpr FlashTiling kFlashTilingWgmma128{8, 16, true};
-std::string FlashTilingName(FlashTiling t);  // "4x16", "wgmma-128"
+inline constexpr FlashTiling kFlashTilingWgmma64NMajor{4, 16, true, true};
+inline constexpr FlashTiling kFlashTilingWgmma128NMajor{8, 16, true, true};
+std::string FlashTilingName(FlashTiling t);  // "4x16", "wgmma-128", "wgmma-64-nmajor"
 
 // The tilings the attention dispatch uses: the forward's and the
 // backward's. Defaults (the configuration measured on an H100) unless
@@ -56,9 +61,11 @@ absl::StatusOr<FlashTiling> FlashBackwardTiling();
 // caller checks for compute capability 9.0).
 absl::Status LaunchFlashForward(void* out, float* lse, const void* qkv, const AttentionDims& d,
                                 FlashTiling tiling, cudaStream_t stream);
-// The wgmma forward (sm_90a): 1 or 2 warpgroups of 64 query rows a block.
+// The wgmma forward (sm_90a): 1 or 2 warpgroups of 64 query rows a block;
+// n_major: V read N-major (FlashTiling::n_major).
 absl::Status LaunchFlashForwardWgmma(void* out, float* lse, const void* qkv,
-                                     const AttentionDims& d, int warpgroups, cudaStream_t stream);
+                                     const AttentionDims& d, int warpgroups, bool n_major,
+                                     cudaStream_t stream);
 // dsum (B, NH, T) holds rowsum(dout * out) from LaunchAttentionRowDot.
 // `bwd_tiling` 4x16 or 8x16 splits the dQ kernel's queries (the dK/dV
 // kernel always owns 64 keys over 4 warps); wgmma-64 / wgmma-128 run both
@@ -67,10 +74,11 @@ absl::Status LaunchFlashBackward(void* dqkv, const void* dout, const void* qkv, 
                                  const float* dsum, const AttentionDims& d,
                                  FlashTiling bwd_tiling, cudaStream_t stream);
 // The wgmma backward (sm_90a): dK/dV blocks of one warpgroup (64 keys), dQ
-// blocks of q_warpgroups (1 or 2) warpgroups of 64 queries.
+// blocks of q_warpgroups (1 or 2) warpgroups of 64 queries; n_major: dO, Q
+// and K read N-major (FlashTiling::n_major).
 absl::Status LaunchFlashBackwardWgmma(void* dqkv, const void* dout, const void* qkv,
                                       const float* lse, const float* dsum,
-                                      const AttentionDims& d, int q_warpgroups,
+                                      const AttentionDims& d, int q_warpgroups, bool n_major,
                                       cudaStream_t stream);
 
 // Simple warp-per-row kernels for any dtype and HS <= 256 (f32 path and

@@ -287,7 +287,7 @@ bool FlashAttentionApplies(DType dtype, int64_t head_size,
 }
 
 std::string FlashTilingName(FlashTiling t) {
-  if (t.wgmma) return absl::StrCat("wgmma-", t.rows());
+  if (t.wgmma) return absl::StrCat("wgmma-", t.rows(), t.n_major ? "-nmajor" : "");
   return absl::StrCat(t.warps, "x", t.rows_per_warp);
 }
 
@@ -335,7 +335,8 @@ absl::StatusOr<FlashTiling> FlashForwardTiling() {
       const FlashTiling t,
       TilingFromEnv(kVar, kFlashTiling4x16,
                     {kFlashTiling4x16, kFlashTiling8x16, kFlashTiling4x32, kFlashTilingWgmma64,
-                     kFlashTilingWgmma128}));
+                     kFlashTilingWgmma128, kFlashTilingWgmma64NMajor,
+                     kFlashTilingWgmma128NMajor}));
   return OnlyWhereItRuns(kVar, t);
 }
 
@@ -345,7 +346,8 @@ absl::StatusOr<FlashTiling> FlashBackwardTiling() {
       const FlashTiling t,
       TilingFromEnv(kVar, kFlashTiling4x16,
                     {kFlashTiling4x16, kFlashTiling8x16, kFlashTilingWgmma64,
-                     kFlashTilingWgmma128}));
+                     kFlashTilingWgmma128, kFlashTilingWgmma64NMajor,
+                     kFlashTilingWgmma128NMajor}));
   return OnlyWhereItRuns(kVar, t);
 }
 

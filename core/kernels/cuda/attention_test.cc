@@ -130,7 +130,7 @@ TEST_F(FlashTilingTest, WgmmaOnHopper) {
                                              << st;
     GTEST_SKIP() << "wgmma needs compute capability 9.0";
   }
-  for (const char* tiling : {"wgmma-64", "wgmma-128"}) {
+  for (const char* tiling : {"wgmma-64", "wgmma-128", "wgmma-64-nmajor", "wgmma-128-nmajor"}) {
     SCOPED_TRACE(tiling);
     setenv("WEFT_FLASH_FWD_TILING", tiling, 1);
     setenv("WEFT_FLASH_BWD_TILING", tiling, 1);

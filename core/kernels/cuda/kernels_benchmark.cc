@@ -197,7 +197,8 @@ void BenchAttention(Bench& b, int64_t batch) {
   WEFT_CHECK(cudaGetDevice(&device) == cudaSuccess);
   WEFT_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) ==
              cudaSuccess);
-  for (const char* tiling : {"4x16", "8x16", "4x32", "wgmma-64", "wgmma-128"}) {
+  for (const char* tiling :
+       {"4x16", "8x16", "4x32", "wgmma-64", "wgmma-128", "wgmma-64-nmajor", "wgmma-128-nmajor"}) {
     if (std::strncmp(tiling, "wgmma", 5) == 0 && major != 9) continue;  // sm_90a only
     setenv("WEFT_FLASH_FWD_TILING", tiling, 1);
     b.Run(std::string("attention fwd (flash, bf16, ") + tiling + ")", fwd, 0, [&] {
@@ -205,7 +206,8 @@ void BenchAttention(Bench& b, int64_t batch) {
     });
   }
   unsetenv("WEFT_FLASH_FWD_TILING");
-  for (const char* tiling : {"4x16", "8x16", "wgmma-64", "wgmma-128"}) {
+  for (const char* tiling :
+       {"4x16", "8x16", "wgmma-64", "wgmma-128", "wgmma-64-nmajor", "wgmma-128-nmajor"}) {
     if (std::strncmp(tiling, "wgmma", 5) == 0 && major != 9) continue;  // sm_90a only
     setenv("WEFT_FLASH_BWD_TILING", tiling, 1);
     b.Run(std::string("attention bwd (flash, bf16, ") + tiling + ")", 2.5 * fwd, 0, [&] {

@@ -282,12 +282,24 @@ __device__ __forceinline__ void WgmmaTileProduct(float (&x)[N / 8][4],
   WgmmaWait<0>();
 }
 
+// The descriptor of k-step kk of B (kK x N) for the products below: B
+// stored transposed, as an N x kK core tile (K-major), or with kNMajor as
+// is, a kK x N core tile read with the instruction's transpose bit.
+template <bool kNMajor, int N, int kK>
+__device__ __forceinline__ uint64_t ProductBDescriptor(const void* b, int kk) {
+  if constexpr (kNMajor) {
+    return CoreLayoutDescriptorNMajor<N>(b, kk);
+  } else {
+    return CoreLayoutDescriptor<kK>(b, kk);
+  }
+}
+
 // c += A · B and c2 += A2 · B2 over kK, with A, A2 16 x kK tiles held as
-// accumulators (rounded to bf16: P, dS) and B, B2 N x kK core tiles (the
-// transposes of the kK x N operands: V^T, dO^T, Q^T, K^T). Every A
-// fragment is written before the fence: a wgmma may read its registers
-// until the wait.
-template <int N, int kK>
+// accumulators (rounded to bf16: P, dS) and B, B2 the kK x N operands (V,
+// dO, Q, K) as ProductBDescriptor reads them: transposed core tiles (V^T,
+// dO^T, Q^T, K^T), or with kNMajor the tiles as loaded. Every A fragment is
+// written before the fence: a wgmma may read its registers until the wait.
+template <int N, int kK, bool kNMajor = false>
 __device__ __forceinline__ void WgmmaDualAccumulate(float (&c)[N / 8][4],
                                                     const float (&a)[kK / 8][4],
                                                     const __nv_bfloat16* b,
@@ -303,15 +315,15 @@ __device__ __forceinline__ void WgmmaDualAccumulate(float (&c)[N / 8][4],
   WgmmaFence();
 #pragma unroll
   for (int kk = 0; kk < kK / 16; ++kk) {
-    WgmmaBf16<N>(c, af[kk], CoreLayoutDescriptor<kK>(b, kk));
-    WgmmaBf16<N>(c2, af2[kk], CoreLayoutDescriptor<kK>(b2, kk));
+    WgmmaBf16<N, kNMajor>(c, af[kk], ProductBDescriptor<kNMajor, N, kK>(b, kk));
+    WgmmaBf16<N, kNMajor>(c2, af2[kk], ProductBDescriptor<kNMajor, N, kK>(b2, kk));
   }
   WgmmaCommit();
   WgmmaWait<0>();
 }
 
 // c += A · B for one pair (WgmmaDualAccumulate).
-template <int N, int kK>
+template <int N, int kK, bool kNMajor = false>
 __device__ __forceinline__ void WgmmaAccumulate(float (&c)[N / 8][4], const float (&a)[kK / 8][4],
                                                 const __nv_bfloat16* b) {
   uint32_t af[kK / 16][4];
@@ -319,7 +331,9 @@ __device__ __forceinline__ void WgmmaAccumulate(float (&c)[N / 8][4], const floa
   for (int kk = 0; kk < kK / 16; ++kk) AccToFragA(af[kk], a, kk);
   WgmmaFence();
 #pragma unroll
-  for (int kk = 0; kk < kK / 16; ++kk) WgmmaBf16<N>(c, af[kk], CoreLayoutDescriptor<kK>(b, kk));
+  for (int kk = 0; kk < kK / 16; ++kk) {
+    WgmmaBf16<N, kNMajor>(c, af[kk], ProductBDescriptor<kNMajor, N, kK>(b, kk));
+  }
   WgmmaCommit();
   WgmmaWait<0>();
 }

@@ -228,6 +228,18 @@ int main() {
   bad += RunLate(1, 130, 1, 32, all_wg64);
   bad += RunSame(1, 200, 2, 64, all_wg128);
   bad += RunSame(2, 130, 1, 32, all_wg64);
+  // ... with B read N-major through the transpose bit (no transposes).
+  const Tilings nm64{weft::cuda::kFlashTilingWgmma64NMajor, weft::cuda::kFlashTilingWgmma64NMajor};
+  const Tilings nm128{weft::cuda::kFlashTilingWgmma128NMajor,
+                      weft::cuda::kFlashTilingWgmma128NMajor};
+  bad += Run(2, 130, 1, 32, true, nm64);
+  bad += Run(1, 200, 1, 64, true, nm128);
+  bad += Run(1, 80, 2, 64, true, nm64);
+  bad += Run(1, 100, 1, 128, true, {weft::cuda::kFlashTilingWgmma128NMajor,
+                                    weft::cuda::kFlashTiling4x16});
+  bad += RunLate(1, 200, 1, 64, nm128);
+  bad += RunSame(1, 200, 2, 64, nm128);
+  bad += RunSame(2, 130, 1, 32, nm64);
   bad += Run(1, 67, 2, 40, false);
   printf(bad ? "FAILURES: %d\n" : "all ok\n", bad);
   return bad;
