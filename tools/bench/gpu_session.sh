@@ -250,9 +250,20 @@ stage_profile() {
 # then the whole step with the fastest forward and backward tiling beside the
 # default, so the default can follow the measurement.
 stage_tiling() {
+  # Only tilings that compute the right thing compete: when the wgmma
+  # parity tests fail, the mma.sync tilings alone are timed.
+  local t log fwd bwd tilings="4x16 8x16 4x32 wgmma-64 wgmma-128 wgmma-64-nmajor wgmma-128-nmajor"
+  if ! item "attention_test FlashTilingTest" 120 ./run attention_test \
+      --gtest_filter='FlashTilingTest.*' --gtest_brief=1; then
+    grep -E "Failure|tiling|FAILED" "$logs/attention_test FlashTilingTest.log" | head -8 >> "$summary"
+    tilings="4x16 8x16 4x32"
+  fi
+  if ! item "wgmma_test" 60 ./run wgmma_test --gtest_brief=1; then
+    grep -E "Failure|wrong|FAILED" "$logs/wgmma_test.log" | head -8 >> "$summary"
+    tilings="4x16 8x16 4x32"
+  fi
   # One process per tiling: a kernel that faults takes only its own line.
-  local t log fwd bwd
-  for t in 4x16 8x16 4x32 wgmma-64 wgmma-128 wgmma-64-nmajor wgmma-128-nmajor; do
+  for t in $tilings; do
     item "kernels_benchmark attention $t" 60 ./run kernels_benchmark --batch=16 --iters=50 \
         --only="$t)"
     grep "^attention" "$logs/kernels_benchmark attention $t.log" | sed 's/^/  /' >> "$summary"
