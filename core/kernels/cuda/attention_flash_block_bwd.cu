@@ -121,25 +121,14 @@ __global__ void __launch_bounds__(kThreads)
     // past Tq and rows that saw nothing have P = 0 through their lse.)
     const bool masked = !(whole_k && q0 + kBr <= p.tq && k_hi <= q_lo);
     // P^T = exp2(S^T * scale_log2 - lse * log2e); dS^T = P^T * (dP^T - D).
-#pragma unroll
-    for (int j = 0; j < kBr / 8; ++j) {
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        const int qi = j * 8 + 2 * t + c;  // query within the step
-        bool live0 = true, live1 = true;
-        if (masked) {
-          const int64_t qpos = q0 + qi < p.tq ? PositionOf(p.qc, q0 + qi) : -1;
-          live0 = kpos0 <= qpos;
-          live1 = kpos1 <= qpos;
-        }
-        const float p0 = live0 ? exp2f(pt[j][c] * scale_log2 - lse_s[qi]) : 0.0f;
-        const float p1 = live1 ? exp2f(pt[j][2 + c] * scale_log2 - lse_s[qi]) : 0.0f;
-        pt[j][c] = p0;
-        pt[j][2 + c] = p1;
-        ds[j][c] = p0 * (ds[j][c] - d_s[qi]);
-        ds[j][2 + c] = p1 * (ds[j][2 + c] - d_s[qi]);
+    KvStepGradients<kBr>(pt, ds, lse_s, d_s, scale_log2, [&](int qi, bool& live0, bool& live1) {
+      live0 = live1 = true;
+      if (masked) {
+        const int64_t qpos = q0 + qi < p.tq ? PositionOf(p.qc, q0 + qi) : -1;
+        live0 = kpos0 <= qpos;
+        live1 = kpos1 <= qpos;
       }
-    }
+    });
     // dV += P^T dO and dK += dS^T Q (k dimension: the step's queries).
     AccumulateDualProduct<HS, kBr>(dv, pt, do_s, dk, ds, q_s, S::kLd);
     __syncthreads();  // the next step refills this stage
@@ -232,23 +221,16 @@ __global__ void __launch_bounds__(kThreads)
     int64_t k_lo, k_hi;
     TileRange(p.kc, k0, kTile, p.tk, k_lo, k_hi);
     const bool masked = !(whole_q && k0 + kTile <= p.tk && k_hi <= q_lo);
-#pragma unroll
-    for (int j = 0; j < kTile / 8; ++j) {
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        const int key = k0 + j * 8 + 2 * t + c;
-        bool live0 = true, live1 = true;
-        if (masked) {
-          const int64_t kpos = key < p.tk ? PositionOf(p.kc, key) : INT64_MAX;
-          live0 = kpos <= pos0;
-          live1 = kpos <= pos1;
-        }
-        const float p0 = live0 ? exp2f(s[j][c] * scale_log2 - lse0) : 0.0f;
-        const float p1 = live1 ? exp2f(s[j][2 + c] * scale_log2 - lse1) : 0.0f;
-        ds[j][c] = p0 * (ds[j][c] - d0);
-        ds[j][2 + c] = p1 * (ds[j][2 + c] - d1);
-      }
-    }
+    QTileGradients<kTile>(s, ds, lse0, lse1, d0, d1, scale_log2,
+                          [&](int col, bool& live0, bool& live1) {
+                            live0 = live1 = true;
+                            if (masked) {
+                              const int key = k0 + col;
+                              const int64_t kpos = key < p.tk ? PositionOf(p.kc, key) : INT64_MAX;
+                              live0 = kpos <= pos0;
+                              live1 = kpos <= pos1;
+                            }
+                          });
     // dQ += dS K (k dimension: this tile's keys; B is K read through .trans).
     AccumulateProduct<HS, kTile>(acc, ds, k_s, S::kLd);
     __syncthreads();  // the next iteration refills this stage

@@ -108,19 +108,12 @@ __global__ void __launch_bounds__(kThreads)
     TileRange(p.kc, k0, kTile, p.tk, k_lo, k_hi);
     // Every key before every query, both tiles whole: nothing to mask.
     const bool masked = !(whole_q && k0 + kTile <= p.tk && k_hi <= q_lo);
-#pragma unroll
-    for (int j = 0; j < kTile / 8; ++j) {
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        const int key = k0 + j * 8 + 2 * t + c;
-        const int64_t kpos = key < p.tk ? PositionOf(p.kc, key) : INT64_MAX;
-        float v0 = s[j][c] * scale_log2, v1 = s[j][2 + c] * scale_log2;
-        if (masked && kpos > pos0) v0 = -INFINITY;
-        if (masked && kpos > pos1) v1 = -INFINITY;
-        s[j][c] = v0;
-        s[j][2 + c] = v1;
-      }
-    }
+    ScaleAndMaskScores<kTile>(s, scale_log2, [&](int col, bool& live0, bool& live1) {
+      const int key = k0 + col;
+      const int64_t kpos = key < p.tk ? PositionOf(p.kc, key) : INT64_MAX;
+      live0 = !(masked && kpos > pos0);
+      live1 = !(masked && kpos > pos1);
+    });
     OnlineSoftmaxStep<HS, kTile>(s, m0, m1, l0, l1, o);
     AccumulateProduct<HS, kTile>(o, s, v_s, S::kLd);  // O += P V
     __syncthreads();  // the next iteration refills this stage

@@ -31,7 +31,6 @@ namespace {
 
 constexpr int kBc = kFlashTile;  // keys per tile
 constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
 
 // kWarps warps of kM 16-row tiles each: kBr = 16 * kWarps * kM query rows.
 template <int HS, int kWarps, int kM>
@@ -142,11 +141,7 @@ __global__ void __launch_bounds__(kWarps * kWarpSize)
     const float s0 = GroupSum(l0[m]), s1 = GroupSum(l1[m]);
     StoreTileRows<HS>(out + (int64_t(b) * T + row0) * C + h * HS + 2 * t, 8 * int64_t(C),
                       row0 < T, row0 + 8 < T, o[m], 1.0f / s0, 1.0f / s1);
-    if (t == 0) {
-      float* lse_row = lse + int64_t(bh) * T;
-      if (row0 < T) lse_row[row0] = (m0[m] + log2f(s0)) * kLn2;
-      if (row0 + 8 < T) lse_row[row0 + 8] = (m1[m] + log2f(s1)) * kLn2;
-    }
+    StoreRowLse(lse + int64_t(bh) * T, row0, T, m0[m], m1[m], s0, s1);
   }
 }
 

@@ -65,7 +65,6 @@ __global__ void __launch_bounds__(kGroups * 128)
 #else
   using S = WgmmaFwdSmem<HS, kGroups, kNMajor>;
   constexpr int kBr = S::kBr;
-  constexpr float kLn2 = 0.6931471805599453f;
   extern __shared__ __align__(128) unsigned char smem[];
   bf16* q_s = reinterpret_cast<bf16*>(smem);
   bf16* k_s0 = q_s + S::kQ;    // stage i at k_s0 + i * kK
@@ -154,11 +153,7 @@ __global__ void __launch_bounds__(kGroups * 128)
   l1 = GroupSum(l1);
   StoreTileRows<HS>(out + (int64_t(b) * T + row0) * C + h * HS + 2 * t, 8 * int64_t(C), row0 < T,
                     row0 + 8 < T, o, 1.0f / l0, 1.0f / l1);
-  if (t == 0) {
-    float* lse_row = lse + int64_t(bh) * T;
-    if (row0 < T) lse_row[row0] = (m0 + log2f(l0)) * kLn2;
-    if (row0 + 8 < T) lse_row[row0 + 8] = (m1 + log2f(l1)) * kLn2;
-  }
+  StoreRowLse(lse + int64_t(bh) * T, row0, T, m0, m1, l0, l1);
 #endif
 }
 

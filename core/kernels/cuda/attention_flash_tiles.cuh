@@ -215,74 +215,130 @@ __device__ __forceinline__ void OnlineSoftmaxStep(float (&s)[kCols / 8][4], floa
 
 // The elementwise steps below work on a warp's 16-row accumulator tile
 // (rows row0 = 16w + g and row0 + 8 for the thread, elements 0-1 and 2-3 of
-// each 8-column slice j, columns 8j + 2t and + 1; attention_mma.cuh).
+// each 8-column slice j, columns 8j + 2t and + 1; attention_mma.cuh). Which
+// (row, column) pairs are live comes from `live(col, live0, live1)`: col is
+// the column within the tile, live0 / live1 whether the thread's first /
+// second row sees it (causal by index in self-attention, by global position
+// in the ring kernels).
 
-// A forward score tile into log2 units: s *= scale_log2, and -inf where
-// `masked` and the key (k0 + column) is above the row (causal).
-template <int kCols>
-__device__ __forceinline__ void ScaleAndMaskScores(float (&s)[kCols / 8][4], int row0, int k0,
-                                                   bool masked, float scale_log2) {
+// A forward score tile into log2 units: s *= scale_log2, -inf where not live.
+template <int kCols, typename Live>
+__device__ __forceinline__ void ScaleAndMaskScores(float (&s)[kCols / 8][4], float scale_log2,
+                                                   Live live) {
   const int t = threadIdx.x & 3;
 #pragma unroll
   for (int j = 0; j < kCols / 8; ++j) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int key = k0 + j * 8 + 2 * t + (e & 1);
-      const int row = row0 + (e >= 2 ? 8 : 0);
-      float v = s[j][e] * scale_log2;
-      if (masked && key > row) v = -INFINITY;
-      s[j][e] = v;
+    for (int c = 0; c < 2; ++c) {
+      bool live0, live1;
+      live(j * 8 + 2 * t + c, live0, live1);
+      float v0 = s[j][c] * scale_log2, v1 = s[j][2 + c] * scale_log2;
+      if (!live0) v0 = -INFINITY;
+      if (!live1) v1 = -INFINITY;
+      s[j][c] = v0;
+      s[j][2 + c] = v1;
     }
   }
 }
 
-// A dK/dV kernel's step, keys as rows (key0, key0 + 8), the step's queries
-// q0 + column as columns: p (S^T) becomes P^T = exp2(S^T * scale_log2 - lse)
-// where key <= query < T (0 elsewhere) and ds (dP^T) becomes
-// dS^T = P^T * (dP^T - D); lse_s (log2 units) and d_s hold the step's
-// per-query statistics.
+// The same with the causal mask by index: where `masked`, keys (k0 +
+// column) above the row are -inf.
+template <int kCols>
+__device__ __forceinline__ void ScaleAndMaskScores(float (&s)[kCols / 8][4], int row0, int k0,
+                                                   bool masked, float scale_log2) {
+  ScaleAndMaskScores<kCols>(s, scale_log2, [&](int col, bool& live0, bool& live1) {
+    const int key = k0 + col;
+    live0 = !(masked && key > row0);
+    live1 = !(masked && key > row0 + 8);
+  });
+}
+
+// A dK/dV kernel's step, keys as rows, the step's queries as columns: p
+// (S^T) becomes P^T = exp2(S^T * scale_log2 - lse) where live (0
+// elsewhere) and ds (dP^T) becomes dS^T = P^T * (dP^T - D); lse_s (log2
+// units) and d_s hold the step's per-query statistics.
+template <int kCols, typename Live>
+__device__ __forceinline__ void KvStepGradients(float (&p)[kCols / 8][4], float (&ds)[kCols / 8][4],
+                                                const float* lse_s, const float* d_s,
+                                                float scale_log2, Live live) {
+  const int t = threadIdx.x & 3;
+#pragma unroll
+  for (int j = 0; j < kCols / 8; ++j) {
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      const int qi = j * 8 + 2 * t + c;  // query within the step
+      bool live0, live1;
+      live(qi, live0, live1);
+      const float p0 = live0 ? exp2f(p[j][c] * scale_log2 - lse_s[qi]) : 0.0f;
+      const float p1 = live1 ? exp2f(p[j][2 + c] * scale_log2 - lse_s[qi]) : 0.0f;
+      p[j][c] = p0;
+      p[j][2 + c] = p1;
+      ds[j][c] = p0 * (ds[j][c] - d_s[qi]);
+      ds[j][2 + c] = p1 * (ds[j][2 + c] - d_s[qi]);
+    }
+  }
+}
+
+// The same for self-attention: the thread's keys key0, key0 + 8 see the
+// step's queries q0 + column at or after them and before T.
 template <int kCols>
 __device__ __forceinline__ void KvStepGradients(float (&p)[kCols / 8][4], float (&ds)[kCols / 8][4],
                                                 int key0, int q0, int T, const float* lse_s,
                                                 const float* d_s, float scale_log2) {
+  KvStepGradients<kCols>(p, ds, lse_s, d_s, scale_log2, [&](int qi, bool& live0, bool& live1) {
+    const int query = q0 + qi;
+    live0 = query >= key0 && query < T;
+    live1 = query >= key0 + 8 && query < T;
+  });
+}
+
+// A dQ kernel's key tile, queries as rows (lse in log2 units and D of each
+// of the thread's two), keys as columns: ds (dP) becomes
+// dS = exp2(S * scale_log2 - lse) * (dP - D) where live (0 elsewhere), s
+// holding S.
+template <int kCols, typename Live>
+__device__ __forceinline__ void QTileGradients(const float (&s)[kCols / 8][4],
+                                               float (&ds)[kCols / 8][4], float lse0, float lse1,
+                                               float d0, float d1, float scale_log2, Live live) {
   const int t = threadIdx.x & 3;
 #pragma unroll
   for (int j = 0; j < kCols / 8; ++j) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int qi = j * 8 + 2 * t + (e & 1);  // query within the step
-      const int key = key0 + (e >= 2 ? 8 : 0);
-      const int query = q0 + qi;
-      const bool live = query >= key && query < T;
-      const float pv = live ? exp2f(p[j][e] * scale_log2 - lse_s[qi]) : 0.0f;
-      p[j][e] = pv;
-      ds[j][e] = pv * (ds[j][e] - d_s[qi]);
+    for (int c = 0; c < 2; ++c) {
+      bool live0, live1;
+      live(j * 8 + 2 * t + c, live0, live1);
+      const float p0 = live0 ? exp2f(s[j][c] * scale_log2 - lse0) : 0.0f;
+      const float p1 = live1 ? exp2f(s[j][2 + c] * scale_log2 - lse1) : 0.0f;
+      ds[j][c] = p0 * (ds[j][c] - d0);
+      ds[j][2 + c] = p1 * (ds[j][2 + c] - d1);
     }
   }
 }
 
-// A dQ kernel's key tile, queries as rows (row0, row0 + 8; lse in log2
-// units and D of each), keys k0 + column: ds (dP) becomes
-// dS = exp2(S * scale_log2 - lse) * (dP - D) where key <= row < T (0
-// elsewhere), s holding S.
+// The same for self-attention: rows row0, row0 + 8 below T see keys (k0 +
+// column) at or before them.
 template <int kCols>
 __device__ __forceinline__ void QTileGradients(const float (&s)[kCols / 8][4],
                                                float (&ds)[kCols / 8][4], int row0, int k0, int T,
                                                float lse0, float lse1, float d0, float d1,
                                                float scale_log2) {
-  const int t = threadIdx.x & 3;
-#pragma unroll
-  for (int j = 0; j < kCols / 8; ++j) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int key = k0 + j * 8 + 2 * t + (e & 1);
-      const bool upper = e >= 2;
-      const int row = row0 + (upper ? 8 : 0);
-      const bool live = key <= row && row < T;
-      const float pv = live ? exp2f(s[j][e] * scale_log2 - (upper ? lse1 : lse0)) : 0.0f;
-      ds[j][e] = pv * (ds[j][e] - (upper ? d1 : d0));
-    }
-  }
+  QTileGradients<kCols>(s, ds, lse0, lse1, d0, d1, scale_log2,
+                        [&](int col, bool& live0, bool& live1) {
+                          const int key = k0 + col;
+                          live0 = key <= row0 && row0 < T;
+                          live1 = key <= row0 + 8 && row0 + 8 < T;
+                        });
+}
+
+// Writes the natural-log logsumexp of the thread's two rows (lane t == 0 of
+// each group; l summed over the group): ln 2 * (m + log2 l) from the
+// forward's running max and sum in log2 units, for rows below T.
+__device__ __forceinline__ void StoreRowLse(float* lse_row, int row0, int T, float m0, float m1,
+                                            float l0, float l1) {
+  constexpr float kLn2 = 0.6931471805599453f;
+  if ((threadIdx.x & 3) != 0) return;
+  if (row0 < T) lse_row[row0] = (m0 + log2f(l0)) * kLn2;
+  if (row0 + 8 < T) lse_row[row0 + 8] = (m1 + log2f(l1)) * kLn2;
 }
 
 // Stores the thread's two rows of a 16 x N accumulator tile as bf16: at p0
