@@ -160,6 +160,13 @@ TEST_F(FlashTilingTest, UnknownOrUnsupportedTilingIsAnError) {
   setenv("WEFT_FLASH_FWD_TILING", "4x32", 1);  // two row tiles a warp: HS <= 64 only
   st = GpuOps().AttentionForward(GpuCtx(), out, lse, qkv, 1);
   EXPECT_TRUE(absl::IsInvalidArgument(st)) << st;
+  // The backward reads its own variable; 4x32 is no backward tiling.
+  unsetenv("WEFT_FLASH_FWD_TILING");
+  setenv("WEFT_FLASH_BWD_TILING", "4x32", 1);
+  Tensor dqkv = GpuZeros({1, 4, 3 * 128}, DType::kBF16);
+  st = GpuOps().AttentionBackward(GpuCtx(), dqkv, out, qkv, out, lse, 1);
+  EXPECT_TRUE(absl::IsInvalidArgument(st)) << st;
+  EXPECT_NE(st.message().find("WEFT_FLASH_BWD_TILING=4x32"), std::string::npos) << st;
 }
 
 TEST(AttentionParityTest, Bf16FallbackForOtherHeadSizes) {
