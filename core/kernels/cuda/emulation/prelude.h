@@ -176,6 +176,31 @@ inline void cp_async_wait(int n) {
   groups_.erase(groups_.begin(), groups_.begin() + done);
 }
 
+// wgmma.mma_async runs when a wgmma.wait_group retires its group, not at
+// issue (see emu::wgmma below): the accumulators in flight hold kInFlight
+// (a NaN) until then, so a read before the wait shows up in the results,
+// and B is read from shared memory at completion, so overwriting it early
+// does too.
+inline constexpr uint32_t kInFlight = 0x7fc0deadu;
+inline bool InFlight(const float* p) {
+  uint32_t bits;
+  std::memcpy(&bits, p, 4);
+  return bits == kInFlight;
+}
+struct PendingWgmma {
+  int n;                     // N of m64nNk16
+  float* d[64];              // the lane's accumulator registers
+  float init[64];            // their values at issue (unless chained)
+  bool chained[64];          // d was in flight already: its input is that result
+  uint32_t a[4];             // A is read at issue (registers, by value)
+  const unsigned char* start;
+  size_t lbo, sbo;
+  int scale_d, trans_b;
+};
+inline thread_local std::vector<PendingWgmma> wg_uncommitted_;
+inline thread_local std::vector<std::vector<PendingWgmma>> wg_groups_;
+inline thread_local std::vector<std::pair<float*, float>> wg_running_;  // in-flight results
+
 // One std::thread per CUDA thread of a block, reused for every block of the
 // grid (blocks run one after another; thread creation dominated the run time).
 template <typename K, typename... Args>
@@ -206,6 +231,9 @@ void Launch(K kernel, dim3 grid, dim3 block, size_t smem_bytes, void*, Args... a
             kernel(args...);
             uncommitted_.clear();  // copies never waited for do not land
             groups_.clear();
+            if (!wg_uncommitted_.empty() || !wg_groups_.empty())
+              Fail("wgmma still in flight when the block ended (no wgmma.wait_group 0)", nullptr,
+                   long(wg_groups_.size()));
             blk->bar->arrive_and_wait();
           }
     });
@@ -267,23 +295,21 @@ const bool emu_smem_registered = ::emu::RegisterSmem(smem, sizeof(smem));
 // at 2 (n % 8) + 16 (k % 8) + SBO (n / 8) + LBO (k / 8). The 14-bit start field
 // holds bits 4-17 of the shared address: resolved against this file's
 // shared window (a per-file copy: it names this file's smem).
-namespace emu { namespace {
-template <int N>
-void wgmma(float* const (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc, int scale_d,
-           int trans_b) {
+//
+// Asynchrony, as the PTX ISA allows it at its latest: issue records the
+// product and marks its accumulators in flight (emu::kInFlight); commit
+// closes a group; wait_group n runs every product of all but the n newest
+// groups in issue order, reading B then, and writes the accumulators back
+// once no pending product uses them. Writing an in-flight accumulator
+// fails; reading one yields NaN.
+namespace emu {
+inline void RunWgmma(const PendingWgmma& op) {
   const int w = warp_id(), l = lane_id(), s = next_slot();
-  for (int i = 0; i < 4; ++i) g_block->a[s][w][l][i] = a[i];
+  for (int i = 0; i < 4; ++i) g_block->a[s][w][l][i] = op.a[i];
   warp_sync();
-  if ((desc >> 62) != 0) Fail("wgmma descriptor: swizzled layouts are not emulated", nullptr, long(desc >> 62));
-  if (((desc >> 49) & 7) != 0) Fail("wgmma descriptor: base offset not 0", nullptr, long((desc >> 49) & 7));
-  unsigned char* base = ::weft::cuda::smem;
-  const uintptr_t low = reinterpret_cast<uintptr_t>(base) & 0x3FFFF;
-  const uintptr_t offset = (((desc & 0x3FFF) << 4) - low) & 0x3FFFF;
-  const unsigned char* start = base + offset;
-  const size_t lbo = ((desc >> 16) & 0x3FFF) << 4, sbo = ((desc >> 32) & 0x3FFF) << 4;
   auto B = [&](int k, int n) {
-    const int inner = trans_b ? n % 8 : k % 8, row8 = trans_b ? k % 8 : n % 8;
-    const unsigned char* row = start + (n / 8) * sbo + (k / 8) * lbo + row8 * 16;
+    const int inner = op.trans_b ? n % 8 : k % 8, row8 = op.trans_b ? k % 8 : n % 8;
+    const unsigned char* row = op.start + (n / 8) * op.sbo + (k / 8) * op.lbo + row8 * 16;
     CheckShared(row, 16, 16, "wgmma B core-matrix row outside the dynamic shared window or misaligned");
     uint16_t bits;
     std::memcpy(&bits, row + 2 * inner, 2);
@@ -294,17 +320,80 @@ void wgmma(float* const (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc, int 
     int reg = (r >= 8 ? 1 : 0) + (c >= 8 ? 2 : 0);
     return bf(g_block->a[s][w][lane][reg], c % 2);
   };
+  auto running = [&](float* p) -> std::pair<float*, float>& {
+    for (auto& r : wg_running_) if (r.first == p) return r;
+    wg_running_.push_back({p, 0.0f});
+    return wg_running_.back();
+  };
   const int g = l / 4, t = l % 4;
-  for (int j = 0; j < N / 8; ++j) {
+  for (int j = 0; j < op.n / 8; ++j) {
     for (int e = 0; e < 4; ++e) {
+      const int i = 4 * j + e;
       const int r = g + (e >= 2 ? 8 : 0), c = 8 * j + 2 * t + (e % 2);
       float acc = 0;
       for (int k = 0; k < 16; ++k) acc += A(r, k) * B(k, c);
-      *d[4 * j + e] = (scale_d ? *d[4 * j + e] : 0.0f) + acc;
+      auto& slot = running(op.d[i]);
+      const float in = !op.scale_d ? 0.0f : op.chained[i] ? slot.second : op.init[i];
+      slot.second = in + acc;
     }
   }
 }
-} }
+inline void wgmma_commit() {
+  warp_sync();
+  wg_groups_.push_back(std::move(wg_uncommitted_));
+  wg_uncommitted_.clear();
+}
+inline void wgmma_wait(int n) {
+  warp_sync();
+  const size_t done = wg_groups_.size() > size_t(n) ? wg_groups_.size() - n : 0;
+  for (size_t i = 0; i < done; ++i) for (const PendingWgmma& op : wg_groups_[i]) RunWgmma(op);
+  wg_groups_.erase(wg_groups_.begin(), wg_groups_.begin() + done);
+  auto pending = [&](const float* p) {
+    auto uses = [&](const std::vector<PendingWgmma>& ops) {
+      for (const PendingWgmma& op : ops)
+        for (int i = 0; i < op.n / 2; ++i) if (op.d[i] == p) return true;
+      return false;
+    };
+    if (uses(wg_uncommitted_)) return true;
+    for (const auto& grp : wg_groups_) if (uses(grp)) return true;
+    return false;
+  };
+  for (size_t i = 0; i < wg_running_.size();) {
+    float* p = wg_running_[i].first;
+    if (pending(p)) { ++i; continue; }
+    if (!InFlight(p)) Fail("wgmma accumulator written while its wgmma was in flight", p, 0);
+    *p = wg_running_[i].second;
+    wg_running_.erase(wg_running_.begin() + i);
+  }
+  warp_sync();
+}
+namespace {
+template <int N>
+void wgmma(float* const (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc, int scale_d,
+           int trans_b) {
+  if ((desc >> 62) != 0) Fail("wgmma descriptor: swizzled layouts are not emulated", nullptr, long(desc >> 62));
+  if (((desc >> 49) & 7) != 0) Fail("wgmma descriptor: base offset not 0", nullptr, long((desc >> 49) & 7));
+  unsigned char* base = ::weft::cuda::smem;
+  const uintptr_t low = reinterpret_cast<uintptr_t>(base) & 0x3FFFF;
+  const uintptr_t offset = (((desc & 0x3FFF) << 4) - low) & 0x3FFFF;
+  PendingWgmma op;
+  op.n = N;
+  op.start = base + offset;
+  op.lbo = ((desc >> 16) & 0x3FFF) << 4;
+  op.sbo = ((desc >> 32) & 0x3FFF) << 4;
+  op.scale_d = scale_d;
+  op.trans_b = trans_b;
+  for (int i = 0; i < 4; ++i) op.a[i] = a[i];
+  for (int i = 0; i < N / 2; ++i) {
+    op.d[i] = d[i];
+    op.chained[i] = InFlight(d[i]);
+    op.init[i] = *d[i];
+    std::memcpy(d[i], &kInFlight, 4);
+  }
+  wg_uncommitted_.push_back(op);
+}
+}  // namespace
+}  // namespace emu
 #undef __launch_bounds__
 #define __launch_bounds__(...)
 #include <algorithm>

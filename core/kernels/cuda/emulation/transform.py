@@ -12,7 +12,8 @@ g++ cannot parse kernel launches, inline PTX or __shared__ semantics, so:
     mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32   -> emu::mma
     wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16 (A in registers,
       B by descriptor)                                     -> emu::wgmma
-    wgmma.fence / commit_group / wait_group, fence.proxy.async -> a warp barrier
+    wgmma.commit_group / wait_group                       -> emu::wgmma_commit / _wait
+    wgmma.fence, fence.proxy.async                        -> a warp barrier
     ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16 -> emu::ldmatrix
     cp.async.{ca,cg}.shared.global [dst], [src], size[, src_size] -> emu::cp_async
     cp.async.commit_group / wait_group N / wait_all       -> emu::cp_async_*
@@ -137,14 +138,16 @@ def rewrite_asm(body, where):
                 '::emu::wgmma<%d>(emu_d, emu_a, %s, %s, %s); }'
                 % (n // 2, ', '.join('&' + x for x in d), ', '.join(a), n, arg(m.group(5)),
                    arg(m.group(1)), tnsp))
-    # The emulator runs wgmma at issue and keeps one memory: fences and the
-    # commit/wait of wgmma groups have nothing to order.
-    if template in ('wgmma.fence.sync.aligned', 'wgmma.commit_group.sync.aligned',
-                    'fence.proxy.async.shared::cta'):
+    # The emulator runs wgmma products at the wait that retires them
+    # (prelude.h) and keeps one memory: the fences have nothing to order.
+    if template in ('wgmma.fence.sync.aligned', 'fence.proxy.async.shared::cta'):
         return '::emu::warp_sync();'
+    if template == 'wgmma.commit_group.sync.aligned':
+        return '::emu::wgmma_commit();'
     m = re.fullmatch(r'wgmma\.wait_group\.sync\.aligned\s+(%\d+|\d+)', template)
     if m:
-        return '::emu::warp_sync();'
+        n = m.group(1)
+        return '::emu::wgmma_wait(%s);' % (arg(n) if n.startswith('%') else n)
 
     if template == 'cp.async.commit_group':
         return '::emu::cp_async_commit();'
