@@ -250,18 +250,29 @@ stage_profile() {
 # then the whole step with the fastest forward and backward tiling beside the
 # default, so the default can follow the measurement.
 stage_tiling() {
-  # Only tilings that compute the right thing compete: when the wgmma
-  # parity tests fail, the mma.sync tilings alone are timed.
-  local t log fwd bwd tilings="4x16 8x16 4x32 wgmma-64 wgmma-128 wgmma-64-nmajor wgmma-128-nmajor"
-  if ! item "attention_test FlashTilingTest" 120 ./run attention_test \
-      --gtest_filter='FlashTilingTest.*' --gtest_brief=1; then
-    grep -E "Failure|tiling|FAILED" "$logs/attention_test FlashTilingTest.log" | head -8 >> "$summary"
-    tilings="4x16 8x16 4x32"
-  fi
+  # Only tilings that compute the right thing compete: a wgmma family whose
+  # parity test fails is dropped (all of them when wgmma_test, which checks
+  # their building blocks, fails).
+  local mma="4x16 8x16 4x32" wg="wgmma-64 wgmma-128" nm="wgmma-64-nmajor wgmma-128-nmajor"
+  local pipe="wgmma-64-pipe wgmma-128-pipe" nmpipe="wgmma-64-nmajor-pipe wgmma-128-nmajor-pipe"
+  local t log fwd bwd tilings
+  # One process per test: a kernel that faults takes only its own family.
+  tiling_test() {
+    item "attention_test $1" 90 ./run attention_test --gtest_filter="FlashTilingTest.$1" \
+        --gtest_brief=1 && return 0
+    grep -E "Failure|tiling|FAILED" "$logs/attention_test $1.log" | head -6 >> "$summary"
+    return 1
+  }
+  tiling_test "EightWarpsOf16Rows:FlashTilingTest.FourWarpsOf32Rows" || mma="4x16"
+  tiling_test WgmmaOnHopper || wg="" pipe=""
+  tiling_test WgmmaNMajorOnHopper || nm="" nmpipe=""
+  tiling_test PipelinedWgmmaForwardOnHopper || pipe="" nmpipe=""
   if ! item "wgmma_test" 60 ./run wgmma_test --gtest_brief=1; then
     grep -E "Failure|wrong|FAILED" "$logs/wgmma_test.log" | head -8 >> "$summary"
-    tilings="4x16 8x16 4x32"
+    wg="" nm="" pipe="" nmpipe=""
   fi
+  tilings="$(echo $mma $wg $nm $pipe $nmpipe)"
+  echo "  tilings timed: $tilings" >> "$summary"
   # One process per tiling: a kernel that faults takes only its own line.
   for t in $tilings; do
     item "kernels_benchmark attention $t" 60 ./run kernels_benchmark --batch=16 --iters=50 \

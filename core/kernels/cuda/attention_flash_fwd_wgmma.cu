@@ -19,8 +19,16 @@
 //               instruction's transpose bit: no transpose, one barrier less.
 // K and the V staging tile are double-buffered (cp.async fetches tile kt + 1
 // while tile kt is used). Each product is issued, committed and waited for
-// at once; overlapping the softmax with the next tile's products (ping-pong
-// between warpgroups, FlashAttention-3) is the next step.
+// at once, or with kPipelined (tilings wgmma-*-pipe) the products run
+// behind the softmax: iteration kt issues S_kt = Q K_kt^T and
+// O += P_{kt-1} V_{kt-1} together, waits for S_kt alone, runs the softmax of
+// tile kt while the tensor cores finish P_{kt-1} V_{kt-1} (and transposes
+// V_kt meanwhile), then waits, rescales O and packs P_kt for the next
+// iteration; one extra iteration issues the last P V. O sees the same
+// operations in the same order (scale by alpha_kt, then add P_kt V_kt), so
+// the results are the unpipelined kernel's bits. V then needs one more
+// buffer (three stages N-major; two V^T tiles transposed), since V_{kt-1}
+// is read while tile kt + 1 streams in.
 //
 // Masking as in the mma.sync kernel: the warpgroup's diagonal tile masks
 // keys above the query (keys at or past T are above every live row);
@@ -42,7 +50,7 @@ namespace {
 constexpr int kBc = kFlashTile;  // keys per tile
 constexpr float kLog2e = 1.4426950408889634f;
 
-template <int HS, int kGroups, bool kNMajor>
+template <int HS, int kGroups, bool kNMajor, bool kPipelined>
 struct WgmmaFwdSmem {
   static constexpr int kBr = 64 * kGroups;
   static constexpr int kLd = HS + 8;      // row-major staging tiles: conflict-free ldmatrix
@@ -50,26 +58,32 @@ struct WgmmaFwdSmem {
   static constexpr int kK = kBc * HS;     // one K tile, core-matrix layout
   // One V tile: row-major staging, or with kNMajor a core tile like K.
   static constexpr int kV = kNMajor ? kBc * HS : kBc * kLd;
-  static constexpr int kVt = kNMajor ? 0 : HS * kBc;  // V^T, core-matrix layout
-  // Q, two stages of K, two stages of V, V^T (elements).
-  static constexpr int kElems = kQ + 2 * kK + 2 * kV + kVt;
+  // N-major V is read by the products in place: pipelined, V_{kt-1} is
+  // still read while tile kt + 1 streams in, so three stages.
+  static constexpr int kVStages = kNMajor && kPipelined ? 3 : 2;
+  // V^T tiles (core-matrix layout): pipelined, V_kt is transposed while
+  // V^T_{kt-1} is read, so two.
+  static constexpr int kVtTiles = kNMajor ? 0 : (kPipelined ? 2 : 1);
+  static constexpr int kVt = HS * kBc;
+  // Q, two stages of K, the V stages, the V^T tiles (elements).
+  static constexpr int kElems = kQ + 2 * kK + kVStages * kV + kVtTiles * kVt;
   static constexpr int kBytes = kElems * 2;
 };
 
-template <int HS, int kGroups, bool kNMajor>
+template <int HS, int kGroups, bool kNMajor, bool kPipelined>
 __global__ void __launch_bounds__(kGroups * 128)
     FlashForwardWgmmaKernel(bf16* __restrict__ out, float* __restrict__ lse,
                             const bf16* __restrict__ qkv, int T, int NH, float scale_log2) {
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
   __trap();  // wgmma exists on sm_90a only; the dispatch never launches this elsewhere
 #else
-  using S = WgmmaFwdSmem<HS, kGroups, kNMajor>;
+  using S = WgmmaFwdSmem<HS, kGroups, kNMajor, kPipelined>;
   constexpr int kBr = S::kBr;
   extern __shared__ __align__(128) unsigned char smem[];
   bf16* q_s = reinterpret_cast<bf16*>(smem);
-  bf16* k_s0 = q_s + S::kQ;    // stage i at k_s0 + i * kK
-  bf16* v_s0 = k_s0 + 2 * S::kK;  // stage i at v_s0 + i * kV
-  bf16* vt_s = v_s0 + 2 * S::kV;
+  bf16* k_s0 = q_s + S::kQ;          // stage i at k_s0 + i * kK
+  bf16* v_s0 = k_s0 + 2 * S::kK;     // stage i at v_s0 + i * kV
+  bf16* vt_s0 = v_s0 + S::kVStages * S::kV;  // tile i at vt_s0 + i * kVt
 
   const int C = NH * HS;
   const int64_t ld = 3 * int64_t(C);
@@ -91,30 +105,36 @@ __global__ void __launch_bounds__(kGroups * 128)
   const int row0 = group_row0 + (warp % 4) * 16 + g;  // this thread's rows: row0, row0 + 8
   const int kt_last = (min(q0 + kBr, T) - 1) / kBc;  // key tiles up to the last live query
 
-  auto load_kv = [&](int k, int st) {
-    LoadCoreTileAsync<HS>(k_s0 + st * S::kK, k_g, ld, k, kBc, T);
+  auto k_stage = [&](int kt) { return k_s0 + (kt & 1) * S::kK; };
+  auto v_stage = [&](int kt) { return v_s0 + (kt % S::kVStages) * S::kV; };
+  auto vt_tile = [&](int kt) { return vt_s0 + (kt % (S::kVtTiles > 0 ? S::kVtTiles : 1)) * S::kVt; };
+  // The B operand of O += P_kt V_kt.
+  auto pv_operand = [&](int kt) { return kNMajor ? v_stage(kt) : vt_tile(kt); };
+  auto load_kv = [&](int kt) {
+    LoadCoreTileAsync<HS>(k_stage(kt), k_g, ld, kt * kBc, kBc, T);
     if constexpr (kNMajor) {
-      LoadCoreTileAsync<HS>(v_s0 + st * S::kV, v_g, ld, k, kBc, T);
+      LoadCoreTileAsync<HS>(v_stage(kt), v_g, ld, kt * kBc, kBc, T);
     } else {
-      LoadTileAsync<HS>(v_s0 + st * S::kV, S::kLd, v_g, ld, k, kBc, T);
+      LoadTileAsync<HS>(v_stage(kt), S::kLd, v_g, ld, kt * kBc, kBc, T);
     }
     CpAsyncCommit();
   };
   LoadTileAsync<HS>(q_s, S::kLd, q_g, ld, q0, kBr, T);
-  load_kv(0, 0);
+  load_kv(0);
 
   uint32_t qf[HS / 16][4];
+  uint32_t pf[kBc / 16][4];  // P of the last tile as A fragments
   float o[HS / 8][4];
 #pragma unroll
   for (int n = 0; n < HS / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
 
-  for (int kt = 0; kt <= kt_last; ++kt) {
-    const int k0 = kt * kBc;
-    const int st = kt & 1;
+  // Waits for tile kt (prefetching kt + 1 first) and, at kt = 0, loads the
+  // Q fragments. The stages tile kt + 1 refills were released by the
+  // barrier that closed the iteration which last read them.
+  auto land = [&](int kt) {
     if (kt < kt_last) {
-      // The other stage was last read in iteration kt - 1, which ended with a barrier.
-      load_kv(k0 + kBc, st ^ 1);
+      load_kv(kt + 1);
       CpAsyncWait<1>();
     } else {
       CpAsyncWait<0>();
@@ -127,26 +147,82 @@ __global__ void __launch_bounds__(kGroups * 128)
         LoadFragA(qf[kk], q_s, S::kLd, group_row0 - q0 + (warp % 4) * 16, kk * 16);
       }
     }
-    if constexpr (!kNMajor) {
-      // V^T for the second product; the previous iteration's readers of
-      // vt_s passed its closing barrier.
-      TransposeToCoreLayout<kBc, HS>(vt_s, v_s0 + st * S::kV, S::kLd);
-      FenceProxyAsync();  // the K tile's cp.async and the V^T stores, for wgmma
-      __syncthreads();
+  };
+  auto zero_scores = [](float (&s)[kBc / 8][4]) {
+#pragma unroll
+    for (int j = 0; j < kBc / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+  };
+  // The softmax of tile kt's scores s (landed), with o's rescale factors.
+  auto softmax = [&](float (&s)[kBc / 8][4], int kt, float& alpha0, float& alpha1) {
+    const int k0 = kt * kBc;
+    ScaleAndMaskScores<kBc>(s, row0, k0, k0 + kBc - 1 > group_row0, scale_log2);
+    // Tile 0 gives every row a live key, so m is finite from then on.
+    OnlineSoftmaxScores<kBc>(s, m0, m1, l0, l1, alpha0, alpha1);
+  };
+  // V^T_kt (transposed tilings), made visible to the tensor cores.
+  auto transpose_v = [&](int kt) {
+    TransposeToCoreLayout<kBc, HS>(vt_tile(kt), v_stage(kt), S::kLd);
+    FenceProxyAsync();
+  };
+
+  if constexpr (!kPipelined) {
+    for (int kt = 0; kt <= kt_last; ++kt) {
+      land(kt);
+      if constexpr (!kNMajor) {
+        transpose_v(kt);  // for this iteration's second product
+        __syncthreads();
+      }
+      if (kt * kBc <= group_row0 + 63) {  // uniform across the warpgroup
+        float s[kBc / 8][4], alpha0, alpha1;
+        WgmmaTileProduct<kBc, HS>(s, qf, k_stage(kt));  // S = Q K^T
+        softmax(s, kt, alpha0, alpha1);
+        ScaleRows<HS>(o, alpha0, alpha1);
+        WgmmaAccumulate<HS, kBc, kNMajor>(o, s, pv_operand(kt));  // O += P V
+      }
+      __syncthreads();  // the next iteration refills stages and V^T this one read
     }
-
-    if (k0 <= group_row0 + 63) {  // uniform across the warpgroup
-      float s[kBc / 8][4];
-      WgmmaTileProduct<kBc, HS>(s, qf, k_s0 + st * S::kK);  // S = Q K^T
-
-      ScaleAndMaskScores<kBc>(s, row0, k0, k0 + kBc - 1 > group_row0, scale_log2);
-      // Tile 0 gives every row a live key, so m is finite from then on.
-      OnlineSoftmaxStep<HS, kBc>(s, m0, m1, l0, l1, o);
-
-      // O += P V
-      WgmmaAccumulate<HS, kBc, kNMajor>(o, s, kNMajor ? v_s0 + st * S::kV : vt_s);
+  } else {
+    // Every wgmma below is issued by the whole warpgroup on every path (a
+    // wgmma under a condition the compiler cannot prove uniform across the
+    // warpgroup gets serialized): tiles wholly above a warpgroup's rows are
+    // computed too, masked entirely (P = 0, alpha = 1: o, m and l keep
+    // their values exactly). Tile 0 first, on its own.
+    float s[kBc / 8][4], alpha0, alpha1;
+    land(0);
+    zero_scores(s);
+    WgmmaFence();
+    WgmmaIssueProduct<kBc, HS>(s, qf, k_stage(0));
+    WgmmaCommit();
+    if constexpr (!kNMajor) transpose_v(0);
+    WgmmaWait<0>();
+    softmax(s, 0, alpha0, alpha1);
+    ScaleRows<HS>(o, alpha0, alpha1);
+#pragma unroll
+    for (int kk = 0; kk < kBc / 16; ++kk) AccToFragA(pf[kk], s, kk);
+    __syncthreads();
+    for (int kt = 1; kt <= kt_last; ++kt) {
+      land(kt);
+      zero_scores(s);
+      WgmmaFence();  // s zeroed, pf packed and o rescaled before the products
+      WgmmaIssueProduct<kBc, HS>(s, qf, k_stage(kt));  // S = Q K_kt^T
+      WgmmaCommit();
+      WgmmaIssueAccumulate<HS, kBc, kNMajor>(o, pf, pv_operand(kt - 1));  // O += P V, tile kt - 1
+      WgmmaCommit();
+      // V^T_kt for the next iteration while the tensor cores work; its
+      // readers pass the barrier closing this iteration first.
+      if constexpr (!kNMajor) transpose_v(kt);
+      WgmmaWait<1>();  // S_kt done; P_{kt-1} V_{kt-1} may still run
+      softmax(s, kt, alpha0, alpha1);
+      WgmmaWait<0>();
+      ScaleRows<HS>(o, alpha0, alpha1);
+#pragma unroll
+      for (int kk = 0; kk < kBc / 16; ++kk) AccToFragA(pf[kk], s, kk);
+      __syncthreads();  // the next iteration refills stages and V^T this one read
     }
-    __syncthreads();  // the next iteration refills stage st with tile kt + 2 and rewrites vt_s
+    WgmmaFence();
+    WgmmaIssueAccumulate<HS, kBc, kNMajor>(o, pf, pv_operand(kt_last));  // the last P V
+    WgmmaCommit();
+    WgmmaWait<0>();
   }
 
   l0 = GroupSum(l0);
@@ -157,11 +233,11 @@ __global__ void __launch_bounds__(kGroups * 128)
 #endif
 }
 
-template <int HS, int kGroups, bool kNMajor>
+template <int HS, int kGroups, bool kNMajor, bool kPipelined>
 absl::Status Launch(bf16* out, float* lse, const bf16* qkv, const AttentionDims& d,
                     cudaStream_t stream) {
-  using S = WgmmaFwdSmem<HS, kGroups, kNMajor>;
-  auto* kernel = FlashForwardWgmmaKernel<HS, kGroups, kNMajor>;
+  using S = WgmmaFwdSmem<HS, kGroups, kNMajor, kPipelined>;
+  auto* kernel = FlashForwardWgmmaKernel<HS, kGroups, kNMajor, kPipelined>;
   WEFT_CUDA_RETURN_IF_ERROR(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kBytes));
   const dim3 grid(static_cast<unsigned>(d.b * d.nh), static_cast<unsigned>(CeilDiv(d.t, S::kBr)));
@@ -171,13 +247,22 @@ absl::Status Launch(bf16* out, float* lse, const bf16* qkv, const AttentionDims&
   return CheckLaunch("FlashForwardWgmmaKernel");
 }
 
+template <int HS, int kGroups>
+absl::Status LaunchVariant(bf16* out, float* lse, const bf16* qkv, const AttentionDims& d,
+                           bool n_major, bool pipelined, cudaStream_t stream) {
+  if (n_major) {
+    return pipelined ? Launch<HS, kGroups, true, true>(out, lse, qkv, d, stream)
+                     : Launch<HS, kGroups, true, false>(out, lse, qkv, d, stream);
+  }
+  return pipelined ? Launch<HS, kGroups, false, true>(out, lse, qkv, d, stream)
+                   : Launch<HS, kGroups, false, false>(out, lse, qkv, d, stream);
+}
+
 template <int HS>
 absl::Status LaunchGroups(bf16* out, float* lse, const bf16* qkv, const AttentionDims& d,
-                          int groups, bool n_major, cudaStream_t stream) {
-  if (groups == 1 && !n_major) return Launch<HS, 1, false>(out, lse, qkv, d, stream);
-  if (groups == 2 && !n_major) return Launch<HS, 2, false>(out, lse, qkv, d, stream);
-  if (groups == 1 && n_major) return Launch<HS, 1, true>(out, lse, qkv, d, stream);
-  if (groups == 2 && n_major) return Launch<HS, 2, true>(out, lse, qkv, d, stream);
+                          int groups, bool n_major, bool pipelined, cudaStream_t stream) {
+  if (groups == 1) return LaunchVariant<HS, 1>(out, lse, qkv, d, n_major, pipelined, stream);
+  if (groups == 2) return LaunchVariant<HS, 2>(out, lse, qkv, d, n_major, pipelined, stream);
   return absl::InvalidArgumentError(
       absl::StrCat("flash attention wgmma forward: ", groups, " warpgroups; expected 1 or 2"));
 }
@@ -186,14 +271,14 @@ absl::Status LaunchGroups(bf16* out, float* lse, const bf16* qkv, const Attentio
 
 absl::Status LaunchFlashForwardWgmma(void* out, float* lse, const void* qkv,
                                      const AttentionDims& d, int warpgroups, bool n_major,
-                                     cudaStream_t stream) {
+                                     bool pipelined, cudaStream_t stream) {
   if (d.b * d.t * d.nh == 0) return absl::OkStatus();
   bf16* o = static_cast<bf16*>(out);
   const bf16* x = static_cast<const bf16*>(qkv);
   switch (d.hs) {
-    case 32: return LaunchGroups<32>(o, lse, x, d, warpgroups, n_major, stream);
-    case 64: return LaunchGroups<64>(o, lse, x, d, warpgroups, n_major, stream);
-    case 128: return LaunchGroups<128>(o, lse, x, d, warpgroups, n_major, stream);
+    case 32: return LaunchGroups<32>(o, lse, x, d, warpgroups, n_major, pipelined, stream);
+    case 64: return LaunchGroups<64>(o, lse, x, d, warpgroups, n_major, pipelined, stream);
+    case 128: return LaunchGroups<128>(o, lse, x, d, warpgroups, n_major, pipelined, stream);
   }
   return absl::InvalidArgumentError("flash attention needs head size 32, 64 or 128");
 }

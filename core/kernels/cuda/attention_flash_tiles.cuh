@@ -168,13 +168,15 @@ __device__ __forceinline__ void AccumulateDualProduct(float (&c1)[HS / 8][4],
 
 // One key tile of the forward's online softmax, for the thread's two rows
 // (accumulator elements 0-1 and 2-3): s holds the scaled, masked scores in
-// log2 units and becomes P; the running max m, this thread's share of the
-// running sum l and the output accumulators o are rescaled. A row that has
-// seen no key keeps m = -inf: its scores are exponentiated against 0, so
-// -inf gives 0 rather than NaN.
-template <int HS, int kCols>
-__device__ __forceinline__ void OnlineSoftmaxStep(float (&s)[kCols / 8][4], float& m0, float& m1,
-                                                  float& l0, float& l1, float (&o)[HS / 8][4]) {
+// log2 units and becomes P; the running max m and this thread's share of
+// the running sum l are updated, and alpha0 / alpha1 are the factors the
+// rows' output accumulators must be scaled by (0 on the first tile). A row
+// that has seen no key keeps m = -inf: its scores are exponentiated
+// against 0, so -inf gives 0 rather than NaN.
+template <int kCols>
+__device__ __forceinline__ void OnlineSoftmaxScores(float (&s)[kCols / 8][4], float& m0,
+                                                    float& m1, float& l0, float& l1,
+                                                    float& alpha0, float& alpha1) {
   float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
   for (int j = 0; j < kCols / 8; ++j) {
@@ -189,7 +191,8 @@ __device__ __forceinline__ void OnlineSoftmaxStep(float (&s)[kCols / 8][4], floa
   const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
   const float base0 = mn0 == -INFINITY ? 0.0f : mn0;
   const float base1 = mn1 == -INFINITY ? 0.0f : mn1;
-  const float alpha0 = exp2f(m0 - base0), alpha1 = exp2f(m1 - base1);  // 0 on the first tile
+  alpha0 = exp2f(m0 - base0);  // 0 on the first tile
+  alpha1 = exp2f(m1 - base1);
   m0 = mn0;
   m1 = mn1;
   float rs0 = 0.0f, rs1 = 0.0f;
@@ -204,6 +207,11 @@ __device__ __forceinline__ void OnlineSoftmaxStep(float (&s)[kCols / 8][4], floa
   }
   l0 = l0 * alpha0 + rs0;
   l1 = l1 * alpha1 + rs1;
+}
+
+// o's first-row elements times alpha0, second-row elements times alpha1.
+template <int HS>
+__device__ __forceinline__ void ScaleRows(float (&o)[HS / 8][4], float alpha0, float alpha1) {
 #pragma unroll
   for (int n = 0; n < HS / 8; ++n) {
     o[n][0] *= alpha0;
@@ -211,6 +219,15 @@ __device__ __forceinline__ void OnlineSoftmaxStep(float (&s)[kCols / 8][4], floa
     o[n][2] *= alpha1;
     o[n][3] *= alpha1;
   }
+}
+
+// OnlineSoftmaxScores with the output accumulators o rescaled at once.
+template <int HS, int kCols>
+__device__ __forceinline__ void OnlineSoftmaxStep(float (&s)[kCols / 8][4], float& m0, float& m1,
+                                                  float& l0, float& l1, float (&o)[HS / 8][4]) {
+  float alpha0, alpha1;
+  OnlineSoftmaxScores<kCols>(s, m0, m1, l0, l1, alpha0, alpha1);
+  ScaleRows<HS>(o, alpha0, alpha1);
 }
 
 // The elementwise steps below work on a warp's 16-row accumulator tile

@@ -28,12 +28,15 @@ struct AttentionDims {
 // `wgmma` the kernels run on Hopper's warpgroup instructions instead of
 // mma.sync (attention_flash_{fwd,bwd}_wgmma.cu): warps / 4 warpgroups of
 // 64 rows; with `n_major` as well, their second products read B N-major
-// through the transpose bit instead of transposing tiles.
+// through the transpose bit instead of transposing tiles; with `pipelined`
+// (forward only) the products of one key tile run behind the softmax of
+// the next (attention_flash_fwd_wgmma.cu).
 struct FlashTiling {
   int warps = 4;
   int rows_per_warp = 16;
   bool wgmma = false;
   bool n_major = false;
+  bool pipelined = false;
   int rows() const { return warps * rows_per_warp; }
   bool operator==(const FlashTiling&) const = default;
 };
@@ -44,7 +47,12 @@ inline constexpr FlashTiling kFlashTilingWgmma64{4, 16, true};
 inline constexpr FlashTiling kFlashTilingWgmma128{8, 16, true};
 inline constexpr FlashTiling kFlashTilingWgmma64NMajor{4, 16, true, true};
 inline constexpr FlashTiling kFlashTilingWgmma128NMajor{8, 16, true, true};
-std::string FlashTilingName(FlashTiling t);  // "4x16", "wgmma-128", "wgmma-64-nmajor"
+inline constexpr FlashTiling kFlashTilingWgmma64Pipe{4, 16, true, false, true};
+inline constexpr FlashTiling kFlashTilingWgmma128Pipe{8, 16, true, false, true};
+inline constexpr FlashTiling kFlashTilingWgmma64NMajorPipe{4, 16, true, true, true};
+inline constexpr FlashTiling kFlashTilingWgmma128NMajorPipe{8, 16, true, true, true};
+// "4x16", "wgmma-128", "wgmma-64-nmajor", "wgmma-128-nmajor-pipe"
+std::string FlashTilingName(FlashTiling t);
 
 // The tilings the attention dispatch uses: the forward's and the
 // backward's. Defaults (the configuration measured on an H100) unless
@@ -62,10 +70,11 @@ absl::StatusOr<FlashTiling> FlashBackwardTiling();
 absl::Status LaunchFlashForward(void* out, float* lse, const void* qkv, const AttentionDims& d,
                                 FlashTiling tiling, cudaStream_t stream);
 // The wgmma forward (sm_90a): 1 or 2 warpgroups of 64 query rows a block;
-// n_major: V read N-major (FlashTiling::n_major).
+// n_major: V read N-major (FlashTiling::n_major); pipelined: products
+// behind the softmax (FlashTiling::pipelined).
 absl::Status LaunchFlashForwardWgmma(void* out, float* lse, const void* qkv,
                                      const AttentionDims& d, int warpgroups, bool n_major,
-                                     cudaStream_t stream);
+                                     bool pipelined, cudaStream_t stream);
 // dsum (B, NH, T) holds rowsum(dout * out) from LaunchAttentionRowDot.
 // `bwd_tiling` 4x16 or 8x16 splits the dQ kernel's queries (the dK/dV
 // kernel always owns 64 keys over 4 warps); wgmma-64 / wgmma-128 run both

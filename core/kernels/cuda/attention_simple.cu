@@ -287,7 +287,9 @@ bool FlashAttentionApplies(DType dtype, int64_t head_size,
 }
 
 std::string FlashTilingName(FlashTiling t) {
-  if (t.wgmma) return absl::StrCat("wgmma-", t.rows(), t.n_major ? "-nmajor" : "");
+  if (t.wgmma) {
+    return absl::StrCat("wgmma-", t.rows(), t.n_major ? "-nmajor" : "", t.pipelined ? "-pipe" : "");
+  }
   return absl::StrCat(t.warps, "x", t.rows_per_warp);
 }
 
@@ -335,8 +337,9 @@ absl::StatusOr<FlashTiling> FlashForwardTiling() {
       const FlashTiling t,
       TilingFromEnv(kVar, kFlashTiling4x16,
                     {kFlashTiling4x16, kFlashTiling8x16, kFlashTiling4x32, kFlashTilingWgmma64,
-                     kFlashTilingWgmma128, kFlashTilingWgmma64NMajor,
-                     kFlashTilingWgmma128NMajor}));
+                     kFlashTilingWgmma128, kFlashTilingWgmma64NMajor, kFlashTilingWgmma128NMajor,
+                     kFlashTilingWgmma64Pipe, kFlashTilingWgmma128Pipe,
+                     kFlashTilingWgmma64NMajorPipe, kFlashTilingWgmma128NMajorPipe}));
   return OnlyWhereItRuns(kVar, t);
 }
 

@@ -11,6 +11,8 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/kernels/cuda/parity_util.h"
 #include "gtest/gtest.h"
@@ -113,24 +115,29 @@ TEST_F(FlashTilingTest, FourWarpsOf32Rows) {
   CheckAttention({1, 130, 3, 32}, DType::kBF16);
 }
 
-// The wgmma forward and backward (attention_flash_{fwd,bwd}_wgmma.cu;
-// wgmma_test checks their building blocks alone): one and two warpgroups of
-// 64 rows.
-TEST_F(FlashTilingTest, WgmmaOnHopper) {
+// True on compute capability 9.0, where the wgmma tilings run; elsewhere
+// checks that one is refused (never silently replaced) and returns false.
+bool WgmmaRunsHere() {
   int device = 0, major = 0, minor = 0;
-  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  EXPECT_EQ(cudaGetDevice(&device), cudaSuccess);
   cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
   cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
-  if (major != 9 || minor != 0) {
-    setenv("WEFT_FLASH_FWD_TILING", "wgmma-64", 1);
-    Tensor qkv = GpuZeros({1, 4, 3 * 64}, DType::kBF16);
-    Tensor out = GpuZeros({1, 4, 64}, DType::kBF16), lse = GpuZeros({1, 1, 4}, DType::kF32);
-    absl::Status st = GpuOps().AttentionForward(GpuCtx(), out, lse, qkv, 1);
-    EXPECT_TRUE(absl::IsInvalidArgument(st)) << "a wgmma tiling off Hopper must be refused: "
-                                             << st;
-    GTEST_SKIP() << "wgmma needs compute capability 9.0";
-  }
-  for (const char* tiling : {"wgmma-64", "wgmma-128", "wgmma-64-nmajor", "wgmma-128-nmajor"}) {
+  if (major == 9 && minor == 0) return true;
+  setenv("WEFT_FLASH_FWD_TILING", "wgmma-64", 1);
+  Tensor qkv = GpuZeros({1, 4, 3 * 64}, DType::kBF16);
+  Tensor out = GpuZeros({1, 4, 64}, DType::kBF16), lse = GpuZeros({1, 1, 4}, DType::kF32);
+  absl::Status st = GpuOps().AttentionForward(GpuCtx(), out, lse, qkv, 1);
+  EXPECT_TRUE(absl::IsInvalidArgument(st)) << "a wgmma tiling off Hopper must be refused: " << st;
+  return false;
+}
+
+// The wgmma forward and backward (attention_flash_{fwd,bwd}_wgmma.cu;
+// wgmma_test checks their building blocks alone): one and two warpgroups of
+// 64 rows, with the second products' B transposed (these tests) or read
+// N-major (the next). Separate tests, so that gpu_session.sh's tiling stage
+// drops only the family that fails.
+void CheckWgmmaTilings(std::initializer_list<const char*> tilings) {
+  for (const char* tiling : tilings) {
     SCOPED_TRACE(tiling);
     setenv("WEFT_FLASH_FWD_TILING", tiling, 1);
     setenv("WEFT_FLASH_BWD_TILING", tiling, 1);
@@ -148,6 +155,62 @@ TEST_F(FlashTilingTest, WgmmaOnHopper) {
     absl::Status st = GpuOps().AttentionBackward(GpuCtx(), dqkv, out, qkv, out, lse, 1);
     EXPECT_TRUE(absl::IsInvalidArgument(st)) << st;
   }
+}
+
+TEST_F(FlashTilingTest, WgmmaOnHopper) {
+  if (!WgmmaRunsHere()) GTEST_SKIP() << "wgmma needs compute capability 9.0";
+  CheckWgmmaTilings({"wgmma-64", "wgmma-128"});
+}
+
+TEST_F(FlashTilingTest, WgmmaNMajorOnHopper) {
+  if (!WgmmaRunsHere()) GTEST_SKIP() << "wgmma needs compute capability 9.0";
+  CheckWgmmaTilings({"wgmma-64-nmajor", "wgmma-128-nmajor"});
+}
+
+// The pipelined wgmma forwards (the products of one key tile in flight
+// during the next tile's softmax): right against the CPU, and the same
+// bits as the unpipelined kernel, which runs the same instructions on the
+// same values in the same order: a difference means a product was read
+// before its wait or an operand overwritten while in flight. T = 200 with
+// 128-row blocks has a warpgroup run a key tile wholly above its rows.
+TEST_F(FlashTilingTest, PipelinedWgmmaForwardOnHopper) {
+  if (!WgmmaRunsHere()) GTEST_SKIP() << "wgmma needs compute capability 9.0";
+  const std::pair<const char*, const char*> pairs[] = {
+      {"wgmma-64-pipe", "wgmma-64"},
+      {"wgmma-128-pipe", "wgmma-128"},
+      {"wgmma-64-nmajor-pipe", "wgmma-64-nmajor"},
+      {"wgmma-128-nmajor-pipe", "wgmma-128-nmajor"}};
+  for (const auto& [pipe, plain] : pairs) {
+    SCOPED_TRACE(pipe);
+    setenv("WEFT_FLASH_FWD_TILING", pipe, 1);
+    CheckAttention({2, 200, 12, 64}, DType::kBF16);
+    CheckAttention({1, 130, 3, 32}, DType::kBF16);
+    CheckAttention({1, 100, 2, 128}, DType::kBF16);
+    for (const int hs : {32, 64, 128}) {
+      SCOPED_TRACE(hs);
+      Tensor qkv = Gpu(Random(2 * 200 * 3 * 2 * hs, 31), {2, 200, 3 * 2 * hs}, DType::kBF16);
+      std::vector<uint8_t> outputs[2];
+      for (int i = 0; i < 2; ++i) {
+        setenv("WEFT_FLASH_FWD_TILING", i == 0 ? pipe : plain, 1);
+        Tensor out = GpuZeros({2, 200, 2 * hs}, DType::kBF16);
+        Tensor lse = GpuZeros({2, 2, 200}, DType::kF32);
+        absl::Status st = GpuOps().AttentionForward(GpuCtx(), out, lse, qkv, 2);
+        ASSERT_TRUE(st.ok()) << st;
+        outputs[i] = Bytes(out);
+        const std::vector<uint8_t> l = Bytes(lse);
+        outputs[i].insert(outputs[i].end(), l.begin(), l.end());
+      }
+      EXPECT_EQ(outputs[0], outputs[1]) << pipe << " and " << plain << " differ";
+    }
+  }
+  // Forward only: the backward refuses a pipelined tiling by name.
+  unsetenv("WEFT_FLASH_FWD_TILING");
+  setenv("WEFT_FLASH_BWD_TILING", "wgmma-64-pipe", 1);
+  Tensor qkv = GpuZeros({1, 4, 3 * 64}, DType::kBF16), dqkv = GpuZeros({1, 4, 3 * 64}, DType::kBF16);
+  Tensor out = GpuZeros({1, 4, 64}, DType::kBF16), lse = GpuZeros({1, 1, 4}, DType::kF32);
+  absl::Status st = GpuOps().AttentionBackward(GpuCtx(), dqkv, out, qkv, out, lse, 1);
+  EXPECT_TRUE(absl::IsInvalidArgument(st)) << st;
+  EXPECT_NE(st.message().find("WEFT_FLASH_BWD_TILING=wgmma-64-pipe"), std::string::npos) << st;
 }
 
 TEST_F(FlashTilingTest, UnknownOrUnsupportedTilingIsAnError) {

@@ -240,6 +240,17 @@ __device__ __forceinline__ void WgmmaBf16(float (&d)[N / 8][4], const uint32_t (
   Wgmma<N>::template Run<kTransB>(d, a, desc_b);
 }
 
+// x += A · B over K, issued only: A the warp's A fragments (16 rows x K,
+// one per k-step), B an N x K tile in the core-matrix layout. The caller
+// fences registers before (WgmmaFence), commits and waits.
+template <int N, int K>
+__device__ __forceinline__ void WgmmaIssueProduct(float (&x)[N / 8][4],
+                                                  const uint32_t (&a)[K / 16][4],
+                                                  const __nv_bfloat16* b) {
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) WgmmaBf16<N>(x, a[kk], CoreLayoutDescriptor<K>(b, kk));
+}
+
 // The warpgroup products the attention kernels use, each issued, committed
 // and waited for at once (so results are readable on return).
 
@@ -276,8 +287,7 @@ __device__ __forceinline__ void WgmmaTileProduct(float (&x)[N / 8][4],
 #pragma unroll
   for (int j = 0; j < N / 8; ++j) x[j][0] = x[j][1] = x[j][2] = x[j][3] = 0.0f;
   WgmmaFence();
-#pragma unroll
-  for (int kk = 0; kk < K / 16; ++kk) WgmmaBf16<N>(x, a[kk], CoreLayoutDescriptor<K>(b, kk));
+  WgmmaIssueProduct<N, K>(x, a, b);
   WgmmaCommit();
   WgmmaWait<0>();
 }
@@ -291,6 +301,18 @@ __device__ __forceinline__ uint64_t ProductBDescriptor(const void* b, int kk) {
     return CoreLayoutDescriptorNMajor<N>(b, kk);
   } else {
     return CoreLayoutDescriptor<kK>(b, kk);
+  }
+}
+
+// c += A · B over kK, issued only: af the A fragments (AccToFragA of P or
+// dS, one per k-step), B the kK x N operand as ProductBDescriptor reads it.
+template <int N, int kK, bool kNMajor = false>
+__device__ __forceinline__ void WgmmaIssueAccumulate(float (&c)[N / 8][4],
+                                                     const uint32_t (&af)[kK / 16][4],
+                                                     const __nv_bfloat16* b) {
+#pragma unroll
+  for (int kk = 0; kk < kK / 16; ++kk) {
+    WgmmaBf16<N, kNMajor>(c, af[kk], ProductBDescriptor<kNMajor, N, kK>(b, kk));
   }
 }
 
@@ -330,10 +352,7 @@ __device__ __forceinline__ void WgmmaAccumulate(float (&c)[N / 8][4], const floa
 #pragma unroll
   for (int kk = 0; kk < kK / 16; ++kk) AccToFragA(af[kk], a, kk);
   WgmmaFence();
-#pragma unroll
-  for (int kk = 0; kk < kK / 16; ++kk) {
-    WgmmaBf16<N, kNMajor>(c, af[kk], ProductBDescriptor<kNMajor, N, kK>(b, kk));
-  }
+  WgmmaIssueAccumulate<N, kK, kNMajor>(c, af, b);
   WgmmaCommit();
   WgmmaWait<0>();
 }
