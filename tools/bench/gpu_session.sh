@@ -266,7 +266,7 @@ stage_tiling() {
   tiling_test "EightWarpsOf16Rows:FlashTilingTest.FourWarpsOf32Rows" || mma="4x16"
   tiling_test WgmmaOnHopper || wg="" pipe=""
   tiling_test WgmmaNMajorOnHopper || nm="" nmpipe=""
-  tiling_test PipelinedWgmmaForwardOnHopper || pipe="" nmpipe=""
+  tiling_test PipelinedWgmmaOnHopper || pipe="" nmpipe=""
   if ! item "wgmma_test" 60 ./run wgmma_test --gtest_brief=1; then
     grep -E "Failure|wrong|FAILED" "$logs/wgmma_test.log" | head -8 >> "$summary"
     wg="" nm="" pipe="" nmpipe=""

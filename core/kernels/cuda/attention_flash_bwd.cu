@@ -235,14 +235,9 @@ absl::Status LaunchFlashBackward(void* dqkv, const void* dout, const void* qkv, 
                                  const float* dsum, const AttentionDims& d,
                                  FlashTiling bwd_tiling, cudaStream_t stream) {
   if (d.b * d.t * d.nh == 0) return absl::OkStatus();
-  if (bwd_tiling.pipelined) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "flash attention backward: ", FlashTilingName(bwd_tiling),
-        " is a forward tiling (the backward is not pipelined); use it without -pipe"));
-  }
   if (bwd_tiling.wgmma) {
     return LaunchFlashBackwardWgmma(dqkv, dout, qkv, lse, dsum, d, bwd_tiling.warps / 4,
-                                    bwd_tiling.n_major, stream);
+                                    bwd_tiling.n_major, bwd_tiling.pipelined, stream);
   }
   bf16* dx = static_cast<bf16*>(dqkv);
   const bf16* dy = static_cast<const bf16*>(dout);

@@ -29,8 +29,8 @@ struct AttentionDims {
 // mma.sync (attention_flash_{fwd,bwd}_wgmma.cu): warps / 4 warpgroups of
 // 64 rows; with `n_major` as well, their second products read B N-major
 // through the transpose bit instead of transposing tiles; with `pipelined`
-// (forward only) the products of one key tile run behind the softmax of
-// the next (attention_flash_fwd_wgmma.cu).
+// the products of one tile run behind the softmax or gradients of the next
+// (attention_flash_{fwd,bwd}_wgmma.cu).
 struct FlashTiling {
   int warps = 4;
   int rows_per_warp = 16;
@@ -84,11 +84,12 @@ absl::Status LaunchFlashBackward(void* dqkv, const void* dout, const void* qkv, 
                                  FlashTiling bwd_tiling, cudaStream_t stream);
 // The wgmma backward (sm_90a): dK/dV blocks of one warpgroup (64 keys), dQ
 // blocks of q_warpgroups (1 or 2) warpgroups of 64 queries; n_major: dO, Q
-// and K read N-major (FlashTiling::n_major).
+// and K read N-major (FlashTiling::n_major); pipelined: each step's
+// products overlap the previous step's (FlashTiling::pipelined).
 absl::Status LaunchFlashBackwardWgmma(void* dqkv, const void* dout, const void* qkv,
                                       const float* lse, const float* dsum,
                                       const AttentionDims& d, int q_warpgroups, bool n_major,
-                                      cudaStream_t stream);
+                                      bool pipelined, cudaStream_t stream);
 
 // Simple warp-per-row kernels for any dtype and HS <= 256 (f32 path and
 // fallback): exact softmax in f32 with expf, no tensor cores.

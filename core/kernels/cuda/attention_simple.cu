@@ -349,8 +349,9 @@ absl::StatusOr<FlashTiling> FlashBackwardTiling() {
       const FlashTiling t,
       TilingFromEnv(kVar, kFlashTiling4x16,
                     {kFlashTiling4x16, kFlashTiling8x16, kFlashTilingWgmma64,
-                     kFlashTilingWgmma128, kFlashTilingWgmma64NMajor,
-                     kFlashTilingWgmma128NMajor}));
+                     kFlashTilingWgmma128, kFlashTilingWgmma64NMajor, kFlashTilingWgmma128NMajor,
+                     kFlashTilingWgmma64Pipe, kFlashTilingWgmma128Pipe,
+                     kFlashTilingWgmma64NMajorPipe, kFlashTilingWgmma128NMajorPipe}));
   return OnlyWhereItRuns(kVar, t);
 }
 

@@ -240,25 +240,29 @@ int main() {
   bad += RunLate(1, 200, 1, 64, nm128);
   bad += RunSame(1, 200, 2, 64, nm128);
   bad += RunSame(2, 130, 1, 32, nm64);
-  // The pipelined forwards (products behind the softmax): the same bits.
+  // The pipelined tilings (each tile's products behind the softmax or the
+  // gradients of the next): the same bits, forward and backward.
   for (weft::cuda::FlashTiling pipe :
        {weft::cuda::kFlashTilingWgmma64Pipe, weft::cuda::kFlashTilingWgmma128Pipe,
         weft::cuda::kFlashTilingWgmma64NMajorPipe, weft::cuda::kFlashTilingWgmma128NMajorPipe}) {
-    bad += RunSame(1, 200, 2, 64, {pipe, weft::cuda::kFlashTiling4x16});
+    bad += RunSame(1, 200, 2, 64, {pipe, pipe});
   }
-  const Tilings pipe64{weft::cuda::kFlashTilingWgmma64Pipe, weft::cuda::kFlashTilingWgmma64};
+  const Tilings pipe64{weft::cuda::kFlashTilingWgmma64Pipe, weft::cuda::kFlashTilingWgmma64Pipe};
   const Tilings pipe128nm{weft::cuda::kFlashTilingWgmma128NMajorPipe,
-                          weft::cuda::kFlashTilingWgmma128NMajor};
+                          weft::cuda::kFlashTilingWgmma128NMajorPipe};
   bad += Run(2, 130, 1, 32, true, pipe64);
   bad += Run(1, 80, 2, 64, true, pipe128nm);
   bad += Run(1, 1, 1, 64, true, pipe64);
+  bad += Run(1, 64, 1, 32, true, pipe128nm);
+  bad += RunSame(2, 130, 1, 32, {weft::cuda::kFlashTilingWgmma128Pipe,
+                                 weft::cuda::kFlashTilingWgmma128Pipe});
   bad += Run(1, 200, 1, 128, true, {weft::cuda::kFlashTilingWgmma128Pipe,
                                     weft::cuda::kFlashTiling4x16});
   bad += Run(2, 130, 1, 128, true, {weft::cuda::kFlashTilingWgmma64NMajorPipe,
                                     weft::cuda::kFlashTiling4x16});
   bad += RunLate(1, 200, 1, 64, pipe128nm);
   bad += RunLate(1, 130, 1, 64, {weft::cuda::kFlashTilingWgmma128Pipe,
-                                 weft::cuda::kFlashTiling4x16});
+                                 weft::cuda::kFlashTilingWgmma128Pipe});
   bad += Run(1, 67, 2, 40, false);
   printf(bad ? "FAILURES: %d\n" : "all ok\n", bad);
   return bad;
