@@ -1,7 +1,6 @@
-// Dropout: one Philox evaluation per element through DropoutCursor, shared
-// with the CPU reference so the masks are identical. (Philox yields four
-// draws per call; using one per element costs ALU time, but dropout is
-// optional and memory-bound enough that simplicity wins for now.)
+// Dropout through DropoutCursor (core/kernels/philox.h), shared with the
+// CPU reference so the masks are identical: one Philox evaluation serves
+// four consecutive elements of a sample.
 #include "core/kernels/cuda/common.cuh"
 #include "core/kernels/cuda/dropout.h"
 #include "core/kernels/philox.h"
