@@ -149,7 +149,9 @@ __global__ void __launch_bounds__(128)
     } else {
       CpAsyncWait<0>();
     }
-    if constexpr (kNMajor) FenceProxyAsync();  // the step's cp.async tiles, for wgmma
+    // The step's cp.async tiles, for the tensor cores' reads (transposed
+    // and unpipelined, the fence after the transposes covers them).
+    if constexpr (kNMajor || kPipelined) FenceProxyAsync();
     __syncthreads();
     if (step == 0) {
 #pragma unroll
@@ -338,7 +340,9 @@ __global__ void __launch_bounds__(kGroups * 128)
     } else {
       CpAsyncWait<0>();
     }
-    if constexpr (kNMajor) FenceProxyAsync();  // the tile's cp.async, for wgmma
+    // The tile's cp.async writes, for the tensor cores' reads (transposed
+    // and unpipelined, the fence after the transposes covers them).
+    if constexpr (kNMajor || kPipelined) FenceProxyAsync();
     __syncthreads();
     if (kt == 0) {
 #pragma unroll

@@ -139,7 +139,9 @@ __global__ void __launch_bounds__(kGroups * 128)
     } else {
       CpAsyncWait<0>();
     }
-    if constexpr (kNMajor) FenceProxyAsync();  // the tile's cp.async, for wgmma
+    // The tile's cp.async writes, for the tensor cores' reads (transposed
+    // and unpipelined, the fence after the transposes covers them).
+    if constexpr (kNMajor || kPipelined) FenceProxyAsync();
     __syncthreads();  // tile kt (and Q) landed for every thread
     if (kt == 0) {
 #pragma unroll

@@ -14,6 +14,7 @@
 #include <cuda_bf16.h>
 #include <vector_types.h>
 #include <vector_functions.h>
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -58,12 +59,30 @@ inline void warp_sync() { g_block->warp_bar[warp_id()]->arrive_and_wait(); }
 // Each translation unit's stand-in for dynamic shared memory (the `smem`
 // defined at the end of this file) registers here, so PTX that names a
 // shared address can insist that [p, p + n) lies in the launch's window.
-struct Range { unsigned char* base; size_t size; };
+// owner[i]: the thread whose cp.async last wrote 16-byte chunk i of the
+// range and has not yet run fence.proxy.async since (-1: none). wgmma reads
+// shared memory through the async proxy: a chunk still owned is one the
+// tensor cores may not see (a missing fence; plain stores are not tracked).
+struct Range {
+  unsigned char* base;
+  size_t size;
+  std::atomic<int>* owner;
+};
 inline std::vector<Range> g_smem;
 inline bool RegisterSmem(unsigned char* base, size_t size) {
-  g_smem.push_back({base, size});
+  auto* owner = new std::atomic<int>[size / 16];
+  for (size_t i = 0; i < size / 16; ++i) owner[i].store(-1, std::memory_order_relaxed);
+  g_smem.push_back({base, size, owner});
   return true;
 }
+inline std::atomic<int>* ChunkOwner(const void* p) {
+  const auto* c = static_cast<const unsigned char*>(p);
+  for (const Range& r : g_smem) {
+    if (c >= r.base && c < r.base + r.size) return &r.owner[(c - r.base) / 16];
+  }
+  return nullptr;
+}
+inline thread_local std::vector<std::atomic<int>*> written_;  // chunks this thread owns
 inline void CheckShared(const void* p, size_t n, size_t align, const char* what) {
   const auto* c = static_cast<const unsigned char*>(p);
   if (reinterpret_cast<uintptr_t>(p) % align != 0) Fail(what, p, -long(align));
@@ -152,6 +171,20 @@ inline bool LateCopies() { return g_late_copies; }
 inline void DoCopy(const Copy& c) {
   std::memcpy(c.dst, c.src, c.src_size);
   std::memset(static_cast<char*>(c.dst) + c.src_size, 0, c.size - c.src_size);
+  if (std::atomic<int>* o = ChunkOwner(c.dst)) {  // sizes <= 16, aligned: one chunk
+    o->store(int(linear_tid_), std::memory_order_relaxed);
+    written_.push_back(o);
+  }
+}
+// fence.proxy.async: this thread's landed copies become visible to wgmma
+// (after the barrier that follows it, which the kernels have).
+inline void fence_proxy_async() {
+  for (std::atomic<int>* o : written_) {
+    int mine = int(linear_tid_);
+    o->compare_exchange_strong(mine, -1, std::memory_order_relaxed);
+  }
+  written_.clear();
+  warp_sync();
 }
 inline void cp_async(void* dst, const void* src, int size, int src_size) {
   if (size != 4 && size != 8 && size != 16) Fail("cp.async size not 4, 8 or 16", dst, size);
@@ -225,12 +258,17 @@ void Launch(K kernel, dim3 grid, dim3 block, size_t smem_bytes, void*, Args... a
             // Shared memory starts as garbage on a GPU: NaN bytes here, so
             // a read before the first write shows up in the results.
             if (tid == 0)
-              for (const Range& r : g_smem) std::memset(r.base, 0xff, std::min(smem_bytes, r.size));
+              for (const Range& r : g_smem) {
+                std::memset(r.base, 0xff, std::min(smem_bytes, r.size));
+                for (size_t i = 0; i < std::min(smem_bytes, r.size) / 16; ++i)
+                  r.owner[i].store(-1, std::memory_order_relaxed);
+              }
             blk->bar->arrive_and_wait();  // the previous block is done, smem reset
             blockIdx_ = {bx, by, bz};
             kernel(args...);
             uncommitted_.clear();  // copies never waited for do not land
             groups_.clear();
+            written_.clear();
             if (!wg_uncommitted_.empty() || !wg_groups_.empty())
               Fail("wgmma still in flight when the block ended (no wgmma.wait_group 0)", nullptr,
                    long(wg_groups_.size()));
@@ -311,6 +349,9 @@ inline void RunWgmma(const PendingWgmma& op) {
     const int inner = op.trans_b ? n % 8 : k % 8, row8 = op.trans_b ? k % 8 : n % 8;
     const unsigned char* row = op.start + (n / 8) * op.sbo + (k / 8) * op.lbo + row8 * 16;
     CheckShared(row, 16, 16, "wgmma B core-matrix row outside the dynamic shared window or misaligned");
+    if (ChunkOwner(row)->load(std::memory_order_relaxed) >= 0)
+      Fail("wgmma reads shared memory that cp.async wrote with no fence.proxy.async by the writer since",
+           row, ChunkOwner(row)->load());
     uint16_t bits;
     std::memcpy(&bits, row + 2 * inner, 2);
     return bf(bits, 0);

@@ -13,7 +13,8 @@ g++ cannot parse kernel launches, inline PTX or __shared__ semantics, so:
     wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16 (A in registers,
       B by descriptor)                                     -> emu::wgmma
     wgmma.commit_group / wait_group                       -> emu::wgmma_commit / _wait
-    wgmma.fence, fence.proxy.async                        -> a warp barrier
+    wgmma.fence                                           -> a warp barrier
+    fence.proxy.async                                     -> emu::fence_proxy_async
     ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16 -> emu::ldmatrix
     cp.async.{ca,cg}.shared.global [dst], [src], size[, src_size] -> emu::cp_async
     cp.async.commit_group / wait_group N / wait_all       -> emu::cp_async_*
@@ -139,9 +140,12 @@ def rewrite_asm(body, where):
                 % (n // 2, ', '.join('&' + x for x in d), ', '.join(a), n, arg(m.group(5)),
                    arg(m.group(1)), tnsp))
     # The emulator runs wgmma products at the wait that retires them
-    # (prelude.h) and keeps one memory: the fences have nothing to order.
-    if template in ('wgmma.fence.sync.aligned', 'fence.proxy.async.shared::cta'):
+    # (prelude.h) and keeps one memory; wgmma.fence has nothing to order, and
+    # fence.proxy.async releases the chunks cp.async wrote to wgmma.
+    if template == 'wgmma.fence.sync.aligned':
         return '::emu::warp_sync();'
+    if template == 'fence.proxy.async.shared::cta':
+        return '::emu::fence_proxy_async();'
     if template == 'wgmma.commit_group.sync.aligned':
         return '::emu::wgmma_commit();'
     m = re.fullmatch(r'wgmma\.wait_group\.sync\.aligned\s+(%\d+|\d+)', template)
