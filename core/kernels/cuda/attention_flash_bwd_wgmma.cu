@@ -31,7 +31,7 @@
 // stage N-major, two transposed tiles otherwise). Masking and skipping
 // follow the mma.sync kernels (pipelined, the dQ kernel computes the key
 // tiles above a warpgroup's rows too, masked to zero, so that every wgmma
-// is issued on every path). Head size 128
+// is issued on every path: for finite K, dq keeps its bits). Head size 128
 // would need its dK/dV accumulators and K/V fragments in more registers
 // than a thread has (A from shared memory instead): it stays on mma.sync.
 // Built for sm_90a only (other targets compile a trap; the dispatch offers
@@ -220,31 +220,51 @@ __global__ void __launch_bounds__(128)
     };
     land(0);
     zero();
+    WgmmaPin(p);
+    WgmmaPin(ds);
     WgmmaFence();
     issue_products(0);
     if constexpr (!kNMajor) transpose(0);
     WgmmaWait<0>();
+    WgmmaPin(p);
+    WgmmaPin(ds);
     gradients(p, ds, 0);
     pack();
     __syncthreads();
     for (int step = 1; step < steps; ++step) {
       land(step);
       zero();
-      WgmmaFence();  // p, ds zeroed and pa, dsa packed before the products
+      WgmmaPin(p);  // p, ds zeroed and pa, dsa packed before the products
+      WgmmaPin(ds);
+      WgmmaPin(pa);
+      WgmmaPin(dsa);
+      WgmmaPin(dv);
+      WgmmaPin(dk);
+      WgmmaFence();
       issue_products(step);
       issue_accumulations(step - 1);
       // Step j's Q^T, dO^T while the tensor cores work; their readers pass
       // the barrier closing this iteration first.
       if constexpr (!kNMajor) transpose(step);
       WgmmaWait<1>();  // S^T, dP^T of this step done; step - 1's accumulations may run
+      WgmmaPin(p);
+      WgmmaPin(ds);
       gradients(p, ds, step);
       WgmmaWait<0>();
+      WgmmaPin(dv);
+      WgmmaPin(dk);
       pack();
       __syncthreads();  // the next step refills a stage and rewrites a transposed pair
     }
+    WgmmaPin(pa);
+    WgmmaPin(dsa);
+    WgmmaPin(dv);
+    WgmmaPin(dk);
     WgmmaFence();
     issue_accumulations(steps - 1);
     WgmmaWait<0>();
+    WgmmaPin(dv);
+    WgmmaPin(dk);
   }
 
   bf16* dk0 = dqkv + (int64_t(b) * T + key0) * ld + C + h * HS + 2 * t;
@@ -384,7 +404,11 @@ __global__ void __launch_bounds__(kGroups * 128)
 #pragma unroll
         for (int e = 0; e < 4; ++e) p[j][e] = ds[j][e] = 0.0f;
       }
-      WgmmaFence();  // p, ds zeroed and dsa packed before the products
+      WgmmaPin(p);  // p, ds zeroed and dsa packed before the products
+      WgmmaPin(ds);
+      WgmmaPin(dsa);
+      WgmmaPin(dq);
+      WgmmaFence();
       WgmmaIssueProduct<kTile, HS>(p, qf, k_core(kt));
       WgmmaIssueProduct<kTile, HS>(ds, dof, v_core(kt));
       WgmmaCommit();
@@ -398,6 +422,8 @@ __global__ void __launch_bounds__(kGroups * 128)
     issue_products(0);
     if constexpr (!kNMajor) transpose(0);
     WgmmaWait<0>();
+    WgmmaPin(p);
+    WgmmaPin(ds);
     gradients(0);
     __syncthreads();
     for (int kt = 1; kt <= kt_last; ++kt) {
@@ -409,16 +435,22 @@ __global__ void __launch_bounds__(kGroups * 128)
       WgmmaCommit();
       if constexpr (!kNMajor) transpose(kt);  // read next iteration, past the closing barrier
       WgmmaWait<1>();  // S, dP of tile kt done; tile kt - 1's dQ product may run
+      WgmmaPin(p);
+      WgmmaPin(ds);
       QTileGradients<kTile>(p, ds, row0, kt * kTile, T, lse0, lse1, d0, d1, scale_log2);
       WgmmaWait<0>();
+      WgmmaPin(dq);
 #pragma unroll
       for (int kk = 0; kk < kTile / 16; ++kk) AccToFragA(dsa[kk], ds, kk);
       __syncthreads();  // the next iteration refills a stage and rewrites a K^T tile
     }
+    WgmmaPin(dsa);
+    WgmmaPin(dq);
     WgmmaFence();
     WgmmaIssueAccumulate<HS, kTile, kNMajor>(dq, dsa, dq_operand(kt_last));
     WgmmaCommit();
     WgmmaWait<0>();
+    WgmmaPin(dq);
   }
 
   StoreTileRows<HS>(dqkv + (int64_t(b) * T + row0) * ld + h * HS + 2 * t, 8 * ld, row0 < T,

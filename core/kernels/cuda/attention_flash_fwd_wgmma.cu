@@ -32,7 +32,9 @@
 //
 // Masking as in the mma.sync kernel: the warpgroup's diagonal tile masks
 // keys above the query (keys at or past T are above every live row);
-// tiles wholly past a warpgroup's last row are skipped by that warpgroup.
+// tiles wholly past a warpgroup's last row are skipped by that warpgroup,
+// or, pipelined, multiplied masked to zero (P = 0, alpha = 1: for finite
+// V, o, m and l keep their bits).
 //
 // Built for sm_90a only; other targets compile a trap, and the dispatch
 // (attention_simple.cu) offers the wgmma tilings only on compute
@@ -192,11 +194,13 @@ __global__ void __launch_bounds__(kGroups * 128)
     float s[kBc / 8][4], alpha0, alpha1;
     land(0);
     zero_scores(s);
+    WgmmaPin(s);
     WgmmaFence();
     WgmmaIssueProduct<kBc, HS>(s, qf, k_stage(0));
     WgmmaCommit();
     if constexpr (!kNMajor) transpose_v(0);
     WgmmaWait<0>();
+    WgmmaPin(s);
     softmax(s, 0, alpha0, alpha1);
     ScaleRows<HS>(o, alpha0, alpha1);
 #pragma unroll
@@ -205,7 +209,10 @@ __global__ void __launch_bounds__(kGroups * 128)
     for (int kt = 1; kt <= kt_last; ++kt) {
       land(kt);
       zero_scores(s);
-      WgmmaFence();  // s zeroed, pf packed and o rescaled before the products
+      WgmmaPin(s);  // s zeroed, pf packed and o rescaled before the products
+      WgmmaPin(pf);
+      WgmmaPin(o);
+      WgmmaFence();
       WgmmaIssueProduct<kBc, HS>(s, qf, k_stage(kt));  // S = Q K_kt^T
       WgmmaCommit();
       WgmmaIssueAccumulate<HS, kBc, kNMajor>(o, pf, pv_operand(kt - 1));  // O += P V, tile kt - 1
@@ -214,17 +221,22 @@ __global__ void __launch_bounds__(kGroups * 128)
       // readers pass the barrier closing this iteration first.
       if constexpr (!kNMajor) transpose_v(kt);
       WgmmaWait<1>();  // S_kt done; P_{kt-1} V_{kt-1} may still run
+      WgmmaPin(s);
       softmax(s, kt, alpha0, alpha1);
       WgmmaWait<0>();
+      WgmmaPin(o);
       ScaleRows<HS>(o, alpha0, alpha1);
 #pragma unroll
       for (int kk = 0; kk < kBc / 16; ++kk) AccToFragA(pf[kk], s, kk);
       __syncthreads();  // the next iteration refills stages and V^T this one read
     }
+    WgmmaPin(pf);
+    WgmmaPin(o);
     WgmmaFence();
     WgmmaIssueAccumulate<HS, kBc, kNMajor>(o, pf, pv_operand(kt_last));  // the last P V
     WgmmaCommit();
     WgmmaWait<0>();
+    WgmmaPin(o);
   }
 
   l0 = GroupSum(l0);

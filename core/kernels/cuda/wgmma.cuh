@@ -26,8 +26,12 @@
 // Ordering: shared memory written by ordinary stores or cp.async must be
 // made visible to the tensor cores' (async proxy) reads by
 // FenceProxyAsync() in the writing threads, then a barrier; registers
-// written before a wgmma (A fragments, accumulators) need WgmmaFence(); the
-// results may be read only after WgmmaCommit() and WgmmaWait<0>().
+// written before a wgmma (A fragments, accumulators) need WgmmaFence(); a
+// product's results may be read once a WgmmaWait<n>() has retired its
+// commit group (WgmmaCommit()). The fences and waits are asm statements
+// with no register operands, so the compiler could move register
+// arithmetic across them: WgmmaPin() ties the registers to that point
+// (pin before a fence what was just written, after a wait what is read).
 #ifndef WEFT_CORE_KERNELS_CUDA_WGMMA_CUH_
 #define WEFT_CORE_KERNELS_CUDA_WGMMA_CUH_
 
@@ -128,6 +132,26 @@ __device__ __forceinline__ void TransposeToCoreLayout(__nv_bfloat16* dst, const 
       const int offset = CoreLayoutOffset<kRows>(bcb * 8 + (lane >> 2), brb * 8 + 2 * (lane & 3));
       *reinterpret_cast<uint32_t*>(base + offset) = w[i];
     }
+  }
+}
+
+// An empty asm that "modifies" every register of x: writes before it stay
+// before, reads after it stay after (it is ordered with the other volatile
+// asm: the fences, the products and the waits).
+template <int N>
+__device__ __forceinline__ void WgmmaPin(float (&x)[N][4]) {
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(x[j][e])::"memory");
+  }
+}
+template <int N>
+__device__ __forceinline__ void WgmmaPin(uint32_t (&x)[N][4]) {
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(x[j][e])::"memory");
   }
 }
 
@@ -269,6 +293,8 @@ __device__ __forceinline__ void WgmmaDualTileProduct(float (&x)[N / 8][4],
 #pragma unroll
     for (int e = 0; e < 4; ++e) x[j][e] = y[j][e] = 0.0f;
   }
+  WgmmaPin(x);
+  WgmmaPin(y);
   WgmmaFence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
@@ -277,6 +303,8 @@ __device__ __forceinline__ void WgmmaDualTileProduct(float (&x)[N / 8][4],
   }
   WgmmaCommit();
   WgmmaWait<0>();
+  WgmmaPin(x);
+  WgmmaPin(y);
 }
 
 // x = A · B for one pair (WgmmaDualTileProduct).
@@ -286,10 +314,12 @@ __device__ __forceinline__ void WgmmaTileProduct(float (&x)[N / 8][4],
                                                  const __nv_bfloat16* b) {
 #pragma unroll
   for (int j = 0; j < N / 8; ++j) x[j][0] = x[j][1] = x[j][2] = x[j][3] = 0.0f;
+  WgmmaPin(x);
   WgmmaFence();
   WgmmaIssueProduct<N, K>(x, a, b);
   WgmmaCommit();
   WgmmaWait<0>();
+  WgmmaPin(x);
 }
 
 // The descriptor of k-step kk of B (kK x N) for the products below: B
@@ -334,6 +364,10 @@ __device__ __forceinline__ void WgmmaDualAccumulate(float (&c)[N / 8][4],
     AccToFragA(af[kk], a, kk);
     AccToFragA(af2[kk], a2, kk);
   }
+  WgmmaPin(af);
+  WgmmaPin(af2);
+  WgmmaPin(c);
+  WgmmaPin(c2);
   WgmmaFence();
 #pragma unroll
   for (int kk = 0; kk < kK / 16; ++kk) {
@@ -342,6 +376,8 @@ __device__ __forceinline__ void WgmmaDualAccumulate(float (&c)[N / 8][4],
   }
   WgmmaCommit();
   WgmmaWait<0>();
+  WgmmaPin(c);
+  WgmmaPin(c2);
 }
 
 // c += A · B for one pair (WgmmaDualAccumulate).
@@ -351,10 +387,13 @@ __device__ __forceinline__ void WgmmaAccumulate(float (&c)[N / 8][4], const floa
   uint32_t af[kK / 16][4];
 #pragma unroll
   for (int kk = 0; kk < kK / 16; ++kk) AccToFragA(af[kk], a, kk);
+  WgmmaPin(af);
+  WgmmaPin(c);
   WgmmaFence();
   WgmmaIssueAccumulate<N, kK, kNMajor>(c, af, b);
   WgmmaCommit();
   WgmmaWait<0>();
+  WgmmaPin(c);
 }
 
 }  // namespace weft::cuda

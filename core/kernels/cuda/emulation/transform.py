@@ -96,6 +96,10 @@ def rewrite_asm(body, where):
     regs = lambda group: [arg(r.strip()) for r in group.split(',')]
     what = where + ': "' + template + '"'
 
+    # An empty template only orders registers for the compiler (WgmmaPin).
+    if template == '':
+        return ';'
+
     m = re.fullmatch(r'mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32\s+'
                      r'\{([^}]*)\},\s*\{([^}]*)\},\s*\{([^}]*)\},\s*\{([^}]*)\}', template)
     if m:
