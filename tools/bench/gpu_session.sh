@@ -291,6 +291,8 @@ stage_tiling() {
   # their building blocks, fails).
   local mma="4x16 8x16 4x32" wg="wgmma-64 wgmma-128" nm="wgmma-64-nmajor wgmma-128-nmajor"
   local pipe="wgmma-64-pipe wgmma-128-pipe" nmpipe="wgmma-64-nmajor-pipe wgmma-128-nmajor-pipe"
+  local wide="wgmma-64-pipe-k128 wgmma-128-pipe-k128" nmwide="wgmma-64-nmajor-pipe-k128"
+  nmwide+=" wgmma-128-nmajor-pipe-k128"
   local t log fwd bwd tilings
   # One process per test: a kernel that faults takes only its own family.
   tiling_test() {
@@ -300,14 +302,15 @@ stage_tiling() {
     return 1
   }
   tiling_test "EightWarpsOf16Rows:FlashTilingTest.FourWarpsOf32Rows" || mma="4x16"
-  tiling_test WgmmaOnHopper || wg="" pipe=""
-  tiling_test WgmmaNMajorOnHopper || nm="" nmpipe=""
-  tiling_test PipelinedWgmmaOnHopper || pipe="" nmpipe=""
+  tiling_test WgmmaOnHopper || wg="" pipe="" wide=""
+  tiling_test WgmmaNMajorOnHopper || nm="" nmpipe="" nmwide=""
+  tiling_test PipelinedWgmmaOnHopper || pipe="" nmpipe="" wide="" nmwide=""
+  tiling_test WideKeyTileWgmmaForwardOnHopper || wide="" nmwide=""
   if ! item "wgmma_test" 60 ./run wgmma_test --gtest_brief=1; then
     grep -E "Failure|wrong|FAILED" "$logs/wgmma_test.log" | head -8 >> "$summary"
-    wg="" nm="" pipe="" nmpipe=""
+    wg="" nm="" pipe="" nmpipe="" wide="" nmwide=""
   fi
-  tilings="$(echo $mma $wg $nm $pipe $nmpipe)"
+  tilings="$(echo $mma $wg $nm $pipe $nmpipe $wide $nmwide)"
   echo "  tilings timed: $tilings" >> "$summary"
   # One process per tiling: a kernel that faults takes only its own line.
   for t in $tilings; do

@@ -235,6 +235,12 @@ absl::Status LaunchFlashBackward(void* dqkv, const void* dout, const void* qkv, 
                                  const float* dsum, const AttentionDims& d,
                                  FlashTiling bwd_tiling, cudaStream_t stream) {
   if (d.b * d.t * d.nh == 0) return absl::OkStatus();
+  if (bwd_tiling.key_tile != kFlashTile) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "flash attention backward: ", FlashTilingName(bwd_tiling),
+        " is a forward tiling (the backward takes 64-key tiles); use it without -k",
+        bwd_tiling.key_tile));
+  }
   if (bwd_tiling.wgmma) {
     return LaunchFlashBackwardWgmma(dqkv, dout, qkv, lse, dsum, d, bwd_tiling.warps / 4,
                                     bwd_tiling.n_major, bwd_tiling.pipelined, stream);

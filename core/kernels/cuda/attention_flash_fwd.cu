@@ -183,7 +183,7 @@ absl::Status LaunchFlashForward(void* out, float* lse, const void* qkv, const At
   if (d.b * d.t * d.nh == 0) return absl::OkStatus();
   if (tiling.wgmma) {
     return LaunchFlashForwardWgmma(out, lse, qkv, d, tiling.warps / 4, tiling.n_major,
-                                   tiling.pipelined, stream);
+                                   tiling.pipelined, tiling.key_tile, stream);
   }
   bf16* o = static_cast<bf16*>(out);
   const bf16* x = static_cast<const bf16*>(qkv);

@@ -49,11 +49,12 @@
 namespace weft::cuda {
 namespace {
 
-constexpr int kBc = kFlashTile;  // keys per tile
 constexpr float kLog2e = 1.4426950408889634f;
 
-template <int HS, int kGroups, bool kNMajor, bool kPipelined>
+// kKeys: keys per tile (64, or 128 in the -k128 tilings).
+template <int HS, int kGroups, bool kNMajor, bool kPipelined, int kKeys>
 struct WgmmaFwdSmem {
+  static constexpr int kBc = kKeys;
   static constexpr int kBr = 64 * kGroups;
   static constexpr int kLd = HS + 8;      // row-major staging tiles: conflict-free ldmatrix
   static constexpr int kQ = kBr * kLd;    // Q staging (row-major)
@@ -72,15 +73,15 @@ struct WgmmaFwdSmem {
   static constexpr int kBytes = kElems * 2;
 };
 
-template <int HS, int kGroups, bool kNMajor, bool kPipelined>
+template <int HS, int kGroups, bool kNMajor, bool kPipelined, int kKeys>
 __global__ void __launch_bounds__(kGroups * 128)
     FlashForwardWgmmaKernel(bf16* __restrict__ out, float* __restrict__ lse,
                             const bf16* __restrict__ qkv, int T, int NH, float scale_log2) {
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
   __trap();  // wgmma exists on sm_90a only; the dispatch never launches this elsewhere
 #else
-  using S = WgmmaFwdSmem<HS, kGroups, kNMajor, kPipelined>;
-  constexpr int kBr = S::kBr;
+  using S = WgmmaFwdSmem<HS, kGroups, kNMajor, kPipelined, kKeys>;
+  constexpr int kBr = S::kBr, kBc = S::kBc;
   extern __shared__ __align__(128) unsigned char smem[];
   bf16* q_s = reinterpret_cast<bf16*>(smem);
   bf16* k_s0 = q_s + S::kQ;          // stage i at k_s0 + i * kK
@@ -247,11 +248,11 @@ __global__ void __launch_bounds__(kGroups * 128)
 #endif
 }
 
-template <int HS, int kGroups, bool kNMajor, bool kPipelined>
+template <int HS, int kGroups, bool kNMajor, bool kPipelined, int kKeys = kFlashTile>
 absl::Status Launch(bf16* out, float* lse, const bf16* qkv, const AttentionDims& d,
                     cudaStream_t stream) {
-  using S = WgmmaFwdSmem<HS, kGroups, kNMajor, kPipelined>;
-  auto* kernel = FlashForwardWgmmaKernel<HS, kGroups, kNMajor, kPipelined>;
+  using S = WgmmaFwdSmem<HS, kGroups, kNMajor, kPipelined, kKeys>;
+  auto* kernel = FlashForwardWgmmaKernel<HS, kGroups, kNMajor, kPipelined, kKeys>;
   WEFT_CUDA_RETURN_IF_ERROR(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kBytes));
   const dim3 grid(static_cast<unsigned>(d.b * d.nh), static_cast<unsigned>(CeilDiv(d.t, S::kBr)));
@@ -263,7 +264,26 @@ absl::Status Launch(bf16* out, float* lse, const bf16* qkv, const AttentionDims&
 
 template <int HS, int kGroups>
 absl::Status LaunchVariant(bf16* out, float* lse, const bf16* qkv, const AttentionDims& d,
-                           bool n_major, bool pipelined, cudaStream_t stream) {
+                           bool n_major, bool pipelined, int key_tile, cudaStream_t stream) {
+  if (key_tile == 128) {
+    if (!pipelined) {
+      return absl::InvalidArgumentError(
+          "flash attention wgmma forward: 128-key tiles come pipelined only (-pipe-k128)");
+    }
+    if constexpr (HS <= 64) {
+      return n_major ? Launch<HS, kGroups, true, true, 128>(out, lse, qkv, d, stream)
+                     : Launch<HS, kGroups, false, true, 128>(out, lse, qkv, d, stream);
+    } else {
+      // The scores, P and O accumulators would exceed a thread's registers.
+      return absl::InvalidArgumentError(absl::StrCat(
+          "flash attention wgmma forward: 128-key tiles need head size 32 or 64, not ", HS,
+          "; use a 64-key tiling (wgmma-*-pipe)"));
+    }
+  }
+  if (key_tile != kFlashTile) {
+    return absl::InvalidArgumentError(absl::StrCat("flash attention wgmma forward: key tiles of ",
+                                                   key_tile, "; expected 64 or 128"));
+  }
   if (n_major) {
     return pipelined ? Launch<HS, kGroups, true, true>(out, lse, qkv, d, stream)
                      : Launch<HS, kGroups, true, false>(out, lse, qkv, d, stream);
@@ -274,9 +294,14 @@ absl::Status LaunchVariant(bf16* out, float* lse, const bf16* qkv, const Attenti
 
 template <int HS>
 absl::Status LaunchGroups(bf16* out, float* lse, const bf16* qkv, const AttentionDims& d,
-                          int groups, bool n_major, bool pipelined, cudaStream_t stream) {
-  if (groups == 1) return LaunchVariant<HS, 1>(out, lse, qkv, d, n_major, pipelined, stream);
-  if (groups == 2) return LaunchVariant<HS, 2>(out, lse, qkv, d, n_major, pipelined, stream);
+                          int groups, bool n_major, bool pipelined, int key_tile,
+                          cudaStream_t stream) {
+  if (groups == 1) {
+    return LaunchVariant<HS, 1>(out, lse, qkv, d, n_major, pipelined, key_tile, stream);
+  }
+  if (groups == 2) {
+    return LaunchVariant<HS, 2>(out, lse, qkv, d, n_major, pipelined, key_tile, stream);
+  }
   return absl::InvalidArgumentError(
       absl::StrCat("flash attention wgmma forward: ", groups, " warpgroups; expected 1 or 2"));
 }
@@ -285,14 +310,17 @@ absl::Status LaunchGroups(bf16* out, float* lse, const bf16* qkv, const Attentio
 
 absl::Status LaunchFlashForwardWgmma(void* out, float* lse, const void* qkv,
                                      const AttentionDims& d, int warpgroups, bool n_major,
-                                     bool pipelined, cudaStream_t stream) {
+                                     bool pipelined, int key_tile, cudaStream_t stream) {
   if (d.b * d.t * d.nh == 0) return absl::OkStatus();
   bf16* o = static_cast<bf16*>(out);
   const bf16* x = static_cast<const bf16*>(qkv);
   switch (d.hs) {
-    case 32: return LaunchGroups<32>(o, lse, x, d, warpgroups, n_major, pipelined, stream);
-    case 64: return LaunchGroups<64>(o, lse, x, d, warpgroups, n_major, pipelined, stream);
-    case 128: return LaunchGroups<128>(o, lse, x, d, warpgroups, n_major, pipelined, stream);
+    case 32:
+      return LaunchGroups<32>(o, lse, x, d, warpgroups, n_major, pipelined, key_tile, stream);
+    case 64:
+      return LaunchGroups<64>(o, lse, x, d, warpgroups, n_major, pipelined, key_tile, stream);
+    case 128:
+      return LaunchGroups<128>(o, lse, x, d, warpgroups, n_major, pipelined, key_tile, stream);
   }
   return absl::InvalidArgumentError("flash attention needs head size 32, 64 or 128");
 }

@@ -30,13 +30,15 @@ struct AttentionDims {
 // 64 rows; with `n_major` as well, their second products read B N-major
 // through the transpose bit instead of transposing tiles; with `pipelined`
 // the products of one tile run behind the softmax or gradients of the next
-// (attention_flash_{fwd,bwd}_wgmma.cu).
+// (attention_flash_{fwd,bwd}_wgmma.cu); `key_tile` 128 (forward only) takes
+// 128 keys per tile instead of 64.
 struct FlashTiling {
   int warps = 4;
   int rows_per_warp = 16;
   bool wgmma = false;
   bool n_major = false;
   bool pipelined = false;
+  int key_tile = 64;  // keys per tile: 128 in the pipelined wgmma forward's -k128 forms
   int rows() const { return warps * rows_per_warp; }
   bool operator==(const FlashTiling&) const = default;
 };
@@ -51,7 +53,12 @@ inline constexpr FlashTiling kFlashTilingWgmma64Pipe{4, 16, true, false, true};
 inline constexpr FlashTiling kFlashTilingWgmma128Pipe{8, 16, true, false, true};
 inline constexpr FlashTiling kFlashTilingWgmma64NMajorPipe{4, 16, true, true, true};
 inline constexpr FlashTiling kFlashTilingWgmma128NMajorPipe{8, 16, true, true, true};
-// "4x16", "wgmma-128", "wgmma-64-nmajor", "wgmma-128-nmajor-pipe"
+inline constexpr FlashTiling kFlashTilingWgmma64PipeK128{4, 16, true, false, true, 128};
+inline constexpr FlashTiling kFlashTilingWgmma128PipeK128{8, 16, true, false, true, 128};
+inline constexpr FlashTiling kFlashTilingWgmma64NMajorPipeK128{4, 16, true, true, true, 128};
+inline constexpr FlashTiling kFlashTilingWgmma128NMajorPipeK128{8, 16, true, true, true, 128};
+// "4x16", "wgmma-128", "wgmma-64-nmajor", "wgmma-128-nmajor-pipe",
+// "wgmma-64-pipe-k128"
 std::string FlashTilingName(FlashTiling t);
 
 // The tilings the attention dispatch uses: the forward's and the
@@ -71,10 +78,11 @@ absl::Status LaunchFlashForward(void* out, float* lse, const void* qkv, const At
                                 FlashTiling tiling, cudaStream_t stream);
 // The wgmma forward (sm_90a): 1 or 2 warpgroups of 64 query rows a block;
 // n_major: V read N-major (FlashTiling::n_major); pipelined: products
-// behind the softmax (FlashTiling::pipelined).
+// behind the softmax (FlashTiling::pipelined); key_tile: 64, or 128
+// (pipelined, head size <= 64).
 absl::Status LaunchFlashForwardWgmma(void* out, float* lse, const void* qkv,
                                      const AttentionDims& d, int warpgroups, bool n_major,
-                                     bool pipelined, cudaStream_t stream);
+                                     bool pipelined, int key_tile, cudaStream_t stream);
 // dsum (B, NH, T) holds rowsum(dout * out) from LaunchAttentionRowDot.
 // `bwd_tiling` 4x16 or 8x16 splits the dQ kernel's queries (the dK/dV
 // kernel always owns 64 keys over 4 warps); wgmma-64 / wgmma-128 run both

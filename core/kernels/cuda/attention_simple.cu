@@ -288,7 +288,8 @@ bool FlashAttentionApplies(DType dtype, int64_t head_size,
 
 std::string FlashTilingName(FlashTiling t) {
   if (t.wgmma) {
-    return absl::StrCat("wgmma-", t.rows(), t.n_major ? "-nmajor" : "", t.pipelined ? "-pipe" : "");
+    return absl::StrCat("wgmma-", t.rows(), t.n_major ? "-nmajor" : "", t.pipelined ? "-pipe" : "",
+                        t.key_tile != 64 ? absl::StrCat("-k", t.key_tile) : "");
   }
   return absl::StrCat(t.warps, "x", t.rows_per_warp);
 }
@@ -339,7 +340,9 @@ absl::StatusOr<FlashTiling> FlashForwardTiling() {
                     {kFlashTiling4x16, kFlashTiling8x16, kFlashTiling4x32, kFlashTilingWgmma64,
                      kFlashTilingWgmma128, kFlashTilingWgmma64NMajor, kFlashTilingWgmma128NMajor,
                      kFlashTilingWgmma64Pipe, kFlashTilingWgmma128Pipe,
-                     kFlashTilingWgmma64NMajorPipe, kFlashTilingWgmma128NMajorPipe}));
+                     kFlashTilingWgmma64NMajorPipe, kFlashTilingWgmma128NMajorPipe,
+                     kFlashTilingWgmma64PipeK128, kFlashTilingWgmma128PipeK128,
+                     kFlashTilingWgmma64NMajorPipeK128, kFlashTilingWgmma128NMajorPipeK128}));
   return OnlyWhereItRuns(kVar, t);
 }
 

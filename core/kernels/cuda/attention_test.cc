@@ -219,6 +219,31 @@ TEST_F(FlashTilingTest, PipelinedWgmmaOnHopper) {
   }
 }
 
+// The pipelined wgmma forward over 128-key tiles (head sizes 32 and 64):
+// its own rounding (the softmax rescales every 128 keys), so against the
+// CPU; forward only, and refused at head size 128 and by the backward.
+TEST_F(FlashTilingTest, WideKeyTileWgmmaForwardOnHopper) {
+  if (!WgmmaRunsHere()) GTEST_SKIP() << "wgmma needs compute capability 9.0";
+  for (const char* tiling : {"wgmma-64-pipe-k128", "wgmma-128-pipe-k128",
+                             "wgmma-64-nmajor-pipe-k128", "wgmma-128-nmajor-pipe-k128"}) {
+    SCOPED_TRACE(tiling);
+    setenv("WEFT_FLASH_FWD_TILING", tiling, 1);
+    CheckAttention({2, 200, 12, 64}, DType::kBF16);
+    CheckAttention({1, 130, 3, 32}, DType::kBF16);
+    CheckAttention({1, 1, 1, 64}, DType::kBF16);
+    Tensor qkv = GpuZeros({1, 8, 3 * 128}, DType::kBF16);
+    Tensor out = GpuZeros({1, 8, 128}, DType::kBF16), lse = GpuZeros({1, 1, 8}, DType::kF32);
+    absl::Status st = GpuOps().AttentionForward(GpuCtx(), out, lse, qkv, 1);
+    EXPECT_TRUE(absl::IsInvalidArgument(st)) << "head size 128: " << st;
+  }
+  unsetenv("WEFT_FLASH_FWD_TILING");
+  setenv("WEFT_FLASH_BWD_TILING", "wgmma-64-pipe-k128", 1);
+  Tensor qkv = GpuZeros({1, 4, 3 * 64}, DType::kBF16), dqkv = GpuZeros({1, 4, 3 * 64}, DType::kBF16);
+  Tensor out = GpuZeros({1, 4, 64}, DType::kBF16), lse = GpuZeros({1, 1, 4}, DType::kF32);
+  absl::Status st = GpuOps().AttentionBackward(GpuCtx(), dqkv, out, qkv, out, lse, 1);
+  EXPECT_TRUE(absl::IsInvalidArgument(st)) << st;
+}
+
 TEST_F(FlashTilingTest, UnknownOrUnsupportedTilingIsAnError) {
   Tensor qkv = GpuZeros({1, 4, 3 * 128}, DType::kBF16);
   Tensor out = GpuZeros({1, 4, 128}, DType::kBF16), lse = GpuZeros({1, 1, 4}, DType::kF32);

@@ -199,7 +199,9 @@ void BenchAttention(Bench& b, int64_t batch) {
              cudaSuccess);
   for (const char* tiling :
        {"4x16", "8x16", "4x32", "wgmma-64", "wgmma-128", "wgmma-64-nmajor", "wgmma-128-nmajor",
-        "wgmma-64-pipe", "wgmma-128-pipe", "wgmma-64-nmajor-pipe", "wgmma-128-nmajor-pipe"}) {
+        "wgmma-64-pipe", "wgmma-128-pipe", "wgmma-64-nmajor-pipe", "wgmma-128-nmajor-pipe",
+        "wgmma-64-pipe-k128", "wgmma-128-pipe-k128", "wgmma-64-nmajor-pipe-k128",
+        "wgmma-128-nmajor-pipe-k128"}) {
     if (std::strncmp(tiling, "wgmma", 5) == 0 && major != 9) continue;  // sm_90a only
     setenv("WEFT_FLASH_FWD_TILING", tiling, 1);
     b.Run(std::string("attention fwd (flash, bf16, ") + tiling + ")", fwd, 0, [&] {

@@ -263,6 +263,22 @@ int main() {
   bad += RunLate(1, 200, 1, 64, pipe128nm);
   bad += RunLate(1, 130, 1, 64, {weft::cuda::kFlashTilingWgmma128Pipe,
                                  weft::cuda::kFlashTilingWgmma128Pipe});
+  // 128-key tiles (pipelined forward, head sizes 32 and 64): other
+  // rounding than 64-key tiles (the softmax rescales every 128 keys), so
+  // against the references only. T = 200: a partial last tile; 130 and 80:
+  // a block whose rows end inside a key tile; T = 1.
+  for (weft::cuda::FlashTiling wide :
+       {weft::cuda::kFlashTilingWgmma64PipeK128, weft::cuda::kFlashTilingWgmma128PipeK128,
+        weft::cuda::kFlashTilingWgmma64NMajorPipeK128,
+        weft::cuda::kFlashTilingWgmma128NMajorPipeK128}) {
+    bad += Run(1, 200, 1, 64, true, {wide, weft::cuda::kFlashTiling4x16});
+  }
+  bad += Run(2, 130, 1, 32, true, {weft::cuda::kFlashTilingWgmma64PipeK128, pipe64.bwd});
+  bad += Run(1, 80, 2, 64, true, {weft::cuda::kFlashTilingWgmma128NMajorPipeK128, pipe128nm.bwd});
+  bad += Run(1, 1, 1, 64, true, {weft::cuda::kFlashTilingWgmma64NMajorPipeK128,
+                                 weft::cuda::kFlashTiling4x16});
+  bad += RunLate(1, 200, 1, 64, {weft::cuda::kFlashTilingWgmma128PipeK128,
+                                 weft::cuda::kFlashTiling4x16});
   bad += Run(1, 67, 2, 40, false);
   printf(bad ? "FAILURES: %d\n" : "all ok\n", bad);
   return bad;
