@@ -61,14 +61,23 @@ inline constexpr FlashTiling kFlashTilingWgmma128NMajorPipeK128{8, 16, true, tru
 // "wgmma-64-pipe-k128"
 std::string FlashTilingName(FlashTiling t);
 
-// The tilings the attention dispatch uses: the forward's and the
-// backward's. Defaults (the configuration measured on an H100) unless
+// The default tilings on compute capability 9.0 (H100/H200), where they
+// cover the head size (a wgmma backward or a 128-key or 4x32 forward needs
+// head size <= 64); 4x16 elsewhere and otherwise. Both 4x16, the tiling
+// measured on an H100, until gpu_session.sh's tiling stage has timed the
+// others: set them from its figures.
+inline constexpr FlashTiling kHopperForwardDefault = kFlashTiling4x16;
+inline constexpr FlashTiling kHopperBackwardDefault = kFlashTiling4x16;
+
+// The tilings the attention dispatch uses for head size `head_size`: the
+// forward's and the backward's. The defaults above unless
 // WEFT_FLASH_FWD_TILING / WEFT_FLASH_BWD_TILING name another ("8x16",
 // "wgmma-128"), read at every launch so benchmarks and tests can compare
 // them in one process; a value that names no tiling, or a wgmma tiling on a
-// GPU other than compute capability 9.0, is an error, never ignored.
-absl::StatusOr<FlashTiling> FlashForwardTiling();
-absl::StatusOr<FlashTiling> FlashBackwardTiling();
+// GPU other than compute capability 9.0, is an error, never ignored (and a
+// named tiling the head size rules out fails at launch).
+absl::StatusOr<FlashTiling> FlashForwardTiling(int64_t head_size);
+absl::StatusOr<FlashTiling> FlashBackwardTiling(int64_t head_size);
 
 // bf16 flash kernels (tensor cores); HS in {32, 64, 128} and 16-byte
 // aligned base pointers (attention.cc checks with FlashAttentionApplies).

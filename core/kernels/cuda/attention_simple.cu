@@ -8,6 +8,7 @@
 // version: one kernel owns a query row (dQ), another a key row (dK, dV), and
 // each output is written exactly once. O(T^2 * HS) work per head with no
 // data reuse: fine for f32 tests and small models, not for GPT-2 speed.
+#include <atomic>
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
@@ -330,13 +331,45 @@ absl::StatusOr<FlashTiling> OnlyWhereItRuns(const char* var, FlashTiling t) {
   return t;
 }
 
+// Whether the current device has compute capability 9.0 (asked once per
+// device).
+absl::StatusOr<bool> OnHopper() {
+  static std::atomic<int8_t> known[64] = {};  // 0 unknown, 1 no, 2 yes
+  int device = 0;
+  WEFT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  if (device >= 0 && device < 64 && known[device].load(std::memory_order_relaxed) != 0) {
+    return known[device].load(std::memory_order_relaxed) == 2;
+  }
+  int major = 0, minor = 0;
+  WEFT_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  WEFT_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  const bool hopper = major == 9 && minor == 0;
+  if (device >= 0 && device < 64) known[device].store(hopper ? 2 : 1, std::memory_order_relaxed);
+  return hopper;
+}
+
+// `hopper_default` where the device and head size allow it, else 4x16.
+absl::StatusOr<FlashTiling> DefaultTiling(FlashTiling hopper_default, bool backward,
+                                          int64_t head_size) {
+  if (hopper_default == kFlashTiling4x16) return kFlashTiling4x16;
+  WEFT_ASSIGN_OR_RETURN(const bool hopper, OnHopper());
+  const bool wide = hopper_default.key_tile > 64 || hopper_default.rows_per_warp > 16 ||
+                    (backward && hopper_default.wgmma);
+  if ((hopper_default.wgmma && !hopper) || (wide && head_size > 64)) return kFlashTiling4x16;
+  return hopper_default;
+}
+
 }  // namespace
 
-absl::StatusOr<FlashTiling> FlashForwardTiling() {
+absl::StatusOr<FlashTiling> FlashForwardTiling(int64_t head_size) {
   constexpr const char* kVar = "WEFT_FLASH_FWD_TILING";
+  WEFT_ASSIGN_OR_RETURN(const FlashTiling fallback,
+                        DefaultTiling(kHopperForwardDefault, false, head_size));
   WEFT_ASSIGN_OR_RETURN(
       const FlashTiling t,
-      TilingFromEnv(kVar, kFlashTiling4x16,
+      TilingFromEnv(kVar, fallback,
                     {kFlashTiling4x16, kFlashTiling8x16, kFlashTiling4x32, kFlashTilingWgmma64,
                      kFlashTilingWgmma128, kFlashTilingWgmma64NMajor, kFlashTilingWgmma128NMajor,
                      kFlashTilingWgmma64Pipe, kFlashTilingWgmma128Pipe,
@@ -346,11 +379,13 @@ absl::StatusOr<FlashTiling> FlashForwardTiling() {
   return OnlyWhereItRuns(kVar, t);
 }
 
-absl::StatusOr<FlashTiling> FlashBackwardTiling() {
+absl::StatusOr<FlashTiling> FlashBackwardTiling(int64_t head_size) {
   constexpr const char* kVar = "WEFT_FLASH_BWD_TILING";
+  WEFT_ASSIGN_OR_RETURN(const FlashTiling fallback,
+                        DefaultTiling(kHopperBackwardDefault, true, head_size));
   WEFT_ASSIGN_OR_RETURN(
       const FlashTiling t,
-      TilingFromEnv(kVar, kFlashTiling4x16,
+      TilingFromEnv(kVar, fallback,
                     {kFlashTiling4x16, kFlashTiling8x16, kFlashTilingWgmma64,
                      kFlashTilingWgmma128, kFlashTilingWgmma64NMajor, kFlashTilingWgmma128NMajor,
                      kFlashTilingWgmma64Pipe, kFlashTilingWgmma128Pipe,
@@ -364,7 +399,7 @@ absl::Status LaunchAttentionForward(void* out, float* lse, const void* qkv, DTyp
   const AttentionDims d{batch, seq, num_heads, head_size};
   if (batch * seq * num_heads == 0) return absl::OkStatus();
   if (FlashAttentionApplies(dtype, head_size, {out, qkv})) {
-    WEFT_ASSIGN_OR_RETURN(const FlashTiling tiling, FlashForwardTiling());
+    WEFT_ASSIGN_OR_RETURN(const FlashTiling tiling, FlashForwardTiling(head_size));
     return LaunchFlashForward(out, lse, qkv, d, tiling, stream);
   }
   return LaunchSimpleForward(out, lse, qkv, dtype, d, stream);
@@ -382,7 +417,7 @@ absl::Status LaunchAttentionBackward(void* dqkv, const void* dout, const void* q
   if (batch * seq * num_heads == 0) return absl::OkStatus();
   WEFT_RETURN_IF_ERROR(LaunchAttentionRowDot(scratch, dout, out, dtype, d, stream));
   if (FlashAttentionApplies(dtype, head_size, {dqkv, dout, qkv})) {
-    WEFT_ASSIGN_OR_RETURN(const FlashTiling tiling, FlashBackwardTiling());
+    WEFT_ASSIGN_OR_RETURN(const FlashTiling tiling, FlashBackwardTiling(head_size));
     return LaunchFlashBackward(dqkv, dout, qkv, lse, scratch, d, tiling, stream);
   }
   return LaunchSimpleBackward(dqkv, dout, qkv, lse, scratch, dtype, d, stream);
