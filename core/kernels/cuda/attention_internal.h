@@ -78,6 +78,11 @@ inline constexpr FlashTiling kHopperBackwardDefault = kFlashTiling4x16;
 // named tiling the head size rules out fails at launch).
 absl::StatusOr<FlashTiling> FlashForwardTiling(int64_t head_size);
 absl::StatusOr<FlashTiling> FlashBackwardTiling(int64_t head_size);
+// The default those use: `hopper_default` (kHopperForwardDefault or, with
+// `backward`, kHopperBackwardDefault) on compute capability 9.0 where it
+// covers `head_size`, else 4x16.
+absl::StatusOr<FlashTiling> FlashDefaultTiling(FlashTiling hopper_default, bool backward,
+                                               int64_t head_size);
 
 // bf16 flash kernels (tensor cores); HS in {32, 64, 128} and 16-byte
 // aligned base pointers (attention.cc checks with FlashAttentionApplies).

@@ -350,9 +350,10 @@ absl::StatusOr<bool> OnHopper() {
   return hopper;
 }
 
-// `hopper_default` where the device and head size allow it, else 4x16.
-absl::StatusOr<FlashTiling> DefaultTiling(FlashTiling hopper_default, bool backward,
-                                          int64_t head_size) {
+}  // namespace
+
+absl::StatusOr<FlashTiling> FlashDefaultTiling(FlashTiling hopper_default, bool backward,
+                                               int64_t head_size) {
   if (hopper_default == kFlashTiling4x16) return kFlashTiling4x16;
   WEFT_ASSIGN_OR_RETURN(const bool hopper, OnHopper());
   const bool wide = hopper_default.key_tile > 64 || hopper_default.rows_per_warp > 16 ||
@@ -361,12 +362,10 @@ absl::StatusOr<FlashTiling> DefaultTiling(FlashTiling hopper_default, bool backw
   return hopper_default;
 }
 
-}  // namespace
-
 absl::StatusOr<FlashTiling> FlashForwardTiling(int64_t head_size) {
   constexpr const char* kVar = "WEFT_FLASH_FWD_TILING";
   WEFT_ASSIGN_OR_RETURN(const FlashTiling fallback,
-                        DefaultTiling(kHopperForwardDefault, false, head_size));
+                        FlashDefaultTiling(kHopperForwardDefault, false, head_size));
   WEFT_ASSIGN_OR_RETURN(
       const FlashTiling t,
       TilingFromEnv(kVar, fallback,
@@ -382,7 +381,7 @@ absl::StatusOr<FlashTiling> FlashForwardTiling(int64_t head_size) {
 absl::StatusOr<FlashTiling> FlashBackwardTiling(int64_t head_size) {
   constexpr const char* kVar = "WEFT_FLASH_BWD_TILING";
   WEFT_ASSIGN_OR_RETURN(const FlashTiling fallback,
-                        DefaultTiling(kHopperBackwardDefault, true, head_size));
+                        FlashDefaultTiling(kHopperBackwardDefault, true, head_size));
   WEFT_ASSIGN_OR_RETURN(
       const FlashTiling t,
       TilingFromEnv(kVar, fallback,

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 #include "core/kernels/cuda/attention_internal.h"
 #include "core/kernels/cuda/emulation/check_util.h"
@@ -179,8 +180,55 @@ int RunSame(int B, int T, int NH, int HS, Tilings tilings) {
   return diff ? 1 : 0;
 }
 
-int main() {
+// The tiling the dispatch picks (attention_simple.cu) on the emulated
+// device (compute capability 9.0): names from the environment, refusals,
+// and the Hopper defaults only where the head size allows them.
+int CheckTilingSelection() {
+  using namespace weft::cuda;
   int bad = 0;
+  auto expect = [&](bool ok, const char* what) {
+    printf("tiling selection: %-58s %s\n", what, ok ? "ok" : "FAIL");
+    bad += ok ? 0 : 1;
+  };
+  unsetenv("WEFT_FLASH_FWD_TILING");
+  unsetenv("WEFT_FLASH_BWD_TILING");
+  auto fwd = FlashForwardTiling(64);
+  auto bwd = FlashBackwardTiling(128);
+  expect(fwd.ok() && *fwd == kHopperForwardDefault && bwd.ok(), "unset: the defaults");
+  setenv("WEFT_FLASH_FWD_TILING", "wgmma-128-nmajor-pipe-k128", 1);
+  fwd = FlashForwardTiling(64);
+  expect(fwd.ok() && *fwd == kFlashTilingWgmma128NMajorPipeK128, "forward wgmma-128-nmajor-pipe-k128");
+  setenv("WEFT_FLASH_FWD_TILING", "16x8", 1);
+  expect(!FlashForwardTiling(64).ok(), "forward 16x8 is an error");
+  setenv("WEFT_FLASH_BWD_TILING", "wgmma-64-nmajor-pipe", 1);
+  bwd = FlashBackwardTiling(64);
+  expect(bwd.ok() && *bwd == kFlashTilingWgmma64NMajorPipe, "backward wgmma-64-nmajor-pipe");
+  setenv("WEFT_FLASH_BWD_TILING", "wgmma-64-pipe-k128", 1);
+  expect(!FlashBackwardTiling(64).ok(), "backward -k128 is an error (a forward tiling)");
+  unsetenv("WEFT_FLASH_FWD_TILING");
+  unsetenv("WEFT_FLASH_BWD_TILING");
+  auto pick = [](FlashTiling t, bool backward, int hs) {
+    auto r = FlashDefaultTiling(t, backward, hs);
+    return r.ok() ? *r : FlashTiling{0, 0};
+  };
+  expect(pick(kFlashTilingWgmma64Pipe, true, 64) == kFlashTilingWgmma64Pipe,
+         "default wgmma backward at head size 64");
+  expect(pick(kFlashTilingWgmma64Pipe, true, 128) == kFlashTiling4x16,
+         "default wgmma backward at head size 128: 4x16");
+  expect(pick(kFlashTilingWgmma128Pipe, false, 128) == kFlashTilingWgmma128Pipe,
+         "default wgmma forward at head size 128");
+  expect(pick(kFlashTilingWgmma64PipeK128, false, 128) == kFlashTiling4x16,
+         "default 128-key forward at head size 128: 4x16");
+  expect(pick(kFlashTiling4x32, false, 128) == kFlashTiling4x16,
+         "default 4x32 forward at head size 128: 4x16");
+  expect(pick(kFlashTiling8x16, true, 128) == kFlashTiling8x16, "default 8x16 at head size 128");
+  expect(FlashTilingName(kFlashTilingWgmma64NMajorPipeK128) == "wgmma-64-nmajor-pipe-k128",
+         "the -k128 name");
+  return bad;
+}
+
+int main() {
+  int bad = CheckTilingSelection();
   // T = 80 and 130 end in a partial tile (64 rows per tile); B * NH = 2
   // covers the (batch, head) offsets; T = 1 and 64 are the edges.
   for (int hs : {32, 64, 128}) {
