@@ -4,8 +4,11 @@
 // that owns it) with every product issued as wgmma.mma_async over a
 // warpgroup's 64 rows (layouts and fences: wgmma.cuh).
 //
-//   KV kernel: a block (one warpgroup) owns 64 keys; K and V fragments stay
-//     in registers as the A operands. Per query step of 64:
+//   KV kernel: a block of kGroups warpgroups owns 64 * kGroups keys
+//     (warpgroup wg the keys [64 wg, +64)), every warpgroup multiplying the
+//     same Q and dO tiles; K and V fragments stay in registers as the A
+//     operands. Per query step of 64 (from the block's first key on: a
+//     second warpgroup's first step lies above its keys and adds zeros):
 //       S^T = K Q^T, dP^T = V dO^T   B = Q, dO tiles in the core-matrix
 //                                    layout (cp.async straight into it)
 //       P^T, dS^T                    in registers (lse and D per query)
@@ -49,10 +52,11 @@ namespace {
 constexpr int kTile = kFlashTile;  // keys per KV block and key tile, queries per KV step
 constexpr float kLog2e = 1.4426950408889634f;
 
-template <int HS, bool kNMajor, bool kPipelined>
+template <int HS, int kGroups, bool kNMajor, bool kPipelined>
 struct WgKvSmem {
+  static constexpr int kKeys = 64 * kGroups;     // keys of a block
   static constexpr int kLd = HS + 8;
-  static constexpr int kRowMajor = kTile * kLd;  // K or V of the block, row-major
+  static constexpr int kRowMajor = kKeys * kLd;  // K or V of the block, row-major
   static constexpr int kCore = kTile * HS;       // one 64 x HS tile, core layout
   // (Q, dO) core tiles and (lse, D) stages: N-major and pipelined, step
   // j - 1's are read in place while step j + 1's stream in, so three.
@@ -61,13 +65,15 @@ struct WgKvSmem {
   // written while step j - 1's are read, so two.
   static constexpr int kTransposed = kNMajor ? 0 : (kPipelined ? 2 : 1);
   // K, V; the (Q, dO) stages; the (Q^T, dO^T) pairs; then the (lse, D)
-  // stages as floats.
+  // stages as floats (one copy per warpgroup: each thread writes one value,
+  // so no thread needs a branch).
   static constexpr int kElems = 2 * kRowMajor + 2 * kStages * kCore + 2 * kTransposed * kCore;
-  static constexpr int kBytes = kElems * 2 + kStages * 2 * kTile * 4;
+  static constexpr int kStat = 2 * kTile * kGroups;  // floats of one (lse, D) stage
+  static constexpr int kBytes = kElems * 2 + kStages * kStat * 4;
 };
 
-template <int HS, bool kNMajor, bool kPipelined>
-__global__ void __launch_bounds__(128)
+template <int HS, int kGroups, bool kNMajor, bool kPipelined>
+__global__ void __launch_bounds__(kGroups * 128)
     FlashBackwardKVWgmmaKernel(bf16* __restrict__ dqkv, const bf16* __restrict__ dout,
                                const bf16* __restrict__ qkv, const float* __restrict__ lse,
                                const float* __restrict__ dsum, int T, int NH, float scale,
@@ -75,7 +81,7 @@ __global__ void __launch_bounds__(128)
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
   __trap();  // wgmma exists on sm_90a only; the dispatch never launches this elsewhere
 #else
-  using S = WgKvSmem<HS, kNMajor, kPipelined>;
+  using S = WgKvSmem<HS, kGroups, kNMajor, kPipelined>;
   extern __shared__ __align__(128) unsigned char smem[];
   bf16* k_s = reinterpret_cast<bf16*>(smem);
   bf16* v_s = k_s + S::kRowMajor;
@@ -87,7 +93,7 @@ __global__ void __launch_bounds__(128)
   const int C = NH * HS;
   const int64_t ld = 3 * int64_t(C);
   const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
-  const int k0 = blockIdx.y * kTile;
+  const int k0 = blockIdx.y * S::kKeys;
   const bf16* q_g = qkv + int64_t(b) * T * ld + h * HS;
   const bf16* do_g = dout + int64_t(b) * T * C + h * HS;
   const float* lse_g = lse + int64_t(bh) * T;
@@ -99,13 +105,17 @@ __global__ void __launch_bounds__(128)
   const int lane = threadIdx.x % kWarpSize;
   const int g = lane >> 2, t = lane & 3;
   const int key0 = k0 + warp * 16 + g;  // this thread's keys: key0 and key0 + 8
+  const int group = warp / 4;
   // Query steps below k0 are entirely masked (query < key): step j covers
   // queries [k0 + 64 j, + 64).
   const int steps = CeilDiv(T - k0, kTile);
 
   auto q_core = [&](int step) { return qdo_s + (step % S::kStages) * 2 * S::kCore; };
   auto do_core = [&](int step) { return q_core(step) + S::kCore; };
-  auto lse_stage = [&](int step) { return stat_s + (step % S::kStages) * 2 * kTile; };
+  // The warpgroup's copy of the step's (lse, D).
+  auto lse_stage = [&](int step) {
+    return stat_s + (step % S::kStages) * S::kStat + group * 2 * kTile;
+  };
   auto q_trans = [&](int step) {
     return tr_s + (step % (S::kTransposed > 0 ? S::kTransposed : 1)) * 2 * S::kCore;
   };
@@ -117,18 +127,18 @@ __global__ void __launch_bounds__(128)
     LoadCoreTileAsync<HS>(q_core(step), q_g, ld, q, kTile, T);
     LoadCoreTileAsync<HS>(do_core(step), do_g, C, q, kTile, T);
     CpAsyncCommit();
-    // Threads 0-63 load lse (in log2 units), 64-127 D: one value each,
-    // without a branch (a divergent path here would make the compiler
-    // serialize the wgmma that follow).
+    // In each warpgroup, threads 0-63 load lse (in log2 units), 64-127 D:
+    // one value each, without a branch (a divergent path here would make
+    // the compiler serialize the wgmma that follow).
     const int r = threadIdx.x % kTile;
-    const bool is_lse = threadIdx.x < kTile;
+    const bool is_lse = threadIdx.x % 128 < kTile;
     const int row = min(q + r, T - 1);
     const float v = is_lse ? lse_g[row] * kLog2e : dsum_g[row];
-    lse_stage(step)[threadIdx.x] = q + r < T ? v : 0.0f;
+    lse_stage(step)[threadIdx.x % 128] = q + r < T ? v : 0.0f;
   };
 
-  LoadTileAsync<HS>(k_s, S::kLd, q_g + C, ld, k0, kTile, T);
-  LoadTileAsync<HS>(v_s, S::kLd, q_g + 2 * C, ld, k0, kTile, T);
+  LoadTileAsync<HS>(k_s, S::kLd, q_g + C, ld, k0, S::kKeys, T);
+  LoadTileAsync<HS>(v_s, S::kLd, q_g + 2 * C, ld, k0, S::kKeys, T);
   load_step(0);
 
   uint32_t kf[HS / 16][4], vf[HS / 16][4];
@@ -465,13 +475,13 @@ absl::Status Launch(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* 
   const float scale_log2 = scale * kLog2e;
   const int T = static_cast<int>(d.t), NH = static_cast<int>(d.nh);
   const auto bh = static_cast<unsigned>(d.b * d.nh);
-  constexpr int kKvBytes = WgKvSmem<HS, kNMajor, kPipelined>::kBytes;
-  auto* kv_kernel = FlashBackwardKVWgmmaKernel<HS, kNMajor, kPipelined>;
+  using KvS = WgKvSmem<HS, kGroups, kNMajor, kPipelined>;
+  auto* kv_kernel = FlashBackwardKVWgmmaKernel<HS, kGroups, kNMajor, kPipelined>;
   WEFT_CUDA_RETURN_IF_ERROR(
-      cudaFuncSetAttribute(kv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kKvBytes));
-  const dim3 kv_grid(bh, static_cast<unsigned>(CeilDiv(d.t, kTile)));
-  kv_kernel<<<kv_grid, 128, kKvBytes, stream>>>(dqkv, dout, qkv, lse, dsum, T, NH, scale,
-                                                scale_log2);
+      cudaFuncSetAttribute(kv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, KvS::kBytes));
+  const dim3 kv_grid(bh, static_cast<unsigned>(CeilDiv(d.t, KvS::kKeys)));
+  kv_kernel<<<kv_grid, kGroups * 128, KvS::kBytes, stream>>>(dqkv, dout, qkv, lse, dsum, T, NH,
+                                                             scale, scale_log2);
   WEFT_RETURN_IF_ERROR(CheckLaunch("FlashBackwardKVWgmmaKernel"));
   using QS = WgQSmem<HS, kGroups, kNMajor, kPipelined>;
   auto* q_kernel = FlashBackwardQWgmmaKernel<HS, kGroups, kNMajor, kPipelined>;
@@ -513,7 +523,7 @@ absl::Status LaunchGroups(bf16* dqkv, const bf16* dout, const bf16* qkv, const f
 
 absl::Status LaunchFlashBackwardWgmma(void* dqkv, const void* dout, const void* qkv,
                                       const float* lse, const float* dsum,
-                                      const AttentionDims& d, int q_warpgroups, bool n_major,
+                                      const AttentionDims& d, int warpgroups, bool n_major,
                                       bool pipelined, cudaStream_t stream) {
   if (d.b * d.t * d.nh == 0) return absl::OkStatus();
   bf16* dx = static_cast<bf16*>(dqkv);
@@ -521,9 +531,9 @@ absl::Status LaunchFlashBackwardWgmma(void* dqkv, const void* dout, const void* 
   const bf16* x = static_cast<const bf16*>(qkv);
   switch (d.hs) {
     case 32:
-      return LaunchGroups<32>(dx, dy, x, lse, dsum, d, q_warpgroups, n_major, pipelined, stream);
+      return LaunchGroups<32>(dx, dy, x, lse, dsum, d, warpgroups, n_major, pipelined, stream);
     case 64:
-      return LaunchGroups<64>(dx, dy, x, lse, dsum, d, q_warpgroups, n_major, pipelined, stream);
+      return LaunchGroups<64>(dx, dy, x, lse, dsum, d, warpgroups, n_major, pipelined, stream);
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "flash attention wgmma backward: head size ", d.hs,

@@ -98,19 +98,20 @@ absl::Status LaunchFlashForwardWgmma(void* out, float* lse, const void* qkv,
                                      const AttentionDims& d, int warpgroups, bool n_major,
                                      bool pipelined, int key_tile, cudaStream_t stream);
 // dsum (B, NH, T) holds rowsum(dout * out) from LaunchAttentionRowDot.
-// `bwd_tiling` 4x16 or 8x16 splits the dQ kernel's queries (the dK/dV
-// kernel always owns 64 keys over 4 warps); wgmma-64 / wgmma-128 run both
-// kernels on wgmma (HS 32 or 64; the caller checks compute capability 9.0).
+// `bwd_tiling` 4x16 or 8x16 splits the dQ kernel's queries (the mma.sync
+// dK/dV kernel always owns 64 keys over 4 warps); wgmma-64 / wgmma-128 run
+// both kernels on wgmma with 1 / 2 warpgroups a block (HS 32 or 64; the
+// caller checks compute capability 9.0).
 absl::Status LaunchFlashBackward(void* dqkv, const void* dout, const void* qkv, const float* lse,
                                  const float* dsum, const AttentionDims& d,
                                  FlashTiling bwd_tiling, cudaStream_t stream);
-// The wgmma backward (sm_90a): dK/dV blocks of one warpgroup (64 keys), dQ
-// blocks of q_warpgroups (1 or 2) warpgroups of 64 queries; n_major: dO, Q
-// and K read N-major (FlashTiling::n_major); pipelined: each step's
-// products overlap the previous step's (FlashTiling::pipelined).
+// The wgmma backward (sm_90a): dK/dV blocks of `warpgroups` (1 or 2)
+// warpgroups of 64 keys, dQ blocks of as many warpgroups of 64 queries;
+// n_major: dO, Q and K read N-major (FlashTiling::n_major); pipelined:
+// each step's products overlap the previous step's (FlashTiling::pipelined).
 absl::Status LaunchFlashBackwardWgmma(void* dqkv, const void* dout, const void* qkv,
                                       const float* lse, const float* dsum,
-                                      const AttentionDims& d, int q_warpgroups, bool n_major,
+                                      const AttentionDims& d, int warpgroups, bool n_major,
                                       bool pipelined, cudaStream_t stream);
 
 // Simple warp-per-row kernels for any dtype and HS <= 256 (f32 path and
