@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(kGroups * 128)
   bf16* v_s = k_s + S::kRowMajor;
   bf16* qdo_s = v_s + S::kRowMajor;                   // stage i: Q core at 2i * kCore, dO next
   bf16* tr_s = qdo_s + 2 * S::kStages * S::kCore;     // pair i: Q^T at 2i * kCore, dO^T next
-  // Stage i: lse, D at 2i * 64.
+  // Stage i, warpgroup g: lse at i * kStat + 128 g, D 64 further.
   float* stat_s = reinterpret_cast<float*>(qdo_s + (S::kElems - 2 * S::kRowMajor));
 
   const int C = NH * HS;

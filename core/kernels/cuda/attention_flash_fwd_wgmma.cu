@@ -5,7 +5,7 @@
 //
 // A block owns 64 * kGroups query rows of one (batch, head); warpgroup wg
 // owns rows [64 wg, 64 wg + 64), warp w of it the 16 rows of its A
-// fragments (wgmma.cuh). Per key tile of 64:
+// fragments (wgmma.cuh). Per key tile of 64 (128 in the -k128 tilings):
 //   S = Q K^T   A = Q fragments held in registers (loaded once), B = the K
 //               tile, copied by cp.async straight into the core-matrix
 //               layout (K rows are already "K-major": head dims contiguous);

@@ -68,6 +68,11 @@ std::string FlashTilingName(FlashTiling t);
 // others: set them from its figures.
 inline constexpr FlashTiling kHopperForwardDefault = kFlashTiling4x16;
 inline constexpr FlashTiling kHopperBackwardDefault = kFlashTiling4x16;
+static_assert(kHopperForwardDefault.key_tile == 64 ||
+                  (kHopperForwardDefault.wgmma && kHopperForwardDefault.pipelined),
+              "128-key tiles exist in the pipelined wgmma forward only");
+static_assert(kHopperBackwardDefault.key_tile == 64 && kHopperBackwardDefault.rows_per_warp == 16,
+              "the backward takes 64-key tiles and 16 rows a warp (no -k128, no 4x32)");
 
 // The tilings the attention dispatch uses for head size `head_size`: the
 // forward's and the backward's. The defaults above unless
