@@ -100,12 +100,8 @@ __global__ void __launch_bounds__(kThreads)
 
   for (int st = 0; q0 < p.tq; st ^= 1) {
     const int next = NextQueryStep(p, q0 + kBr, kBr, k_lo);
-    if (next < p.tq) {
-      load_step(next, st ^ 1);  // that stage was last read before the previous barrier
-      CpAsyncWait<1>();
-    } else {
-      CpAsyncWait<0>();
-    }
+    // The other stage was last read before the previous barrier.
+    PrefetchNextWaitCurrent(next < p.tq, [&] { load_step(next, st ^ 1); });
     __syncthreads();
     const bf16* q_s = qdo_s + st * 2 * S::kQ;
     const bf16* do_s = q_s + S::kQ;
@@ -204,13 +200,11 @@ __global__ void __launch_bounds__(kThreads)
   for (int st = 0; kt < ntiles; st ^= 1) {
     const int k0 = kt * kTile;
     const int next = NextKeyTile(p, kt + 1, ntiles, q_hi);
-    if (next < ntiles) {
-      load_kv(next * kTile, st ^ 1);  // that stage was last read before the previous barrier
+    // The other stage was last read before the previous barrier.
+    PrefetchNextWaitCurrent(next < ntiles, [&] {
+      load_kv(next * kTile, st ^ 1);
       CpAsyncCommit();
-      CpAsyncWait<1>();
-    } else {
-      CpAsyncWait<0>();
-    }
+    });
     __syncthreads();
     const bf16* k_s = kv_s + st * 2 * S::kKv;
     const bf16* v_s = k_s + S::kKv;

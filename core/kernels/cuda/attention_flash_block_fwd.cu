@@ -85,15 +85,12 @@ __global__ void __launch_bounds__(kThreads)
     const int next = NextKeyTile(p, kt + 1, ntiles, q_hi);
     // Prefetch the next visible tile into the other stage (last read in the
     // previous iteration, which ended with a barrier), then wait for this one.
-    if (next < ntiles) {
+    PrefetchNextWaitCurrent(next < ntiles, [&] {
       bf16* dst = kv_s + (stage ^ 1) * 2 * S::kRows;
       LoadTileAsync<HS>(dst, S::kLd, k_g, p.kv_ld, next * kTile, kTile, p.tk);
       LoadTileAsync<HS>(dst + S::kRows, S::kLd, v_g, p.kv_ld, next * kTile, kTile, p.tk);
       CpAsyncCommit();
-      CpAsyncWait<1>();
-    } else {
-      CpAsyncWait<0>();
-    }
+    });
     __syncthreads();
     if (first) {
 #pragma unroll

@@ -86,12 +86,8 @@ __global__ void __launch_bounds__(kKvThreads)
   // Query tiles below k0 are entirely masked (query < key).
   for (int q0 = k0, step = 0; q0 < T; q0 += kBr, ++step) {
     const int st = step & 1;
-    if (q0 + kBr < T) {
-      load_step(q0 + kBr, st ^ 1);  // that stage was last read before the previous barrier
-      CpAsyncWait<1>();
-    } else {
-      CpAsyncWait<0>();
-    }
+    // The other stage was last read before the previous barrier.
+    PrefetchNextWaitCurrent(q0 + kBr < T, [&] { load_step(q0 + kBr, st ^ 1); });
     __syncthreads();
     const bf16* q_s = qdo_s + st * 2 * S::kQ;
     const bf16* do_s = q_s + S::kQ;
@@ -164,12 +160,8 @@ __global__ void __launch_bounds__(kWarps * kWarpSize)
 
   for (int kt = 0; kt <= kt_last; ++kt) {
     const int k0 = kt * kTile;
-    if (kt < kt_last) {
-      load_kv(k0 + kTile, (kt + 1) & 1);  // that stage was last read before the previous barrier
-      CpAsyncWait<1>();
-    } else {
-      CpAsyncWait<0>();
-    }
+    // The other stage was last read before the previous barrier.
+    PrefetchNextWaitCurrent(kt < kt_last, [&] { load_kv(k0 + kTile, (kt + 1) & 1); });
     __syncthreads();
     // A key tile wholly past the warp's last query adds nothing (only in
     // blocks of more than 64 queries): the warp skips it.

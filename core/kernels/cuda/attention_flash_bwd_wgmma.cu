@@ -153,12 +153,7 @@ __global__ void __launch_bounds__(kGroups * 128)
   // read before the barrier closing the iteration that read it) and, at
   // step 0, loads the K and V fragments.
   auto land = [&](int step) {
-    if (step + 1 < steps) {
-      load_step(step + 1);
-      CpAsyncWait<1>();
-    } else {
-      CpAsyncWait<0>();
-    }
+    PrefetchNextWaitCurrent(step + 1 < steps, [&] { load_step(step + 1); });
     // The step's cp.async tiles, for the tensor cores' reads (transposed
     // and unpipelined, the fence after the transposes covers them).
     if constexpr (kNMajor || kPipelined) FenceProxyAsync();
@@ -204,13 +199,6 @@ __global__ void __launch_bounds__(kGroups * 128)
   } else {
     float p[kTile / 8][4], ds[kTile / 8][4];
     uint32_t pa[kTile / 16][4], dsa[kTile / 16][4];  // P^T, dS^T as A fragments
-    auto zero = [&] {
-#pragma unroll
-      for (int j = 0; j < kTile / 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) p[j][e] = ds[j][e] = 0.0f;
-      }
-    };
     auto issue_products = [&](int step) {  // S^T = K Q^T, dP^T = V dO^T
       WgmmaIssueProduct<kTile, HS>(p, kf, q_core(step));
       WgmmaIssueProduct<kTile, HS>(ds, vf, do_core(step));
@@ -229,7 +217,8 @@ __global__ void __launch_bounds__(kGroups * 128)
       }
     };
     land(0);
-    zero();
+    ZeroAccumulators(p);
+    ZeroAccumulators(ds);
     WgmmaPin(p);
     WgmmaPin(ds);
     WgmmaFence();
@@ -243,7 +232,8 @@ __global__ void __launch_bounds__(kGroups * 128)
     __syncthreads();
     for (int step = 1; step < steps; ++step) {
       land(step);
-      zero();
+      ZeroAccumulators(p);
+      ZeroAccumulators(ds);
       WgmmaPin(p);  // p, ds zeroed and pa, dsa packed before the products
       WgmmaPin(ds);
       WgmmaPin(pa);
@@ -364,12 +354,7 @@ __global__ void __launch_bounds__(kGroups * 128)
   // before the barrier closing the iteration that read it) and, at kt = 0,
   // loads the Q and dO fragments.
   auto land = [&](int kt) {
-    if (kt < kt_last) {
-      load_kv(kt + 1);
-      CpAsyncWait<1>();
-    } else {
-      CpAsyncWait<0>();
-    }
+    PrefetchNextWaitCurrent(kt < kt_last, [&] { load_kv(kt + 1); });
     // The tile's cp.async writes, for the tensor cores' reads (transposed
     // and unpipelined, the fence after the transposes covers them).
     if constexpr (kNMajor || kPipelined) FenceProxyAsync();
@@ -409,11 +394,8 @@ __global__ void __launch_bounds__(kGroups * 128)
     float p[kTile / 8][4], ds[kTile / 8][4];
     uint32_t dsa[kTile / 16][4];  // dS as A fragments
     auto issue_products = [&](int kt) {  // S = Q K^T, dP = dO V^T
-#pragma unroll
-      for (int j = 0; j < kTile / 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) p[j][e] = ds[j][e] = 0.0f;
-      }
+      ZeroAccumulators(p);
+      ZeroAccumulators(ds);
       WgmmaPin(p);  // p, ds zeroed and dsa packed before the products
       WgmmaPin(ds);
       WgmmaPin(dsa);

@@ -93,15 +93,12 @@ __global__ void __launch_bounds__(kWarps * kWarpSize)
     const int k0 = kt * kBc;
     // Prefetch the next tile into the other stage (last read in iteration
     // kt - 1, which ended with a barrier), then wait for this one.
-    if (kt < kt_last) {
+    PrefetchNextWaitCurrent(kt < kt_last, [&] {
       bf16* next = kv_s + ((kt + 1) & 1) * 2 * S::kKv;
       LoadTileAsync<HS>(next, S::kLd, k_g, ld, k0 + kBc, kBc, T);
       LoadTileAsync<HS>(next + S::kKv, S::kLd, v_g, ld, k0 + kBc, kBc, T);
       CpAsyncCommit();
-      CpAsyncWait<1>();
-    } else {
-      CpAsyncWait<0>();
-    }
+    });
     __syncthreads();
     if (kt == 0) {
 #pragma unroll

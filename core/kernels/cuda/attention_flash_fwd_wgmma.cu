@@ -136,12 +136,7 @@ __global__ void __launch_bounds__(kGroups * 128)
   // Q fragments. The stages tile kt + 1 refills were released by the
   // barrier that closed the iteration which last read them.
   auto land = [&](int kt) {
-    if (kt < kt_last) {
-      load_kv(kt + 1);
-      CpAsyncWait<1>();
-    } else {
-      CpAsyncWait<0>();
-    }
+    PrefetchNextWaitCurrent(kt < kt_last, [&] { load_kv(kt + 1); });
     // The tile's cp.async writes, for the tensor cores' reads (transposed
     // and unpipelined, the fence after the transposes covers them).
     if constexpr (kNMajor || kPipelined) FenceProxyAsync();
@@ -152,10 +147,6 @@ __global__ void __launch_bounds__(kGroups * 128)
         LoadFragA(qf[kk], q_s, S::kLd, group_row0 - q0 + (warp % 4) * 16, kk * 16);
       }
     }
-  };
-  auto zero_scores = [](float (&s)[kBc / 8][4]) {
-#pragma unroll
-    for (int j = 0; j < kBc / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
   };
   // The softmax of tile kt's scores s (landed), with o's rescale factors.
   auto softmax = [&](float (&s)[kBc / 8][4], int kt, float& alpha0, float& alpha1) {
@@ -194,7 +185,7 @@ __global__ void __launch_bounds__(kGroups * 128)
     // their values exactly). Tile 0 first, on its own.
     float s[kBc / 8][4], alpha0, alpha1;
     land(0);
-    zero_scores(s);
+    ZeroAccumulators(s);
     WgmmaPin(s);
     WgmmaFence();
     WgmmaIssueProduct<kBc, HS>(s, qf, k_stage(0));
@@ -209,7 +200,7 @@ __global__ void __launch_bounds__(kGroups * 128)
     __syncthreads();
     for (int kt = 1; kt <= kt_last; ++kt) {
       land(kt);
-      zero_scores(s);
+      ZeroAccumulators(s);
       WgmmaPin(s);  // s zeroed, pf packed and o rescaled before the products
       WgmmaPin(pf);
       WgmmaPin(o);

@@ -121,6 +121,19 @@ __device__ __forceinline__ void CpAsyncWait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
+// Double buffering: starts the next tile's copies when there is one
+// (load_next issues and commits them) and waits until every group but that
+// newest one has landed, i.e. the current tile.
+template <typename LoadNext>
+__device__ __forceinline__ void PrefetchNextWaitCurrent(bool has_next, LoadNext&& load_next) {
+  if (has_next) {
+    load_next();
+    CpAsyncWait<1>();
+  } else {
+    CpAsyncWait<0>();
+  }
+}
+
 }  // namespace weft::cuda
 
 #endif  // WEFT_CORE_KERNELS_CUDA_ATTENTION_MMA_CUH_

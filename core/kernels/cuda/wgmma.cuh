@@ -275,6 +275,13 @@ __device__ __forceinline__ void WgmmaIssueProduct(float (&x)[N / 8][4],
   for (int kk = 0; kk < K / 16; ++kk) WgmmaBf16<N>(x, a[kk], CoreLayoutDescriptor<K>(b, kk));
 }
 
+// x = 0, for an accumulator about to take a product (pin it before the fence).
+template <int N>
+__device__ __forceinline__ void ZeroAccumulators(float (&x)[N][4]) {
+#pragma unroll
+  for (int j = 0; j < N; ++j) x[j][0] = x[j][1] = x[j][2] = x[j][3] = 0.0f;
+}
+
 // The warpgroup products the attention kernels use, each issued, committed
 // and waited for at once (so results are readable on return).
 
@@ -288,19 +295,13 @@ __device__ __forceinline__ void WgmmaDualTileProduct(float (&x)[N / 8][4],
                                                      float (&y)[N / 8][4],
                                                      const uint32_t (&a2)[K / 16][4],
                                                      const __nv_bfloat16* b2) {
-#pragma unroll
-  for (int j = 0; j < N / 8; ++j) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) x[j][e] = y[j][e] = 0.0f;
-  }
+  ZeroAccumulators(x);
+  ZeroAccumulators(y);
   WgmmaPin(x);
   WgmmaPin(y);
   WgmmaFence();
-#pragma unroll
-  for (int kk = 0; kk < K / 16; ++kk) {
-    WgmmaBf16<N>(x, a[kk], CoreLayoutDescriptor<K>(b, kk));
-    WgmmaBf16<N>(y, a2[kk], CoreLayoutDescriptor<K>(b2, kk));
-  }
+  WgmmaIssueProduct<N, K>(x, a, b);
+  WgmmaIssueProduct<N, K>(y, a2, b2);
   WgmmaCommit();
   WgmmaWait<0>();
   WgmmaPin(x);
@@ -312,8 +313,7 @@ template <int N, int K>
 __device__ __forceinline__ void WgmmaTileProduct(float (&x)[N / 8][4],
                                                  const uint32_t (&a)[K / 16][4],
                                                  const __nv_bfloat16* b) {
-#pragma unroll
-  for (int j = 0; j < N / 8; ++j) x[j][0] = x[j][1] = x[j][2] = x[j][3] = 0.0f;
+  ZeroAccumulators(x);
   WgmmaPin(x);
   WgmmaFence();
   WgmmaIssueProduct<N, K>(x, a, b);
@@ -369,11 +369,8 @@ __device__ __forceinline__ void WgmmaDualAccumulate(float (&c)[N / 8][4],
   WgmmaPin(c);
   WgmmaPin(c2);
   WgmmaFence();
-#pragma unroll
-  for (int kk = 0; kk < kK / 16; ++kk) {
-    WgmmaBf16<N, kNMajor>(c, af[kk], ProductBDescriptor<kNMajor, N, kK>(b, kk));
-    WgmmaBf16<N, kNMajor>(c2, af2[kk], ProductBDescriptor<kNMajor, N, kK>(b2, kk));
-  }
+  WgmmaIssueAccumulate<N, kK, kNMajor>(c, af, b);
+  WgmmaIssueAccumulate<N, kK, kNMajor>(c2, af2, b2);
   WgmmaCommit();
   WgmmaWait<0>();
   WgmmaPin(c);
