@@ -1,6 +1,7 @@
 #include "core/kernels/kernel_ops.h"
 
 #include <array>
+#include <cmath>
 #include <mutex>
 
 #include "core/base/check.h"
@@ -78,6 +79,40 @@ absl::StatusOr<GemmDims> CheckGemmArgs(const GemmArgs& g) {
                            absl::StrCat("M = ", d.m, " (the columns of a)"));
   }
   return d;
+}
+
+std::array<float, 3> AdamWStepScalars(float lr, float beta1, float beta2, int64_t step) {
+  return {lr, 1.0f - std::pow(beta1, static_cast<float>(step)),
+          1.0f - std::pow(beta2, static_cast<float>(step))};
+}
+
+namespace {
+
+absl::Status CheckHostScalars(const Tensor& t, int64_t n) {
+  if (t.dtype() != DType::kF32 || t.numel() != n || !t.device().is_cpu()) {
+    return InvalidArgument(absl::StrCat("optimizer step_scalars ", ShapeString(t.shape()), " ",
+                                        DTypeName(t.dtype()), " on ", t.device().ToString()),
+                           absl::StrCat(n, " f32 values in host memory for a CPU update"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::array<float, 3>> HostAdamWStepScalars(const AdamWHyper& h) {
+  if (!h.step_scalars.defined()) {
+    if (h.step < 1) return InvalidArgument("AdamW step < 1", "a 1-based step");
+    return AdamWStepScalars(h.lr, h.beta1, h.beta2, h.step);
+  }
+  WEFT_RETURN_IF_ERROR(CheckHostScalars(h.step_scalars, 3));
+  const float* k = h.step_scalars.data<float>();
+  return std::array<float, 3>{k[0], k[1], k[2]};
+}
+
+absl::StatusOr<float> HostSgdLr(const SgdHyper& h) {
+  if (!h.step_scalars.defined()) return h.lr;
+  WEFT_RETURN_IF_ERROR(CheckHostScalars(h.step_scalars, 1));
+  return *h.step_scalars.data<float>();
 }
 
 void RegisterKernelOps(DeviceType type, KernelOps* ops) {

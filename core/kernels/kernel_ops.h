@@ -21,6 +21,7 @@
 #ifndef WEFT_CORE_KERNELS_KERNEL_OPS_H_
 #define WEFT_CORE_KERNELS_KERNEL_OPS_H_
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -101,7 +102,18 @@ struct AdamWHyper {
   // grad_norm_sq is a one-element f32 tensor on the device.
   float max_grad_norm = 0.0f;
   Tensor grad_norm_sq;
+  // When defined: f32 [lr, 1 - beta1^step, 1 - beta2^step] on the device,
+  // read by the update when it runs instead of lr and step. A replayed CUDA
+  // graph keeps its kernels' arguments, so per-step values must be in memory.
+  Tensor step_scalars;
 };
+
+// The per-step values of AdamW's update, one float expression for every
+// device: {lr, 1 - beta1^step, 1 - beta2^step}.
+std::array<float, 3> AdamWStepScalars(float lr, float beta1, float beta2, int64_t step);
+// Host implementations: those values from `h.step_scalars` (a CPU tensor)
+// when defined, else from lr and step.
+absl::StatusOr<std::array<float, 3>> HostAdamWStepScalars(const AdamWHyper& h);
 
 struct SgdHyper {
   float lr = 0.1f;
@@ -111,7 +123,11 @@ struct SgdHyper {
   float grad_scale = 1.0f;
   float max_grad_norm = 0.0f;
   Tensor grad_norm_sq;
+  Tensor step_scalars;  // when defined: f32 [lr] on the device (see AdamWHyper)
 };
+
+// Host implementations: lr from `h.step_scalars` when defined, else h.lr.
+absl::StatusOr<float> HostSgdLr(const SgdHyper& h);
 
 class KernelOps {
  public:

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <memory>
 
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
@@ -55,6 +56,31 @@ TEST(OptimizerTest, Bf16ParamsGetAnF32MasterAndAreRefreshed) {
   }
   EXPECT_NEAR(opt->StateTensors()[0].second.ToFloats()->at(0), 0.99f, 1e-6);
   EXPECT_EQ(w.data<BFloat16>()[0].bits, FloatToBf16Bits(0.99f));
+}
+
+// With the per-step values kept in memory (CUDA graph replays), Step stages
+// and copies them itself: the same parameters as the by-value path.
+TEST(OptimizerTest, StepScalarsInMemoryGiveTheSameUpdates) {
+  for (const char* name : {"adamw", "sgd"}) {
+    SCOPED_TRACE(name);
+    Tensor w[2] = {FilledTensor({5}, 1.f), FilledTensor({5}, 1.f)};
+    Tensor g = FilledTensor({5}, 0.25f);
+    std::unique_ptr<Optimizer> opt[2];
+    for (int i = 0; i < 2; ++i) {
+      opt[i] = *Optimizer::Create({.name = name}, {{"w", w[i], g, true}}, Device::Cpu(), nullptr,
+                                  nullptr);
+    }
+    EXPECT_EQ(opt[1]->StageStepScalars(0.1f, 1).code(), absl::StatusCode::kFailedPrecondition);
+    ASSERT_TRUE(opt[1]->KeepStepScalarsInMemory(Device::Cpu(), nullptr, nullptr).ok());
+    EXPECT_EQ(opt[1]->StageStepScalars(0.1f, 0).code(), absl::StatusCode::kInvalidArgument);
+    for (int step = 1; step <= 3; ++step) {
+      for (int i = 0; i < 2; ++i) {
+        ASSERT_TRUE(opt[i]->Step({Device::Cpu()}, {.lr = 0.1f / step, .step = step}).ok());
+      }
+    }
+    EXPECT_EQ(*w[0].ToFloats(), *w[1].ToFloats());
+    EXPECT_NE(w[0].ToFloats()->at(0), 1.f);
+  }
 }
 
 TEST(OptimizerTest, UnknownOptimizerAndSizeMismatchAreErrors) {

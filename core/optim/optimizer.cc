@@ -1,5 +1,8 @@
 #include "core/optim/optimizer.h"
 
+#include <algorithm>
+#include <array>
+
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
@@ -48,8 +51,37 @@ absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerConf
   return opt;
 }
 
+absl::Status Optimizer::KeepStepScalarsInMemory(Device device, Allocator* allocator,
+                                                NativeStream stream) {
+  const int64_t n = config_.name == "adamw" ? 3 : 1;
+  WEFT_ASSIGN_OR_RETURN(staged_scalars_,
+                        Tensor::Zeros({n}, DType::kF32, Device::Cpu(), PinnedHostAllocator()));
+  WEFT_ASSIGN_OR_RETURN(step_scalars_, Tensor::Zeros({n}, DType::kF32, device, allocator, stream));
+  return absl::OkStatus();
+}
+
+absl::Status Optimizer::StageStepScalars(float lr, int64_t step) {
+  if (!staged_scalars_.defined()) {
+    return FailedPrecondition("StageStepScalars before KeepStepScalarsInMemory",
+                              "KeepStepScalarsInMemory first");
+  }
+  if (step < 1) return InvalidArgument(absl::StrCat("optimizer step ", step), "a 1-based step");
+  float* host = staged_scalars_.data<float>();
+  if (config_.name == "adamw") {
+    const std::array<float, 3> k = AdamWStepScalars(lr, config_.beta1, config_.beta2, step);
+    std::copy(k.begin(), k.end(), host);
+  } else {
+    host[0] = lr;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Optimizer::Step(const KernelContext& ctx, const StepArgs& a) {
   if (segments_.empty()) return absl::OkStatus();
+  if (step_scalars_.defined()) {
+    WEFT_RETURN_IF_ERROR(StageStepScalars(a.lr, a.step));
+    WEFT_RETURN_IF_ERROR(step_scalars_.CopyFrom(staged_scalars_, ctx.stream, /*async=*/true));
+  }
   if (config_.name == "adamw") {
     AdamWHyper h{.lr = a.lr,
                  .beta1 = config_.beta1,
@@ -59,7 +91,8 @@ absl::Status Optimizer::Step(const KernelContext& ctx, const StepArgs& a) {
                  .step = a.step,
                  .grad_scale = a.grad_scale,
                  .max_grad_norm = a.max_grad_norm,
-                 .grad_norm_sq = a.grad_norm_sq};
+                 .grad_norm_sq = a.grad_norm_sq,
+                 .step_scalars = step_scalars_};
     return ops_->AdamW(ctx, absl::MakeSpan(segments_), h);
   }
   SgdHyper h{.lr = a.lr,
@@ -68,7 +101,8 @@ absl::Status Optimizer::Step(const KernelContext& ctx, const StepArgs& a) {
              .nesterov = config_.nesterov,
              .grad_scale = a.grad_scale,
              .max_grad_norm = a.max_grad_norm,
-             .grad_norm_sq = a.grad_norm_sq};
+             .grad_norm_sq = a.grad_norm_sq,
+             .step_scalars = step_scalars_};
   return ops_->Sgd(ctx, absl::MakeSpan(segments_), h);
 }
 

@@ -65,6 +65,16 @@ class Optimizer {
                                                            NativeStream stream);
 
   absl::Status Step(const KernelContext& ctx, const StepArgs& args);
+  // A replayed CUDA graph keeps its kernels' arguments, so the per-step lr
+  // and bias corrections must come from memory. After this call each Step
+  // writes them to a pinned host buffer (StageStepScalars) and copies that
+  // to `device` on its stream, where the update reads them; a captured
+  // Step captures the copy, so staging before each replay is all a replay
+  // needs. Staging must wait until the previous step's copy ran (the
+  // trainer synchronizes once per step).
+  absl::Status KeepStepScalarsInMemory(Device device, Allocator* allocator,
+                                       NativeStream stream);
+  absl::Status StageStepScalars(float lr, int64_t step);
 
   // Sets every lower-precision parameter from its fp32 master (rounding to
   // nearest even, as the update does): after the masters were loaded from a
@@ -89,6 +99,8 @@ class Optimizer {
   std::vector<OptimTarget> targets_;
   std::vector<OptimSegment> segments_;
   KernelOps* ops_;
+  Tensor staged_scalars_;  // pinned host: [lr, 1 - beta1^t, 1 - beta2^t] or [lr]
+  Tensor step_scalars_;    // the device copy the update reads
 };
 
 }  // namespace weft

@@ -30,8 +30,9 @@ bool CachingAllocator::BlockLess::operator()(const Block* a, const Block* b) con
                          reinterpret_cast<uintptr_t>(b->ptr));
 }
 
-CachingAllocator::CachingAllocator(std::string name, std::unique_ptr<DeviceMemorySource> source)
-    : name_(std::move(name)), source_(std::move(source)) {}
+CachingAllocator::CachingAllocator(std::string name, std::unique_ptr<DeviceMemorySource> source,
+                                   bool capture_private)
+    : name_(std::move(name)), source_(std::move(source)), capture_private_(capture_private) {}
 
 CachingAllocator::~CachingAllocator() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -99,6 +100,12 @@ absl::StatusOr<CachingAllocator::Block*> CachingAllocator::NewSegment(size_t siz
 }
 
 absl::StatusOr<void*> CachingAllocator::Allocate(size_t bytes, NativeStream stream) {
+  if (!capture_private_ && source_->Capturing(stream)) {
+    return FailedPrecondition(
+        absl::StrCat(name_, ": allocation of ", bytes, " bytes on a stream being captured"),
+        "a captured step to allocate only from its graph's private allocator",
+        "allocate through RunContext::allocator, not the device's default allocator");
+  }
   std::lock_guard<std::mutex> lock(mu_);
   ProcessPendingEvents();
   const size_t size = RoundSize(bytes);
@@ -141,6 +148,14 @@ void CachingAllocator::Free(void* ptr) {
   active_.erase(it);
   stats_.OnFree(static_cast<int64_t>(block->requested));
   block->allocated = false;
+  // The graph being captured may read or write this block at every replay:
+  // nothing else gets it again. A private allocator reuses it within the
+  // capture (stream order is the graph's order) unless other streams used it.
+  if (source_->Capturing(block->stream) &&
+      (!capture_private_ || !block->other_streams.empty())) {
+    capture_held_bytes_ += block->size;
+    return;
+  }
   if (!block->other_streams.empty()) {
     for (NativeStream s : block->other_streams) {
       auto event = source_->RecordEvent(s);
@@ -230,6 +245,11 @@ void CachingAllocator::EmptyCache() {
   std::lock_guard<std::mutex> lock(mu_);
   ProcessPendingEvents();
   ReleaseFreeSegments();
+}
+
+size_t CachingAllocator::CaptureHeldBytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return capture_held_bytes_;
 }
 
 int CachingAllocator::NumSegments() const {

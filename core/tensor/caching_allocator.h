@@ -8,6 +8,13 @@
 // (RecordStream) is held back until events recorded on those streams at Free
 // time have completed. The host never waits in Allocate or Free.
 //
+// Graph capture (CUDA graphs): a graph replays its kernels at the addresses
+// they had during capture, so memory a captured stream allocates must stay
+// the graph's. A shared allocator refuses to allocate for a stream that is
+// being captured, and keeps a block freed during capture out of circulation
+// for good (the graph may still touch it); a private allocator
+// (`capture_private`, one per graph, used by nothing else) serves captures.
+//
 // Size classes: requests round up to 512 B. Requests up to 1 MiB come from
 // 2 MiB segments; larger ones from 20 MiB segments if under 10 MiB, else from
 // a segment rounded up to 2 MiB. A free remainder is split off when it is at
@@ -40,6 +47,8 @@ class DeviceMemorySource {
   virtual absl::StatusOr<bool> EventDone(NativeEvent event) = 0;
   virtual void DestroyEvent(NativeEvent event) = 0;
   virtual Device device() const = 0;
+  // Whether `stream` is being captured into a graph.
+  virtual bool Capturing(NativeStream stream) { return false; }
 };
 
 class CachingAllocator : public Allocator {
@@ -51,7 +60,8 @@ class CachingAllocator : public Allocator {
   static constexpr size_t kLargeSegmentMax = 10 << 20; // requests below share 20 MiB segments
   static constexpr size_t kRoundLarge = 2 << 20;
 
-  CachingAllocator(std::string name, std::unique_ptr<DeviceMemorySource> source);
+  CachingAllocator(std::string name, std::unique_ptr<DeviceMemorySource> source,
+                   bool capture_private = false);
   ~CachingAllocator() override;
 
   absl::StatusOr<void*> Allocate(size_t bytes, NativeStream stream) override;
@@ -67,6 +77,8 @@ class CachingAllocator : public Allocator {
   void EmptyCache();
   // Number of segments held (for tests and the memory report).
   int NumSegments() const;
+  // Bytes of blocks freed during a capture and kept out of circulation.
+  size_t CaptureHeldBytes() const;
 
   static size_t RoundSize(size_t bytes);
   static size_t SegmentSize(size_t rounded);
@@ -91,6 +103,8 @@ class CachingAllocator : public Allocator {
 
   const std::string name_;
   std::unique_ptr<DeviceMemorySource> source_;
+  const bool capture_private_;
+  size_t capture_held_bytes_ = 0;
   mutable std::mutex mu_;
   StatsCounter stats_;
   Pool small_pool_;

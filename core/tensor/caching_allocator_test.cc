@@ -3,8 +3,10 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "gtest/gtest.h"
 
 namespace weft {
@@ -20,6 +22,7 @@ class FakeSource : public DeviceMemorySource {
     size_t in_use = 0;
     std::map<intptr_t, bool> events;  // id -> done
     std::map<void*, size_t> sizes;
+    std::set<NativeStream> capturing;  // streams "being captured into a graph"
   };
   explicit FakeSource(State* state) : s_(state) {}
 
@@ -47,6 +50,7 @@ class FakeSource : public DeviceMemorySource {
   }
   void DestroyEvent(NativeEvent) override {}
   Device device() const override { return Device::Cuda(0); }
+  bool Capturing(NativeStream stream) override { return s_->capturing.count(stream) > 0; }
 
  private:
   State* s_;
@@ -242,6 +246,46 @@ TEST_F(CachingAllocatorTest, ReservedStaysBoundedOverTrainingSteps) {
             1.25 * static_cast<double>(s.peak_allocated_bytes))
       << s.ToString();
   for (void* p : persistent) alloc_.Free(p);
+}
+
+// A graph replays at the addresses it captured: the shared allocator must
+// not hand a captured stream memory that others will reuse, and a block
+// freed during the capture never circulates again.
+TEST_F(CachingAllocatorTest, SharedAllocatorRefusesCapturedStreamAndHoldsItsFrees) {
+  void* before = *alloc_.Allocate(1000, S(1));
+  state_.capturing.insert(S(1));
+  absl::StatusOr<void*> during = alloc_.Allocate(1000, S(1));
+  ASSERT_FALSE(during.ok());
+  EXPECT_EQ(during.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(during.status().message().find("being captured"), std::string::npos)
+      << during.status();
+  void* other = *alloc_.Allocate(1000, S(2));  // other streams are not affected
+  alloc_.Free(before);                         // freed inside the capture: held
+  EXPECT_EQ(alloc_.CaptureHeldBytes(), 1024u);
+  state_.capturing.clear();
+  void* after = *alloc_.Allocate(1000, S(1));
+  EXPECT_NE(after, before);
+  alloc_.Free(after);
+  alloc_.Free(other);
+}
+
+// The graph's own allocator serves the capture and reuses in stream order
+// within it (the graph keeps that order).
+TEST(CachingAllocatorCaptureTest, PrivateAllocatorServesCaptureAndReusesWithinIt) {
+  FakeSource::State state;
+  CachingAllocator pool("graph", std::make_unique<FakeSource>(&state), /*capture_private=*/true);
+  state.capturing.insert(S(1));
+  void* a = *pool.Allocate(1000, S(1));
+  pool.Free(a);
+  void* b = *pool.Allocate(1000, S(1));
+  EXPECT_EQ(a, b);
+  ASSERT_TRUE(pool.RecordStream(b, S(2)).ok());
+  pool.Free(b);  // used on another stream too: held, no event recorded in a capture
+  EXPECT_EQ(pool.CaptureHeldBytes(), 1024u);
+  EXPECT_TRUE(state.events.empty());
+  void* c = *pool.Allocate(1000, S(1));
+  EXPECT_NE(c, b);
+  pool.Free(c);
 }
 
 }  // namespace

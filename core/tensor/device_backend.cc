@@ -20,7 +20,21 @@ Registry& GetRegistry() {
   return *registry;
 }
 
+absl::Status NoGraphs(const DeviceBackend& backend) {
+  return FailedPrecondition(absl::StrCat("graph capture on ", Device{backend.type(), 0}.ToString()),
+                            "a CUDA device", "CUDA graphs replay GPU work; drop --cuda_graph");
+}
+
 }  // namespace
+
+absl::Status DeviceBackend::BeginCapture(int, NativeStream) { return NoGraphs(*this); }
+absl::StatusOr<NativeGraph> DeviceBackend::EndCapture(int, NativeStream) {
+  return NoGraphs(*this);
+}
+absl::Status DeviceBackend::LaunchGraph(int, NativeGraph, NativeStream) { return NoGraphs(*this); }
+absl::StatusOr<std::unique_ptr<Allocator>> DeviceBackend::CreateGraphAllocator(int, std::string) {
+  return NoGraphs(*this);
+}
 
 void RegisterDeviceBackend(std::unique_ptr<DeviceBackend> backend) {
   Registry& r = GetRegistry();

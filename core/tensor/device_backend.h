@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -21,6 +22,7 @@
 namespace weft {
 
 using NativeEvent = void*;
+using NativeGraph = void*;  // an instantiated, replayable graph (cudaGraphExec_t)
 
 class DeviceBackend {
  public:
@@ -67,6 +69,20 @@ class DeviceBackend {
 
   virtual absl::Status Memset(int index, void* dst, int value, size_t bytes,
                               NativeStream stream) = 0;
+
+  // Graphs (CUDA graphs): the work queued on `stream` between BeginCapture
+  // and EndCapture is recorded instead of run, and EndCapture returns it
+  // instantiated; LaunchGraph replays it on a stream, with the same
+  // arguments and addresses. Backends without graphs answer Unimplemented.
+  virtual absl::Status BeginCapture(int index, NativeStream stream);
+  virtual absl::StatusOr<NativeGraph> EndCapture(int index, NativeStream stream);
+  virtual absl::Status LaunchGraph(int index, NativeGraph graph, NativeStream stream);
+  virtual void DestroyGraph(int index, NativeGraph graph) {}
+  // A caching allocator for device `index` that shares no memory with
+  // GetAllocator's: a graph's own, used for its capture and nothing else
+  // (caching_allocator.h).
+  virtual absl::StatusOr<std::unique_ptr<Allocator>> CreateGraphAllocator(int index,
+                                                                          std::string name);
 };
 
 // Registers a backend for its device type. A second backend for the same type

@@ -297,7 +297,7 @@ absl::Status FastCpuKernelOps::SumSquares(const KernelContext& ctx, Tensor& out,
 
 absl::Status FastCpuKernelOps::AdamW(const KernelContext& ctx, absl::Span<OptimSegment> segments,
                                      const AdamWHyper& h) {
-  bool fast = h.step >= 1;
+  bool fast = h.step >= 1 || h.step_scalars.defined();
   for (const OptimSegment& s : segments) {
     const int64_t n = s.master.defined() ? s.master.numel() : -1;
     auto f32_cpu = [n](const Tensor& t) {
@@ -314,11 +314,12 @@ absl::Status FastCpuKernelOps::AdamW(const KernelContext& ctx, absl::Span<OptimS
     const float norm = std::sqrt(*h.grad_norm_sq.data<float>());
     clip = std::min(1.0f, h.max_grad_norm / (norm + 1e-6f));
   }
+  WEFT_ASSIGN_OR_RETURN(const auto scalars, HostAdamWStepScalars(h));
   AdamConst k{h.beta1,
               h.beta2,
-              1.0f - std::pow(h.beta1, static_cast<float>(h.step)),
-              1.0f - std::pow(h.beta2, static_cast<float>(h.step)),
-              h.lr,
+              scalars[1],
+              scalars[2],
+              scalars[0],
               h.eps,
               0.0f,
               h.grad_scale * clip};

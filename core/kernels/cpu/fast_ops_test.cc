@@ -244,6 +244,18 @@ TEST_P(FastOpsTest, AdamWIsBitwiseTheReferenceAndSumSquaresClose) {
     ExpectBitwise(segs[0][i].param, segs[1][i].master, "adamw param");
     ExpectBitwise(segs[0][i].exp_avg_sq, segs[1][i].exp_avg_sq, "adamw v");
   }
+  // Step 4 with lr and bias corrections from memory (what a CUDA graph
+  // replay reads) and the by-value fields set to nonsense: the same bits.
+  AdamWHyper by_value = h, in_memory = h;
+  by_value.step = 4;
+  by_value.lr = 2e-3f;
+  const std::array<float, 3> k = AdamWStepScalars(2e-3f, h.beta1, h.beta2, 4);
+  in_memory.step_scalars = *Tensor::FromVector<float>(k, {3});
+  in_memory.lr = -1.0f;
+  in_memory.step = 0;
+  ASSERT_TRUE(fast_.AdamW(kCtx, absl::MakeSpan(segs[0]), in_memory).ok());
+  ASSERT_TRUE(ref_.AdamW(kCtx, absl::MakeSpan(segs[1]), by_value).ok());
+  for (int i = 0; i < 2; ++i) ExpectBitwise(segs[0][i].master, segs[1][i].master, "adamw in memory");
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, FastOpsTest, ::testing::Values(1, 3));

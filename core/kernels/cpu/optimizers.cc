@@ -40,11 +40,10 @@ absl::Status CheckSegment(const OptimSegment& s, bool adam) {
 
 absl::Status CpuKernelOps::AdamW(const KernelContext&, absl::Span<OptimSegment> segments,
                                  const AdamWHyper& h) {
-  if (h.step < 1) return InvalidArgument("AdamW step < 1", "a 1-based step");
+  WEFT_ASSIGN_OR_RETURN(const auto scalars, HostAdamWStepScalars(h));
+  const auto [lr, bc1, bc2] = scalars;
   WEFT_ASSIGN_OR_RETURN(float clip, ClipCoefficient(h.max_grad_norm, h.grad_norm_sq));
   const float gscale = h.grad_scale * clip;
-  const float bc1 = 1.0f - std::pow(h.beta1, static_cast<float>(h.step));
-  const float bc2 = 1.0f - std::pow(h.beta2, static_cast<float>(h.step));
   for (OptimSegment& s : segments) {
     WEFT_RETURN_IF_ERROR(CheckSegment(s, true));
     float* w = s.master.data<float>();
@@ -56,7 +55,7 @@ absl::Status CpuKernelOps::AdamW(const KernelContext&, absl::Span<OptimSegment> 
       m[i] = h.beta1 * m[i] + (1.0f - h.beta1) * g;
       v[i] = h.beta2 * v[i] + (1.0f - h.beta2) * g * g;
       const float mhat = m[i] / bc1, vhat = v[i] / bc2;
-      w[i] -= h.lr * (mhat / (std::sqrt(vhat) + h.eps) + decay * w[i]);
+      w[i] -= lr * (mhat / (std::sqrt(vhat) + h.eps) + decay * w[i]);
       if (s.param.defined()) StoreF(s.param, i, w[i]);
     }
   }
@@ -65,6 +64,7 @@ absl::Status CpuKernelOps::AdamW(const KernelContext&, absl::Span<OptimSegment> 
 
 absl::Status CpuKernelOps::Sgd(const KernelContext&, absl::Span<OptimSegment> segments,
                                const SgdHyper& h) {
+  WEFT_ASSIGN_OR_RETURN(const float lr, HostSgdLr(h));
   WEFT_ASSIGN_OR_RETURN(float clip, ClipCoefficient(h.max_grad_norm, h.grad_norm_sq));
   const float gscale = h.grad_scale * clip;
   for (OptimSegment& s : segments) {
@@ -76,7 +76,7 @@ absl::Status CpuKernelOps::Sgd(const KernelContext&, absl::Span<OptimSegment> se
       const float g = LoadF(s.grad, i) * gscale + decay * w[i];
       buf[i] = h.momentum * buf[i] + g;
       const float step = h.nesterov ? g + h.momentum * buf[i] : buf[i];
-      w[i] -= h.lr * step;
+      w[i] -= lr * step;
       if (s.param.defined()) StoreF(s.param, i, w[i]);
     }
   }

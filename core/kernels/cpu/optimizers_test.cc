@@ -1,4 +1,6 @@
+#include <array>
 #include <cmath>
+#include <string>
 
 #include "gtest/gtest.h"
 #include "core/kernels/cpu/cpu_ops.h"
@@ -66,6 +68,40 @@ TEST(SgdTest, MomentumAndNesterov) {
   h.nesterov = true;
   ASSERT_TRUE(ops.Sgd(kCtx, absl::MakeSpan(&n, 1), h).ok());  // buf = 1, step = 1.5
   EXPECT_NEAR(n.master.data<float>()[0], 0.85f, 1e-6);
+}
+
+// A replayed CUDA graph reads lr and the bias corrections from memory: the
+// by-value fields are then ignored, and the update is bitwise the same.
+TEST(AdamWTest, StepScalarsFromMemoryReplaceLrAndStep) {
+  CpuKernelOps ops;
+  OptimSegment a[] = {Segment(1.0f, 0.5f, true)}, b[] = {Segment(1.0f, 0.5f, true)};
+  AdamWHyper by_value{.lr = 0.1f, .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f};
+  AdamWHyper in_memory = by_value;
+  in_memory.lr = -5.0f;
+  in_memory.step = 0;
+  for (int step = 1; step <= 3; ++step) {
+    by_value.step = step;
+    by_value.lr = 0.1f / step;
+    const std::array<float, 3> k = AdamWStepScalars(by_value.lr, 0.9f, 0.99f, step);
+    in_memory.step_scalars = *Tensor::FromVector<float>(k, {3});
+    ASSERT_TRUE(ops.AdamW(kCtx, a, by_value).ok());
+    ASSERT_TRUE(ops.AdamW(kCtx, b, in_memory).ok());
+  }
+  EXPECT_EQ(a[0].master.data<float>()[0], b[0].master.data<float>()[0]);
+  EXPECT_EQ(a[0].exp_avg_sq.data<float>()[0], b[0].exp_avg_sq.data<float>()[0]);
+  OptimSegment c = Segment(1.0f, 1.0f, false), d = Segment(1.0f, 1.0f, false);
+  const SgdHyper sgd{.lr = 0.1f, .momentum = 0.5f};
+  SgdHyper sgd_memory = sgd;
+  sgd_memory.lr = 9.0f;
+  sgd_memory.step_scalars = FilledTensor({1}, 0.1f);
+  ASSERT_TRUE(ops.Sgd(kCtx, absl::MakeSpan(&c, 1), sgd).ok());
+  ASSERT_TRUE(ops.Sgd(kCtx, absl::MakeSpan(&d, 1), sgd_memory).ok());
+  EXPECT_EQ(c.master.data<float>()[0], d.master.data<float>()[0]);
+  // The wrong count of values is an error naming what was expected.
+  in_memory.step_scalars = FilledTensor({2}, 1.f);
+  const absl::Status bad = ops.AdamW(kCtx, a, in_memory);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("3 f32 values"), std::string::npos) << bad;
 }
 
 TEST(AdamWTest, MismatchedSegmentIsAnError) {

@@ -1,5 +1,7 @@
 // CudaKernelOps: embedding, cross-entropy, dropout, reductions and the
 // multi-tensor optimizers.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -38,6 +40,15 @@ absl::StatusOr<const float*> NormSq(const KernelContext& ctx, float max_grad_nor
   WEFT_RETURN_IF_ERROR(CheckDType(ctx, grad_norm_sq, "grad_norm_sq", DType::kF32));
   WEFT_RETURN_IF_ERROR(CheckNumel(grad_norm_sq, "grad_norm_sq", 1));
   return grad_norm_sq.data<float>();
+}
+
+// The device-side per-step values (a graph replay), or null.
+absl::StatusOr<const float*> StepScalars(const KernelContext& ctx, const Tensor& scalars,
+                                         int64_t n) {
+  if (!scalars.defined()) return nullptr;
+  WEFT_RETURN_IF_ERROR(CheckDType(ctx, scalars, "optimizer step_scalars", DType::kF32));
+  WEFT_RETURN_IF_ERROR(CheckNumel(scalars, "optimizer step_scalars", n));
+  return scalars.data<float>();
 }
 
 absl::StatusOr<OptimizerTensor> CheckSegment(const KernelContext& ctx, const OptimSegment& s,
@@ -224,7 +235,9 @@ absl::Status CudaKernelOps::ZeroTensors(const KernelContext& ctx,
 absl::Status CudaKernelOps::AdamW(const KernelContext& ctx, absl::Span<OptimSegment> segments,
                                   const AdamWHyper& h) {
   WEFT_RETURN_IF_ERROR(CheckContext(ctx));
-  if (h.step < 1) return InvalidArgument("AdamW step < 1", "a 1-based step");
+  if (h.step < 1 && !h.step_scalars.defined()) {
+    return InvalidArgument("AdamW step < 1", "a 1-based step");
+  }
   std::vector<OptimizerTensor> tensors;
   tensors.reserve(segments.size());
   for (const OptimSegment& s : segments) {
@@ -240,9 +253,11 @@ absl::Status CudaKernelOps::AdamW(const KernelContext& ctx, absl::Span<OptimSegm
   c.grad_scale = h.grad_scale;
   c.max_grad_norm = h.max_grad_norm;
   // Same float expressions as the CPU reference, evaluated on the host.
-  c.bias_correction1 = 1.0f - std::pow(h.beta1, static_cast<float>(h.step));
-  c.bias_correction2 = 1.0f - std::pow(h.beta2, static_cast<float>(h.step));
+  const std::array<float, 3> k = AdamWStepScalars(h.lr, h.beta1, h.beta2, std::max<int64_t>(h.step, 1));
+  c.bias_correction1 = k[1];
+  c.bias_correction2 = k[2];
   WEFT_ASSIGN_OR_RETURN(c.grad_norm_sq, NormSq(ctx, h.max_grad_norm, h.grad_norm_sq));
+  WEFT_ASSIGN_OR_RETURN(c.step_scalars, StepScalars(ctx, h.step_scalars, 3));
   DeviceGuard guard(ctx.device.index);
   return LaunchAdamW(tensors, c, StreamOf(ctx));
 }
@@ -266,6 +281,7 @@ absl::Status CudaKernelOps::Sgd(const KernelContext& ctx, absl::Span<OptimSegmen
   c.max_grad_norm = h.max_grad_norm;
   c.nesterov = h.nesterov;
   WEFT_ASSIGN_OR_RETURN(c.grad_norm_sq, NormSq(ctx, h.max_grad_norm, h.grad_norm_sq));
+  WEFT_ASSIGN_OR_RETURN(c.step_scalars, StepScalars(ctx, h.step_scalars, 1));
   DeviceGuard guard(ctx.device.index);
   return LaunchSgd(tensors, c, StreamOf(ctx));
 }

@@ -53,13 +53,25 @@ __device__ __forceinline__ void StoreParam(void* p, uint8_t kind, int64_t i, flo
   }
 }
 
+// The step's lr and bias corrections: from memory when the config points
+// there (graph replays), else the config's own.
+struct AdamWStep {
+  float lr, bias_correction1, bias_correction2;
+};
+__device__ __forceinline__ AdamWStep StepOf(const AdamWConfig& c) {
+  if (c.step_scalars != nullptr) {
+    return {c.step_scalars[0], c.step_scalars[1], c.step_scalars[2]};
+  }
+  return {c.lr, c.bias_correction1, c.bias_correction2};
+}
+
 // One AdamW update of moments m, v and master weight w from the scaled grad g.
 __device__ __forceinline__ void AdamWElement(float g, float& m, float& v, float& w, float decay,
-                                             const AdamWConfig& c) {
+                                             const AdamWConfig& c, const AdamWStep& k) {
   m = c.beta1 * m + (1.0f - c.beta1) * g;
   v = c.beta2 * v + (1.0f - c.beta2) * g * g;
-  const float mhat = m / c.bias_correction1, vhat = v / c.bias_correction2;
-  w -= c.lr * (mhat / (sqrtf(vhat) + c.eps) + decay * w);
+  const float mhat = m / k.bias_correction1, vhat = v / k.bias_correction2;
+  w -= k.lr * (mhat / (sqrtf(vhat) + c.eps) + decay * w);
 }
 
 __global__ void __launch_bounds__(kThreads) AdamWKernel(const OptBatch batch, const AdamWConfig c) {
@@ -74,6 +86,7 @@ __global__ void __launch_bounds__(kThreads) AdamWKernel(const OptBatch batch, co
   const uint8_t kind = batch.param_kind[s];
   const float decay = batch.decay[s] ? c.weight_decay : 0.0f;
   const float gscale = c.grad_scale * ClipCoefficient(c.max_grad_norm, c.grad_norm_sq);
+  const AdamWStep k = StepOf(c);
   const int64_t begin = int64_t(blk - batch.map.block_start[s]) * kChunk;
   const int64_t end = min(batch.seg[s].n, begin + kChunk);
   // Four elements per thread with 16-byte (8-byte for bf16) accesses where
@@ -95,10 +108,10 @@ __global__ void __launch_bounds__(kThreads) AdamWKernel(const OptBatch batch, co
       float4 m4 = *reinterpret_cast<float4*>(exp_avg + i);
       float4 v4 = *reinterpret_cast<float4*>(exp_avg_sq + i);
       float4 w4 = *reinterpret_cast<float4*>(master + i);
-      AdamWElement(g[0] * gscale, m4.x, v4.x, w4.x, decay, c);
-      AdamWElement(g[1] * gscale, m4.y, v4.y, w4.y, decay, c);
-      AdamWElement(g[2] * gscale, m4.z, v4.z, w4.z, decay, c);
-      AdamWElement(g[3] * gscale, m4.w, v4.w, w4.w, decay, c);
+      AdamWElement(g[0] * gscale, m4.x, v4.x, w4.x, decay, c, k);
+      AdamWElement(g[1] * gscale, m4.y, v4.y, w4.y, decay, c, k);
+      AdamWElement(g[2] * gscale, m4.z, v4.z, w4.z, decay, c, k);
+      AdamWElement(g[3] * gscale, m4.w, v4.w, w4.w, decay, c, k);
       *reinterpret_cast<float4*>(exp_avg + i) = m4;
       *reinterpret_cast<float4*>(exp_avg_sq + i) = v4;
       *reinterpret_cast<float4*>(master + i) = w4;
@@ -116,7 +129,7 @@ __global__ void __launch_bounds__(kThreads) AdamWKernel(const OptBatch batch, co
   }
   for (int64_t i = tail + threadIdx.x; i < end; i += kThreads) {
     float m = exp_avg[i], v = exp_avg_sq[i], w = master[i];
-    AdamWElement(LoadGrad(grad, grad_bf16, i) * gscale, m, v, w, decay, c);
+    AdamWElement(LoadGrad(grad, grad_bf16, i) * gscale, m, v, w, decay, c, k);
     exp_avg[i] = m;
     exp_avg_sq[i] = v;
     master[i] = w;
@@ -135,6 +148,7 @@ __global__ void __launch_bounds__(kThreads) SgdKernel(const OptBatch batch, cons
   const uint8_t kind = batch.param_kind[s];
   const float decay = batch.decay[s] ? c.weight_decay : 0.0f;
   const float gscale = c.grad_scale * ClipCoefficient(c.max_grad_norm, c.grad_norm_sq);
+  const float lr = c.step_scalars != nullptr ? *c.step_scalars : c.lr;
   const int64_t begin = int64_t(blk - batch.map.block_start[s]) * kChunk;
   const int64_t end = min(batch.seg[s].n, begin + kChunk);
   for (int64_t i = begin + threadIdx.x; i < end; i += kThreads) {
@@ -146,7 +160,7 @@ __global__ void __launch_bounds__(kThreads) SgdKernel(const OptBatch batch, cons
       buf[i] = b;
       step = c.nesterov ? g + c.momentum * b : b;
     }
-    w -= c.lr * step;
+    w -= lr * step;
     master[i] = w;
     StoreParam(param, kind, i, w);
   }

@@ -36,12 +36,16 @@ struct AdamWConfig {
   float bias_correction1;  // 1 - beta1^step
   float bias_correction2;  // 1 - beta2^step
   const float* grad_norm_sq;  // device, one f32; read only when max_grad_norm > 0
+  // Null, or device [lr, bias_correction1, bias_correction2] read by the
+  // kernel in place of the three fields (a replayed CUDA graph).
+  const float* step_scalars;
 };
 
 struct SgdConfig {
   float lr, momentum, weight_decay, grad_scale, max_grad_norm;
   bool nesterov;
   const float* grad_norm_sq;
+  const float* step_scalars;  // null, or device [lr] read in place of lr
 };
 
 absl::Status LaunchAdamW(absl::Span<const OptimizerTensor> tensors, const AdamWConfig& config,

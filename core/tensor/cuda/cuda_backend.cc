@@ -67,6 +67,14 @@ class CudaMemorySource : public DeviceMemorySource {
   }
   void DestroyEvent(NativeEvent event) override { (void)cudaEventDestroy(AsEvent(event)); }
   Device device() const override { return Device::Cuda(index_); }
+  bool Capturing(NativeStream stream) override {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(AsStream(stream), &status) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    return status != cudaStreamCaptureStatusNone;
+  }
 
  private:
   const int index_;
@@ -206,6 +214,52 @@ class CudaBackend : public DeviceBackend {
     DeviceGuard guard(index);
     WEFT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dst, value, bytes, AsStream(stream)));
     return absl::OkStatus();
+  }
+
+  // Relaxed mode: the loader's worker threads keep issuing their own copies
+  // during a capture, and the graph's allocator may cudaMalloc a segment.
+  absl::Status BeginCapture(int index, NativeStream stream) override {
+    WEFT_RETURN_IF_ERROR(CheckIndex(index));
+    DeviceGuard guard(index);
+    WEFT_CUDA_RETURN_IF_ERROR(
+        cudaStreamBeginCapture(AsStream(stream), cudaStreamCaptureModeRelaxed));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<NativeGraph> EndCapture(int index, NativeStream stream) override {
+    DeviceGuard guard(index);
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(AsStream(stream), &graph);
+    if (ended != cudaSuccess) {
+      (void)cudaGetLastError();
+      if (graph != nullptr) (void)cudaGraphDestroy(graph);
+      return FailedPrecondition(
+          absl::StrCat("capturing the step into a CUDA graph failed: ", cudaGetErrorName(ended),
+                       " (", cudaGetErrorString(ended), ")"),
+          "a step with no host synchronization and no work outside its stream",
+          "run without --cuda_graph to find the op; a host read inside the step invalidates "
+          "the capture");
+    }
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+    (void)cudaGraphDestroy(graph);
+    WEFT_CUDA_RETURN_IF_ERROR(made);
+    return static_cast<NativeGraph>(exec);
+  }
+  absl::Status LaunchGraph(int index, NativeGraph graph, NativeStream stream) override {
+    DeviceGuard guard(index);
+    WEFT_CUDA_RETURN_IF_ERROR(
+        cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), AsStream(stream)));
+    return absl::OkStatus();
+  }
+  void DestroyGraph(int index, NativeGraph graph) override {
+    DeviceGuard guard(index);
+    (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph));
+  }
+  absl::StatusOr<std::unique_ptr<Allocator>> CreateGraphAllocator(int index,
+                                                                  std::string name) override {
+    WEFT_RETURN_IF_ERROR(CheckIndex(index));
+    return std::unique_ptr<Allocator>(std::make_unique<CachingAllocator>(
+        std::move(name), std::make_unique<CudaMemorySource>(index), /*capture_private=*/true));
   }
 
  private:

@@ -247,6 +247,24 @@ void Optimizers() {
   }
   Check("adamw (70 segments, clipped)", e, 1e-6);
   Check("adamw bf16 param copy", param_ok ? 0 : 1, 0);
+  // A graph replay's update: lr and bias corrections read from memory, the
+  // config's own fields ignored; bitwise the by-value update.
+  auto w2 = w0; std::vector<std::vector<float>> m2, v2; std::vector<std::vector<__nv_bfloat16>> p2;
+  std::vector<OptimizerTensor> ts2 = ts;
+  for (int i = 0; i < segs; ++i) {
+    m2.push_back(std::vector<float>(w0[i].size(), 0)); v2.push_back(m2.back());
+    p2.push_back(std::vector<__nv_bfloat16>(w0[i].size()));
+    ts2[i].master = w2[i].data(); ts2[i].exp_avg = m2[i].data(); ts2[i].exp_avg_sq = v2[i].data(); ts2[i].param = p2[i].data();
+  }
+  const float scalars[3] = {1e-2f, 1 - 0.9f, 1 - 0.95f};
+  AdamWConfig cm{-7.f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 2.0f, 3.f, 5.f, &nsq, scalars};
+  ok(LaunchAdamW(ts2, cm, nullptr));
+  int64_t differ = 0;
+  for (int i = 0; i < segs; ++i) for (size_t k = 0; k < w[i].size(); ++k) {
+    differ += w2[i][k] != w[i][k] || m2[i][k] != m[i][k] || v2[i][k] != v[i][k] ||
+              __bfloat162float(p2[i][k]) != __bfloat162float(p[i][k]);
+  }
+  Check("adamw step scalars from memory == by value (values differing)", double(differ), 0);
 }
 
 void Sgd() {
@@ -268,6 +286,15 @@ void Sgd() {
     e = std::max({e, (double)std::fabs(ww - w[i]), (double)std::fabs(b - buf[i]), (double)std::fabs(p[i] - w[i])});
   }
   Check("sgd nesterov", e, 1e-6);
+  auto w2 = w0, buf2 = buf0; std::vector<float> p2(n);
+  OptimizerTensor t2 = t; t2.master = w2.data(); t2.param = p2.data(); t2.exp_avg = buf2.data();
+  const float lr = 0.05f;
+  SgdConfig cm{-3.f, 0.9f, 0.01f, 2.0f, 0.0f, true, nullptr, &lr};
+  std::vector<OptimizerTensor> ts2{t2};
+  ok(LaunchSgd(ts2, cm, nullptr));
+  int64_t differ = 0;
+  for (int i = 0; i < n; ++i) differ += w2[i] != w[i] || buf2[i] != buf[i] || p2[i] != p[i];
+  Check("sgd lr from memory == by value (values differing)", double(differ), 0);
 }
 
 void Dropout() {
