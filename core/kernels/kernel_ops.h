@@ -38,6 +38,9 @@ namespace weft {
 struct KernelContext {
   Device device;
   NativeStream stream = nullptr;
+  // Where kernels take their scratch memory; null: the device's default
+  // allocator. A captured CUDA graph's step passes the graph's own.
+  Allocator* allocator = nullptr;
 };
 
 enum class Epilogue {

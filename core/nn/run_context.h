@@ -68,7 +68,7 @@ struct RunContext {
   static absl::StatusOr<RunContext> Create(Device device, DType compute_dtype,
                                            NativeStream stream = nullptr);
 
-  KernelContext kernel() const { return KernelContext{device, stream}; }
+  KernelContext kernel() const { return KernelContext{device, stream, allocator}; }
   // Activation tensors on this device, ordered on this stream.
   absl::StatusOr<Tensor> Empty(Shape shape, DType dtype) const;
   absl::StatusOr<Tensor> Zeros(Shape shape, DType dtype) const;

@@ -23,8 +23,8 @@ absl::Status GradNormSquared(KernelOps& ops, const KernelContext& ctx,
     replicated.insert(replicated.end(), sharded.begin(), sharded.end());
     return ops.SumSquares(ctx, out, replicated);
   }
-  WEFT_ASSIGN_OR_RETURN(Tensor part, Tensor::Zeros({1}, DType::kF32, ctx.device, nullptr,
-                                                   ctx.stream));
+  WEFT_ASSIGN_OR_RETURN(Tensor part, Tensor::Zeros({1}, DType::kF32, ctx.device,
+                                                   ctx.allocator, ctx.stream));
   WEFT_RETURN_IF_ERROR(ops.SumSquares(ctx, part, sharded));
   WEFT_RETURN_IF_ERROR(Annotate(
       model_parallel->AllReduce(part, {.op = comm::ReduceOp::kSum, .stream = ctx.stream})->Wait(),

@@ -43,7 +43,7 @@ void StepTimer::BeginStep() {
 }
 
 void StepTimer::Mark(StepPart part_after) {
-  if (!error_.ok()) return;
+  if (!error_.ok() || !recording_) return;
   if (used_ == events_.size()) {
     absl::StatusOr<Event> e = Event::Create(stream_.device(), /*enable_timing=*/true);
     if (!e.ok()) {

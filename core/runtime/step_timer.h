@@ -67,6 +67,9 @@ class StepTimer {
   absl::StatusOr<StepBreakdown> Finish(double step_ms, std::vector<PartSpan>* spans = nullptr);
 
   bool InStepOnThisThread() const { return active_ && owner_ == std::this_thread::get_id(); }
+  // While off, parts are entered and left without events: a stream being
+  // captured into a graph must not record them (a replay runs as one part).
+  void SetRecording(bool on) { recording_ = on; }
 
   // Enter on construction, Leave on destruction.
   class Scope {
@@ -93,6 +96,7 @@ class StepTimer {
   std::vector<StepPart> stack_;
   size_t used_ = 0;
   bool active_ = false;
+  bool recording_ = true;
   std::thread::id owner_;
   absl::Status error_;
 };

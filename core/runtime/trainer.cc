@@ -9,6 +9,7 @@
 #include "comm/process_group/op_observer.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
+#include "core/nn/dropout.h"
 #include "core/nn/materialize.h"
 #include "core/parallel/grad_norm.h"
 #include "core/runtime/parallel_setup.h"
@@ -64,9 +65,12 @@ double HostMs(std::chrono::steady_clock::time_point a, std::chrono::steady_clock
 // Runs the forwards and backwards the step schedule asks for. Micro-batch m
 // keeps its activations in slot m of the context's store between its
 // forward and its backward; its batch is loaded at its forward.
+// Under --cuda_graph the captured step reads its batches from the graph's
+// static buffers, which RunGraphStep fills before every launch.
 class Trainer::StepRunner : public MicroBatchRunner {
  public:
-  explicit StepRunner(Trainer& t) : t_(t) {}
+  explicit StepRunner(Trainer& t, bool static_inputs = false)
+      : t_(t), static_inputs_(static_inputs) {}
 
   absl::Status Forward(int micro) override {
     WEFT_ASSIGN_OR_RETURN(MicroBatch mb, Load(micro));
@@ -78,19 +82,24 @@ class Trainer::StepRunner : public MicroBatchRunner {
   }
 
   absl::StatusOr<MicroBatch> Load(int micro) override {
-    (void)micro;  // batches come in micro-batch order
     const TrainConfig& c = t_.cfg();
-    data::Batch batch;
-    {
-      StepTimer::Scope wait(t_.instruments_->timer(), StepPart::kDataWait);
-      WEFT_ASSIGN_OR_RETURN(batch, t_.loaders_.train->Next());
-      WEFT_RETURN_IF_ERROR(batch.WaitOn(t_.compute_stream()));
-    }
     MicroBatch mb;
-    mb.inputs = batch.Get(t_.options_.input_field);
-    mb.targets = batch.Get(t_.options_.target_field);
-    targets_per_sample_ = t_.model_->TargetsPerSample(mb.targets);
-    mb.dloss_scale = 1.0f / static_cast<float>(c.global_batch() * targets_per_sample_);
+    if (static_inputs_) {
+      mb.inputs = t_.graph_->Input(micro, t_.options_.input_field);
+      mb.targets = t_.graph_->Input(micro, t_.options_.target_field);
+    } else {
+      // Batches come in micro-batch order.
+      data::Batch batch;
+      {
+        StepTimer::Scope wait(t_.instruments_->timer(), StepPart::kDataWait);
+        WEFT_ASSIGN_OR_RETURN(batch, t_.loaders_.train->Next());
+        WEFT_RETURN_IF_ERROR(batch.WaitOn(t_.compute_stream()));
+      }
+      mb.inputs = batch.Get(t_.options_.input_field);
+      mb.targets = batch.Get(t_.options_.target_field);
+    }
+    t_.targets_per_sample_ = t_.model_->TargetsPerSample(mb.targets);
+    mb.dloss_scale = 1.0f / static_cast<float>(c.global_batch() * t_.targets_per_sample_);
     return mb;
   }
 
@@ -120,8 +129,6 @@ class Trainer::StepRunner : public MicroBatchRunner {
     t_.instruments_->AddPipelineAction(action_label_, action_begin_us_, comm::WallMicros());
   }
 
-  int64_t targets_per_sample() const { return targets_per_sample_; }
-
  private:
   // The context of micro-batch `micro`: its activation slot and its dropout
   // masks, the same for its forward, recompute and backward. The masks are
@@ -142,7 +149,7 @@ class Trainer::StepRunner : public MicroBatchRunner {
   }
 
   Trainer& t_;
-  int64_t targets_per_sample_ = 0;
+  const bool static_inputs_;
   std::optional<StepTimer::Scope> action_part_;
   std::string action_label_;
   int64_t action_begin_us_ = 0;
@@ -353,14 +360,57 @@ absl::Status Trainer::Init() {
   }
   logger_->Log(MetricsLogger::Record().AddString("config", c.ShortDebugString()),
                /*to_console=*/false);
+  if (c.cuda_graph()) WEFT_RETURN_IF_ERROR(InitStepGraph());
   instruments_->StartGpuSampling();
   return InitCheckpointing();
 }
 
-absl::StatusOr<StepStats> Trainer::TrainStep() {
-  const auto t0 = std::chrono::steady_clock::now();
-  ++step_;
-  instruments_->BeginStep(step_);
+// Steps run eagerly before the capture: the first one creates what is made
+// once (GEMM plans, workspaces, optimizer state, kernel attributes), so the
+// captured step only repeats work; the second confirms nothing else is.
+constexpr int64_t kEagerStepsBeforeCapture = 2;
+
+absl::Status Trainer::InitStepGraph() {
+  const TrainConfig& c = cfg();
+  if (!ctx_.device.is_cuda()) {
+    return FailedPrecondition(absl::StrCat("--cuda_graph on ", ctx_.device.ToString()),
+                              "a CUDA device (--device=cuda)",
+                              "graphs replay GPU work; drop --cuda_graph on CPU");
+  }
+  if (parallel_->world_size != 1 || !parallel_->participants.empty() ||
+      parallel_->dp_sum != nullptr || parallel_->step_schedule != nullptr) {
+    return FailedPrecondition(
+        absl::StrCat("--cuda_graph with world size ", parallel_->world_size, " and strategy '",
+                     absl::StrJoin(parallel_->strategy_names, ","), "'"),
+        "one process without a strategy",
+        "collectives and the strategies' step hooks are not captured yet; drop --cuda_graph");
+  }
+  for (Module* m : model_->Modules()) {
+    if (auto* d = dynamic_cast<Dropout*>(m); d != nullptr && d->p() > 0) {
+      return FailedPrecondition(
+          absl::StrCat("--cuda_graph with dropout ", d->p(), " in ", m->name()),
+          "dropout 0",
+          "each step's masks come from a seed passed to the kernels, which a replay would "
+          "repeat; drop --cuda_graph or the dropout");
+    }
+    if (m->type_name() == "MoeLayer") {
+      return FailedPrecondition(absl::StrCat("--cuda_graph with the mixture-of-experts layer ",
+                                             m->name()),
+                                "a dense model",
+                                "expert routing reads its token counts on the host every step");
+    }
+  }
+  WEFT_ASSIGN_OR_RETURN(graph_, StepGraph::Create(compute_stream()));
+  WEFT_RETURN_IF_ERROR(optimizer_->KeepStepScalarsInMemory(ctx_.device, optim_alloc_.get(),
+                                                           ctx_.stream));
+  logger_->Print(absl::StrCat(
+      "cuda_graph: the first ", kEagerStepsBeforeCapture,
+      " steps run eagerly, the next is captured and every later step replays it (the step's "
+      "parts show as other)"));
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::IssueStep(StepRunner& runner, float lr) {
   const TrainConfig& c = cfg();
   bool zeroed = false;
   for (auto& p : parallel_->participants) {
@@ -370,10 +420,8 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
   if (!zeroed) WEFT_RETURN_IF_ERROR(ZeroGrads(*model_, ctx_.stream));
   WEFT_RETURN_IF_ERROR(loss_sum_.Zero(ctx_.stream));
   ctx_.training = true;
-  StepRunner runner(*this);
   WEFT_RETURN_IF_ERROR(step_schedule_->Run(static_cast<int>(accum_steps_), runner,
                                            parallel_->participants));
-  const int64_t targets_per_sample = runner.targets_per_sample();
   {
     StepTimer::Scope finish(instruments_->timer(), StepPart::kBackward);
     for (auto& p : parallel_->participants) WEFT_RETURN_IF_ERROR(p->FinishGradients());
@@ -389,7 +437,6 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
                                          parallel_->model_parallel.get(), grad_norm_sq_));
     for (auto& p : parallel_->participants) WEFT_RETURN_IF_ERROR(p->ReduceGradNormSq(grad_norm_sq_));
   }
-  const float lr = schedule_->At(step_);
   WEFT_RETURN_IF_ERROR(optimizer_->Step(ctx_.kernel(), {.lr = lr,
                                                         .step = step_,
                                                         .max_grad_norm = clip,
@@ -397,6 +444,56 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
   for (auto& p : parallel_->participants) WEFT_RETURN_IF_ERROR(p->AfterOptimizerStep());
   optimizer_part.reset();
   if (parallel_->dp_sum) WEFT_RETURN_IF_ERROR(parallel_->dp_sum(loss_sum_, ctx_.stream));
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::RunGraphStep(float lr) {
+  for (int micro = 0; micro < accum_steps_; ++micro) {
+    data::Batch batch;
+    {
+      StepTimer::Scope wait(instruments_->timer(), StepPart::kDataWait);
+      WEFT_ASSIGN_OR_RETURN(batch, loaders_.train->Next());
+      WEFT_RETURN_IF_ERROR(batch.WaitOn(compute_stream()));
+    }
+    for (const std::string& field : {options_.input_field, options_.target_field}) {
+      WEFT_RETURN_IF_ERROR(graph_->SetInput(micro, field, batch.Get(field)));
+    }
+  }
+  WEFT_RETURN_IF_ERROR(optimizer_->StageStepScalars(lr, step_));
+  if (!graph_->captured()) {
+    StepTimer* timer = instruments_->timer();
+    timer->SetRecording(false);
+    ctx_.allocator = graph_->allocator();
+    const absl::Status captured = graph_->Capture([&] {
+      StepRunner runner(*this, /*static_inputs=*/true);
+      return IssueStep(runner, lr);
+    });
+    ctx_.allocator = act_alloc_.get();
+    timer->SetRecording(true);
+    WEFT_RETURN_IF_ERROR(captured);
+  }
+  return graph_->Launch();
+}
+
+absl::StatusOr<StepStats> Trainer::TrainStep() {
+  const auto t0 = std::chrono::steady_clock::now();
+  ++step_;
+  instruments_->BeginStep(step_);
+  const TrainConfig& c = cfg();
+  const float clip = c.optim().grad_clip();
+  const float lr = schedule_->At(step_);
+  if (graph_ != nullptr && eager_steps_ >= kEagerStepsBeforeCapture) {
+    WEFT_RETURN_IF_ERROR(RunGraphStep(lr));
+  } else {
+    ++eager_steps_;
+    // The warm-up steps of --cuda_graph allocate where the capture will,
+    // so it finds that memory cached.
+    if (graph_ != nullptr) ctx_.allocator = graph_->allocator();
+    StepRunner runner(*this);
+    const absl::Status issued = IssueStep(runner, lr);
+    ctx_.allocator = act_alloc_.get();
+    WEFT_RETURN_IF_ERROR(issued);
+  }
 
   // The one host synchronization of the step.
   const auto t_issued = std::chrono::steady_clock::now();
@@ -407,7 +504,7 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
 
   StepStats s;
   s.step = step_;
-  const double global_targets = static_cast<double>(c.global_batch() * targets_per_sample);
+  const double global_targets = static_cast<double>(c.global_batch() * targets_per_sample_);
   s.loss = scalars[0] / global_targets;
   s.lr = lr;
   s.grad_norm = grad_norm;
@@ -428,7 +525,11 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
               ? flops_per_target_ * s.tokens_per_s / (peak_flops_ * parallel_->world_size)
               : std::nan("");
   WEFT_ASSIGN_OR_RETURN(Allocator * device_alloc, DefaultAllocator(ctx_.device));
-  s.peak_mem_mb = static_cast<double>(device_alloc->Stats().peak_allocated_bytes) / (1 << 20);
+  int64_t peak = device_alloc->Stats().peak_allocated_bytes;
+  // The graph's activations live in its own pool: the sum of the two peaks
+  // (an upper bound of the peak of the sum).
+  if (graph_ != nullptr) peak += graph_->pool().Stats().peak_allocated_bytes;
+  s.peak_mem_mb = static_cast<double>(peak) / (1 << 20);
   if (!std::isfinite(s.loss)) {
     return absl::InternalError(absl::StrCat(
         "loss became ", s.loss, " at step ", step_,

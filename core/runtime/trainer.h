@@ -38,6 +38,7 @@
 #include "core/runtime/instruments.h"
 #include "core/runtime/metrics.h"
 #include "core/runtime/parallel_setup.h"
+#include "core/runtime/step_graph.h"
 #include "core/runtime/train_config.pb.h"
 #include "core/tensor/stream.h"
 #include "core/tensor/tracking_allocator.h"
@@ -137,9 +138,11 @@ class Trainer {
   struct MemoryStats {
     AllocatorStats params, grads, optimizer, activations;
   };
+  // Under --cuda_graph the training steps' activations come from the
+  // graph's own allocator (step_graph.h) and are counted there.
   MemoryStats ModelMemory() const {
     return {param_alloc_->Stats(), grad_alloc_->Stats(), optim_alloc_->Stats(),
-            act_alloc_->Stats()};
+            graph_ != nullptr ? graph_->allocator()->Stats() : act_alloc_->Stats()};
   }
   MetricsLogger& logger() { return *logger_; }
   const TrainConfig& config() const { return options_.config; }
@@ -175,6 +178,14 @@ class Trainer {
   absl::Status PublishLoadedState();
   void LogCheckpoint(bool after_save);
   class StepRunner;
+  // --cuda_graph: refuses what a replay cannot repeat, makes the graph.
+  absl::Status InitStepGraph();
+  // The step's device work, from zeroing the gradients to the optimizer
+  // update: run eagerly, or recorded once into the step graph.
+  absl::Status IssueStep(StepRunner& runner, float lr);
+  // A --cuda_graph step after the eager warm-up: the batch into the static
+  // buffers, then the captured step (captured first if it is not yet).
+  absl::Status RunGraphStep(float lr);
 
   Options options_;
   const TrainConfig& cfg() const { return options_.config; }
@@ -184,6 +195,9 @@ class Trainer {
   std::unique_ptr<TrackingAllocator> grad_alloc_;
   std::unique_ptr<TrackingAllocator> optim_alloc_;
   std::unique_ptr<TrackingAllocator> act_alloc_;  // ctx_.allocator
+  // --cuda_graph only. Before the model: modules may keep memory from the
+  // graph's allocator.
+  std::unique_ptr<StepGraph> graph_;
   // Before the loaders and groups, which call into it, so it outlives them.
   std::unique_ptr<Instruments> instruments_;
   std::optional<Stream> stream_;
@@ -203,6 +217,8 @@ class Trainer {
   DType grad_dtype_ = DType::kF32;
   int64_t accum_steps_ = 1;
   int64_t step_ = 0;
+  int64_t targets_per_sample_ = 0;  // of the last step's batches
+  int64_t eager_steps_ = 0;         // by this trainer (a resumed run warms up too)
   double flops_per_target_ = 0;
   double peak_flops_ = 0;
   std::vector<StepStats> history_;

@@ -27,6 +27,9 @@
 #         tiling      flash attention per tiling (kernels_benchmark at B=16),
 #                     then gpt_throughput B=32 with the fastest forward and backward
 #                     tilings against the default, in one process each
+#         graph       gpt_throughput with and without --cuda_graph (the step
+#                     captured once and replayed): B=32 124M, and a small model
+#                     where launches dominate
 #
 # Each item has a timeout, so one hang cannot eat the session's device time,
 # and WEFT_GPU_DEADLINE (seconds, default 540) caps the whole run: an item
@@ -190,10 +193,11 @@ stage_sanitize() {
 
 stage_speed() {
   echo "  speed: tilings ${WEFT_FLASH_FWD_TILING:-default}/${WEFT_FLASH_BWD_TILING:-default}," \
-       "GEMM autotune ${WEFT_GEMM_AUTOTUNE:-off}" | tee -a "$summary"
+       "GEMM autotune ${WEFT_GEMM_AUTOTUNE:-off}, flags '${WEFT_SPEED_FLAGS:-}'" | tee -a "$summary"
   for b in ${WEFT_GPU_BATCHES:-32 64}; do
+    # shellcheck disable=SC2086  # WEFT_SPEED_FLAGS: flags `graph` found faster
     WEFT_GEMM_LOG=1 item "weft gpt_throughput B=$b" 240 ./run gpt_throughput --device=cuda \
-        --global_batch=$b --micro_batch=$b --steps=30
+        --global_batch=$b --micro_batch=$b --steps=30 ${WEFT_SPEED_FLAGS:-}
     # GEMM shapes whose fused epilogue cuBLASLt turned down (matmul.cc).
     grep "^weft gemm:" "$logs/weft gpt_throughput B=$b.log" | sort -u | head -8 >> "$summary"
     item "torch eager+compile B=$b" 400 python3 gpt_throughput_torch.py --batch=$b --steps=30
@@ -358,6 +362,31 @@ stage_gemmtune() {
       "$logs/weft gpt_throughput B=32 autotuned GEMMs.log" WEFT_GEMM_AUTOTUNE=1
 }
 
+# The step as one graph launch (--cuda_graph, core/runtime/step_graph.h)
+# against the eager step, back to back: GPT-2 124M at B=32, where the GPU
+# work hides the host's launches, and a small model, where it does not.
+stage_graph() {
+  local small=(--n_layer=4 --n_head=4 --d_model=256 --seq_len=256 --vocab_size=4096
+               --global_batch=16 --micro_batch=16 --steps=40)
+  local mode flags
+  for mode in eager cuda_graph; do
+    flags=()
+    [ "$mode" = cuda_graph ] && flags=(--cuda_graph)
+    item "weft gpt_throughput B=32 $mode" 240 ./run gpt_throughput --device=cuda \
+        --global_batch=32 --micro_batch=32 --steps=30 "${flags[@]}"
+    item "weft gpt_throughput small $mode" 120 ./run gpt_throughput --device=cuda \
+        "${small[@]}" "${flags[@]}"
+  done
+  for mode in eager cuda_graph; do
+    throughput_of "$logs/weft gpt_throughput B=32 $mode.log" \
+        | sed "s/weft /B=32 $mode /" | tee -a "$summary"
+    throughput_of "$logs/weft gpt_throughput small $mode.log" \
+        | sed "s/weft /small $mode /" | tee -a "$summary"
+  done
+  keep_if_faster "$logs/weft gpt_throughput B=32 eager.log" \
+      "$logs/weft gpt_throughput B=32 cuda_graph.log" WEFT_SPEED_FLAGS=--cuda_graph
+}
+
 # The device tool returns at most 8 files: one archive of every log.
 pack_logs() {
   [ -n "${OUT:-}" ] || return 0
@@ -369,7 +398,7 @@ run() {
   for a in "$@"; do
     case "$a" in
       --pack=*) packfile="${a#--pack=}" ;;
-      tests|sanitize|speed|strategies|train|sample|profile|breakdown|tiling|gemmtune) stages+=("$a") ;;
+      tests|sanitize|speed|strategies|train|sample|profile|breakdown|tiling|gemmtune|graph) stages+=("$a") ;;
       *) echo "gpu_session run: unknown argument '$a'" >&2; exit 2 ;;
     esac
   done

@@ -456,13 +456,14 @@ absl::Status RunPlain(LtDevice& lt, const MatmulArgs& args, void* dest, cudaStre
 // The unfused bias gradient, written like cuBLASLt's: dst (cols, f32) =
 // column sums of src (rows, cols).
 absl::Status WriteColumnSums(int device, float* dst, const void* src, DType src_dtype,
-                             int64_t rows, int64_t cols, cudaStream_t stream) {
+                             int64_t rows, int64_t cols, Allocator* scratch_allocator,
+                             cudaStream_t stream) {
   WEFT_CUDA_RETURN_IF_ERROR(
       cudaMemsetAsync(dst, 0, static_cast<size_t>(cols) * sizeof(float), stream));
   if (rows == 0) return absl::OkStatus();
   WEFT_ASSIGN_OR_RETURN(Tensor scratch,
                         Tensor::Empty({ColumnSumScratchFloats(rows, cols)}, DType::kF32,
-                                      Device::Cuda(device), nullptr, stream));
+                                      Device::Cuda(device), scratch_allocator, stream));
   return LaunchColumnSum(dst, DType::kF32, src, src_dtype, rows, cols, scratch.data<float>(),
                          stream);
 }
@@ -495,7 +496,7 @@ absl::Status Matmul(int device, const MatmulArgs& args, cudaStream_t stream) {
       const absl::Status st = lt->Run(dgelu, stream);
       if (st.ok()) {
         return WriteColumnSums(device, args.bias_grad, args.out, args.out_dtype, args.m, args.n,
-                               stream);
+                               args.scratch_allocator, stream);
       }
       if (!absl::IsUnimplemented(st)) return st;
     }
@@ -516,10 +517,10 @@ absl::Status Matmul(int device, const MatmulArgs& args, cudaStream_t stream) {
                                               args.m * args.n, stream));
       if (args.bias_grad == nullptr) return absl::OkStatus();
       return WriteColumnSums(device, args.bias_grad, args.out, args.out_dtype, args.m, args.n,
-                             stream);
+                             args.scratch_allocator, stream);
     case MatmulEpilogue::kBiasGradA:  // a is (K, M)
       return WriteColumnSums(device, args.bias_grad, args.a, args.ab_dtype, args.k, args.m,
-                             stream);
+                             args.scratch_allocator, stream);
   }
   return absl::OkStatus();
 }

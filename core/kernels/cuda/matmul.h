@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "core/tensor/allocator.h"
 #include "core/tensor/dtype.h"
 
 namespace weft::cuda {
@@ -55,6 +56,8 @@ struct MatmulArgs {
   // Written, not added (cuBLASLt overwrites): kBiasGradA (M) the column
   // sums of a; kDGelu (N), optional, the column sums of out (DGELU_BGRAD).
   float* bias_grad = nullptr;
+  // Scratch of the unfused bias gradient; null: the device's default.
+  Allocator* scratch_allocator = nullptr;
 };
 
 // Enqueues the GEMM on `stream` on device `device` (must be current).

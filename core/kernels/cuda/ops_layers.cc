@@ -137,6 +137,7 @@ absl::Status CudaKernelOps::Gemm(const KernelContext& ctx, const GemmArgs& g) {
   MatmulArgs args;
   args.out = g.out.raw_data();
   args.out_dtype = g.out.dtype();
+  args.scratch_allocator = ctx.allocator;
   args.a = g.a.raw_data();
   args.b = g.b.raw_data();
   args.ab_dtype = g.a.dtype();

@@ -80,7 +80,7 @@ absl::Status CheckSameDType(const Tensor& t, absl::string_view name, const Tenso
 
 absl::StatusOr<Tensor> Scratch(const KernelContext& ctx, int64_t bytes) {
   const int64_t floats = std::max<int64_t>((bytes + 3) / 4, 1);
-  return Tensor::Empty({floats}, DType::kF32, ctx.device, nullptr, ctx.stream);
+  return Tensor::Empty({floats}, DType::kF32, ctx.device, ctx.allocator, ctx.stream);
 }
 
 }  // namespace weft::cuda
