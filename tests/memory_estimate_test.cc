@@ -99,6 +99,26 @@ void CheckModel(const std::string& model, int n_layer) {
 
 TEST(MemoryEstimateTest, TinyGpt) { CheckModel("tiny GPT (2 layers, d=32)", 2); }
 
+// A --cuda_graph job is estimated (its dry run is eager on the meta device):
+// the same figures as without it, no refusal for running on meta.
+TEST(MemoryEstimateTest, CudaGraphJobIsEstimatedLikeItsEagerStep) {
+  int64_t peaks[2] = {0, 0};
+  for (int graph = 0; graph < 2; ++graph) {
+    GptJob job = BaseJob(2);
+    job.mutable_train()->set_device("cuda");
+    job.mutable_train()->set_cuda_graph(graph == 1);
+    MemoryEstimateOptions o;
+    o.job = testing::GptTrainerOptions(job);
+    o.world_size = 1;
+    o.steps = 2;
+    absl::StatusOr<MemoryEstimate> e = EstimateMemory(std::move(o));
+    ASSERT_TRUE(e.ok()) << e.status();
+    peaks[graph] = e->peak();
+  }
+  EXPECT_GT(peaks[0], 0);
+  EXPECT_EQ(peaks[0], peaks[1]);
+}
+
 TEST(MemoryEstimateTest, TwelveLayerGpt) { CheckModel("GPT 12 layers, d=32", 12); }
 
 }  // namespace

@@ -31,6 +31,8 @@ absl::StatusOr<TrainConfig> DryRunConfig(TrainConfig c, Device target) {
   c.set_gpu_sample_s(0);
   c.set_checkpoint_dir("");
   c.set_resume("");
+  // A captured step allocates what the eager one does (from its own pool).
+  c.set_cuda_graph(false);
   return c;
 }
 

@@ -375,7 +375,7 @@ absl::Status Trainer::InitStepGraph() {
   if (!ctx_.device.is_cuda()) {
     return FailedPrecondition(absl::StrCat("--cuda_graph on ", ctx_.device.ToString()),
                               "a CUDA device (--device=cuda)",
-                              "graphs replay GPU work; drop --cuda_graph on CPU");
+                              "graphs replay GPU work; drop --cuda_graph off the GPU");
   }
   if (parallel_->world_size != 1 || !parallel_->participants.empty() ||
       parallel_->dp_sum != nullptr || parallel_->step_schedule != nullptr) {
