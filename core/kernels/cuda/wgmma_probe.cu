@@ -46,8 +46,11 @@ __global__ void __launch_bounds__(128)
   for (int kk = 0; kk < K / 16; ++kk) LoadFragA(af[kk], a_s, kLdA, warp * 16, kk * 16);
   float acc[N / 8][4];
   if constexpr (kHow == WgmmaProbeB::kNMajor) {
-#pragma unroll
-    for (int j = 0; j < N / 8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    // Pinned like the kernels' products: the zeroing stays above the
+    // fence and the reads below the wait.
+    ZeroAccumulators(acc);
+    WgmmaPin(acc);
+    WgmmaPin(af);
     WgmmaFence();
 #pragma unroll
     for (int kk = 0; kk < K / 16; ++kk) {
@@ -55,6 +58,7 @@ __global__ void __launch_bounds__(128)
     }
     WgmmaCommit();
     WgmmaWait<0>();
+    WgmmaPin(acc);
   } else {
     WgmmaTileProduct<N, K>(acc, af, core);  // the attention kernels' helper
   }
