@@ -1,6 +1,6 @@
 // --cuda_graph on a GPU: the captured and replayed step trains exactly like
 // the eager one (bitwise losses and parameters, with gradient accumulation,
-// clipping and an lr that changes every step), an evaluation between
+// clipping, dropout and an lr that changes every step), an evaluation between
 // replays leaves them intact (the graph's memory is its own), a replay
 // synchronizes the host once, and what a replay cannot repeat is refused.
 #include <cstdlib>
@@ -38,8 +38,11 @@ std::unique_ptr<Trainer> Make(const GptJob& job) {
   return t.ok() ? std::move(*t) : nullptr;
 }
 
-TEST(CudaGraphGpuTest, ReplaysTrainBitwiseLikeEagerSteps) {
-  std::unique_ptr<Trainer> eager = Make(GraphJob(false)), graph = Make(GraphJob(true));
+void ExpectReplaysMatchEager(float dropout) {
+  GptJob eager_job = GraphJob(false), graph_job = GraphJob(true);
+  eager_job.mutable_model()->set_dropout(dropout);
+  graph_job.mutable_model()->set_dropout(dropout);
+  std::unique_ptr<Trainer> eager = Make(eager_job), graph = Make(graph_job);
   ASSERT_NE(eager, nullptr);
   ASSERT_NE(graph, nullptr);
   absl::StatusOr<DeviceBackend*> backend = GetDeviceBackend(DeviceType::kCUDA);
@@ -71,6 +74,12 @@ TEST(CudaGraphGpuTest, ReplaysTrainBitwiseLikeEagerSteps) {
   EXPECT_GT(graph->ModelMemory().activations.peak_allocated_bytes, 0);
 }
 
+TEST(CudaGraphGpuTest, ReplaysTrainBitwiseLikeEagerSteps) { ExpectReplaysMatchEager(0.0f); }
+
+// Each replay reads its step's dropout seed from memory: new masks every
+// step, the eager run's masks.
+TEST(CudaGraphGpuTest, ReplaysDrawEachStepsDropoutMasks) { ExpectReplaysMatchEager(0.1f); }
+
 void ExpectRefused(GptJob job, const std::string& why) {
   JobTopology topology;
   topology.store = std::make_shared<comm::HashStore>();
@@ -81,9 +90,6 @@ void ExpectRefused(GptJob job, const std::string& why) {
 }
 
 TEST(CudaGraphGpuTest, RefusesWhatAReplayCannotRepeat) {
-  GptJob dropout = GraphJob(true);
-  dropout.mutable_model()->set_dropout(0.1f);
-  ExpectRefused(dropout, "dropout");
   GptJob moe = GraphJob(true);
   moe.mutable_model()->set_moe_every(1);
   moe.mutable_model()->set_num_experts(4);

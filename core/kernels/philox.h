@@ -70,7 +70,17 @@ struct DropoutKey {
   uint64_t sample_size = 0;
   uint64_t first_sample = 0;
   uint64_t sample_stride = 1;
+  // When set (device memory on CUDA), the value there is XORed into seed
+  // when the kernel runs: the step's part of the seed, which a replayed
+  // CUDA graph cannot take as an argument (see ResolvedSeed).
+  const uint64_t* seed_in_memory = nullptr;
 };
+
+// The key's seed with its part in memory applied (on the device that
+// memory is on).
+WEFT_HOST_DEVICE uint64_t ResolvedSeed(const DropoutKey& k) {
+  return k.seed_in_memory != nullptr ? k.seed ^ *k.seed_in_memory : k.seed;
+}
 
 // Dropout keeps element `within` of global sample `sample` when its
 // uniform draw is >= p.

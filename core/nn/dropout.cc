@@ -19,7 +19,8 @@ uint64_t Dropout::Seed(const RunContext& ctx) const {
     h ^= c;
     h *= 1099511628211ull;
   }
-  return ctx.dropout_seed ^ h ^ (stream_ == Stream::kSharded ? kShardedStreamKey : 0);
+  const uint64_t step = ctx.dropout_seed_in_memory.defined() ? 0 : ctx.dropout_seed;
+  return step ^ h ^ (stream_ == Stream::kSharded ? kShardedStreamKey : 0);
 }
 
 void Dropout::SetShard(Box box, Shape global) {
@@ -124,6 +125,9 @@ absl::Status Dropout::Apply(RunContext& ctx, Tensor& out, const Tensor& in, bool
   DropoutKey key{.seed = Seed(ctx),
                  .first_sample = ctx.samples.first,
                  .sample_stride = ctx.samples.stride};
+  if (ctx.dropout_seed_in_memory.defined()) {
+    key.seed_in_memory = reinterpret_cast<const uint64_t*>(ctx.dropout_seed_in_memory.raw_data());
+  }
   auto launch = [&](Tensor& o, const Tensor& i, uint64_t offset) {
     DropoutKey k = key;
     k.offset = offset;

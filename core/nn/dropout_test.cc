@@ -132,6 +132,21 @@ TEST(DropoutTest, SequenceRowsOfZigzagChunks) {
       << rows.status();
 }
 
+// A replayed CUDA graph reads the step's seed from memory: the same masks as
+// the seed passed by value, and the by-value seed is then ignored.
+TEST(DropoutTest, StepSeedFromMemoryGivesTheSameMasks) {
+  Host by_value(Dropout::Stream::kReplicated), in_memory(Dropout::Stream::kReplicated);
+  const Tensor x = Ones({3, 5, 4});
+  const std::vector<float> ref = Mask(*by_value.d, x);
+  RunContext ctx = Ctx();
+  ctx.dropout_seed = 999;  // not used
+  ctx.dropout_seed_in_memory = *Tensor::Empty({1}, DType::kI64);
+  *static_cast<uint64_t*>(ctx.dropout_seed_in_memory.raw_data()) = 123;
+  EXPECT_EQ(*in_memory.d->CallForward(ctx, x)->ToFloats(), ref);
+  *static_cast<uint64_t*>(ctx.dropout_seed_in_memory.raw_data()) = 124;
+  EXPECT_NE(*in_memory.d->CallForward(ctx, x)->ToFloats(), ref);
+}
+
 TEST(DropoutTest, StreamsAreIndependent) {
   Host replicated(Dropout::Stream::kReplicated), sharded(Dropout::Stream::kSharded);
   const Tensor x = Ones({64});

@@ -28,6 +28,10 @@ struct RunContext {
   // Dropout masks are Philox keyed by dropout_seed and the module (see
   // core/nn/dropout.h); the runtime changes the seed every step.
   uint64_t dropout_seed = 0;
+  // When defined, one i64 on the device holding the step's seed, which
+  // the dropout kernels read when they run (a replayed CUDA graph);
+  // dropout_seed is then not used.
+  Tensor dropout_seed_in_memory;
   // Where this micro-batch's samples (the first dimension of the model's
   // inputs) sit in the step's global batch: sample b is sample
   // first + stride * b. Dropout draws each sample's mask from its place in

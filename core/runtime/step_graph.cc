@@ -14,11 +14,15 @@ absl::StatusOr<std::unique_ptr<StepGraph>> StepGraph::Create(const Stream& strea
                             device.index, absl::StrCat(device.ToString(), " step graph")));
   std::unique_ptr<StepGraph> g(new StepGraph(stream, backend, std::move(pool)));
   g->tracked_ = std::make_unique<TrackingAllocator>("activations", g->pool_.get());
+  WEFT_ASSIGN_OR_RETURN(g->staged_seed_,
+                        Tensor::Zeros({1}, DType::kI64, Device::Cpu(), PinnedHostAllocator()));
+  WEFT_ASSIGN_OR_RETURN(g->seed_,
+                        Tensor::Zeros({1}, DType::kI64, device, nullptr, stream.native()));
   return g;
 }
 
 StepGraph::~StepGraph() {
-  if (graph_ != nullptr) backend_->DestroyGraph(stream_.device().index, graph_);
+  if (graph_ != nullptr) backend_->DestroyGraph(device_index_, graph_);
 }
 
 absl::Status StepGraph::SetInput(int micro, const std::string& field, const Tensor& value) {
@@ -49,9 +53,17 @@ Tensor StepGraph::Input(int micro, const std::string& field) const {
   return Tensor();
 }
 
+void StepGraph::StageDropoutSeed(uint64_t seed) {
+  *static_cast<uint64_t*>(staged_seed_.raw_data()) = seed;
+}
+
+absl::Status StepGraph::CopyDropoutSeed() {
+  return seed_.CopyFrom(staged_seed_, stream_.native(), /*async=*/true);
+}
+
 absl::Status StepGraph::Capture(const std::function<absl::Status()>& issue_step) {
   if (graph_ != nullptr) return FailedPrecondition("a second capture of the step", "one capture");
-  const int index = stream_.device().index;
+  const int index = device_index_;
   WEFT_RETURN_IF_ERROR(backend_->BeginCapture(index, stream_.native()));
   const absl::Status issued = issue_step();
   // The capture always ends, so the stream is usable whatever failed.
@@ -67,7 +79,7 @@ absl::Status StepGraph::Capture(const std::function<absl::Status()>& issue_step)
 
 absl::Status StepGraph::Launch() {
   if (graph_ == nullptr) return FailedPrecondition("Launch before Capture", "a captured step");
-  return backend_->LaunchGraph(stream_.device().index, graph_, stream_.native());
+  return backend_->LaunchGraph(device_index_, graph_, stream_.native());
 }
 
 }  // namespace weft

@@ -8,7 +8,8 @@
 // - the batch: copied into static device buffers (one per micro-batch and
 //   field) before each launch; the captured step reads those;
 // - lr and AdamW's bias corrections: staged in pinned memory and copied by
-//   the step itself (Optimizer::KeepStepScalarsInMemory);
+//   the step itself (Optimizer::KeepStepScalarsInMemory); likewise the
+//   step's dropout seed (StageDropoutSeed, RunContext::dropout_seed_in_memory);
 // - everything the step allocates: from the graph's private caching
 //   allocator, which nothing outside the graph uses, so the captured
 //   addresses are never handed to other tensors.
@@ -52,6 +53,13 @@ class StepGraph {
   // The static buffer; undefined before SetInput.
   Tensor Input(int micro, const std::string& field) const;
 
+  // The step's dropout seed: written to pinned memory here before each
+  // launch, and copied to dropout_seed() by the step (CopyDropoutSeed,
+  // which the capture records), where the dropout kernels read it.
+  void StageDropoutSeed(uint64_t seed);
+  absl::Status CopyDropoutSeed();
+  const Tensor& dropout_seed() const { return seed_; }
+
   bool captured() const { return graph_ != nullptr; }
   // Records `issue_step` (the step's device work, enqueued on the stream)
   // into the graph. Nothing runs until Launch.
@@ -61,7 +69,10 @@ class StepGraph {
 
  private:
   StepGraph(const Stream& stream, DeviceBackend* backend, std::unique_ptr<Allocator> pool)
-      : stream_(stream), backend_(backend), pool_(std::move(pool)) {}
+      : stream_(stream),
+        device_index_(stream.device().index),
+        backend_(backend),
+        pool_(std::move(pool)) {}
 
   struct StaticInput {
     int micro;
@@ -70,10 +81,13 @@ class StepGraph {
   };
 
   const Stream& stream_;
+  const int device_index_;
   DeviceBackend* const backend_;
   std::unique_ptr<Allocator> pool_;
   std::unique_ptr<TrackingAllocator> tracked_;
   std::vector<StaticInput> inputs_;
+  Tensor staged_seed_;  // pinned host, one i64
+  Tensor seed_;         // its device copy
   NativeGraph graph_ = nullptr;
 };
 

@@ -9,7 +9,6 @@
 #include "comm/process_group/op_observer.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
-#include "core/nn/dropout.h"
 #include "core/nn/materialize.h"
 #include "core/parallel/grad_norm.h"
 #include "core/runtime/parallel_setup.h"
@@ -139,7 +138,7 @@ class Trainer::StepRunner : public MicroBatchRunner {
   // the same sample gets the same mask for any dp size and micro-batch.
   RunContext* Enter(int micro) override {
     t_.ctx_.slot = micro;
-    t_.ctx_.dropout_seed = MixSeed(static_cast<uint64_t>(t_.cfg().seed()), t_.step_);
+    t_.ctx_.dropout_seed = t_.StepDropoutSeed();
     const auto dp = static_cast<uint64_t>(t_.parallel_->dp_size);
     t_.ctx_.samples = {
         .first = static_cast<uint64_t>(t_.parallel_->dp_rank) +
@@ -365,6 +364,10 @@ absl::Status Trainer::Init() {
   return InitCheckpointing();
 }
 
+uint64_t Trainer::StepDropoutSeed() const {
+  return MixSeed(static_cast<uint64_t>(cfg().seed()), static_cast<uint64_t>(step_));
+}
+
 // Steps run eagerly before the capture: the first one creates what is made
 // once (GEMM plans, workspaces, optimizer state, kernel attributes), so the
 // captured step only repeats work; the second confirms nothing else is.
@@ -377,8 +380,9 @@ absl::Status Trainer::InitStepGraph() {
                               "a CUDA device (--device=cuda)",
                               "graphs replay GPU work; drop --cuda_graph off the GPU");
   }
-  if (parallel_->world_size != 1 || !parallel_->participants.empty() ||
-      parallel_->dp_sum != nullptr || parallel_->step_schedule != nullptr) {
+  if (parallel_->world_size != 1 || !parallel_->strategy_names.empty() ||
+      !parallel_->participants.empty() || parallel_->dp_sum != nullptr ||
+      parallel_->step_schedule != nullptr) {
     return FailedPrecondition(
         absl::StrCat("--cuda_graph with world size ", parallel_->world_size, " and strategy '",
                      absl::StrJoin(parallel_->strategy_names, ","), "'"),
@@ -386,13 +390,6 @@ absl::Status Trainer::InitStepGraph() {
         "collectives and the strategies' step hooks are not captured yet; drop --cuda_graph");
   }
   for (Module* m : model_->Modules()) {
-    if (auto* d = dynamic_cast<Dropout*>(m); d != nullptr && d->p() > 0) {
-      return FailedPrecondition(
-          absl::StrCat("--cuda_graph with dropout ", d->p(), " in ", m->name()),
-          "dropout 0",
-          "each step's masks come from a seed passed to the kernels, which a replay would "
-          "repeat; drop --cuda_graph or the dropout");
-    }
     if (m->type_name() == "MoeLayer") {
       return FailedPrecondition(absl::StrCat("--cuda_graph with the mixture-of-experts layer ",
                                              m->name()),
@@ -460,14 +457,18 @@ absl::Status Trainer::RunGraphStep(float lr) {
     }
   }
   WEFT_RETURN_IF_ERROR(optimizer_->StageStepScalars(lr, step_));
+  graph_->StageDropoutSeed(StepDropoutSeed());
   if (!graph_->captured()) {
     StepTimer* timer = instruments_->timer();
     timer->SetRecording(false);
     ctx_.allocator = graph_->allocator();
+    ctx_.dropout_seed_in_memory = graph_->dropout_seed();
     const absl::Status captured = graph_->Capture([&] {
+      WEFT_RETURN_IF_ERROR(graph_->CopyDropoutSeed());
       StepRunner runner(*this, /*static_inputs=*/true);
       return IssueStep(runner, lr);
     });
+    ctx_.dropout_seed_in_memory = Tensor();
     ctx_.allocator = act_alloc_.get();
     timer->SetRecording(true);
     WEFT_RETURN_IF_ERROR(captured);

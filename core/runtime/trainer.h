@@ -186,6 +186,8 @@ class Trainer {
   // A --cuda_graph step after the eager warm-up: the batch into the static
   // buffers, then the captured step (captured first if it is not yet).
   absl::Status RunGraphStep(float lr);
+  // The dropout masks' step seed (RunContext::dropout_seed).
+  uint64_t StepDropoutSeed() const;
 
   Options options_;
   const TrainConfig& cfg() const { return options_.config; }
@@ -195,13 +197,13 @@ class Trainer {
   std::unique_ptr<TrackingAllocator> grad_alloc_;
   std::unique_ptr<TrackingAllocator> optim_alloc_;
   std::unique_ptr<TrackingAllocator> act_alloc_;  // ctx_.allocator
-  // --cuda_graph only. Before the model: modules may keep memory from the
-  // graph's allocator.
-  std::unique_ptr<StepGraph> graph_;
   // Before the loaders and groups, which call into it, so it outlives them.
   std::unique_ptr<Instruments> instruments_;
   std::optional<Stream> stream_;
   Stream host_stream_ = Stream::Default(Device::Cpu());
+  // --cuda_graph only. After the stream it replays on (destroyed before it),
+  // before the model (modules may keep memory from the graph's allocator).
+  std::unique_ptr<StepGraph> graph_;
   RunContext ctx_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<ParallelState> parallel_;

@@ -76,8 +76,9 @@ absl::StatusOr<CachingAllocator::Block*> CachingAllocator::NewSegment(size_t siz
                                                                       bool small) {
   const size_t seg = SegmentSize(size);
   auto ptr = source_->Malloc(seg);
-  if (!ptr.ok()) {
-    // Out of memory: give cached segments back and try once more.
+  // Out of memory: give cached segments back and try once more; not during
+  // a capture, which freeing device memory would invalidate.
+  if (!ptr.ok() && !source_->Capturing(stream)) {
     ReleaseFreeSegments();
     ptr = source_->Malloc(seg);
   }
@@ -151,8 +152,11 @@ void CachingAllocator::Free(void* ptr) {
   // The graph being captured may read or write this block at every replay:
   // nothing else gets it again. A private allocator reuses it within the
   // capture (stream order is the graph's order) unless other streams used it.
-  if (source_->Capturing(block->stream) &&
-      (!capture_private_ || !block->other_streams.empty())) {
+  bool captured = source_->Capturing(block->stream);
+  for (NativeStream s : block->other_streams) captured = captured || source_->Capturing(s);
+  if (captured && (!capture_private_ || !block->other_streams.empty())) {
+    ++block->pending_events;  // never completes: neighbours cannot merge it back
+    block->other_streams.clear();
     capture_held_bytes_ += block->size;
     return;
   }

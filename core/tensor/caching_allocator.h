@@ -47,7 +47,10 @@ class DeviceMemorySource {
   virtual absl::StatusOr<bool> EventDone(NativeEvent event) = 0;
   virtual void DestroyEvent(NativeEvent event) = 0;
   virtual Device device() const = 0;
-  // Whether `stream` is being captured into a graph.
+  // Whether work for `stream` from this thread would land in a graph being
+  // captured: `stream` is being captured, or this thread has a capture open
+  // (then every stream counts: a temporary on another stream that captured
+  // work reads would be baked into the graph too).
   virtual bool Capturing(NativeStream stream) { return false; }
 };
 

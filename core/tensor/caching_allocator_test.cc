@@ -253,6 +253,8 @@ TEST_F(CachingAllocatorTest, ReservedStaysBoundedOverTrainingSteps) {
 // freed during the capture never circulates again.
 TEST_F(CachingAllocatorTest, SharedAllocatorRefusesCapturedStreamAndHoldsItsFrees) {
   void* before = *alloc_.Allocate(1000, S(1));
+  void* neighbour = *alloc_.Allocate(1000, S(1));  // the next block of the segment
+  ASSERT_EQ(static_cast<char*>(neighbour), static_cast<char*>(before) + 1024);
   state_.capturing.insert(S(1));
   absl::StatusOr<void*> during = alloc_.Allocate(1000, S(1));
   ASSERT_FALSE(during.ok());
@@ -263,10 +265,28 @@ TEST_F(CachingAllocatorTest, SharedAllocatorRefusesCapturedStreamAndHoldsItsFree
   alloc_.Free(before);                         // freed inside the capture: held
   EXPECT_EQ(alloc_.CaptureHeldBytes(), 1024u);
   state_.capturing.clear();
-  void* after = *alloc_.Allocate(1000, S(1));
-  EXPECT_NE(after, before);
-  alloc_.Free(after);
+  // Freeing its neighbour must not merge the held block back into the pool.
+  alloc_.Free(neighbour);
+  for (size_t bytes : {1000, 2000, 100000}) {
+    char* after = static_cast<char*>(*alloc_.Allocate(bytes, S(1)));
+    EXPECT_TRUE(after + bytes <= before || after >= static_cast<char*>(before) + 1024)
+        << bytes << " bytes overlap the held block";
+    alloc_.Free(after);
+  }
+  EXPECT_EQ(alloc_.CaptureHeldBytes(), 1024u);
   alloc_.Free(other);
+}
+
+// A block also used on a stream being captured is held too (its event would
+// be recorded into the graph and never complete outside it).
+TEST_F(CachingAllocatorTest, BlockUsedOnACapturedStreamIsHeld) {
+  void* p = *alloc_.Allocate(1000, S(1));
+  ASSERT_TRUE(alloc_.RecordStream(p, S(2)).ok());
+  state_.capturing.insert(S(2));
+  alloc_.Free(p);
+  EXPECT_EQ(alloc_.CaptureHeldBytes(), 1024u);
+  EXPECT_TRUE(state_.events.empty());
+  state_.capturing.clear();
 }
 
 // The graph's own allocator serves the capture and reuses in stream order
@@ -285,7 +305,10 @@ TEST(CachingAllocatorCaptureTest, PrivateAllocatorServesCaptureAndReusesWithinIt
   EXPECT_TRUE(state.events.empty());
   void* c = *pool.Allocate(1000, S(1));
   EXPECT_NE(c, b);
-  pool.Free(c);
+  pool.Free(c);  // a neighbour of the held block: it stays held
+  void* d = *pool.Allocate(1000, S(1));
+  EXPECT_NE(d, b);
+  pool.Free(d);
 }
 
 }  // namespace

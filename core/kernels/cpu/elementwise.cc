@@ -54,10 +54,12 @@ absl::Status CpuKernelOps::Scale(const KernelContext&, Tensor& x, float scale) {
 
 namespace {
 
-absl::Status Dropout(Tensor& out, const Tensor& in, float p, const DropoutKey& key) {
+absl::Status Dropout(Tensor& out, const Tensor& in, float p, DropoutKey key) {
   if (!(p >= 0.f && p < 1.f)) {
     return InvalidArgument("dropout probability out of range", "0 <= p < 1");
   }
+  key.seed = ResolvedSeed(key);  // host memory here
+  key.seed_in_memory = nullptr;
   WEFT_RETURN_IF_ERROR(CheckCpu(in, "dropout input"));
   WEFT_RETURN_IF_ERROR(CheckNumel(out, "dropout output", in.numel()));
   const float keep_scale = 1.0f / (1.0f - p);

@@ -13,6 +13,8 @@ constexpr int kThreads = 256;
 template <typename T, int V>
 __global__ void DropoutKernel(T* out, const T* x, int64_t n, float p, float keep_scale,
                               DropoutKey key) {
+  key.seed = ResolvedSeed(key);
+  key.seed_in_memory = nullptr;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x * V;
   for (int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * V; i < n; i += stride) {
     float f[V];

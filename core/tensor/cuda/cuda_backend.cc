@@ -33,6 +33,11 @@ static_assert(kCudaErrorInsufficientDriver == cudaErrorInsufficientDriver);
 cudaStream_t AsStream(NativeStream s) { return static_cast<cudaStream_t>(s); }
 cudaEvent_t AsEvent(NativeEvent e) { return static_cast<cudaEvent_t>(e); }
 
+// Captures open (BeginCapture to EndCapture), process-wide and on this
+// thread: what CudaMemorySource::Capturing answers from.
+std::atomic<int> open_captures{0};
+thread_local int open_captures_on_this_thread = 0;
+
 // cudaMalloc for one GPU, with events for the allocator's cross-stream safety.
 class CudaMemorySource : public DeviceMemorySource {
  public:
@@ -68,6 +73,9 @@ class CudaMemorySource : public DeviceMemorySource {
   void DestroyEvent(NativeEvent event) override { (void)cudaEventDestroy(AsEvent(event)); }
   Device device() const override { return Device::Cuda(index_); }
   bool Capturing(NativeStream stream) override {
+    if (open_captures_on_this_thread > 0) return true;
+    // No capture anywhere: no driver call (the stream may even be gone).
+    if (open_captures.load(std::memory_order_acquire) == 0) return false;
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(AsStream(stream), &status) != cudaSuccess) {
       (void)cudaGetLastError();
@@ -223,12 +231,18 @@ class CudaBackend : public DeviceBackend {
     DeviceGuard guard(index);
     WEFT_CUDA_RETURN_IF_ERROR(
         cudaStreamBeginCapture(AsStream(stream), cudaStreamCaptureModeRelaxed));
+    open_captures.fetch_add(1, std::memory_order_acq_rel);
+    ++open_captures_on_this_thread;
     return absl::OkStatus();
   }
   absl::StatusOr<NativeGraph> EndCapture(int index, NativeStream stream) override {
     DeviceGuard guard(index);
     cudaGraph_t graph = nullptr;
     const cudaError_t ended = cudaStreamEndCapture(AsStream(stream), &graph);
+    if (open_captures_on_this_thread > 0) {
+      --open_captures_on_this_thread;
+      open_captures.fetch_sub(1, std::memory_order_acq_rel);
+    }
     if (ended != cudaSuccess) {
       (void)cudaGetLastError();
       if (graph != nullptr) (void)cudaGraphDestroy(graph);

@@ -310,6 +310,12 @@ void Dropout() {
   ok(LaunchDropout(y8.data(), x8.data(), DType::kF32, 1024, 0.5f, {.seed = 7, .sample_size = 6, .first_sample = 1, .sample_stride = 2}, nullptr));
   e = 0; for (int i = 0; i < 1024; ++i) e = std::max(e, (double)std::fabs(y8[i] - (DropoutKeepAt(7, 1 + 2 * (i / 6), i % 6, 0.5f) ? x8[i] * 2.0f : 0.f)));
   Check("dropout f32 vector path bitwise", e, 0);
+  // The step's seed read from memory (a CUDA graph replay): the same masks.
+  const uint64_t step_seed = 7 ^ 0x5a5a;
+  std::vector<float> y9(1024);
+  ok(LaunchDropout(y9.data(), x8.data(), DType::kF32, 1024, 0.5f, {.seed = 0x5a5a, .sample_size = 6, .first_sample = 1, .sample_stride = 2, .seed_in_memory = &step_seed}, nullptr));
+  e = 0; for (int i = 0; i < 1024; ++i) e = std::max(e, (double)std::fabs(y9[i] - y8[i]));
+  Check("dropout seed from memory == by value", e, 0);
 }
 
 void Gelu() {
