@@ -1,6 +1,6 @@
 // --cuda_graph on a GPU: the captured and replayed step trains exactly like
 // the eager one (bitwise losses and parameters, with gradient accumulation,
-// clipping, dropout and an lr that changes every step), an evaluation between
+// clipping, dropout, recompute and an lr that changes every step), an evaluation between
 // replays leaves them intact (the graph's memory is its own), a replay
 // synchronizes the host once, and what a replay cannot repeat is refused.
 #include <cstdlib>
@@ -38,10 +38,12 @@ std::unique_ptr<Trainer> Make(const GptJob& job) {
   return t.ok() ? std::move(*t) : nullptr;
 }
 
-void ExpectReplaysMatchEager(float dropout) {
+void ExpectReplaysMatchEager(float dropout, bool recompute = false) {
   GptJob eager_job = GraphJob(false), graph_job = GraphJob(true);
-  eager_job.mutable_model()->set_dropout(dropout);
-  graph_job.mutable_model()->set_dropout(dropout);
+  for (GptJob* job : {&eager_job, &graph_job}) {
+    job->mutable_model()->set_dropout(dropout);
+    job->mutable_train()->set_recompute(recompute);
+  }
   std::unique_ptr<Trainer> eager = Make(eager_job), graph = Make(graph_job);
   ASSERT_NE(eager, nullptr);
   ASSERT_NE(graph, nullptr);
@@ -80,6 +82,10 @@ TEST(CudaGraphGpuTest, ReplaysTrainBitwiseLikeEagerSteps) { ExpectReplaysMatchEa
 // step, the eager run's masks.
 TEST(CudaGraphGpuTest, ReplaysDrawEachStepsDropoutMasks) { ExpectReplaysMatchEager(0.1f); }
 
+// Recompute reruns each block's forward (dropout masks included) inside
+// the captured backward.
+TEST(CudaGraphGpuTest, ReplaysWithRecompute) { ExpectReplaysMatchEager(0.1f, true); }
+
 void ExpectRefused(GptJob job, const std::string& why) {
   JobTopology topology;
   topology.store = std::make_shared<comm::HashStore>();
@@ -97,7 +103,7 @@ TEST(CudaGraphGpuTest, RefusesWhatAReplayCannotRepeat) {
   GptJob ddp = GraphJob(true);
   ddp.mutable_train()->mutable_parallel()->set_strategy("ddp");
   ddp.mutable_train()->mutable_parallel()->set_backend("nccl");
-  ExpectRefused(ddp, "one process without a strategy");
+  ExpectRefused(ddp, "one process with no strategy but recompute");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "core/runtime/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -380,13 +381,16 @@ absl::Status Trainer::InitStepGraph() {
                               "a CUDA device (--device=cuda)",
                               "graphs replay GPU work; drop --cuda_graph off the GPU");
   }
-  if (parallel_->world_size != 1 || !parallel_->strategy_names.empty() ||
-      !parallel_->participants.empty() || parallel_->dp_sum != nullptr ||
-      parallel_->step_schedule != nullptr) {
+  // recompute only rewraps modules (its forward reruns inside the step).
+  const bool module_rewrites_only =
+      std::all_of(parallel_->strategy_names.begin(), parallel_->strategy_names.end(),
+                  [](const std::string& s) { return s == "recompute"; });
+  if (parallel_->world_size != 1 || !module_rewrites_only || !parallel_->participants.empty() ||
+      parallel_->dp_sum != nullptr || parallel_->step_schedule != nullptr) {
     return FailedPrecondition(
         absl::StrCat("--cuda_graph with world size ", parallel_->world_size, " and strategy '",
                      absl::StrJoin(parallel_->strategy_names, ","), "'"),
-        "one process without a strategy",
+        "one process with no strategy but recompute",
         "collectives and the strategies' step hooks are not captured yet; drop --cuda_graph");
   }
   for (Module* m : model_->Modules()) {
