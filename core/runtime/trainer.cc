@@ -369,48 +369,6 @@ uint64_t Trainer::StepDropoutSeed() const {
   return MixSeed(static_cast<uint64_t>(cfg().seed()), static_cast<uint64_t>(step_));
 }
 
-// Steps run eagerly before the capture: the first one creates what is made
-// once (GEMM plans, workspaces, optimizer state, kernel attributes), so the
-// captured step only repeats work; the second confirms nothing else is.
-constexpr int64_t kEagerStepsBeforeCapture = 2;
-
-absl::Status Trainer::InitStepGraph() {
-  const TrainConfig& c = cfg();
-  if (!ctx_.device.is_cuda()) {
-    return FailedPrecondition(absl::StrCat("--cuda_graph on ", ctx_.device.ToString()),
-                              "a CUDA device (--device=cuda)",
-                              "graphs replay GPU work; drop --cuda_graph off the GPU");
-  }
-  // recompute only rewraps modules (its forward reruns inside the step).
-  const bool module_rewrites_only =
-      std::all_of(parallel_->strategy_names.begin(), parallel_->strategy_names.end(),
-                  [](const std::string& s) { return s == "recompute"; });
-  if (parallel_->world_size != 1 || !module_rewrites_only || !parallel_->participants.empty() ||
-      parallel_->dp_sum != nullptr || parallel_->step_schedule != nullptr) {
-    return FailedPrecondition(
-        absl::StrCat("--cuda_graph with world size ", parallel_->world_size, " and strategy '",
-                     absl::StrJoin(parallel_->strategy_names, ","), "'"),
-        "one process with no strategy but recompute",
-        "collectives and the strategies' step hooks are not captured yet; drop --cuda_graph");
-  }
-  for (Module* m : model_->Modules()) {
-    if (m->type_name() == "MoeLayer") {
-      return FailedPrecondition(absl::StrCat("--cuda_graph with the mixture-of-experts layer ",
-                                             m->name()),
-                                "a dense model",
-                                "expert routing reads its token counts on the host every step");
-    }
-  }
-  WEFT_ASSIGN_OR_RETURN(graph_, StepGraph::Create(compute_stream()));
-  WEFT_RETURN_IF_ERROR(optimizer_->KeepStepScalarsInMemory(ctx_.device, optim_alloc_.get(),
-                                                           ctx_.stream));
-  logger_->Print(absl::StrCat(
-      "cuda_graph: the first ", kEagerStepsBeforeCapture,
-      " steps run eagerly, the next is captured and every later step replays it (the step's "
-      "parts show as other)"));
-  return absl::OkStatus();
-}
-
 absl::Status Trainer::IssueStep(StepRunner& runner, float lr) {
   const TrainConfig& c = cfg();
   bool zeroed = false;

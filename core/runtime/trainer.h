@@ -178,8 +178,13 @@ class Trainer {
   absl::Status PublishLoadedState();
   void LogCheckpoint(bool after_save);
   class StepRunner;
-  // --cuda_graph: refuses what a replay cannot repeat, makes the graph.
+  // --cuda_graph: refuses what a replay cannot repeat, makes the graph
+  // (trainer_graph.cc).
   absl::Status InitStepGraph();
+  // Steps run eagerly before the capture: the first one creates what is made
+  // once (GEMM plans, workspaces, optimizer state, kernel attributes), so the
+  // captured step only repeats work; the second confirms nothing else is.
+  static constexpr int64_t kEagerStepsBeforeCapture = 2;
   // The step's device work, from zeroing the gradients to the optimizer
   // update: run eagerly, or recorded once into the step graph.
   absl::Status IssueStep(StepRunner& runner, float lr);
