@@ -297,6 +297,7 @@ stage_tiling() {
   local pipe="wgmma-64-pipe wgmma-128-pipe" nmpipe="wgmma-64-nmajor-pipe wgmma-128-nmajor-pipe"
   local wide="wgmma-64-pipe-k128 wgmma-128-pipe-k128" nmwide="wgmma-64-nmajor-pipe-k128"
   nmwide+=" wgmma-128-nmajor-pipe-k128"
+  local fused="fused-dq"
   local t log fwd bwd tilings
   # One process per test: a kernel that faults takes only its own family.
   tiling_test() {
@@ -306,6 +307,7 @@ stage_tiling() {
     return 1
   }
   tiling_test "EightWarpsOf16Rows:FlashTilingTest.FourWarpsOf32Rows" || mma="4x16"
+  tiling_test FusedDqBackward || fused=""
   tiling_test WgmmaOnHopper || wg="" pipe="" wide=""
   tiling_test WgmmaNMajorOnHopper || nm="" nmpipe="" nmwide=""
   tiling_test PipelinedWgmmaOnHopper || pipe="" nmpipe="" wide="" nmwide=""
@@ -314,7 +316,7 @@ stage_tiling() {
     grep -E "Failure|wrong|FAILED" "$logs/wgmma_test.log" | head -8 >> "$summary"
     wg="" nm="" pipe="" nmpipe="" wide="" nmwide=""
   fi
-  tilings="$(echo $mma $wg $nm $pipe $nmpipe $wide $nmwide)"
+  tilings="$(echo $mma $fused $wg $nm $pipe $nmpipe $wide $nmwide)"
   echo "  tilings timed: $tilings" >> "$summary"
   # One process per tiling: a kernel that faults takes only its own line.
   for t in $tilings; do

@@ -16,6 +16,7 @@
 #include <initializer_list>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/kernels/token_chunks.h"
 #include "core/tensor/dtype.h"
 
@@ -31,8 +32,11 @@ absl::Status LaunchAttentionForward(void* out, float* lse, const void* qkv, DTyp
                                     int64_t batch, int64_t seq, int64_t num_heads,
                                     int64_t head_size, cudaStream_t stream);
 
-// Floats of device scratch LaunchAttentionBackward needs (B * NH * T).
-int64_t AttentionBackwardScratchFloats(int64_t batch, int64_t seq, int64_t num_heads);
+// Floats of device scratch LaunchAttentionBackward needs: B * NH * T, plus
+// the flash backward's workspace for the tiling WEFT_FLASH_BWD_TILING picks
+// (an error when it names none).
+absl::StatusOr<int64_t> AttentionBackwardScratchFloats(DType dtype, int64_t batch, int64_t seq,
+                                                       int64_t num_heads, int64_t head_size);
 
 // dqkv (B, T, 3C) is overwritten.
 absl::Status LaunchAttentionBackward(void* dqkv, const void* dout, const void* qkv,

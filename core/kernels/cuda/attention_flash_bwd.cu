@@ -10,6 +10,12 @@
 // (The wgmma tilings run attention_flash_bwd_wgmma.cu instead.)
 // Both recompute P = exp(S - lse) and dP = dO V^T (7 GEMM-equivalents instead
 // of 5), and every output element is written once: bitwise-reproducible.
+// The `fused-dq` tiling runs the KV kernel alone, in 5 products: each step
+// stores its dS tile to shared memory, multiplies it by K and adds the
+// product into an f32 dQ accumulator. The key tiles add into a query tile in
+// ascending order, each waiting on that tile's semaphore for the one
+// before, so the sum, too, is the same every run; the last (diagonal) key
+// tile writes dQ as bf16.
 //
 // With S = scale * Q K^T, P = softmax(S), D_i = rowsum(dO_i * O_i):
 //   dV = P^T dO,  dS = P * (dP - D),  dQ = scale * dS K,  dK = scale * dS^T Q.
@@ -30,25 +36,101 @@ constexpr int kTile = kFlashTile;  // keys per KV block, queries per Q block, ke
 constexpr int kKvThreads = 4 * kWarpSize;  // the KV kernel: 4 warps of 16 keys
 constexpr float kLog2e = 1.4426950408889634f;
 
-// grid (B * NH, ceil(T / 64)); block y owns keys [64y, 64y + 64).
+// fused-dq: the step's dS^T tile (64 keys x 64 queries, bf16, a key per row,
+// padded like the others) and the block's ticket, after KvSmem's bytes.
+constexpr int kDsLd = kTile + 8;
+constexpr int kFusedExtraBytes = kTile * kDsLd * 2 + 16;
+// Polls of a dQ semaphore before a block gives up (__trap: the launch fails
+// with an error instead of hanging). A wait normally lasts a few steps.
+constexpr int kMaxSemaphorePolls = 1 << 24;
+
+// Adds the warp's 16 x HS share of a step's dQ product (f32 accumulators,
+// rows r0 = 16 * warp + g and r0 + 8 of query tile qi, columns 2t + 8n)
+// into the f32 accumulator acc (the tile's rows, HS apart), in key-tile
+// order: key tile kj waits until the tile's semaphore counts the kj tiles
+// before it, adds, and counts itself. The first key tile stores instead of
+// adding; the last (kj == qi, the diagonal) writes dQ = scale * sum as bf16
+// at out (row r of the tile at out + r * ld) instead of the accumulator.
 template <int HS>
-__global__ void __launch_bounds__(kKvThreads)
+__device__ __forceinline__ void AddDqInKeyOrder(const float (&dq)[HS / 8][4], float* acc,
+                                                int* semaphore, int kj, int qi, int live_rows,
+                                                bf16* out, int64_t ld, float scale) {
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int r0 = 16 * warp + (lane >> 2), t = lane & 3;
+  const bool first = kj == 0, last = kj == qi;
+  if (!first) {
+    if (threadIdx.x == 0) {
+      int polls = 0;
+      while (*reinterpret_cast<volatile int*>(semaphore) != kj) {
+        if (++polls == kMaxSemaphorePolls) __trap();
+      }
+      __threadfence();  // the earlier tiles' sums are read after the count
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int n = 0; n < HS / 8; ++n) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int r = r0 + 8 * half;
+      if (r >= live_rows) continue;
+      float2 sum = make_float2(dq[n][2 * half], dq[n][2 * half + 1]);
+      float2* a = reinterpret_cast<float2*>(acc + r * HS + n * 8 + 2 * t);
+      if (!first) {
+        const float2 prev = __ldcg(a);  // from L2: L1 is not coherent across blocks
+        sum = make_float2(prev.x + sum.x, prev.y + sum.y);
+      }
+      if (last) {
+        *reinterpret_cast<uint32_t*>(out + r * ld + n * 8 + 2 * t) =
+            PackBf16(sum.x * scale, sum.y * scale);
+      } else {
+        *a = sum;
+      }
+    }
+  }
+  if (!last) {
+    __threadfence();  // this tile's sums land before the count says so
+    __syncthreads();
+    if (threadIdx.x == 0) atomicExch(semaphore, kj + 1);
+  }
+}
+
+// grid (B * NH, ceil(T / 64)); block y owns keys [64y, 64y + 64). With
+// kFusedDq (HS <= 64, so a step is 64 queries) the block's keys come from a
+// ticket instead (key tile ticket / (B * NH), head ticket % (B * NH)): a
+// block then only waits for blocks with smaller tickets, which started
+// before it, so the dQ semaphores cannot deadlock in any block order.
+// sync[0] counts tickets, sync[1 + bh * ceil(T / 64) + qi] is query tile
+// qi's semaphore; dq_acc is (B * NH, T, HS) f32. All zeroed by the launcher
+// except dq_acc.
+template <int HS, bool kFusedDq>
+__global__ void __launch_bounds__(kKvThreads, kFusedDq ? 3 : 1)
     FlashBackwardKVKernel(bf16* __restrict__ dqkv, const bf16* __restrict__ dout,
                           const bf16* __restrict__ qkv, const float* __restrict__ lse,
                           const float* __restrict__ dsum, int T, int NH, float scale,
-                          float scale_log2) {
+                          float scale_log2, float* __restrict__ dq_acc, int* __restrict__ sync) {
   using S = KvSmem<HS>;
   constexpr int kBr = S::kBr;
+  static_assert(!kFusedDq || kBr == kTile, "fused dQ steps over query tiles of 64");
   extern __shared__ __align__(16) unsigned char smem[];
   bf16* k_s = reinterpret_cast<bf16*>(smem);
   bf16* v_s = k_s + S::kK;
   bf16* qdo_s = v_s + S::kK;                                  // stage i: Q at 2i * kQ, dO next
   float* stat_s = reinterpret_cast<float*>(qdo_s + 4 * S::kQ);  // stage i: lse, D at 2i * kBr
+  bf16* ds_s = reinterpret_cast<bf16*>(smem + S::kBytes);      // fused-dq: dS^T of the step
 
+  int bh = blockIdx.x, key_tile = blockIdx.y;
+  if constexpr (kFusedDq) {
+    int* ticket_s = reinterpret_cast<int*>(ds_s + kTile * kDsLd);
+    if (threadIdx.x == 0) *ticket_s = atomicAdd(sync, 1);
+    __syncthreads();
+    bh = *ticket_s % gridDim.x;
+    key_tile = *ticket_s / gridDim.x;
+  }
   const int C = NH * HS;
   const int64_t ld = 3 * int64_t(C);
-  const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
-  const int k0 = blockIdx.y * kTile;
+  const int b = bh / NH, h = bh % NH;
+  const int k0 = key_tile * kTile;
   const bf16* q_g = qkv + int64_t(b) * T * ld + h * HS;
   const bf16* do_g = dout + int64_t(b) * T * C + h * HS;
   const float* lse_g = lse + int64_t(bh) * T;
@@ -101,6 +183,37 @@ __global__ void __launch_bounds__(kKvThreads)
     KvStepGradients<kBr>(p, ds, key0, q0, T, lse_s, d_s, scale_log2);
     // dV += P^T dO and dK += dS^T Q (k dimension: the step's queries).
     AccumulateDualProduct<HS, kBr>(dv, p, do_s, dk, ds, q_s, S::kLd);
+    if constexpr (kFusedDq) {
+      // dS^T to shared memory (the bf16 the dK product used), then the
+      // warp's 16 queries of dQ = dS K over the block's 64 keys.
+      const int krow = warp * 16 + g;
+#pragma unroll
+      for (int n = 0; n < kBr / 8; ++n) {
+        *reinterpret_cast<uint32_t*>(ds_s + krow * kDsLd + n * 8 + 2 * t) =
+            PackBf16(ds[n][0], ds[n][1]);
+        *reinterpret_cast<uint32_t*>(ds_s + (krow + 8) * kDsLd + n * 8 + 2 * t) =
+            PackBf16(ds[n][2], ds[n][3]);
+      }
+      __syncthreads();
+      float dq[HS / 8][4];
+#pragma unroll
+      for (int n = 0; n < HS / 8; ++n) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < kTile / 16; ++kk) {
+        uint32_t a[4];
+        LoadFragATrans(a, ds_s, kDsLd, warp * 16, kk * 16);
+#pragma unroll
+        for (int n = 0; n < HS / 8; ++n) {
+          uint32_t bf[2];
+          LoadFragBTrans(bf, k_s, S::kLd, kk * 16, n * 8);
+          MmaBf16(dq[n], a, bf);
+        }
+      }
+      const int qi = q0 / kTile, tiles = gridDim.y;
+      AddDqInKeyOrder<HS>(dq, dq_acc + (int64_t(bh) * T + q0) * HS,
+                          sync + 1 + bh * tiles + qi, key_tile, qi, min(kTile, T - q0),
+                          dqkv + (int64_t(b) * T + q0) * ld + h * HS, ld, scale);
+    }
     __syncthreads();  // the next step refills this stage
   }
 
@@ -192,12 +305,12 @@ absl::Status Launch(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* 
   const auto bh = static_cast<unsigned>(d.b * d.nh);
   // Over 48 KiB of dynamic shared memory needs an explicit opt-in.
   constexpr int kKvBytes = KvSmem<HS>::kBytes;
-  auto* kv_kernel = FlashBackwardKVKernel<HS>;
+  auto* kv_kernel = FlashBackwardKVKernel<HS, false>;
   WEFT_CUDA_RETURN_IF_ERROR(
       cudaFuncSetAttribute(kv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kKvBytes));
   const dim3 kv_grid(bh, static_cast<unsigned>(CeilDiv(d.t, kTile)));
   kv_kernel<<<kv_grid, kKvThreads, kKvBytes, stream>>>(dqkv, dout, qkv, lse, dsum, T, NH, scale,
-                                                       scale_log2);
+                                                       scale_log2, nullptr, nullptr);
   WEFT_RETURN_IF_ERROR(CheckLaunch("FlashBackwardKVKernel"));
   constexpr int kQRows = 16 * kQWarps;
   constexpr int kQBytes = QSmem<HS, kQRows>::kBytes;
@@ -208,6 +321,36 @@ absl::Status Launch(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* 
   q_kernel<<<q_grid, kQWarps * kWarpSize, kQBytes, stream>>>(dqkv, dout, qkv, lse, dsum, T, NH,
                                                              scale, scale_log2);
   return CheckLaunch("FlashBackwardQKernel");
+}
+
+// Where the fused-dq tiling's semaphores start in its workspace: after the
+// dQ accumulator, rounded up to 16 bytes.
+int64_t FusedSyncOffset(const AttentionDims& d) { return CeilDiv(d.b * d.nh * d.t * d.hs, 4) * 4; }
+
+template <int HS>
+absl::Status LaunchFusedDq(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
+                           const float* dsum, float* workspace, const AttentionDims& d,
+                           cudaStream_t stream) {
+  if (workspace == nullptr) {
+    return absl::InvalidArgumentError(
+        "flash attention backward fused-dq: no workspace; expected "
+        "FlashBackwardWorkspaceFloats floats (attention.h's scratch size counts them)");
+  }
+  const float scale = 1.0f / sqrtf(static_cast<float>(HS));
+  const float scale_log2 = scale * kLog2e;
+  const int T = static_cast<int>(d.t), NH = static_cast<int>(d.nh);
+  const auto bh = static_cast<unsigned>(d.b * d.nh);
+  const auto tiles = static_cast<unsigned>(CeilDiv(d.t, kTile));
+  int* sync = reinterpret_cast<int*>(workspace + FusedSyncOffset(d));
+  WEFT_CUDA_RETURN_IF_ERROR(
+      cudaMemsetAsync(sync, 0, (int64_t(bh) * tiles + 1) * sizeof(int), stream));
+  constexpr int kBytes = KvSmem<HS>::kBytes + kFusedExtraBytes;
+  auto* kernel = FlashBackwardKVKernel<HS, true>;
+  WEFT_CUDA_RETURN_IF_ERROR(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes));
+  kernel<<<dim3(bh, tiles), kKvThreads, kBytes, stream>>>(dqkv, dout, qkv, lse, dsum, T, NH, scale,
+                                                          scale_log2, workspace, sync);
+  return CheckLaunch("FlashBackwardKVKernel (fused dQ)");
 }
 
 template <int HS>
@@ -223,8 +366,13 @@ absl::Status LaunchTiled(bf16* dqkv, const bf16* dout, const bf16* qkv, const fl
 
 }  // namespace
 
+int64_t FlashBackwardWorkspaceFloats(const AttentionDims& d, FlashTiling bwd_tiling) {
+  if (!bwd_tiling.fused_dq) return 0;
+  return FusedSyncOffset(d) + CeilDiv(d.b * d.nh * CeilDiv(d.t, kTile) + 1, 4) * 4;
+}
+
 absl::Status LaunchFlashBackward(void* dqkv, const void* dout, const void* qkv, const float* lse,
-                                 const float* dsum, const AttentionDims& d,
+                                 const float* dsum, float* workspace, const AttentionDims& d,
                                  FlashTiling bwd_tiling, cudaStream_t stream) {
   if (d.b * d.t * d.nh == 0) return absl::OkStatus();
   if (bwd_tiling.key_tile != kFlashTile) {
@@ -240,6 +388,15 @@ absl::Status LaunchFlashBackward(void* dqkv, const void* dout, const void* qkv, 
   bf16* dx = static_cast<bf16*>(dqkv);
   const bf16* dy = static_cast<const bf16*>(dout);
   const bf16* x = static_cast<const bf16*>(qkv);
+  if (bwd_tiling.fused_dq) {
+    switch (d.hs) {
+      case 32: return LaunchFusedDq<32>(dx, dy, x, lse, dsum, workspace, d, stream);
+      case 64: return LaunchFusedDq<64>(dx, dy, x, lse, dsum, workspace, d, stream);
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "flash attention backward fused-dq takes head size 32 or 64, not ", d.hs,
+        "; use 4x16 or 8x16 (unset WEFT_FLASH_BWD_TILING)"));
+  }
   switch (d.hs) {
     case 32: return LaunchTiled<32>(dx, dy, x, lse, dsum, d, bwd_tiling, stream);
     case 64: return LaunchTiled<64>(dx, dy, x, lse, dsum, d, bwd_tiling, stream);

@@ -31,7 +31,9 @@ struct AttentionDims {
 // through the transpose bit instead of transposing tiles; with `pipelined`
 // the products of one tile run behind the softmax or gradients of the next
 // (attention_flash_{fwd,bwd}_wgmma.cu); `key_tile` 128 (forward only) takes
-// 128 keys per tile instead of 64.
+// 128 keys per tile instead of 64; `fused_dq` (backward only, "fused-dq")
+// computes dQ inside the dK/dV kernel instead of a second kernel that
+// recomputes S and dP (attention_flash_bwd.cu).
 struct FlashTiling {
   int warps = 4;
   int rows_per_warp = 16;
@@ -39,6 +41,7 @@ struct FlashTiling {
   bool n_major = false;
   bool pipelined = false;
   int key_tile = 64;  // keys per tile: 128 in the pipelined wgmma forward's -k128 forms
+  bool fused_dq = false;
   int rows() const { return warps * rows_per_warp; }
   bool operator==(const FlashTiling&) const = default;
 };
@@ -57,8 +60,9 @@ inline constexpr FlashTiling kFlashTilingWgmma64PipeK128{4, 16, true, false, tru
 inline constexpr FlashTiling kFlashTilingWgmma128PipeK128{8, 16, true, false, true, 128};
 inline constexpr FlashTiling kFlashTilingWgmma64NMajorPipeK128{4, 16, true, true, true, 128};
 inline constexpr FlashTiling kFlashTilingWgmma128NMajorPipeK128{8, 16, true, true, true, 128};
+inline constexpr FlashTiling kFlashTilingFusedDq{4, 16, false, false, false, 64, true};
 // "4x16", "wgmma-128", "wgmma-64-nmajor", "wgmma-128-nmajor-pipe",
-// "wgmma-64-pipe-k128"
+// "wgmma-64-pipe-k128", "fused-dq"
 std::string FlashTilingName(FlashTiling t);
 
 // The default tilings on compute capability 9.0 (H100/H200), where they
@@ -109,9 +113,18 @@ absl::Status LaunchFlashForwardWgmma(void* out, float* lse, const void* qkv,
 // dK/dV kernel always owns 64 keys over 4 warps); wgmma-64 / wgmma-128 run
 // both kernels on wgmma with 1 / 2 warpgroups a block (HS 32 or 64; the
 // caller checks compute capability 9.0).
+// `fused-dq` (HS 32 or 64) runs the dK/dV kernel alone: each step also
+// multiplies its dS tile by K and adds the product into an f32 dQ
+// accumulator in `workspace`, the key tiles of a query tile in ascending
+// order (a semaphore per query tile), so the sum is the same every run;
+// the last key tile writes dQ. `workspace` holds
+// FlashBackwardWorkspaceFloats floats (unused, may be null, otherwise).
 absl::Status LaunchFlashBackward(void* dqkv, const void* dout, const void* qkv, const float* lse,
-                                 const float* dsum, const AttentionDims& d,
+                                 const float* dsum, float* workspace, const AttentionDims& d,
                                  FlashTiling bwd_tiling, cudaStream_t stream);
+// Floats of device workspace LaunchFlashBackward needs for `bwd_tiling`
+// (fused-dq: the dQ accumulator and the semaphores; 0 for the others).
+int64_t FlashBackwardWorkspaceFloats(const AttentionDims& d, FlashTiling bwd_tiling);
 // The wgmma backward (sm_90a): dK/dV blocks of `warpgroups` (1 or 2)
 // warpgroups of 64 keys, dQ blocks of as many warpgroups of 64 queries;
 // n_major: dO, Q and K read N-major (FlashTiling::n_major); pipelined:

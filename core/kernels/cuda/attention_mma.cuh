@@ -56,6 +56,21 @@ __device__ __forceinline__ void LoadFragA(uint32_t (&a)[4], const __nv_bfloat16*
                : "r"(SharedAddress(p)));
 }
 
+// The same A fragment read from shared memory holding A transposed:
+// s[k * ld + m] = A[m][k] (dQ = dS K from the dK/dV kernel's dS^T tile,
+// stored a key per row). ldmatrix.x4.trans: lanes 8i..8i+7 address the
+// stored rows (k) col0 + (i >> 1) * 8 + r at m offset row0 + (i & 1) * 8,
+// and the transpose in flight hands each lane A's rows, as LoadFragA does.
+__device__ __forceinline__ void LoadFragATrans(uint32_t (&a)[4], const __nv_bfloat16* s, int ld,
+                                               int row0, int col0) {
+  const int lane = threadIdx.x % 32;
+  const int m = lane >> 3, r = lane & 7;
+  const __nv_bfloat16* p = s + (col0 + (m >> 1) * 8 + r) * ld + row0 + (m & 1) * 8;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(SharedAddress(p)));
+}
+
 // B fragment of the 16x8 (k x n) tile with k in [k0, k0+16), n in [n0, n0+8),
 // read from shared memory holding B transposed: s[n * ld + k] = B[k][n]. For
 // S = Q K^T that is K itself (row per key). ldmatrix.x2: matrix 0 holds

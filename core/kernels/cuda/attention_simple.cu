@@ -288,6 +288,7 @@ bool FlashAttentionApplies(DType dtype, int64_t head_size,
 }
 
 std::string FlashTilingName(FlashTiling t) {
+  if (t.fused_dq) return "fused-dq";
   if (t.wgmma) {
     return absl::StrCat("wgmma-", t.rows(), t.n_major ? "-nmajor" : "", t.pipelined ? "-pipe" : "",
                         t.key_tile != 64 ? absl::StrCat("-k", t.key_tile) : "");
@@ -366,7 +367,7 @@ absl::StatusOr<FlashTiling> FlashDefaultTiling(FlashTiling hopper_default, bool 
   // the wgmma backward.
   const bool small_heads_only = hopper_default.key_tile > 64 ||
                                 hopper_default.rows_per_warp > 16 ||
-                                (backward && hopper_default.wgmma);
+                                (backward && (hopper_default.wgmma || hopper_default.fused_dq));
   if (small_heads_only && head_size > 64) return kFlashTiling4x16;
   return hopper_default;
 }
@@ -395,7 +396,8 @@ absl::StatusOr<FlashTiling> FlashBackwardTiling(int64_t head_size) {
                     {kFlashTiling4x16, kFlashTiling8x16, kFlashTilingWgmma64,
                      kFlashTilingWgmma128, kFlashTilingWgmma64NMajor, kFlashTilingWgmma128NMajor,
                      kFlashTilingWgmma64Pipe, kFlashTilingWgmma128Pipe,
-                     kFlashTilingWgmma64NMajorPipe, kFlashTilingWgmma128NMajorPipe}));
+                     kFlashTilingWgmma64NMajorPipe, kFlashTilingWgmma128NMajorPipe,
+                     kFlashTilingFusedDq}));
   return OnlyWhereItRuns(kVar, t);
 }
 
@@ -411,8 +413,19 @@ absl::Status LaunchAttentionForward(void* out, float* lse, const void* qkv, DTyp
   return LaunchSimpleForward(out, lse, qkv, dtype, d, stream);
 }
 
-int64_t AttentionBackwardScratchFloats(int64_t batch, int64_t seq, int64_t num_heads) {
-  return batch * seq * num_heads;
+namespace {
+// dsum's floats, rounded up to 16 bytes so the flash workspace after it is aligned.
+int64_t RowDotFloats(const AttentionDims& d) { return CeilDiv(d.b * d.t * d.nh, 4) * 4; }
+}  // namespace
+
+absl::StatusOr<int64_t> AttentionBackwardScratchFloats(DType dtype, int64_t batch, int64_t seq,
+                                                       int64_t num_heads, int64_t head_size) {
+  const AttentionDims d{batch, seq, num_heads, head_size};
+  // The flash kernels' checks without the pointers: a flash workspace that
+  // goes unused (unaligned operands) only costs memory.
+  if (!FlashAttentionApplies(dtype, head_size, {})) return RowDotFloats(d);
+  WEFT_ASSIGN_OR_RETURN(const FlashTiling tiling, FlashBackwardTiling(head_size));
+  return RowDotFloats(d) + FlashBackwardWorkspaceFloats(d, tiling);
 }
 
 absl::Status LaunchAttentionBackward(void* dqkv, const void* dout, const void* qkv,
@@ -424,7 +437,8 @@ absl::Status LaunchAttentionBackward(void* dqkv, const void* dout, const void* q
   WEFT_RETURN_IF_ERROR(LaunchAttentionRowDot(scratch, dout, out, dtype, d, stream));
   if (FlashAttentionApplies(dtype, head_size, {dqkv, dout, qkv})) {
     WEFT_ASSIGN_OR_RETURN(const FlashTiling tiling, FlashBackwardTiling(head_size));
-    return LaunchFlashBackward(dqkv, dout, qkv, lse, scratch, d, tiling, stream);
+    return LaunchFlashBackward(dqkv, dout, qkv, lse, scratch, scratch + RowDotFloats(d), d, tiling,
+                               stream);
   }
   return LaunchSimpleBackward(dqkv, dout, qkv, lse, scratch, dtype, d, stream);
 }

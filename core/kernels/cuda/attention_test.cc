@@ -244,6 +244,53 @@ TEST_F(FlashTilingTest, WideKeyTileWgmmaForwardOnHopper) {
   EXPECT_TRUE(absl::IsInvalidArgument(st)) << st;
 }
 
+// fused-dq: dQ summed across key tiles in the dK/dV kernel (semaphores
+// order the tiles). Against the CPU, run twice (CheckAttention), then at
+// GPT-2's shapes, where thousands of blocks wait on each other: three runs
+// bitwise equal, dK and dV bitwise the 8x16 kernels', dQ close to theirs.
+TEST_F(FlashTilingTest, FusedDqBackward) {
+  setenv("WEFT_FLASH_BWD_TILING", "fused-dq", 1);
+  CheckAttention({2, 200, 12, 64}, DType::kBF16);
+  CheckAttention({1, 130, 3, 32}, DType::kBF16);
+  CheckAttention({1, 1, 1, 64}, DType::kBF16);
+  CheckAttention({1, 64, 1, 32}, DType::kBF16);
+
+  constexpr int64_t B = 4, T = 1024, NH = 12, HS = 64, C = NH * HS;
+  Tensor qkv = Gpu(Random(B * T * 3 * C, 41), {B, T, 3 * C}, DType::kBF16);
+  Tensor dout = Gpu(Random(B * T * C, 42), {B, T, C}, DType::kBF16);
+  Tensor out = GpuZeros({B, T, C}, DType::kBF16), lse = GpuZeros({B, NH, T}, DType::kF32);
+  absl::Status st = GpuOps().AttentionForward(GpuCtx(), out, lse, qkv, NH);
+  ASSERT_TRUE(st.ok()) << st;
+  auto backward = [&](const char* tiling) {
+    setenv("WEFT_FLASH_BWD_TILING", tiling, 1);
+    Tensor dqkv = GpuZeros({B, T, 3 * C}, DType::kBF16);
+    absl::Status s = GpuOps().AttentionBackward(GpuCtx(), dqkv, dout, qkv, out, lse, NH);
+    EXPECT_TRUE(s.ok()) << tiling << ": " << s;
+    return Floats(dqkv);
+  };
+  // Columns [0, C) of each row are dQ, the rest dK and dV.
+  auto split = [&](const std::vector<float>& x, bool dq) {
+    std::vector<float> part;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if ((i % (3 * C) < C) == dq) part.push_back(x[i]);
+    }
+    return part;
+  };
+  const std::vector<float> base = backward("8x16");
+  const std::vector<float> fused = backward("fused-dq");
+  for (int run = 1; run < 3; ++run) {
+    EXPECT_EQ(backward("fused-dq"), fused) << "fused-dq run " << run << " differs from run 0";
+  }
+  EXPECT_EQ(split(fused, false), split(base, false)) << "dK, dV differ from 8x16's";
+  EXPECT_TRUE(Close(split(fused, true), split(base, true), kBf16AttentionTol)) << "dQ";
+
+  Tensor q128 = GpuZeros({1, 4, 3 * 128}, DType::kBF16), d128 = GpuZeros({1, 4, 3 * 128}, DType::kBF16);
+  Tensor o128 = GpuZeros({1, 4, 128}, DType::kBF16), l128 = GpuZeros({1, 1, 4}, DType::kF32);
+  setenv("WEFT_FLASH_BWD_TILING", "fused-dq", 1);
+  st = GpuOps().AttentionBackward(GpuCtx(), d128, o128, q128, o128, l128, 1);
+  EXPECT_TRUE(absl::IsInvalidArgument(st)) << "head size 128: " << st;
+}
+
 TEST_F(FlashTilingTest, UnknownOrUnsupportedTilingIsAnError) {
   Tensor qkv = GpuZeros({1, 4, 3 * 128}, DType::kBF16);
   Tensor out = GpuZeros({1, 4, 128}, DType::kBF16), lse = GpuZeros({1, 1, 4}, DType::kF32);

@@ -211,7 +211,8 @@ void BenchAttention(Bench& b, int64_t batch) {
   unsetenv("WEFT_FLASH_FWD_TILING");
   for (const char* tiling :
        {"4x16", "8x16", "wgmma-64", "wgmma-128", "wgmma-64-nmajor", "wgmma-128-nmajor",
-        "wgmma-64-pipe", "wgmma-128-pipe", "wgmma-64-nmajor-pipe", "wgmma-128-nmajor-pipe"}) {
+        "wgmma-64-pipe", "wgmma-128-pipe", "wgmma-64-nmajor-pipe", "wgmma-128-nmajor-pipe",
+        "fused-dq"}) {
     if (std::strncmp(tiling, "wgmma", 5) == 0 && major != 9) continue;  // sm_90a only
     setenv("WEFT_FLASH_BWD_TILING", tiling, 1);
     b.Run(std::string("attention bwd (flash, bf16, ") + tiling + ")", 2.5 * fwd, 0, [&] {

@@ -340,8 +340,9 @@ absl::Status CudaKernelOps::AttentionBackward(const KernelContext& ctx, Tensor& 
   WEFT_RETURN_IF_ERROR(CheckDType(ctx, lse, "attention lse", DType::kF32));
   WEFT_RETURN_IF_ERROR(CheckShape(lse, "attention lse", {d.b, d.nh, d.t}));
   DeviceGuard guard(ctx.device.index);
-  WEFT_ASSIGN_OR_RETURN(Tensor scratch,
-                        Scratch(ctx, 4 * AttentionBackwardScratchFloats(d.b, d.t, d.nh)));
+  WEFT_ASSIGN_OR_RETURN(const int64_t scratch_floats,
+                        AttentionBackwardScratchFloats(qkv.dtype(), d.b, d.t, d.nh, d.hs));
+  WEFT_ASSIGN_OR_RETURN(Tensor scratch, Scratch(ctx, 4 * scratch_floats));
   return LaunchAttentionBackward(dqkv.raw_data(), dout.raw_data(), qkv.raw_data(),
                                  out.raw_data(), lse.data<float>(), qkv.dtype(), d.b, d.t, d.nh,
                                  d.hs, scratch.data<float>(), StreamOf(ctx));

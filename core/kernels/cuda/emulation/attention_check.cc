@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -116,7 +117,10 @@ Errors Check(int B, int T, int NH, int HS, bool flash, Tilings tilings = kDefaul
     ok(weft::cuda::LaunchFlashForward(o16.data(), lse.data(), q16.data(), d, tilings.fwd, nullptr), "fwd");
     for (size_t i = 0; i < o16.size(); ++i) outf[i] = __bfloat162float(o16[i]);
     ok(weft::cuda::LaunchAttentionRowDot(dsum.data(), do16.data(), o16.data(), weft::DType::kBF16, d, nullptr), "rowdot");
-    ok(weft::cuda::LaunchFlashBackward(dq16.data(), do16.data(), q16.data(), lse.data(), dsum.data(), d, tilings.bwd, nullptr), "bwd");
+    // The fused-dq accumulator starts as NaN: a tile added before it was stored shows.
+    std::vector<float> workspace(weft::cuda::FlashBackwardWorkspaceFloats(d, tilings.bwd) + 1,
+                                 std::numeric_limits<float>::quiet_NaN());
+    ok(weft::cuda::LaunchFlashBackward(dq16.data(), do16.data(), q16.data(), lse.data(), dsum.data(), workspace.data(), d, tilings.bwd, nullptr), "bwd");
     for (size_t i = 0; i < dq16.size(); ++i) dqkvf[i] = __bfloat162float(dq16[i]);
   } else {
     ok(weft::cuda::LaunchSimpleForward(outf.data(), lse.data(), qkv.data(), weft::DType::kF32, d, nullptr), "fwd");
@@ -161,6 +165,25 @@ int RunLate(int B, int T, int NH, int HS, Tilings tilings = kDefault) {
   printf("flash  B=%d T=%3d NH=%d HS=%3d fwd %s bwd %s: cp.async late == at once: %zu of %zu values differ %s\n",
          B, T, NH, HS, weft::cuda::FlashTilingName(tilings.fwd).c_str(),
          weft::cuda::FlashTilingName(tilings.bwd).c_str(), diff, eager.size(), diff ? "FAIL" : "ok");
+  return diff ? 1 : 0;
+}
+
+// fused-dq changes dQ's summation only: the forward, lse, dK and dV equal
+// the default tiling's bit for bit.
+int RunSameDkDv(int B, int T, int NH, int HS, Tilings tilings) {
+  std::vector<float> base, other;
+  Check(B, T, NH, HS, true, kDefault, &base);
+  Check(B, T, NH, HS, true, tilings, &other);
+  const size_t C = NH * HS, head = B * T * C + B * NH * T;  // out and lse, then dqkv rows
+  size_t diff = 0, compared = 0;
+  for (size_t i = 0; i < base.size(); ++i) {
+    if (i >= head && (i - head) % (3 * C) < C) continue;  // a dQ element
+    diff += std::memcmp(&base[i], &other[i], 4) != 0;
+    ++compared;
+  }
+  printf("flash  B=%d T=%3d NH=%d HS=%3d bwd %s: out, lse, dK, dV == 4x16: %zu of %zu differ %s\n",
+         B, T, NH, HS, weft::cuda::FlashTilingName(tilings.bwd).c_str(), diff, compared,
+         diff ? "FAIL" : "ok");
   return diff ? 1 : 0;
 }
 
@@ -224,6 +247,30 @@ int CheckTilingSelection() {
   expect(pick(kFlashTiling8x16, true, 128) == kFlashTiling8x16, "default 8x16 at head size 128");
   expect(FlashTilingName(kFlashTilingWgmma64NMajorPipeK128) == "wgmma-64-nmajor-pipe-k128",
          "the -k128 name");
+  setenv("WEFT_FLASH_BWD_TILING", "fused-dq", 1);
+  bwd = FlashBackwardTiling(64);
+  expect(bwd.ok() && *bwd == kFlashTilingFusedDq, "backward fused-dq");
+  setenv("WEFT_FLASH_FWD_TILING", "fused-dq", 1);
+  expect(!FlashForwardTiling(64).ok(), "forward fused-dq is an error (a backward tiling)");
+  unsetenv("WEFT_FLASH_FWD_TILING");
+  unsetenv("WEFT_FLASH_BWD_TILING");
+  expect(pick(kFlashTilingFusedDq, true, 128) == kFlashTiling4x16,
+         "default fused-dq at head size 128: 4x16");
+  expect(pick(kFlashTilingFusedDq, true, 64) == kFlashTilingFusedDq, "default fused-dq at 64");
+  {
+    const AttentionDims d{1, 64, 1, 128};
+    std::vector<__nv_bfloat16> x(64 * 3 * 128), dy(64 * 128);
+    std::vector<float> l(64), ds(64), ws(FlashBackwardWorkspaceFloats(d, kFlashTilingFusedDq));
+    expect(!LaunchFlashBackward(x.data(), dy.data(), x.data(), l.data(), ds.data(), ws.data(), d,
+                                kFlashTilingFusedDq, nullptr)
+                .ok(),
+           "fused-dq at head size 128 is an error");
+    expect(!LaunchFlashBackward(x.data(), dy.data(), x.data(), l.data(), ds.data(), nullptr,
+                                {1, 64, 1, 64}, kFlashTilingFusedDq, nullptr)
+                .ok(),
+           "fused-dq without a workspace is an error");
+    expect(FlashBackwardWorkspaceFloats(d, kFlashTiling8x16) == 0, "8x16 needs no workspace");
+  }
   return bad;
 }
 
@@ -327,6 +374,22 @@ int main() {
                                  weft::cuda::kFlashTiling4x16});
   bad += RunLate(1, 200, 1, 64, {weft::cuda::kFlashTilingWgmma128PipeK128,
                                  weft::cuda::kFlashTiling4x16});
+  // dQ inside the dK/dV kernel (fused-dq; head sizes 32 and 64): dQ sums
+  // the key tiles' products in f32 rather than in the mma accumulators, so
+  // against the references; dK and dV are the 4x16 kernel's bits. T = 130
+  // and 200: partial last tiles and three or four key tiles adding into one
+  // query tile; B * NH = 2 and 4: the semaphores and accumulators of other
+  // heads; T = 1 and 64: one tile, dQ written directly.
+  const Tilings fused{weft::cuda::kFlashTiling4x16, weft::cuda::kFlashTilingFusedDq};
+  for (int hs : {32, 64}) {
+    bad += Run(2, 130, 1, hs, true, fused);
+    bad += Run(1, 200, 2, hs, true, fused);
+  }
+  bad += Run(2, 80, 2, 64, true, fused);
+  bad += Run(1, 1, 1, 64, true, fused);
+  bad += Run(1, 64, 1, 32, true, fused);
+  bad += RunLate(1, 200, 1, 64, fused);
+  bad += RunSameDkDv(2, 200, 1, 64, fused);
   bad += Run(1, 67, 2, 40, false);
   printf(bad ? "FAILURES: %d\n" : "all ok\n", bad);
   return bad;

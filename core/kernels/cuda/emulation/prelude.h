@@ -306,6 +306,18 @@ inline int __shfl_sync(unsigned, int v, int src) {
 // warp (mask ignored); one that named a subset of the lanes would hang here.
 inline void __syncwarp(unsigned = 0xffffffffu) { emu::warp_sync(); }
 template <typename T> T __ldcs(const T* p) { return *p; }
+template <typename T> T __ldcg(const T* p) { return *p; }
+// Global atomics and fences (the fused-dq backward's tickets and
+// semaphores). Blocks run one after another here, so a semaphore wait is
+// satisfied on arrival or never: a wait that polls on fails instead of hanging.
+inline int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+inline int atomicExch(int* p, int v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+[[noreturn]] inline void __trap() { emu::Fail("__trap (a semaphore wait that never ended?)", nullptr, 0); }
+inline cudaError_t EmuMemsetAsync(void* p, int value, size_t bytes, void*) {
+  std::memset(p, value, bytes);
+  return cudaSuccess;
+}
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline int min(int a, int b) { return a < b ? a : b; }

@@ -21,7 +21,7 @@ g++ cannot parse kernel launches, inline PTX or __shared__ semantics, so:
   Any other asm block stops the transform (it would otherwise not compile, or
   worse, be skipped).
   cudaFuncSetAttribute / cudaGetLastError / CUB radix sort / cudaGetDevice /
-  cudaDeviceGetAttribute (an sm_90 device 0) -> emulator stubs
+  cudaDeviceGetAttribute (an sm_90 device 0) / cudaMemsetAsync -> emulator stubs
 Everything else (indexing, masking, fragment loads, reductions) is the real code.
 """
 import os
@@ -194,6 +194,7 @@ def transform(name, s):
     s = re.sub(r'(\w+(?:<[^<>;]*?>)?)<<<(.*?)>>>\(', launch, s, flags=re.S)
     s = s.replace('cudaFuncSetAttribute(', 'EmuFuncSetAttribute(')
     s = s.replace('cudaGetDevice(', 'EmuGetDevice(')
+    s = s.replace('cudaMemsetAsync(', 'EmuMemsetAsync(')
     s = s.replace('cudaDeviceGetAttribute(', 'EmuDeviceGetAttribute(')
     s = s.replace('const cudaError_t err = cudaGetLastError();',
                   'const cudaError_t err = cudaSuccess;')
