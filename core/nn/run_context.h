@@ -47,6 +47,10 @@ struct RunContext {
   // so those losses average like the task loss.
   float dloss_scale = 1.0f;
   Allocator* allocator = nullptr;  // activations; nullptr = device default
+  // Kernels' scratch (KernelContext::allocator); nullptr = device default.
+  // Apart from `allocator`, so an eager run's activation tracking counts
+  // activations only; a captured CUDA graph's step sets both to the graph's.
+  Allocator* scratch_allocator = nullptr;
   // Saved activations, per micro-batch slot; `slot` is the micro-batch the
   // current Forward/Backward belongs to (set by the step schedule). Copies
   // of a context share the store.
@@ -72,7 +76,7 @@ struct RunContext {
   static absl::StatusOr<RunContext> Create(Device device, DType compute_dtype,
                                            NativeStream stream = nullptr);
 
-  KernelContext kernel() const { return KernelContext{device, stream, allocator}; }
+  KernelContext kernel() const { return KernelContext{device, stream, scratch_allocator}; }
   // Activation tensors on this device, ordered on this stream.
   absl::StatusOr<Tensor> Empty(Shape shape, DType dtype) const;
   absl::StatusOr<Tensor> Zeros(Shape shape, DType dtype) const;

@@ -423,7 +423,7 @@ absl::Status Trainer::RunGraphStep(float lr) {
   if (!graph_->captured()) {
     StepTimer* timer = instruments_->timer();
     timer->SetRecording(false);
-    ctx_.allocator = graph_->allocator();
+    ctx_.allocator = ctx_.scratch_allocator = graph_->allocator();
     ctx_.dropout_seed_in_memory = graph_->dropout_seed();
     const absl::Status captured = graph_->Capture([&] {
       WEFT_RETURN_IF_ERROR(graph_->CopyDropoutSeed());
@@ -432,6 +432,7 @@ absl::Status Trainer::RunGraphStep(float lr) {
     });
     ctx_.dropout_seed_in_memory = Tensor();
     ctx_.allocator = act_alloc_.get();
+    ctx_.scratch_allocator = nullptr;
     timer->SetRecording(true);
     WEFT_RETURN_IF_ERROR(captured);
   }
@@ -451,10 +452,11 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
     ++eager_steps_;
     // The warm-up steps of --cuda_graph allocate where the capture will,
     // so it finds that memory cached.
-    if (graph_ != nullptr) ctx_.allocator = graph_->allocator();
+    if (graph_ != nullptr) ctx_.allocator = ctx_.scratch_allocator = graph_->allocator();
     StepRunner runner(*this);
     const absl::Status issued = IssueStep(runner, lr);
     ctx_.allocator = act_alloc_.get();
+    ctx_.scratch_allocator = nullptr;
     WEFT_RETURN_IF_ERROR(issued);
   }
 
