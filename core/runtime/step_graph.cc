@@ -62,7 +62,10 @@ absl::Status StepGraph::CopyDropoutSeed() {
 }
 
 absl::Status StepGraph::Capture(const std::function<absl::Status()>& issue_step) {
-  if (graph_ != nullptr) return FailedPrecondition("a second capture of the step", "one capture");
+  if (graph_ != nullptr) {
+    return FailedPrecondition("StepGraph: a second capture of the step", "one capture per graph",
+                              "replay the captured step with Launch, or make a new StepGraph");
+  }
   const int index = device_index_;
   WEFT_RETURN_IF_ERROR(backend_->BeginCapture(index, stream_.native()));
   const absl::Status issued = issue_step();
@@ -78,7 +81,10 @@ absl::Status StepGraph::Capture(const std::function<absl::Status()>& issue_step)
 }
 
 absl::Status StepGraph::Launch() {
-  if (graph_ == nullptr) return FailedPrecondition("Launch before Capture", "a captured step");
+  if (graph_ == nullptr) {
+    return FailedPrecondition("StepGraph: Launch before Capture", "a captured step",
+                              "call Capture once (the trainer does after its eager steps)");
+  }
   return backend_->LaunchGraph(device_index_, graph_, stream_.native());
 }
 

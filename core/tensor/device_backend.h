@@ -73,7 +73,7 @@ class DeviceBackend {
   // Graphs (CUDA graphs): the work queued on `stream` between BeginCapture
   // and EndCapture is recorded instead of run, and EndCapture returns it
   // instantiated; LaunchGraph replays it on a stream, with the same
-  // arguments and addresses. Backends without graphs answer Unimplemented.
+  // arguments and addresses. Backends without graphs answer FailedPrecondition.
   virtual absl::Status BeginCapture(int index, NativeStream stream);
   virtual absl::StatusOr<NativeGraph> EndCapture(int index, NativeStream stream);
   virtual absl::Status LaunchGraph(int index, NativeGraph graph, NativeStream stream);
