@@ -89,12 +89,14 @@ WEFT_HOST_DEVICE bool DropoutKeepAt(uint64_t seed, uint64_t sample, uint64_t wit
 }
 
 // Whether launch element i is kept (one division; loops over consecutive
-// elements can step DropoutCursor instead).
+// elements can step DropoutCursor instead). Reads seed_in_memory when set:
+// kernels resolve the key once at entry (ResolvedSeed) and clear it.
 WEFT_HOST_DEVICE bool DropoutKeep(const DropoutKey& k, uint64_t i, float p) {
   const uint64_t g = k.offset + i;
-  if (k.sample_size == 0) return DropoutKeepAt(k.seed, k.first_sample, g, p);
+  const uint64_t seed = ResolvedSeed(k);
+  if (k.sample_size == 0) return DropoutKeepAt(seed, k.first_sample, g, p);
   const uint64_t b = g / k.sample_size;
-  return DropoutKeepAt(k.seed, k.first_sample + k.sample_stride * b, g - b * k.sample_size, p);
+  return DropoutKeepAt(seed, k.first_sample + k.sample_stride * b, g - b * k.sample_size, p);
 }
 
 // Walks consecutive launch elements from i without a division per element,
@@ -103,6 +105,8 @@ WEFT_HOST_DEVICE bool DropoutKeep(const DropoutKey& k, uint64_t i, float p) {
 // returns exactly DropoutKeep's answer.
 struct DropoutCursor {
   WEFT_HOST_DEVICE DropoutCursor(const DropoutKey& k, uint64_t i) : key(k) {
+    key.seed = ResolvedSeed(k);  // the step's part, when in memory, read once
+    key.seed_in_memory = nullptr;
     const uint64_t g = k.offset + i;
     const uint64_t b = k.sample_size == 0 ? 0 : g / k.sample_size;
     sample = k.first_sample + k.sample_stride * b;

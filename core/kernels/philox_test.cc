@@ -44,6 +44,24 @@ TEST(PhiloxTest, DropoutCursorMatchesDropoutKeepAcrossSampleEnds) {
   }
 }
 
+// A key whose step seed lives in memory draws what the resolved key draws,
+// through DropoutKeep and DropoutCursor alike (they used to ignore it and
+// draw from the base seed alone).
+TEST(PhiloxTest, SeedInMemoryIsAppliedByKeepAndCursor) {
+  const uint64_t step = 0x1234;
+  const DropoutKey in_memory{.seed = 5, .sample_size = 10, .seed_in_memory = &step};
+  const DropoutKey resolved{.seed = 5 ^ step, .sample_size = 10};
+  const DropoutKey base{.seed = 5, .sample_size = 10};
+  DropoutCursor at(in_memory, 0);
+  int differs_from_base = 0;
+  for (uint64_t i = 0; i < 100; ++i, at.Next()) {
+    ASSERT_EQ(DropoutKeep(in_memory, i, 0.5f), DropoutKeep(resolved, i, 0.5f)) << i;
+    ASSERT_EQ(at.Keep(0.5f), DropoutKeep(resolved, i, 0.5f)) << i;
+    differs_from_base += DropoutKeep(in_memory, i, 0.5f) != DropoutKeep(base, i, 0.5f);
+  }
+  EXPECT_GT(differs_from_base, 10) << "the seed in memory changed nothing";
+}
+
 TEST(PhiloxTest, UniformIsInRangeAndRoughlyUniform) {
   double sum = 0;
   const int n = 100000;
