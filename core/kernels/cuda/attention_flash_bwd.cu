@@ -89,9 +89,15 @@ __device__ __forceinline__ void AddDqInKeyOrder(const float (&dq)[HS / 8][4], fl
     }
   }
   if (!last) {
-    __threadfence();  // this tile's sums land before the count says so
+    // Release: every thread's sums precede the barrier, and thread 0's
+    // fence after it orders them (cumulatively) before the count, as the
+    // reader's poll-fence-barrier orders its reads after it. One fence a
+    // block, not one a thread.
     __syncthreads();
-    if (threadIdx.x == 0) atomicExch(semaphore, kj + 1);
+    if (threadIdx.x == 0) {
+      __threadfence();
+      atomicExch(semaphore, kj + 1);
+    }
   }
 }
 
