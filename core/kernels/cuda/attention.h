@@ -38,11 +38,13 @@ absl::Status LaunchAttentionForward(void* out, float* lse, const void* qkv, DTyp
 absl::StatusOr<int64_t> AttentionBackwardScratchFloats(DType dtype, int64_t batch, int64_t seq,
                                                        int64_t num_heads, int64_t head_size);
 
-// dqkv (B, T, 3C) is overwritten.
+// dqkv (B, T, 3C) is overwritten; scratch holds scratch_floats floats, at
+// least AttentionBackwardScratchFloats (fewer is an error).
 absl::Status LaunchAttentionBackward(void* dqkv, const void* dout, const void* qkv,
                                      const void* out, const float* lse, DType dtype,
                                      int64_t batch, int64_t seq, int64_t num_heads,
-                                     int64_t head_size, float* scratch, cudaStream_t stream);
+                                     int64_t head_size, float* scratch, int64_t scratch_floats,
+                                     cudaStream_t stream);
 
 // Blockwise attention for ring attention (KernelOps::AttentionBlockForward):
 // q (B, Tq, q_width) with queries in its first C columns, kv (B, Tk,

@@ -51,8 +51,10 @@ constexpr int kMaxSemaphorePolls = 1 << 24;
 // before it, adds, and counts itself. The first key tile stores instead of
 // adding; the last (kj == qi, the diagonal) writes dQ = scale * sum as bf16
 // at out (row r of the tile at out + r * ld) instead of the accumulator.
+// Returns whether it ended with a block barrier (after every shared-memory
+// read of the step: the caller need not add its own).
 template <int HS>
-__device__ __forceinline__ void AddDqInKeyOrder(const float (&dq)[HS / 8][4], float* acc,
+__device__ __forceinline__ bool AddDqInKeyOrder(const float (&dq)[HS / 8][4], float* acc,
                                                 int* semaphore, int kj, int qi, int live_rows,
                                                 bf16* out, int64_t ld, float scale) {
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
@@ -98,7 +100,9 @@ __device__ __forceinline__ void AddDqInKeyOrder(const float (&dq)[HS / 8][4], fl
       __threadfence();
       atomicExch(semaphore, kj + 1);
     }
+    return true;
   }
+  return false;
 }
 
 // grid (B * NH, ceil(T / 64)); block y owns keys [64y, 64y + 64). With
@@ -216,9 +220,10 @@ __global__ void __launch_bounds__(kKvThreads, kFusedDq ? 3 : 1)
         }
       }
       const int qi = q0 / kTile, tiles = gridDim.y;
-      AddDqInKeyOrder<HS>(dq, dq_acc + (int64_t(bh) * T + q0) * HS,
-                          sync + 1 + bh * tiles + qi, key_tile, qi, min(kTile, T - q0),
-                          dqkv + (int64_t(b) * T + q0) * ld + h * HS, ld, scale);
+      const bool synced = AddDqInKeyOrder<HS>(
+          dq, dq_acc + (int64_t(bh) * T + q0) * HS, sync + 1 + bh * tiles + qi, key_tile, qi,
+          min(kTile, T - q0), dqkv + (int64_t(b) * T + q0) * ld + h * HS, ld, scale);
+      if (synced) continue;  // its release barrier already follows every read of the stage
     }
     __syncthreads();  // the next step refills this stage
   }

@@ -431,12 +431,27 @@ absl::StatusOr<int64_t> AttentionBackwardScratchFloats(DType dtype, int64_t batc
 absl::Status LaunchAttentionBackward(void* dqkv, const void* dout, const void* qkv,
                                      const void* out, const float* lse, DType dtype,
                                      int64_t batch, int64_t seq, int64_t num_heads,
-                                     int64_t head_size, float* scratch, cudaStream_t stream) {
+                                     int64_t head_size, float* scratch, int64_t scratch_floats,
+                                     cudaStream_t stream) {
   const AttentionDims d{batch, seq, num_heads, head_size};
   if (batch * seq * num_heads == 0) return absl::OkStatus();
+  if (scratch_floats < RowDotFloats(d)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attention backward: ", scratch_floats, " floats of scratch; expected at least ",
+        RowDotFloats(d), " (size it with AttentionBackwardScratchFloats)"));
+  }
   WEFT_RETURN_IF_ERROR(LaunchAttentionRowDot(scratch, dout, out, dtype, d, stream));
   if (FlashAttentionApplies(dtype, head_size, {dqkv, dout, qkv})) {
     WEFT_ASSIGN_OR_RETURN(const FlashTiling tiling, FlashBackwardTiling(head_size));
+    // The tiling is read again here: a scratch sized for another one (the
+    // environment changed in between) is an error, never an overrun.
+    const int64_t needed = RowDotFloats(d) + FlashBackwardWorkspaceFloats(d, tiling);
+    if (scratch_floats < needed) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attention backward: ", scratch_floats, " floats of scratch; the ",
+          FlashTilingName(tiling), " tiling needs ", needed,
+          " (size it with AttentionBackwardScratchFloats just before)"));
+    }
     return LaunchFlashBackward(dqkv, dout, qkv, lse, scratch, scratch + RowDotFloats(d), d, tiling,
                                stream);
   }

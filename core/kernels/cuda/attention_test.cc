@@ -289,6 +289,7 @@ TEST_F(FlashTilingTest, FusedDqBackward) {
   setenv("WEFT_FLASH_BWD_TILING", "fused-dq", 1);
   st = GpuOps().AttentionBackward(GpuCtx(), d128, o128, q128, o128, l128, 1);
   EXPECT_TRUE(absl::IsInvalidArgument(st)) << "head size 128: " << st;
+  EXPECT_NE(st.message().find("head size 32 or 64"), std::string::npos) << st;
 }
 
 TEST_F(FlashTilingTest, UnknownOrUnsupportedTilingIsAnError) {

@@ -345,7 +345,7 @@ absl::Status CudaKernelOps::AttentionBackward(const KernelContext& ctx, Tensor& 
   WEFT_ASSIGN_OR_RETURN(Tensor scratch, Scratch(ctx, 4 * scratch_floats));
   return LaunchAttentionBackward(dqkv.raw_data(), dout.raw_data(), qkv.raw_data(),
                                  out.raw_data(), lse.data<float>(), qkv.dtype(), d.b, d.t, d.nh,
-                                 d.hs, scratch.data<float>(), StreamOf(ctx));
+                                 d.hs, scratch.data<float>(), scratch_floats, StreamOf(ctx));
 }
 
 absl::Status CudaKernelOps::AttentionBlockForward(const KernelContext& ctx, Tensor& out,

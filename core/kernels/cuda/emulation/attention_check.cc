@@ -168,6 +168,24 @@ int RunLate(int B, int T, int NH, int HS, Tilings tilings = kDefault) {
   return diff ? 1 : 0;
 }
 
+// Blocks in reverse order (the last block first) must give the same bits:
+// fused-dq's blocks take their keys from tickets and wait on semaphores, so
+// a kernel that used blockIdx there would wait on a block not yet run and
+// trap (the emulator runs one block at a time).
+int RunReversed(int B, int T, int NH, int HS, Tilings tilings) {
+  std::vector<float> forward, reversed;
+  Check(B, T, NH, HS, true, tilings, &forward);
+  emu::g_reverse_blocks = true;
+  Check(B, T, NH, HS, true, tilings, &reversed);
+  emu::g_reverse_blocks = false;
+  size_t diff = 0;
+  for (size_t i = 0; i < forward.size(); ++i) diff += std::memcmp(&forward[i], &reversed[i], 4) != 0;
+  printf("flash  B=%d T=%3d NH=%d HS=%3d fwd %s bwd %s: blocks reversed == in order: %zu of %zu values differ %s\n",
+         B, T, NH, HS, weft::cuda::FlashTilingName(tilings.fwd).c_str(),
+         weft::cuda::FlashTilingName(tilings.bwd).c_str(), diff, forward.size(), diff ? "FAIL" : "ok");
+  return diff ? 1 : 0;
+}
+
 // fused-dq changes dQ's summation only: the forward, lse, dK and dV equal
 // the default tiling's bit for bit.
 int RunSameDkDv(int B, int T, int NH, int HS, Tilings tilings) {
@@ -390,6 +408,8 @@ int main() {
   bad += Run(1, 64, 1, 32, true, fused);
   bad += RunLate(1, 200, 1, 64, fused);
   bad += RunSameDkDv(2, 200, 1, 64, fused);
+  bad += RunReversed(2, 200, 2, 64, fused);
+  bad += RunReversed(1, 130, 1, 32, fused);
   bad += Run(1, 67, 2, 40, false);
   printf(bad ? "FAILURES: %d\n" : "all ok\n", bad);
   return bad;

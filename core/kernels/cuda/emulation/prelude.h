@@ -168,6 +168,8 @@ inline bool g_late_copies = [] {
   return e != nullptr && std::strcmp(e, "late") == 0;
 }();
 inline bool LateCopies() { return g_late_copies; }
+// Blocks run in reverse order (last block first) when set.
+inline bool g_reverse_blocks = false;
 inline void DoCopy(const Copy& c) {
   std::memcpy(c.dst, c.src, c.src_size);
   std::memset(static_cast<char*>(c.dst) + c.src_size, 0, c.size - c.src_size);
@@ -252,28 +254,32 @@ void Launch(K kernel, dim3 grid, dim3 block, size_t smem_bytes, void*, Args... a
       threadIdx_ = {tid % block.x, (tid / block.x) % block.y, tid / (block.x * block.y)};
       blockDim_ = {block.x, block.y, block.z};
       gridDim_ = {grid.x, grid.y, grid.z};
-      for (unsigned bz = 0; bz < grid.z; ++bz)
-        for (unsigned by = 0; by < grid.y; ++by)
-          for (unsigned bx = 0; bx < grid.x; ++bx) {
-            // Shared memory starts as garbage on a GPU: NaN bytes here, so
-            // a read before the first write shows up in the results.
-            if (tid == 0)
-              for (const Range& r : g_smem) {
-                std::memset(r.base, 0xff, std::min(smem_bytes, r.size));
-                for (size_t i = 0; i < std::min(smem_bytes, r.size) / 16; ++i)
-                  r.owner[i].store(-1, std::memory_order_relaxed);
-              }
-            blk->bar->arrive_and_wait();  // the previous block is done, smem reset
-            blockIdx_ = {bx, by, bz};
-            kernel(args...);
-            uncommitted_.clear();  // copies never waited for do not land
-            groups_.clear();
-            written_.clear();
-            if (!wg_uncommitted_.empty() || !wg_groups_.empty())
-              Fail("wgmma still in flight when the block ended (no wgmma.wait_group 0)", nullptr,
-                   long(wg_groups_.size()));
-            blk->bar->arrive_and_wait();
+      const unsigned blocks = grid.x * grid.y * grid.z;
+      for (unsigned n = 0; n < blocks; ++n) {
+        // x fastest, as a GPU tends to start them; reversed with
+        // g_reverse_blocks (a kernel must not depend on the order).
+        const unsigned lin = g_reverse_blocks ? blocks - 1 - n : n;
+        const unsigned bx = lin % grid.x, by = lin / grid.x % grid.y,
+                       bz = lin / (grid.x * grid.y);
+        // Shared memory starts as garbage on a GPU: NaN bytes here, so
+        // a read before the first write shows up in the results.
+        if (tid == 0)
+          for (const Range& r : g_smem) {
+            std::memset(r.base, 0xff, std::min(smem_bytes, r.size));
+            for (size_t i = 0; i < std::min(smem_bytes, r.size) / 16; ++i)
+              r.owner[i].store(-1, std::memory_order_relaxed);
           }
+        blk->bar->arrive_and_wait();  // the previous block is done, smem reset
+        blockIdx_ = {bx, by, bz};
+        kernel(args...);
+        uncommitted_.clear();  // copies never waited for do not land
+        groups_.clear();
+        written_.clear();
+        if (!wg_uncommitted_.empty() || !wg_groups_.empty())
+          Fail("wgmma still in flight when the block ended (no wgmma.wait_group 0)", nullptr,
+               long(wg_groups_.size()));
+        blk->bar->arrive_and_wait();
+      }
     });
   }
   for (auto& th : threads) th.join();
