@@ -79,7 +79,7 @@ __device__ __forceinline__ bool AddDqInKeyOrder(const float (&dq)[HS / 8][4], fl
       float2 sum = make_float2(dq[n][2 * half], dq[n][2 * half + 1]);
       float2* a = reinterpret_cast<float2*>(acc + r * HS + n * 8 + 2 * t);
       if (!first) {
-        const float2 prev = __ldcg(a);  // from L2: L1 is not coherent across blocks
+        const float2 prev = __ldcg(a);  // through L2 (ld.cg): another block wrote it
         sum = make_float2(prev.x + sum.x, prev.y + sum.y);
       }
       if (last) {

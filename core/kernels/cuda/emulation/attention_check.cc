@@ -149,23 +149,30 @@ int Run(int B, int T, int NH, int HS, bool flash, Tilings tilings = kDefault) {
   return good ? 0 : 1;
 }
 
+// Runs the flash kernels with an emulator switch off, then on, and expects
+// the same bits: `what` names the comparison in the line printed.
+int RunWithSwitch(int B, int T, int NH, int HS, Tilings tilings, bool& flag, const char* what) {
+  std::vector<float> off, on;
+  flag = false;
+  Check(B, T, NH, HS, true, tilings, &off);
+  flag = true;
+  Check(B, T, NH, HS, true, tilings, &on);
+  flag = false;
+  size_t diff = 0;
+  for (size_t i = 0; i < off.size(); ++i) diff += std::memcmp(&off[i], &on[i], 4) != 0;
+  printf("flash  B=%d T=%3d NH=%d HS=%3d fwd %s bwd %s: %s: %zu of %zu values differ %s\n", B, T,
+         NH, HS, weft::cuda::FlashTilingName(tilings.fwd).c_str(),
+         weft::cuda::FlashTilingName(tilings.bwd).c_str(), what, diff, off.size(),
+         diff ? "FAIL" : "ok");
+  return diff ? 1 : 0;
+}
+
 // cp.async landing at the wait that covers it (the latest the hardware may)
 // must give bitwise the results of landing at once (the earliest): a
 // difference is a read the waits do not cover, or a copy overwriting a
 // stage other warps still read.
 int RunLate(int B, int T, int NH, int HS, Tilings tilings = kDefault) {
-  std::vector<float> eager, late;
-  emu::g_late_copies = false;
-  Check(B, T, NH, HS, true, tilings, &eager);
-  emu::g_late_copies = true;
-  Check(B, T, NH, HS, true, tilings, &late);
-  emu::g_late_copies = false;
-  size_t diff = 0;
-  for (size_t i = 0; i < eager.size(); ++i) diff += std::memcmp(&eager[i], &late[i], 4) != 0;
-  printf("flash  B=%d T=%3d NH=%d HS=%3d fwd %s bwd %s: cp.async late == at once: %zu of %zu values differ %s\n",
-         B, T, NH, HS, weft::cuda::FlashTilingName(tilings.fwd).c_str(),
-         weft::cuda::FlashTilingName(tilings.bwd).c_str(), diff, eager.size(), diff ? "FAIL" : "ok");
-  return diff ? 1 : 0;
+  return RunWithSwitch(B, T, NH, HS, tilings, emu::g_late_copies, "cp.async late == at once");
 }
 
 // Blocks in reverse order (the last block first) must give the same bits:
@@ -173,17 +180,8 @@ int RunLate(int B, int T, int NH, int HS, Tilings tilings = kDefault) {
 // a kernel that used blockIdx there would wait on a block not yet run and
 // trap (the emulator runs one block at a time).
 int RunReversed(int B, int T, int NH, int HS, Tilings tilings) {
-  std::vector<float> forward, reversed;
-  Check(B, T, NH, HS, true, tilings, &forward);
-  emu::g_reverse_blocks = true;
-  Check(B, T, NH, HS, true, tilings, &reversed);
-  emu::g_reverse_blocks = false;
-  size_t diff = 0;
-  for (size_t i = 0; i < forward.size(); ++i) diff += std::memcmp(&forward[i], &reversed[i], 4) != 0;
-  printf("flash  B=%d T=%3d NH=%d HS=%3d fwd %s bwd %s: blocks reversed == in order: %zu of %zu values differ %s\n",
-         B, T, NH, HS, weft::cuda::FlashTilingName(tilings.fwd).c_str(),
-         weft::cuda::FlashTilingName(tilings.bwd).c_str(), diff, forward.size(), diff ? "FAIL" : "ok");
-  return diff ? 1 : 0;
+  return RunWithSwitch(B, T, NH, HS, tilings, emu::g_reverse_blocks,
+                       "blocks reversed == in order");
 }
 
 // fused-dq changes dQ's summation only: the forward, lse, dK and dV equal
