@@ -69,7 +69,8 @@ struct GemmArgs {
   Tensor bias_grad;  // (N), optional with kDGelu: += column sums of `out`
   // (M), optional with trans_a and kNone: += column sums of a (K, M), i.e.
   // the bias gradient beside a weight gradient dW = dyᵀ·x, from the GEMM's
-  // own read of dy (cuBLASLt's BGRAD epilogue) instead of a second pass.
+  // own read of dy (cuBLASLt's BGRAD epilogue) where the backend can (on
+  // CUDA WEFT_BIAS_GRAD=column-sum makes it a second pass, for comparison).
   Tensor a_col_sums;
 };
 

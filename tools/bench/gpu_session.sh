@@ -30,6 +30,9 @@
 #         graph       gpt_throughput with and without --cuda_graph (the step
 #                     captured once and replayed): B=32 124M, and a small model
 #                     where launches dominate
+#         kernels     every kernel alone at B=32 (kernels_benchmark: ms, and
+#                     TFLOP/s or GB/s), then gpt_throughput B=32 with bias
+#                     gradients from our column sums against cuBLASLt's BGRADB
 #
 # Each item has a timeout, so one hang cannot eat the session's device time,
 # and WEFT_GPU_DEADLINE (seconds, default 540) caps the whole run: an item
@@ -194,7 +197,8 @@ stage_sanitize() {
 
 stage_speed() {
   echo "  speed: tilings ${WEFT_FLASH_FWD_TILING:-default}/${WEFT_FLASH_BWD_TILING:-default}," \
-       "GEMM autotune ${WEFT_GEMM_AUTOTUNE:-off}, flags '${WEFT_SPEED_FLAGS:-}'" | tee -a "$summary"
+       "GEMM autotune ${WEFT_GEMM_AUTOTUNE:-off}, bias grads ${WEFT_BIAS_GRAD:-epilogue}," \
+       "flags '${WEFT_SPEED_FLAGS:-}'" | tee -a "$summary"
   for b in ${WEFT_GPU_BATCHES:-32 64}; do
     # shellcheck disable=SC2086  # WEFT_SPEED_FLAGS: flags `graph` found faster
     WEFT_GEMM_LOG=1 item "weft gpt_throughput B=$b" 240 ./run gpt_throughput --device=cuda \
@@ -401,6 +405,27 @@ stage_graph() {
       "$logs/weft gpt_throughput B=32 cuda_graph.log" WEFT_SPEED_FLAGS=--cuda_graph
 }
 
+# Each kernel alone (kernels_benchmark at B=32: the memory-bound ones say how
+# far they are from the bandwidth, the cross-entropy compares its two
+# kernels), then the whole step with weight gradients' bias gradients from
+# our column sums (WEFT_BIAS_GRAD=column-sum) against cuBLASLt's BGRADB
+# epilogue, keeping the faster for the stages after.
+stage_kernels() {
+  item "kernels_benchmark B=32" 120 ./run kernels_benchmark --batch=32 --iters=20
+  grep -E " ms" "$logs/kernels_benchmark B=32.log" | sed 's/^/  /' >> "$summary"
+  item "weft gpt_throughput B=32 bias grad epilogue" 240 ./run gpt_throughput --device=cuda \
+      --global_batch=32 --micro_batch=32 --steps=30
+  WEFT_BIAS_GRAD=column-sum item "weft gpt_throughput B=32 bias grad column-sum" 240 \
+      ./run gpt_throughput --device=cuda --global_batch=32 --micro_batch=32 --steps=30
+  local mode
+  for mode in epilogue column-sum; do
+    throughput_of "$logs/weft gpt_throughput B=32 bias grad $mode.log" \
+        | sed "s/weft /dbias $mode /" | tee -a "$summary"
+  done
+  keep_if_faster "$logs/weft gpt_throughput B=32 bias grad epilogue.log" \
+      "$logs/weft gpt_throughput B=32 bias grad column-sum.log" WEFT_BIAS_GRAD=column-sum
+}
+
 # The device tool returns at most 8 files: one archive of every log.
 pack_logs() {
   [ -n "${OUT:-}" ] || return 0
@@ -412,7 +437,8 @@ run() {
   for a in "$@"; do
     case "$a" in
       --pack=*) packfile="${a#--pack=}" ;;
-      tests|sanitize|speed|strategies|train|sample|profile|breakdown|tiling|gemmtune|graph) stages+=("$a") ;;
+      tests|sanitize|speed|strategies|train|sample|profile|breakdown|tiling|gemmtune|graph|kernels)
+        stages+=("$a") ;;
       *) echo "gpu_session run: unknown argument '$a'" >&2; exit 2 ;;
     esac
   done

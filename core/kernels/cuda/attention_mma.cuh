@@ -21,6 +21,8 @@
 
 #include <cstdint>
 
+#include "core/kernels/cuda/common.cuh"
+
 namespace weft::cuda {
 
 // d += a · b for one 16x8x16 tile.
@@ -36,10 +38,6 @@ __device__ __forceinline__ void MmaBf16(float (&d)[4], const uint32_t (&a)[4],
 __device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
   return *reinterpret_cast<uint32_t*>(&v);
-}
-
-__device__ __forceinline__ uint32_t SharedAddress(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
 // A fragment of the 16x16 tile at (row0, col0) of a row-major shared matrix
@@ -126,14 +124,6 @@ __device__ __forceinline__ void LoadTileAsync(__nv_bfloat16* s, int ld, const __
                      SharedAddress(s + r * ld + c)),
                  "l"(src), "r"(live ? 16 : 0));
   }
-}
-
-__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
-
-// Waits until at most `kPending` committed groups are still in flight.
-template <int kPending>
-__device__ __forceinline__ void CpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
 // Double buffering: starts the next tile's copies when there is one

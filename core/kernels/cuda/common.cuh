@@ -114,6 +114,27 @@ __device__ __forceinline__ void StoreF(T* p, const float (&f)[V]) {
   }
 }
 
+// The shared-window address of a generic pointer into shared memory.
+__device__ __forceinline__ uint32_t SharedAddress(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// Starts a 16-byte asynchronous copy global -> shared (cp.async, sm_80+;
+// both addresses 16-byte aligned). It lands by the CpAsyncWait that covers
+// the group CpAsyncCommit closes.
+__device__ __forceinline__ void CpAsync16(void* shared_dst, const void* global_src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(SharedAddress(shared_dst)),
+               "l"(global_src));
+}
+
+__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+// Waits until at most `kPending` committed groups are still in flight.
+template <int kPending>
+__device__ __forceinline__ void CpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
 __device__ __forceinline__ float WarpSum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -6,9 +6,20 @@
 // the row's real columns (one read, no separate max pass), combined across
 // the block in a fixed tree; pass 2 rereads the row (mostly from L2) and
 // overwrites it with the gradient. Full-vocabulary probabilities are never
-// stored. The vocabulary-parallel loss runs pass 1 per shard (Stats), lets
+// stored. Where the row fits in shared memory twice per SM (bf16 at
+// GPT-2's 50304 columns: 98 KiB), the resident kernel instead copies it
+// there once with cp.async (all of it in flight at once) and runs both
+// passes on that copy: the logits are read from memory once, not twice, and
+// every value is computed by the same operations in the same order, so the
+// bits are the two-pass kernel's. WEFT_CE_KERNEL=two-pass or =resident
+// forces one (resident fails where the row does not fit). The vocabulary-parallel loss runs pass 1 per shard (Stats), lets
 // the caller all-reduce the max, rescales the shard's sum to the global max
 // (Rescale), all-reduces the sums, and runs pass 2 (Finish).
+#include <atomic>
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/str_cat.h"
 #include "core/kernels/cuda/common.cuh"
 #include "core/kernels/cuda/cross_entropy.h"
 #include "core/kernels/vocab_shard.h"
@@ -73,21 +84,22 @@ __device__ __forceinline__ void AccumulateVector(MaxSum& st, const float (&f)[V]
 // Pass 1: (max, sum of exp(z - max)) over columns [0, real) of row z; every
 // thread of the block gets the total. `warp_states` is shared memory for
 // kThreads / 32 states. -inf and 0 when real == 0. A thread visits its
-// vectors in column order, kLoadsInFlight loads ahead.
-template <typename T, int V>
+// vectors in column order, kInFlight loads ahead; the order, and so the
+// result, is the same for any kInFlight.
+template <typename T, int V, int kInFlight = kLoadsInFlight>
 __device__ __forceinline__ MaxSum RowMaxSum(const T* __restrict__ z, int64_t real,
                                             MaxSum* warp_states) {
   MaxSum st{-INFINITY, 0.0f};
   const int64_t stride = int64_t(blockDim.x) * V;
-  for (int64_t i0 = int64_t(threadIdx.x) * V; i0 < real; i0 += stride * kLoadsInFlight) {
-    float f[kLoadsInFlight][V];
+  for (int64_t i0 = int64_t(threadIdx.x) * V; i0 < real; i0 += stride * kInFlight) {
+    float f[kInFlight][V];
 #pragma unroll
-    for (int u = 0; u < kLoadsInFlight; ++u) {
+    for (int u = 0; u < kInFlight; ++u) {
       // In bounds: rows hold a multiple of V columns when V > 1.
       if (i0 + u * stride < real) LoadF<V>(z + i0 + u * stride, f[u]);
     }
 #pragma unroll
-    for (int u = 0; u < kLoadsInFlight; ++u) {
+    for (int u = 0; u < kInFlight; ++u) {
       if (i0 + u * stride < real) AccumulateVector<V>(st, f[u], i0 + u * stride, real);
     }
   }
@@ -104,20 +116,21 @@ __device__ __forceinline__ MaxSum RowMaxSum(const T* __restrict__ z, int64_t rea
   return warp_states[0];
 }
 
-// Pass 2: row z (cols) becomes scale * (exp(z - lse) - onehot(target_col))
-// on columns [0, real) and 0 on the padding.
-template <typename T, int V>
-__device__ __forceinline__ void WriteRowGrad(T* __restrict__ z, int64_t cols, int64_t real,
+// Pass 2: the row's gradient scale * (exp(z - lse) - onehot(target_col)) on
+// columns [0, real) and 0 on the padding, from the logits at src into dst
+// (cols each; the same row in place, or a shared-memory copy of it).
+template <typename T, int V, int kInFlight = kLoadsInFlight>
+__device__ __forceinline__ void WriteRowGrad(T* dst, const T* src, int64_t cols, int64_t real,
                                              int64_t target_col, float lse, float scale) {
   const int64_t stride = int64_t(blockDim.x) * V;
-  for (int64_t i0 = int64_t(threadIdx.x) * V; i0 < cols; i0 += stride * kLoadsInFlight) {
-    float f[kLoadsInFlight][V];
+  for (int64_t i0 = int64_t(threadIdx.x) * V; i0 < cols; i0 += stride * kInFlight) {
+    float f[kInFlight][V];
 #pragma unroll
-    for (int u = 0; u < kLoadsInFlight; ++u) {
-      if (i0 + u * stride < cols) LoadF<V>(z + i0 + u * stride, f[u]);
+    for (int u = 0; u < kInFlight; ++u) {
+      if (i0 + u * stride < cols) LoadF<V>(src + i0 + u * stride, f[u]);
     }
 #pragma unroll
-    for (int u = 0; u < kLoadsInFlight; ++u) {
+    for (int u = 0; u < kInFlight; ++u) {
       const int64_t i = i0 + u * stride;
       if (i >= cols) continue;
 #pragma unroll
@@ -125,7 +138,7 @@ __device__ __forceinline__ void WriteRowGrad(T* __restrict__ z, int64_t cols, in
         const int64_t c = i + k;
         f[u][k] = c < real ? scale * (expf(f[u][k] - lse) - (c == target_col ? 1.0f : 0.0f)) : 0.0f;
       }
-      StoreF<V>(z + i, f[u]);
+      StoreF<V>(dst + i, f[u]);
     }
   }
 }
@@ -165,7 +178,41 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) losses[row] = lse - zy;
   if (!compute_grad) return;
   __syncthreads();
-  WriteRowGrad<T, V>(z, padded, vocab, y, lse, dloss_scale);
+  WriteRowGrad<T, V>(z, z, padded, vocab, y, lse, dloss_scale);
+}
+
+// CrossEntropyKernel on a copy of the row in shared memory (dynamic, padded
+// * sizeof(T) bytes; rows 16-byte aligned, padded a multiple of V): one read
+// of the logits from memory. Smem loads are short, so one vector at a time
+// suffices; the visiting order, and so every bit, is CrossEntropyKernel's.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    CrossEntropyResidentKernel(float* __restrict__ losses, T* __restrict__ logits,
+                               const int32_t* __restrict__ targets, int64_t vocab,
+                               int64_t padded, float dloss_scale, bool compute_grad) {
+  constexpr int V = Packed128<T>::kSize;
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ MaxSum warp_states[kThreads / kWarpSize];
+  T* const row = reinterpret_cast<T*>(smem);
+  const int64_t r = blockIdx.x;
+  T* z = logits + r * padded;
+  const int32_t y = targets[r];
+  if (SkippedRow(y, vocab)) {  // uniform across the block
+    if (threadIdx.x == 0) losses[r] = SkippedLoss(y);
+    if (compute_grad) ZeroRow<T, V>(z, padded);
+    return;
+  }
+  for (int64_t i = int64_t(threadIdx.x) * V; i < padded; i += int64_t(blockDim.x) * V) {
+    CpAsync16(row + i, z + i);
+  }
+  CpAsyncCommit();
+  CpAsyncWait<0>();
+  __syncthreads();
+  const MaxSum total = RowMaxSum<T, V, 1>(row, vocab, warp_states);
+  const float lse = total.m + logf(total.s);
+  if (threadIdx.x == 0) losses[r] = lse - ToF(row[y]);
+  if (!compute_grad) return;
+  WriteRowGrad<T, V, 1>(z, row, padded, vocab, y, lse, dloss_scale);
 }
 
 // Vocabulary-parallel pass 1 over this shard's columns: local max, sum of
@@ -244,7 +291,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   const float lse = RowLse(global_max, sum_exp, row);
   if (threadIdx.x == 0) losses[row] = lse - target_logit[row];
-  WriteRowGrad<T, V>(z, cols, real, VocabLocalColumn(y, vocab_begin, real), lse, dloss_scale);
+  WriteRowGrad<T, V>(z, z, cols, real, VocabLocalColumn(y, vocab_begin, real), lse, dloss_scale);
 }
 
 // One block per row: gridDim.x allows 2^31 - 1.
@@ -262,6 +309,66 @@ bool Vectorized(const T* p, int64_t cols) {
   return cols % Packed128<T>::kSize == 0 && Aligned16(p);
 }
 
+// Shared memory of the current device in bytes: the most one block may
+// opt in to, and the SM's total. Asked once per device.
+struct SmemLimits {
+  int64_t per_block_optin;
+  int64_t per_sm;
+};
+
+absl::StatusOr<SmemLimits> CurrentSmemLimits() {
+  static std::atomic<int64_t> known[64][2] = {};  // 0: not asked yet
+  int device = 0;
+  WEFT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  const bool cacheable = device >= 0 && device < 64;
+  if (cacheable && known[device][0].load(std::memory_order_relaxed) != 0) {
+    return SmemLimits{known[device][0].load(std::memory_order_relaxed),
+                      known[device][1].load(std::memory_order_relaxed)};
+  }
+  int block = 0, sm = 0;
+  WEFT_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  WEFT_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  if (cacheable) {
+    known[device][1].store(sm, std::memory_order_relaxed);
+    known[device][0].store(std::max(block, 1), std::memory_order_relaxed);
+  }
+  return SmemLimits{block, sm};
+}
+
+// Shared memory the system keeps per resident block (1 KiB on sm_80 and
+// sm_90), plus the kernel's static warp states, rounded up.
+constexpr int64_t kSmemPerBlockOverhead = 2048;
+
+// Whether the fused loss runs CrossEntropyResidentKernel: by default where
+// two blocks' rows fit on an SM (so one block's copy overlaps the other's
+// arithmetic); WEFT_CE_KERNEL=two-pass or =resident decides instead.
+template <typename T>
+absl::StatusOr<bool> UseResidentKernel(const T* logits, int64_t padded) {
+  const char* env = std::getenv("WEFT_CE_KERNEL");
+  const std::string forced = env == nullptr ? "" : env;
+  if (!forced.empty() && forced != "two-pass" && forced != "resident") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "WEFT_CE_KERNEL=", forced,
+        " names no cross-entropy kernel; expected two-pass or resident (unset it for the "
+        "default)"));
+  }
+  if (forced == "two-pass") return false;
+  const int64_t bytes = padded * int64_t(sizeof(T));
+  WEFT_ASSIGN_OR_RETURN(const SmemLimits limits, CurrentSmemLimits());
+  const bool fits = Vectorized(logits, padded) && bytes + kSmemPerBlockOverhead <= limits.per_block_optin;
+  if (forced == "resident" && !fits) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "WEFT_CE_KERNEL=resident, but a row of ", padded, " ", sizeof(T) == 2 ? "bf16" : "f32",
+        " logits (", bytes, " bytes) does not fit the ", limits.per_block_optin,
+        " bytes of shared memory a block may use, or its rows are not 16-byte aligned; "
+        "expected at most ", (limits.per_block_optin - kSmemPerBlockOverhead) / int64_t(sizeof(T)),
+        " aligned columns. Hint: unset WEFT_CE_KERNEL for the two-pass kernel"));
+  }
+  return fits && (forced == "resident" || 2 * (bytes + kSmemPerBlockOverhead) <= limits.per_sm);
+}
+
 template <typename T>
 absl::Status LaunchT(float* losses, T* logits, const int32_t* targets, int64_t rows,
                      int64_t vocab, int64_t padded, float dloss_scale, bool compute_grad,
@@ -269,6 +376,18 @@ absl::Status LaunchT(float* losses, T* logits, const int32_t* targets, int64_t r
   constexpr int V = Packed128<T>::kSize;
   WEFT_RETURN_IF_ERROR(CheckRows(rows));
   const unsigned grid = static_cast<unsigned>(rows);
+  WEFT_ASSIGN_OR_RETURN(const bool resident, UseResidentKernel(logits, padded));
+  if (resident) {
+    const size_t smem = static_cast<size_t>(padded) * sizeof(T);
+    if (smem > 48 * 1024) {  // the default limit; beyond it needs the opt-in
+      WEFT_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(CrossEntropyResidentKernel<T>,
+                                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                     static_cast<int>(smem)));
+    }
+    CrossEntropyResidentKernel<T><<<grid, kThreads, smem, stream>>>(
+        losses, logits, targets, vocab, padded, dloss_scale, compute_grad);
+    return CheckLaunch("CrossEntropyResidentKernel");
+  }
   if (Vectorized(logits, padded)) {
     CrossEntropyKernel<T, V><<<grid, kThreads, 0, stream>>>(losses, logits, targets, vocab,
                                                             padded, dloss_scale, compute_grad);

@@ -3,6 +3,7 @@
 // including GPT-2's padded vocabulary (50257 of 50304 columns) and ignored
 // targets. Tolerances: f32 1e-5 (1e-4 for gradient sums), bf16 1e-2/2e-2.
 #include <cmath>
+#include <cstdlib>
 
 #include "core/kernels/cuda/parity_util.h"
 #include "gtest/gtest.h"
@@ -144,6 +145,34 @@ TEST(CrossEntropyParityTest, SmallVocabularies) {
 TEST(CrossEntropyParityTest, Gpt2PaddedVocabulary) {
   for (DType dt : {DType::kF32, DType::kBF16}) {
     CheckCrossEntropy(dt, 8, 50257, 50304, true);
+  }
+}
+
+// The kernel that keeps each row in shared memory (the default where two
+// rows fit an SM) and the two-pass kernel give the same bits: the same
+// operations in the same order, read from shared memory instead of global.
+TEST(CrossEntropyParityTest, ResidentKernelEqualsTwoPassBitwise) {
+  for (DType dt : {DType::kBF16, DType::kF32}) {
+    const int64_t rows = 96, vocab = 50257, padded = 50304;
+    const auto logits = RoundTo(dt, Random(rows * padded, 21, 6.0f));
+    std::vector<int32_t> targets = Tokens(rows, static_cast<int32_t>(vocab), 22);
+    targets[3] = -1;
+    targets[4] = static_cast<int32_t>(vocab - 1);
+    std::vector<float> loss[2], grad[2];
+    const char* kernels[2] = {"two-pass", "resident"};
+    for (int k = 0; k < 2; ++k) {
+      setenv("WEFT_CE_KERNEL", kernels[k], 1);
+      Tensor gloss = GpuZeros({rows}, DType::kF32);
+      Tensor glogits = Gpu(logits, {rows, padded}, dt);
+      const absl::Status st = GpuOps().CrossEntropyForwardBackward(
+          GpuCtx(), gloss, glogits, GpuI32(targets, {rows}), vocab, 1.0f / rows, true);
+      unsetenv("WEFT_CE_KERNEL");
+      ASSERT_TRUE(st.ok()) << kernels[k] << ": " << st;
+      loss[k] = Floats(gloss);
+      grad[k] = Floats(glogits);
+    }
+    EXPECT_EQ(loss[0], loss[1]) << DTypeName(dt);
+    EXPECT_TRUE(grad[0] == grad[1]) << DTypeName(dt) << ": gradients differ";
   }
 }
 

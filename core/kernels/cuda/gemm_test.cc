@@ -150,6 +150,30 @@ TEST(GemmParityTest, WeightGradientWithItsBiasGradient) {
   CheckGemm({4, 8, 0, true, false}, DType::kF32, DType::kF32, Epilogue::kNone, true, false, true);
 }
 
+// WEFT_BIAS_GRAD=column-sum: the weight gradient's bias gradient from our
+// column sums after a plain GEMM instead of cuBLASLt's BGRADB. Same checks
+// (the CPU's values, added once into what was there), GPT-2's shapes and
+// the unfused fallback's.
+TEST(GemmParityTest, WeightGradientWithColumnSumBiasGradient) {
+  setenv("WEFT_BIAS_GRAD", "column-sum", 1);
+  for (const Case& c : {Case{2304, 768, 512, true, false}, Case{768, 3072, 512, true, false},
+                        Case{7, 13, 5, true, false}}) {
+    CheckGemm(c, DType::kBF16, DType::kF32, Epilogue::kNone, true, false, true);
+    CheckGemm(c, DType::kF32, DType::kF32, Epilogue::kNone, false, false, true);
+  }
+  unsetenv("WEFT_BIAS_GRAD");
+}
+
+TEST(GemmParityTest, UnknownBiasGradSourceIsAnError) {
+  setenv("WEFT_BIAS_GRAD", "cublas", 1);
+  Tensor out = GpuZeros({4, 8}, DType::kF32), sums = GpuZeros({4}, DType::kF32);
+  Tensor a = Gpu(Random(12, 1), {3, 4}, DType::kF32), b = Gpu(Random(24, 2), {3, 8}, DType::kF32);
+  const absl::Status st = GpuOps().Gemm(
+      GpuCtx(), {.out = out, .a = a, .b = b, .trans_a = true, .a_col_sums = sums});
+  unsetenv("WEFT_BIAS_GRAD");
+  EXPECT_TRUE(absl::IsInvalidArgument(st)) << st;
+}
+
 // WEFT_GEMM_AUTOTUNE=1 times cuBLASLt's candidates on scratch outputs on a
 // plan's first use: results still match the CPU, accumulation still adds
 // exactly once, epilogue outputs (aux, bias gradients) are the real run's.

@@ -150,6 +150,28 @@ void BenchGemms(Bench& b, int64_t bt) {
   b.Run("bias grad (M x 3072)", 0, 2.0 * bt * 4 * kC, [&] {
     return ops.BiasGrad(b.ctx(), db_fc, dh);
   });
+  // A weight gradient with its bias gradient, from cuBLASLt's BGRADB
+  // epilogue or from our column sums after the plain GEMM (WEFT_BIAS_GRAD,
+  // read at each call): qkv's and proj's shapes.
+  Tensor dqkv = Noise({bt, 3 * kC}, kBf16, 1, 10), dy = Noise({bt, kC}, kBf16, 1, 11);
+  Tensor dw_qkv = Filled({3 * kC, kC}, kF32, 0), db_qkv = Filled({3 * kC}, kF32, 0);
+  Tensor dw_proj = Filled({kC, 4 * kC}, kF32, 0), db_proj = Filled({kC}, kF32, 0);
+  for (const char* source : {"epilogue", "column-sum"}) {
+    setenv("WEFT_BIAS_GRAD", source, 1);
+    b.Run(std::string("gemm qkv dw +dbias (") + source + ")", f * 3 * kC, 0, [&] {
+      return ops.Gemm(b.ctx(), {.out = dw_qkv, .a = dqkv, .b = x, .trans_a = true,
+                                .accumulate = true, .a_col_sums = db_qkv});
+    });
+    b.Run(std::string("gemm proj dw +dbias (") + source + ")", f * 4 * kC, 0, [&] {
+      return ops.Gemm(b.ctx(), {.out = dw_proj, .a = dy, .b = h, .trans_a = true,
+                                .accumulate = true, .a_col_sums = db_proj});
+    });
+  }
+  unsetenv("WEFT_BIAS_GRAD");
+  b.Run("gemm qkv dw (plain)", f * 3 * kC, 0, [&] {
+    return ops.Gemm(b.ctx(), {.out = dw_qkv, .a = dqkv, .b = x, .trans_a = true,
+                              .accumulate = true});
+  });
 }
 
 void BenchNorms(Bench& b, int64_t bt) {
@@ -240,10 +262,22 @@ void BenchModelEnds(Bench& b, int64_t batch) {
   });
   Tensor logits = Noise({bt, kVp}, kBf16, 8, 3), losses = Filled({bt}, kF32, 0);
   Tensor targets = *(*Tensor::FromVector<int32_t>(ids, {bt})).To(kGpu);
-  b.Run("cross-entropy fwd+bwd (in place)", 0, 2 * 2.0 * bt * kVp, [&] {
-    return ops.CrossEntropyForwardBackward(b.ctx(), losses, logits, targets, kV, 1.0f / bt,
-                                           true);
-  });
+  // Bytes: the logits read once and the gradient written once (the two-pass
+  // kernel reads them twice, partly from L2). Unset WEFT_CE_KERNEL is the
+  // default: resident where two rows fit an SM.
+  for (const char* kernel : {"default", "two-pass", "resident"}) {
+    if (std::strcmp(kernel, "default") == 0) {
+      unsetenv("WEFT_CE_KERNEL");
+    } else {
+      setenv("WEFT_CE_KERNEL", kernel, 1);
+    }
+    b.Run(std::string("cross-entropy fwd+bwd (in place, ") + kernel + ")", 0, 2 * 2.0 * bt * kVp,
+          [&] {
+            return ops.CrossEntropyForwardBackward(b.ctx(), losses, logits, targets, kV,
+                                                   1.0f / bt, true);
+          });
+  }
+  unsetenv("WEFT_CE_KERNEL");
 }
 
 void BenchOptimizer(Bench& b) {

@@ -1,5 +1,7 @@
 // CudaKernelOps: GEMM, layernorm, elementwise and attention ops. Each checks
 // operands, makes the device current, and enqueues on ctx.stream.
+#include <cstdlib>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -35,6 +37,20 @@ absl::Status ColumnSum(const KernelContext& ctx, const Tensor& dst, const Tensor
                         Scratch(ctx, 4 * ColumnSumScratchFloats(rows, cols)));
   return LaunchColumnSum(dst.raw_data(), dst.dtype(), src.raw_data(), src.dtype(), rows, cols,
                          scratch.data<float>(), StreamOf(ctx));
+}
+
+// Where a weight gradient GEMM's bias gradient (GemmArgs::a_col_sums) comes
+// from: cuBLASLt's BGRADB epilogue (the default, measured on an H100: one
+// extra kernel of cuBLASLt's, into scratch, then added), or, with
+// WEFT_BIAS_GRAD=column-sum, our column-sum kernels after the plain GEMM,
+// adding straight into the gradient. Read at every call so a benchmark can
+// compare both in one process.
+absl::StatusOr<bool> BiasGradByColumnSum() {
+  const char* v = std::getenv("WEFT_BIAS_GRAD");
+  if (v == nullptr || *v == '\0' || std::string_view(v) == "epilogue") return false;
+  if (std::string_view(v) == "column-sum") return true;
+  return InvalidArgument(absl::StrCat("WEFT_BIAS_GRAD=", v),
+                         "epilogue or column-sum (unset for the default, epilogue)");
 }
 
 struct RowsCols {
@@ -172,11 +188,15 @@ absl::Status CudaKernelOps::Gemm(const KernelContext& ctx, const GemmArgs& g) {
     grad_dst = g.bias_grad;
     grad_len = n;
   }
+  bool col_sums_after = false;  // a_col_sums from ColumnSum after the GEMM
   if (g.a_col_sums.defined()) {  // only with trans_a and kNone (CheckGemmArgs)
     WEFT_RETURN_IF_ERROR(CheckFloat(ctx, g.a_col_sums, "gemm a_col_sums"));
-    args.epilogue = MatmulEpilogue::kBiasGradA;
-    grad_dst = g.a_col_sums;
-    grad_len = m;
+    WEFT_ASSIGN_OR_RETURN(col_sums_after, BiasGradByColumnSum());
+    if (!col_sums_after) {
+      args.epilogue = MatmulEpilogue::kBiasGradA;
+      grad_dst = g.a_col_sums;
+      grad_len = m;
+    }
   }
   Tensor sums;
   if (grad_dst.defined()) {
@@ -185,6 +205,7 @@ absl::Status CudaKernelOps::Gemm(const KernelContext& ctx, const GemmArgs& g) {
   }
   DeviceGuard guard(ctx.device.index);
   WEFT_RETURN_IF_ERROR(Matmul(ctx.device.index, args, StreamOf(ctx)));
+  if (col_sums_after) return ColumnSum(ctx, g.a_col_sums, g.a, k, m);  // a is (K, M)
   if (!grad_dst.defined()) return absl::OkStatus();
   return Add(ctx, grad_dst, grad_dst, sums.View({grad_len}));
 }

@@ -199,6 +199,50 @@ void CrossEntropy(int rows, int V, int Vp, bool bf) {
   }
 }
 
+// The resident cross-entropy kernel (row copied to shared memory once)
+// against the two-pass one: the same losses and gradients bit for bit, with
+// an ignored row, a target in the last real column and -inf logits (a
+// masked vocabulary). WEFT_CE_KERNEL picks the kernel.
+template <typename T>
+void CrossEntropyKernelsAgree(int rows, int V, int Vp, bool grad) {
+  auto z = Rand(size_t(rows) * Vp, 17, 6);
+  for (int j = 3; j < V; j += 97) z[j] = -INFINITY;  // row 0: some columns masked
+  std::vector<int32_t> tg(rows);
+  for (int r = 0; r < rows; ++r) tg[r] = (r * 7919 + 5) % V;
+  tg[rows - 1] = V - 1;
+  if (rows > 2) tg[1] = -1;
+  std::vector<T> a(z.size()), b(z.size());
+  for (size_t i = 0; i < z.size(); ++i) a[i] = b[i] = HostFromF<T>(z[i]);
+  std::vector<float> la(rows, 7), lb(rows, 9);
+  const DType dt = sizeof(T) == 2 ? DType::kBF16 : DType::kF32;
+  setenv("WEFT_CE_KERNEL", "two-pass", 1);
+  ok(LaunchCrossEntropy(la.data(), a.data(), dt, tg.data(), rows, V, Vp, 0.125f, grad, nullptr));
+  setenv("WEFT_CE_KERNEL", "resident", 1);
+  ok(LaunchCrossEntropy(lb.data(), b.data(), dt, tg.data(), rows, V, Vp, 0.125f, grad, nullptr));
+  unsetenv("WEFT_CE_KERNEL");
+  const bool same = std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)) == 0 &&
+                    std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+  char what[80];
+  snprintf(what, sizeof(what), "ce resident == two-pass %s %dx%d/%d%s", dt == DType::kBF16 ? "bf16" : "f32",
+           rows, V, Vp, grad ? "" : " (loss only)");
+  Check(what, same ? 0 : 1, 0);
+}
+
+// Forcing the resident kernel where it cannot run is an error, not a
+// silent fallback: rows that are not a whole number of 16-byte vectors.
+void CrossEntropyResidentRefusal() {
+  std::vector<float> z(3 * 13, 0.5f), l(3);
+  std::vector<int32_t> tg = {0, 1, 2};
+  setenv("WEFT_CE_KERNEL", "resident", 1);
+  const absl::Status st = LaunchCrossEntropy(l.data(), z.data(), DType::kF32, tg.data(), 3, 13, 13, 1.0f, true, nullptr);
+  setenv("WEFT_CE_KERNEL", "fastest", 1);
+  std::vector<float> z2(3 * 16, 0.5f);
+  const absl::Status st2 = LaunchCrossEntropy(l.data(), z2.data(), DType::kF32, tg.data(), 3, 13, 16, 1.0f, true, nullptr);
+  unsetenv("WEFT_CE_KERNEL");
+  Check("ce resident refused on unaligned rows", absl::IsInvalidArgument(st) ? 0 : 1, 0);
+  Check("ce unknown WEFT_CE_KERNEL refused", absl::IsInvalidArgument(st2) ? 0 : 1, 0);
+}
+
 void Reductions() {
   std::vector<std::vector<float>> ts; std::vector<ReduceInput> in; double want = 0;
   for (int i = 0; i < 150; ++i) {
@@ -450,6 +494,10 @@ int main() {
   ColumnSum(300, 37); ColumnSum(1000, 64);
   CrossEntropy(4, 65, 128, false); CrossEntropy(3, 13, 13, false); CrossEntropy(2, 50257, 50304, false);
   CrossEntropy(3, 50257, 50304, true);
+  CrossEntropyKernelsAgree<float>(5, 61, 64, true); CrossEntropyKernelsAgree<float>(3, 200, 1024, false);
+  CrossEntropyKernelsAgree<__nv_bfloat16>(3, 50257, 50304, true);
+  CrossEntropyKernelsAgree<float>(2, 50257, 50304, true);  // resident only when forced (201 KB)
+  CrossEntropyResidentRefusal();
   Reductions(); Optimizers(); Sgd(); Dropout(); Gelu(); Embedding();
   for (int shards : {1, 2, 4}) {
     VocabCrossEntropy<float>(5, 61, 64, shards); VocabCrossEntropy<__nv_bfloat16>(5, 61, 64, shards);

@@ -330,9 +330,15 @@ inline int min(int a, int b) { return a < b ? a : b; }
 inline long min(long a, long b) { return a < b ? a : b; }
 inline cudaError_t EmuFuncSetAttribute(...) { return cudaSuccess; }
 inline cudaError_t EmuGetDevice(int* device) { *device = 0; return cudaSuccess; }
-// The emulated device reports compute capability 9.0 (it runs wgmma).
+// The emulated device reports an H100's compute capability 9.0 (it runs
+// wgmma) and shared memory (227 KiB a block may opt in to, 228 KiB an SM).
 inline cudaError_t EmuDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
-  *value = attr == cudaDevAttrComputeCapabilityMajor ? 9 : 0;
+  switch (attr) {
+    case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = 232448; break;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = 233472; break;
+    default: *value = 0;
+  }
   return cudaSuccess;
 }
 
