@@ -182,19 +182,26 @@ void BenchNorms(Bench& b, int64_t bt) {
   Tensor mean = Filled({bt}, kF32, 0), rstd = Filled({bt}, kF32, 1);
   Tensor dx = Filled({bt, kC}, kBf16, 0), dw = Filled({kC}, kF32, 0), db = Filled({kC}, kF32, 0);
   KernelOps& ops = b.ops();
-  b.Run("layernorm fwd", 0, 2 * act, [&] {
-    return ops.LayerNormForward(b.ctx(), out, mean, rstd, x, w, bias, 1e-5f);
-  });
-  b.Run("residual + layernorm fwd", 0, 4 * act, [&] {
-    return ops.ResidualLayerNormForward(b.ctx(), res, out, mean, rstd, x, r, w, bias, 1e-5f);
-  });
-  // One pass: reads dy and x, writes dx (+ the residual read).
-  b.Run("layernorm bwd", 0, 3 * act, [&] {
-    return ops.LayerNormBackward(b.ctx(), dx, dw, db, r, x, w, mean, rstd, Tensor());
-  });
-  b.Run("layernorm bwd + residual grad", 0, 4 * act, [&] {
-    return ops.LayerNormBackward(b.ctx(), dx, dw, db, r, x, w, mean, rstd, res);
-  });
+  // Rows kept in registers (the default at C = 768) and reread each sweep
+  // (WEFT_LN_KERNEL=reread, read at each launch).
+  for (const char* rows : {"resident", "reread"}) {
+    setenv("WEFT_LN_KERNEL", rows, 1);
+    const std::string tag = std::string(" (") + rows + ")";
+    b.Run("layernorm fwd" + tag, 0, 2 * act, [&] {
+      return ops.LayerNormForward(b.ctx(), out, mean, rstd, x, w, bias, 1e-5f);
+    });
+    b.Run("residual + layernorm fwd" + tag, 0, 4 * act, [&] {
+      return ops.ResidualLayerNormForward(b.ctx(), res, out, mean, rstd, x, r, w, bias, 1e-5f);
+    });
+    // One pass: reads dy and x, writes dx (+ the residual read).
+    b.Run("layernorm bwd" + tag, 0, 3 * act, [&] {
+      return ops.LayerNormBackward(b.ctx(), dx, dw, db, r, x, w, mean, rstd, Tensor());
+    });
+    b.Run("layernorm bwd + residual grad" + tag, 0, 4 * act, [&] {
+      return ops.LayerNormBackward(b.ctx(), dx, dw, db, r, x, w, mean, rstd, res);
+    });
+  }
+  unsetenv("WEFT_LN_KERNEL");
   Tensor big = Noise({bt, 4 * kC}, kBf16, 4, 5), big_out = Filled({bt, 4 * kC}, kBf16, 0);
   b.Run("gelu fwd (M x 3072)", 0, 8 * act, [&] { return ops.GeluForward(b.ctx(), big_out, big); });
   b.Run("gelu bwd (M x 3072)", 0, 12 * act, [&] {

@@ -1,12 +1,23 @@
 // Layernorm kernels. Forward: one warp per row, two passes over the row for
-// mean and then variance (numerically safer than E[x^2] - E[x]^2; the row is
-// L1-resident for the second read). Backward in one pass over dy and x: a
-// warp per row writes dx and adds the row into its block's dweight/dbias
-// partials in shared memory; a small finish (column_reduce.cuh) adds the
-// blocks' partial rows in a fixed order. No atomics: bitwise-deterministic.
+// mean and then variance (numerically safer than E[x^2] - E[x]^2). Backward
+// in one pass over dy and x: a warp per row writes dx and adds the row into
+// its block's dweight/dbias partials in shared memory; a small finish
+// (column_reduce.cuh) adds the blocks' partial rows in a fixed order. No
+// atomics: bitwise-deterministic.
+// Rows of up to 8 vectors a lane (2048 bf16 or 1024 f32 channels) stay in
+// registers between the sweeps (kSteps > 0: every load of a row in flight at
+// once, no rereads through L1 or L2); wider or unaligned rows are reread each
+// sweep (kSteps == 0). Both visit the elements in one order with the same
+// arithmetic, so they give the same bits; WEFT_LN_KERNEL=reread forces the
+// second for comparison.
+#include <cstdlib>
 #include <initializer_list>
+#include <iterator>
 #include <string>
+#include <string_view>
+#include <type_traits>
 
+#include "absl/status/statusor.h"
 #include "core/kernels/cuda/column_reduce.cuh"
 #include "core/kernels/cuda/common.cuh"
 #include "core/kernels/cuda/layernorm.h"
@@ -17,8 +28,55 @@ namespace {
 constexpr int kWarpsPerBlock = 8;
 constexpr int kThreads = kWarpsPerBlock * kWarpSize;
 
-// kResidual: x is computed as a + b, stored to `res`, and read back from there.
-template <typename T, int V, bool kResidual>
+// Calls fn(j, i) for a lane's vectors of a row in order: step j covers
+// channels [i, i + V) with i = (j * 32 + lane) * V. Unrolled over kSteps
+// steps when kSteps > 0 (the row has at most kSteps * 32 * V channels).
+template <int kSteps, int V, typename Fn>
+__device__ __forceinline__ void ForLaneVectors(int lane, int channels, Fn&& fn) {
+  if constexpr (kSteps > 0) {
+#pragma unroll
+    for (int j = 0; j < kSteps; ++j) {
+      const int i = (j * kWarpSize + lane) * V;
+      if (i < channels) fn(j, i);
+    }
+  } else {
+    for (int j = 0, i = lane * V; i < channels; ++j, i += kWarpSize * V) fn(j, i);
+  }
+}
+
+// A lane's vectors of one row, kept as loaded (packed T) when kSteps > 0;
+// with kSteps == 0 it holds nothing and Get reads memory.
+template <typename T, int V, int kSteps>
+struct LaneRow {
+  Packed128<T> v[kSteps > 0 ? kSteps : 1];
+
+  // Issues the loads of every step of the row at p, all before any use.
+  __device__ __forceinline__ void Load(const T* p, int lane, int channels) {
+    if constexpr (kSteps > 0) {
+      ForLaneVectors<kSteps, V>(lane, channels, [&](int j, int i) { v[j] = Load128(p + i); });
+    }
+  }
+  // Step j's values rounded to T, as a reread of their stored copy gives.
+  __device__ __forceinline__ void Keep(int j, const float (&f)[V]) {
+    if constexpr (kSteps > 0) {
+#pragma unroll
+      for (int k = 0; k < V; ++k) v[j].v[k] = FromF<T>(f[k]);
+    }
+  }
+  // Step j (at p + i in memory) as floats.
+  __device__ __forceinline__ void Get(int j, const T* p, float (&f)[V]) const {
+    if constexpr (kSteps > 0) {
+#pragma unroll
+      for (int k = 0; k < V; ++k) f[k] = ToF(v[j].v[k]);
+    } else {
+      LoadF<V>(p, f);
+    }
+  }
+};
+
+// kResidual: x is computed as a + b, stored to `res`, and read back from
+// there (or kept, rounded, in registers).
+template <typename T, int V, bool kResidual, int kSteps>
 __global__ void LayerNormForwardKernel(T* __restrict__ out, float* __restrict__ mean,
                                        float* __restrict__ rstd, const T* x, T* res,
                                        const T* a, const T* b,
@@ -29,54 +87,63 @@ __global__ void LayerNormForwardKernel(T* __restrict__ out, float* __restrict__ 
   if (row >= rows) return;  // whole warp exits together
   const int64_t base = row * channels;
   const T* xr = x + base;
-  float sum = 0.0f;
+  LaneRow<T, V, kSteps> xv;
   if constexpr (kResidual) {
     // Each lane rereads only what it wrote itself, so no barrier is needed.
+    // a's and b's loads all go out before the first store.
     xr = res + base;
-    for (int i = lane * V; i < channels; i += kWarpSize * V) {
+    LaneRow<T, V, kSteps> av, bv;
+    av.Load(a + base, lane, channels);
+    bv.Load(b + base, lane, channels);
+    ForLaneVectors<kSteps, V>(lane, channels, [&](int j, int i) {
       float fa[V], fb[V], fr[V];
-      LoadF<V>(a + base + i, fa);
-      LoadF<V>(b + base + i, fb);
+      av.Get(j, a + base + i, fa);
+      bv.Get(j, b + base + i, fb);
 #pragma unroll
       for (int k = 0; k < V; ++k) fr[k] = fa[k] + fb[k];
       StoreF<V>(res + base + i, fr);
-    }
+      xv.Keep(j, fr);
+    });
+  } else {
+    xv.Load(xr, lane, channels);
   }
-  for (int i = lane * V; i < channels; i += kWarpSize * V) {
+  float sum = 0.0f;
+  ForLaneVectors<kSteps, V>(lane, channels, [&](int j, int i) {
     float f[V];
-    LoadF<V>(xr + i, f);
+    xv.Get(j, xr + i, f);
 #pragma unroll
     for (int k = 0; k < V; ++k) sum += f[k];
-  }
+  });
   const float m = WarpSum(sum) / channels;
   float sq = 0.0f;
-  for (int i = lane * V; i < channels; i += kWarpSize * V) {
+  ForLaneVectors<kSteps, V>(lane, channels, [&](int j, int i) {
     float f[V];
-    LoadF<V>(xr + i, f);
+    xv.Get(j, xr + i, f);
 #pragma unroll
     for (int k = 0; k < V; ++k) sq += (f[k] - m) * (f[k] - m);
-  }
+  });
   const float rs = 1.0f / sqrtf(WarpSum(sq) / channels + eps);
   if (lane == 0) {
     mean[row] = m;
     rstd[row] = rs;
   }
-  for (int i = lane * V; i < channels; i += kWarpSize * V) {
+  ForLaneVectors<kSteps, V>(lane, channels, [&](int j, int i) {
     float f[V], w[V], bb[V] = {};
-    LoadF<V>(xr + i, f);
+    xv.Get(j, xr + i, f);
     LoadF<V>(weight + i, w);
     if (bias != nullptr) LoadF<V>(bias + i, bb);
 #pragma unroll
     for (int k = 0; k < V; ++k) f[k] = (f[k] - m) * rs * w[k] + bb[k];
     StoreF<V>(out + base + i, f);
-  }
+  });
 }
 
 // One-pass backward. A block of `warps` warps owns rows [r0, r0 +
 // rows_per_block); warp w takes rows r0 + w, r0 + w + warps, ... For each row
 // the first sweep loads dy and x from memory once: it forms the two row sums
 // dx needs and adds dy*xhat and dy into the warp's own shared-memory
-// partials; the second sweep rereads the row (from L1) to write
+// partials; the second sweep rereads the row (kept in registers, or from L1)
+// to write
 //   dx = residual + rstd * (dy*w - mean(dy*w) - xhat * mean(dy*w*xhat)).
 // Then the block adds its warps' partials in warp order and writes one
 // partial row per sum: partials[blockIdx.x] (dweight) and
@@ -86,8 +153,13 @@ __global__ void LayerNormForwardKernel(T* __restrict__ out, float* __restrict__ 
 // hit 32 banks. A slot belongs to one lane, so no barrier until the end.
 // dx may alias dy or residual: a lane reads its elements of a row before it
 // writes them, and never touches another lane's.
-template <typename T, int V>
-__global__ void LayerNormBackwardKernel(T* dx, float* __restrict__ partials, const T* dy,
+// The backward's block size limit; see BackwardShapeFor.
+constexpr int kBwdMaxWarps = 8;
+
+// __launch_bounds__: 4 blocks of 8 warps an SM (what shared memory allows at
+// C = 768), so at most 64 registers a thread with rows kept in registers.
+template <typename T, int V, int kSteps>
+__global__ void __launch_bounds__(kBwdMaxWarps * kWarpSize, 4) LayerNormBackwardKernel(T* dx, float* __restrict__ partials, const T* dy,
                                         const T* residual, const T* __restrict__ x,
                                         const T* __restrict__ weight,
                                         const float* __restrict__ mean,
@@ -105,12 +177,16 @@ __global__ void LayerNormBackwardKernel(T* dx, float* __restrict__ partials, con
   for (int64_t row = r0 + warp; row < r1; row += warps) {
     const int64_t base = row * channels;
     const float m = mean[row], rs = rstd[row];
+    LaneRow<T, V, kSteps> gv, xv;
+    gv.Load(dy + base, lane, channels);
+    xv.Load(x + base, lane, channels);
     float s1 = 0.0f, s2 = 0.0f;
-    for (int i = lane * V, slot = lane; i < channels; i += kWarpSize * V, slot += kWarpSize * V) {
+    ForLaneVectors<kSteps, V>(lane, channels, [&](int j, int i) {
       float g[V], f[V], w[V];
-      LoadF<V>(dy + base + i, g);
-      LoadF<V>(x + base + i, f);
-      LoadF<V>(weight + i, w);
+      gv.Get(j, dy + base + i, g);
+      xv.Get(j, x + base + i, f);
+      LoadF<V>(weight + i, w);  // the same for every row: from L1
+      const int slot = j * kWarpSize * V + lane;
 #pragma unroll
       for (int k = 0; k < V; ++k) {
         const float xhat = (f[k] - m) * rs;
@@ -120,14 +196,14 @@ __global__ void LayerNormBackwardKernel(T* dx, float* __restrict__ partials, con
         acc_w[slot + k * kWarpSize] += g[k] * xhat;
         acc_b[slot + k * kWarpSize] += g[k];
       }
-    }
+    });
     s1 = WarpSum(s1) / channels;
     s2 = WarpSum(s2) / channels;
-    for (int i = lane * V; i < channels; i += kWarpSize * V) {
+    ForLaneVectors<kSteps, V>(lane, channels, [&](int j, int i) {
       float g[V], f[V], w[V], old[V] = {};
-      LoadF<V>(dy + base + i, g);
-      LoadF<V>(x + base + i, f);
-      LoadF<V>(weight + i, w);
+      gv.Get(j, dy + base + i, g);
+      xv.Get(j, x + base + i, f);
+      LoadF<V>(weight + i, w);  // the same for every row: from L1
       if (residual != nullptr) LoadF<V>(residual + base + i, old);
 #pragma unroll
       for (int k = 0; k < V; ++k) {
@@ -135,7 +211,7 @@ __global__ void LayerNormBackwardKernel(T* dx, float* __restrict__ partials, con
         g[k] = old[k] + (g[k] * w[k] - s1 - xhat * s2) * rs;
       }
       StoreF<V>(dx + base + i, g);
-    }
+    });
   }
   // Warps' partials, added in warp order into warp 0's slices: by slot, so
   // consecutive threads read consecutive banks.
@@ -167,6 +243,53 @@ int VectorWidth(int64_t channels, std::initializer_list<const void*> ptrs) {
   return V;
 }
 
+// The register-resident step counts compiled (kSteps of the kernels).
+constexpr int kResidentSteps[] = {1, 2, 3, 4, 6, 8};
+
+// kSteps for rows of `channels` read V at a time: the fewest compiled steps
+// covering the row, or 0 (reread each sweep) for a scalar row (V == 1), a row
+// wider than 8 steps, or WEFT_LN_KERNEL=reread. WEFT_LN_KERNEL=resident
+// insists on registers and fails where they cannot hold the row.
+absl::StatusOr<int> StepsFor(int64_t channels, int V) {
+  const char* env = std::getenv("WEFT_LN_KERNEL");
+  const std::string_view forced = env == nullptr ? "" : env;
+  if (!forced.empty() && forced != "reread" && forced != "resident") {
+    return absl::InvalidArgumentError(
+        "WEFT_LN_KERNEL=" + std::string(forced) +
+        " names no layernorm kernel; expected reread or resident (unset it for the default)");
+  }
+  if (forced == "reread") return 0;
+  const int64_t steps = CeilDiv(channels, int64_t(kWarpSize) * V);
+  if (V > 1) {
+    for (int s : kResidentSteps) {
+      if (steps <= s) return s;
+    }
+  }
+  if (forced == "resident") {
+    return absl::InvalidArgumentError(
+        "WEFT_LN_KERNEL=resident, but a row of " + std::to_string(channels) +
+        " channels does not fit a warp's registers (expected at most " +
+        std::to_string(kResidentSteps[std::size(kResidentSteps) - 1] * kWarpSize * V) +
+        " channels, a multiple of " + std::to_string(V) +
+        ", 16-byte aligned). Hint: unset WEFT_LN_KERNEL");
+  }
+  return 0;
+}
+
+// fn(std::integral_constant<int, kSteps>) for a step count from StepsFor.
+template <typename Fn>
+absl::Status WithSteps(int steps, Fn&& fn) {
+  switch (steps) {
+    case 1: return fn(std::integral_constant<int, 1>());
+    case 2: return fn(std::integral_constant<int, 2>());
+    case 3: return fn(std::integral_constant<int, 3>());
+    case 4: return fn(std::integral_constant<int, 4>());
+    case 6: return fn(std::integral_constant<int, 6>());
+    case 8: return fn(std::integral_constant<int, 8>());
+    default: return fn(std::integral_constant<int, 0>());
+  }
+}
+
 template <typename T, bool kResidual>
 absl::Status ForwardT(T* out, float* mean, float* rstd, const T* x, T* res, const T* a,
                       const T* b, const T* weight, const T* bias, int64_t rows, int channels,
@@ -174,12 +297,16 @@ absl::Status ForwardT(T* out, float* mean, float* rstd, const T* x, T* res, cons
   constexpr int V = Packed128<T>::kSize;
   const unsigned grid = static_cast<unsigned>(CeilDiv(rows, kWarpsPerBlock));
   if (VectorWidth<T>(channels, {out, x, res, a, b, weight, bias}) == V) {
-    LayerNormForwardKernel<T, V, kResidual><<<grid, kThreads, 0, stream>>>(
-        out, mean, rstd, x, res, a, b, weight, bias, rows, channels, eps);
-  } else {
-    LayerNormForwardKernel<T, 1, kResidual><<<grid, kThreads, 0, stream>>>(
-        out, mean, rstd, x, res, a, b, weight, bias, rows, channels, eps);
+    WEFT_ASSIGN_OR_RETURN(const int steps, StepsFor(channels, V));
+    return WithSteps(steps, [&](auto k) {
+      LayerNormForwardKernel<T, V, kResidual, decltype(k)::value><<<grid, kThreads, 0, stream>>>(
+          out, mean, rstd, x, res, a, b, weight, bias, rows, channels, eps);
+      return CheckLaunch("LayerNormForwardKernel");
+    });
   }
+  WEFT_RETURN_IF_ERROR(StepsFor(channels, 1).status());  // a forced `resident` fails here
+  LayerNormForwardKernel<T, 1, kResidual, 0><<<grid, kThreads, 0, stream>>>(
+      out, mean, rstd, x, res, a, b, weight, bias, rows, channels, eps);
   return CheckLaunch("LayerNormForwardKernel");
 }
 
@@ -189,7 +316,6 @@ absl::Status ForwardT(T* out, float* mean, float* rstd, const T* x, T* res, cons
 // (sized for the widest vector, 8 columns per lane). Rows per block: at
 // least 2 per warp, and few enough blocks (<= 512) that the partial rows
 // (2 x blocks x C floats, read once by the finish) stay small beside dy and x.
-constexpr int kBwdMaxWarps = 8;
 constexpr int64_t kBwdSmemBytes = 96 * 1024;  // > 48 KiB: opt-in, sm_70 and newer
 constexpr int kBwdMinRowsPerWarp = 2;
 constexpr int64_t kBwdMaxBlocks = 512;
@@ -218,15 +344,20 @@ absl::Status LaunchBackwardKernel(T* dx, float* partials, const T* dy, const T* 
                                   const BackwardShape& shape, cudaStream_t stream) {
   const int slice = static_cast<int>(RoundUp(channels, kWarpSize * V));
   const size_t smem = size_t(shape.warps) * 2 * slice * sizeof(float);
-  if (smem > 48 * 1024) {  // the default limit; beyond it needs the opt-in
-    WEFT_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(LayerNormBackwardKernel<T, V>,
-                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                   static_cast<int>(smem)));
-  }
-  LayerNormBackwardKernel<T, V><<<shape.blocks, shape.warps * kWarpSize, smem, stream>>>(
-      dx, partials, dy, residual, x, weight, mean, rstd, rows, channels, shape.rows_per_block,
-      slice);
-  return CheckLaunch("LayerNormBackwardKernel");
+  WEFT_ASSIGN_OR_RETURN(const int steps, StepsFor(channels, V));
+  return WithSteps(V > 1 ? steps : 0, [&](auto k) {
+    // Scalar rows (V == 1) are never kept in registers: compile kSteps 0 only.
+    constexpr int kSteps = V > 1 ? decltype(k)::value : 0;
+    auto* const kernel = LayerNormBackwardKernel<T, V, kSteps>;
+    if (smem > 48 * 1024) {  // the default limit; beyond it needs the opt-in
+      WEFT_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
+          kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    }
+    kernel<<<shape.blocks, shape.warps * kWarpSize, smem, stream>>>(
+        dx, partials, dy, residual, x, weight, mean, rstd, rows, channels, shape.rows_per_block,
+        slice);
+    return CheckLaunch("LayerNormBackwardKernel");
+  });
 }
 
 template <typename T>

@@ -6,6 +6,8 @@
 // bitwise determinism of the parameter-gradient reduction.
 // Tolerances: f32 1e-5 for activations, 1e-4 for dweight/dbias (sums over
 // rows); bf16 1e-2 / 2e-2.
+#include <cstdlib>
+
 #include "core/kernels/cuda/layernorm.h"
 #include "core/kernels/cuda/parity_util.h"
 #include "gtest/gtest.h"
@@ -198,6 +200,39 @@ TEST(LayerNormParityTest, BackwardIsBitwiseDeterministic) {
       EXPECT_EQ(Bytes(dw), dw1);
       EXPECT_EQ(Bytes(db), db1);
     }
+  }
+}
+
+// Rows kept in registers (the default up to 8 vectors a lane) and rows
+// reread each sweep (WEFT_LN_KERNEL=reread) give the same bits: forward,
+// residual forward and backward with the residual gradient, at GPT-2's
+// width and at one that needs 7 of 8 register steps.
+TEST(LayerNormParityTest, ResidentRowsEqualRereadRowsBitwise) {
+  for (int64_t c : {768, 1600}) {
+    const int64_t rows = 4096, n = rows * c;
+    Tensor a = Gpu(Random(n, 1), {rows, c}, DType::kBF16);
+    Tensor b = Gpu(Random(n, 2), {rows, c}, DType::kBF16);
+    Tensor dy = Gpu(Random(n, 3), {rows, c}, DType::kBF16);
+    Tensor w = Gpu(Random(c, 4), {c}, DType::kBF16), bias = Gpu(Random(c, 5), {c}, DType::kBF16);
+    std::vector<uint8_t> got[2][7];
+    const char* kernels[2] = {"reread", "resident"};
+    for (int k = 0; k < 2; ++k) {
+      setenv("WEFT_LN_KERNEL", kernels[k], 1);
+      Tensor res = GpuZeros({rows, c}, DType::kBF16), out = GpuZeros({rows, c}, DType::kBF16);
+      Tensor mean = GpuZeros({rows}, DType::kF32), rstd = GpuZeros({rows}, DType::kF32);
+      Tensor dx = Gpu(Random(n, 6), {rows, c}, DType::kBF16);
+      Tensor dw = GpuZeros({c}, DType::kF32), db = GpuZeros({c}, DType::kF32);
+      absl::Status st =
+          GpuOps().ResidualLayerNormForward(GpuCtx(), res, out, mean, rstd, a, b, w, bias, kEps);
+      if (st.ok()) st = GpuOps().LayerNormBackward(GpuCtx(), dx, dw, db, dy, res, w, mean, rstd, dx);
+      unsetenv("WEFT_LN_KERNEL");
+      ASSERT_TRUE(st.ok()) << kernels[k] << ": " << st;
+      Tensor plain = GpuZeros({rows, c}, DType::kBF16);
+      ASSERT_TRUE(GpuOps().LayerNormForward(GpuCtx(), plain, mean, rstd, a, w, bias, kEps).ok());
+      int i = 0;
+      for (const Tensor* t : {&res, &out, &dx, &dw, &db, &plain, &rstd}) got[k][i++] = Bytes(*t);
+    }
+    for (int i = 0; i < 7; ++i) EXPECT_EQ(got[0][i], got[1][i]) << "C=" << c << " output " << i;
   }
 }
 

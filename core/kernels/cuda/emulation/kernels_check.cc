@@ -154,6 +154,57 @@ void LayerNormBackwardChecks() {
   }
 }
 
+// Rows kept in registers against rows reread each sweep (WEFT_LN_KERNEL):
+// forward, residual forward and backward (in place over dx's old values,
+// and with dx written over dy) give the same bits.
+template <typename T>
+void LayerNormKernelsAgree(int rows, int C) {
+  const size_t n = size_t(rows) * C;
+  const DType dt = sizeof(T) == 2 ? DType::kBF16 : DType::kF32;
+  auto host = [](const std::vector<float>& v) {
+    std::vector<T> h(v.size()); for (size_t i = 0; i < v.size(); ++i) h[i] = HostFromF<T>(v[i]); return h;
+  };
+  const std::vector<T> x = host(Rand(n, 31, 3)), a = host(Rand(n, 32, 2)), w = host(Rand(C, 33)),
+                       b = host(Rand(C, 34)), dy = host(Rand(n, 35)), dx0 = host(Rand(n, 36));
+  struct Outputs { std::vector<T> out, res, rout, dx, dx_over_dy; std::vector<float> mean, rstd, rmean, grads; };
+  Outputs o[2];
+  const char* kernels[2] = {"reread", "resident"};
+  for (int k = 0; k < 2; ++k) {
+    setenv("WEFT_LN_KERNEL", kernels[k], 1);
+    Outputs& r = o[k];
+    r.out.resize(n); r.res.resize(n); r.rout.resize(n); r.mean.resize(rows); r.rstd.resize(rows); r.rmean.resize(2 * rows);
+    ok(LaunchLayerNormForward(r.out.data(), r.mean.data(), r.rstd.data(), x.data(), w.data(), b.data(), dt, rows, C, 1e-5f, nullptr));
+    ok(LaunchResidualLayerNormForward(r.res.data(), r.rout.data(), r.rmean.data(), r.rmean.data() + rows, a.data(), x.data(), w.data(), b.data(), dt, rows, C, 1e-5f, nullptr));
+    r.dx = dx0; r.dx_over_dy = dy;
+    r.grads.assign(4 * C, 0.5f);
+    std::vector<float> scratch(LayerNormBackwardScratchFloats(rows, C));
+    ok(LaunchLayerNormBackward(r.dx.data(), r.grads.data(), r.grads.data() + C, DType::kF32, dy.data(), r.dx.data(), x.data(), w.data(), r.mean.data(), r.rstd.data(), dt, rows, C, scratch.data(), nullptr));
+    ok(LaunchLayerNormBackward(r.dx_over_dy.data(), r.grads.data() + 2 * C, r.grads.data() + 3 * C, DType::kF32, r.dx_over_dy.data(), nullptr, x.data(), w.data(), r.mean.data(), r.rstd.data(), dt, rows, C, scratch.data(), nullptr));
+  }
+  unsetenv("WEFT_LN_KERNEL");
+  auto same = [](const auto& p, const auto& q) { return p.size() == q.size() && std::memcmp(p.data(), q.data(), p.size() * sizeof(p[0])) == 0; };
+  const bool equal = same(o[0].out, o[1].out) && same(o[0].mean, o[1].mean) && same(o[0].rstd, o[1].rstd) &&
+                     same(o[0].res, o[1].res) && same(o[0].rout, o[1].rout) && same(o[0].rmean, o[1].rmean) &&
+                     same(o[0].dx, o[1].dx) && same(o[0].dx_over_dy, o[1].dx_over_dy) && same(o[0].grads, o[1].grads);
+  char what[80];
+  snprintf(what, sizeof(what), "layernorm resident == reread %s %dx%d", dt == DType::kBF16 ? "bf16" : "f32", rows, C);
+  Check(what, equal ? 0 : 1, 0);
+}
+
+// A forced `resident` where the row cannot stay in registers is an error.
+void LayerNormResidentRefusal() {
+  std::vector<float> x(2 * 13, 1.0f), w(13, 1.0f), out(2 * 13), m(2), r(2);
+  setenv("WEFT_LN_KERNEL", "resident", 1);
+  const absl::Status st = LaunchLayerNormForward(out.data(), m.data(), r.data(), x.data(), w.data(), nullptr, DType::kF32, 2, 13, 1e-5f, nullptr);
+  unsetenv("WEFT_LN_KERNEL");
+  std::vector<float> wide_x(2 * 1100, 1.0f), wide_w(1100, 1.0f), wide_out(2 * 1100);
+  setenv("WEFT_LN_KERNEL", "resident", 1);
+  const absl::Status wide = LaunchLayerNormForward(wide_out.data(), m.data(), r.data(), wide_x.data(), wide_w.data(), nullptr, DType::kF32, 2, 1100, 1e-5f, nullptr);
+  unsetenv("WEFT_LN_KERNEL");
+  Check("layernorm resident refused on scalar rows", absl::IsInvalidArgument(st) ? 0 : 1, 0);
+  Check("layernorm resident refused past 8 steps", absl::IsInvalidArgument(wide) ? 0 : 1, 0);
+}
+
 void ColumnSum(int rows, int cols) {
   auto dy = Rand(rows * cols, 7);
   std::vector<double> want(cols, 1.0);
@@ -491,6 +542,10 @@ void VocabEmbedding() {
 
 int main() {
   LayerNorm(37, 13); LayerNorm(20, 768); LayerNorm(9, 96); LayerNormBackwardChecks();
+  LayerNormKernelsAgree<float>(37, 96); LayerNormKernelsAgree<float>(21, 768);
+  LayerNormKernelsAgree<__nv_bfloat16>(37, 768); LayerNormKernelsAgree<__nv_bfloat16>(9, 1600);
+  LayerNormKernelsAgree<__nv_bfloat16>(5, 2048);
+  LayerNormResidentRefusal();
   ColumnSum(300, 37); ColumnSum(1000, 64);
   CrossEntropy(4, 65, 128, false); CrossEntropy(3, 13, 13, false); CrossEntropy(2, 50257, 50304, false);
   CrossEntropy(3, 50257, 50304, true);
