@@ -31,8 +31,10 @@
 #                     captured once and replayed): B=32 124M, and a small model
 #                     where launches dominate
 #         kernels     every kernel alone at B=32 (kernels_benchmark: ms, and
-#                     TFLOP/s or GB/s), then gpt_throughput B=32 with bias
-#                     gradients from our column sums against cuBLASLt's BGRADB
+#                     TFLOP/s or GB/s) and PyTorch's ops at the same shapes
+#                     (kernels_torch.py, SDPA per backend), then gpt_throughput
+#                     B=32 with bias gradients from our column sums against
+#                     cuBLASLt's BGRADB
 #
 # Each item has a timeout, so one hang cannot eat the session's device time,
 # and WEFT_GPU_DEADLINE (seconds, default 540) caps the whole run: an item
@@ -413,6 +415,9 @@ stage_graph() {
 stage_kernels() {
   item "kernels_benchmark B=32" 120 ./run kernels_benchmark --batch=32 --iters=20
   grep -E " ms" "$logs/kernels_benchmark B=32.log" | sed 's/^/  /' >> "$summary"
+  # PyTorch's ops at the same shapes, SDPA with each backend it offers.
+  item "kernels_torch B=32" 180 python3 kernels_torch.py --batch=32 --iters=20
+  grep -E " ms|unavailable" "$logs/kernels_torch B=32.log" | sed 's/^/  /' >> "$summary"
   item "weft gpt_throughput B=32 bias grad epilogue" 240 ./run gpt_throughput --device=cuda \
       --global_batch=32 --micro_batch=32 --steps=30
   WEFT_BIAS_GRAD=column-sum item "weft gpt_throughput B=32 bias grad column-sum" 240 \

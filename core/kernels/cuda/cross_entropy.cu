@@ -156,11 +156,17 @@ __device__ __forceinline__ void ZeroRow(T* __restrict__ z, int64_t cols) {
 __device__ __forceinline__ bool SkippedRow(int32_t y, int64_t vocab) { return y < 0 || y >= vocab; }
 __device__ __forceinline__ float SkippedLoss(int32_t y) { return y < 0 ? 0.0f : NAN; }
 
-template <typename T, int V>
+// kResident: the row is first copied to shared memory (dynamic, padded *
+// sizeof(T) bytes; rows 16-byte aligned, padded a multiple of V) and both
+// passes read the copy, one vector at a time (shared-memory loads are
+// short): one read of the logits from memory instead of two, and the same
+// visiting order, so the same bits.
+template <typename T, int V, bool kResident>
 __global__ void __launch_bounds__(kThreads)
     CrossEntropyKernel(float* __restrict__ losses, T* __restrict__ logits,
                        const int32_t* __restrict__ targets, int64_t vocab, int64_t padded,
                        float dloss_scale, bool compute_grad) {
+  extern __shared__ __align__(16) unsigned char smem[];
   __shared__ MaxSum warp_states[kThreads / kWarpSize];
   const int64_t row = blockIdx.x;
   T* z = logits + row * padded;
@@ -170,49 +176,26 @@ __global__ void __launch_bounds__(kThreads)
     if (compute_grad) ZeroRow<T, V>(z, padded);
     return;
   }
-  const MaxSum total = RowMaxSum<T, V>(z, vocab, warp_states);
+  const T* src = z;  // where the passes read the row
+  if constexpr (kResident) {
+    T* const copy = reinterpret_cast<T*>(smem);
+    for (int64_t i = int64_t(threadIdx.x) * V; i < padded; i += int64_t(blockDim.x) * V) {
+      CpAsync16(copy + i, z + i);
+    }
+    CpAsyncCommit();
+    CpAsyncWait<0>();
+    __syncthreads();
+    src = copy;
+  }
+  constexpr int kInFlight = kResident ? 1 : kLoadsInFlight;
+  const MaxSum total = RowMaxSum<T, V, kInFlight>(src, vocab, warp_states);
   const float lse = total.m + logf(total.s);
-  // Every thread reads z[y] before the barrier below, so pass 2 cannot
-  // overwrite it first.
-  const float zy = ToF(z[y]);
+  const float zy = ToF(src[y]);
   if (threadIdx.x == 0) losses[row] = lse - zy;
   if (!compute_grad) return;
-  __syncthreads();
-  WriteRowGrad<T, V>(z, z, padded, vocab, y, lse, dloss_scale);
-}
-
-// CrossEntropyKernel on a copy of the row in shared memory (dynamic, padded
-// * sizeof(T) bytes; rows 16-byte aligned, padded a multiple of V): one read
-// of the logits from memory. Smem loads are short, so one vector at a time
-// suffices; the visiting order, and so every bit, is CrossEntropyKernel's.
-template <typename T>
-__global__ void __launch_bounds__(kThreads)
-    CrossEntropyResidentKernel(float* __restrict__ losses, T* __restrict__ logits,
-                               const int32_t* __restrict__ targets, int64_t vocab,
-                               int64_t padded, float dloss_scale, bool compute_grad) {
-  constexpr int V = Packed128<T>::kSize;
-  extern __shared__ __align__(16) unsigned char smem[];
-  __shared__ MaxSum warp_states[kThreads / kWarpSize];
-  T* const row = reinterpret_cast<T*>(smem);
-  const int64_t r = blockIdx.x;
-  T* z = logits + r * padded;
-  const int32_t y = targets[r];
-  if (SkippedRow(y, vocab)) {  // uniform across the block
-    if (threadIdx.x == 0) losses[r] = SkippedLoss(y);
-    if (compute_grad) ZeroRow<T, V>(z, padded);
-    return;
-  }
-  for (int64_t i = int64_t(threadIdx.x) * V; i < padded; i += int64_t(blockDim.x) * V) {
-    CpAsync16(row + i, z + i);
-  }
-  CpAsyncCommit();
-  CpAsyncWait<0>();
-  __syncthreads();
-  const MaxSum total = RowMaxSum<T, V, 1>(row, vocab, warp_states);
-  const float lse = total.m + logf(total.s);
-  if (threadIdx.x == 0) losses[r] = lse - ToF(row[y]);
-  if (!compute_grad) return;
-  WriteRowGrad<T, V, 1>(z, row, padded, vocab, y, lse, dloss_scale);
+  // In place, every thread must read z[y] before pass 2 may overwrite it.
+  if constexpr (!kResident) __syncthreads();
+  WriteRowGrad<T, V, kInFlight>(z, src, padded, vocab, y, lse, dloss_scale);
 }
 
 // Vocabulary-parallel pass 1 over this shard's columns: local max, sum of
@@ -341,7 +324,7 @@ absl::StatusOr<SmemLimits> CurrentSmemLimits() {
 // sm_90), plus the kernel's static warp states, rounded up.
 constexpr int64_t kSmemPerBlockOverhead = 2048;
 
-// Whether the fused loss runs CrossEntropyResidentKernel: by default where
+// Whether the fused loss runs CrossEntropyKernel<..., kResident>: by default where
 // two blocks' rows fit on an SM (so one block's copy overlaps the other's
 // arithmetic); WEFT_CE_KERNEL=two-pass or =resident decides instead.
 template <typename T>
@@ -380,20 +363,18 @@ absl::Status LaunchT(float* losses, T* logits, const int32_t* targets, int64_t r
   if (resident) {
     const size_t smem = static_cast<size_t>(padded) * sizeof(T);
     if (smem > 48 * 1024) {  // the default limit; beyond it needs the opt-in
-      WEFT_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(CrossEntropyResidentKernel<T>,
+      WEFT_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(CrossEntropyKernel<T, V, true>,
                                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                      static_cast<int>(smem)));
     }
-    CrossEntropyResidentKernel<T><<<grid, kThreads, smem, stream>>>(
+    CrossEntropyKernel<T, V, true><<<grid, kThreads, smem, stream>>>(
         losses, logits, targets, vocab, padded, dloss_scale, compute_grad);
-    return CheckLaunch("CrossEntropyResidentKernel");
-  }
-  if (Vectorized(logits, padded)) {
-    CrossEntropyKernel<T, V><<<grid, kThreads, 0, stream>>>(losses, logits, targets, vocab,
-                                                            padded, dloss_scale, compute_grad);
+  } else if (Vectorized(logits, padded)) {
+    CrossEntropyKernel<T, V, false><<<grid, kThreads, 0, stream>>>(
+        losses, logits, targets, vocab, padded, dloss_scale, compute_grad);
   } else {
-    CrossEntropyKernel<T, 1><<<grid, kThreads, 0, stream>>>(losses, logits, targets, vocab,
-                                                            padded, dloss_scale, compute_grad);
+    CrossEntropyKernel<T, 1, false><<<grid, kThreads, 0, stream>>>(
+        losses, logits, targets, vocab, padded, dloss_scale, compute_grad);
   }
   return CheckLaunch("CrossEntropyKernel");
 }
