@@ -117,9 +117,12 @@ item() {
 # tok/s when given.
 throughput_of() {
   python3 - "$@" <<'PY'
-import json, sys
+import json, os, sys
 rows = []
 for path in sys.argv[1:]:
+    if not os.path.exists(path):
+        print(f"  (no log: {os.path.basename(path)})")
+        continue
     for line in open(path, errors="replace"):
         if line.startswith('{"bench"'):
             rows.append(json.loads(line))
@@ -133,8 +136,10 @@ for r in rows:
 PY
 }
 
-# The weft tok/s of a gpt_throughput log (0 when the run printed none).
+# The weft tok/s of a gpt_throughput log (0 when the run printed none, or
+# never ran: the deadline skipped it).
 tok_s_of() {
+  [ -f "$1" ] || { echo 0; return; }
   python3 - "$1" <<'PY'
 import json, sys
 best = 0

@@ -362,11 +362,14 @@ absl::Status LaunchT(float* losses, T* logits, const int32_t* targets, int64_t r
   WEFT_ASSIGN_OR_RETURN(const bool resident, UseResidentKernel(logits, padded));
   if (resident) {
     const size_t smem = static_cast<size_t>(padded) * sizeof(T);
-    if (smem > 48 * 1024) {  // the default limit; beyond it needs the opt-in
-      WEFT_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(CrossEntropyKernel<T, V, true>,
-                                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                     static_cast<int>(smem)));
-    }
+    // Opt in to the most any resident row may use (UseResidentKernel's
+    // bound), whatever this row's size: the kernel's static shared memory
+    // counts against the default 48 KiB too, and every thread sets the
+    // same value, so concurrent launches cannot lower it under each other.
+    WEFT_ASSIGN_OR_RETURN(const SmemLimits limits, CurrentSmemLimits());
+    WEFT_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
+        CrossEntropyKernel<T, V, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        static_cast<int>(limits.per_block_optin - kSmemPerBlockOverhead)));
     CrossEntropyKernel<T, V, true><<<grid, kThreads, smem, stream>>>(
         losses, logits, targets, vocab, padded, dloss_scale, compute_grad);
   } else if (Vectorized(logits, padded)) {

@@ -243,14 +243,19 @@ int VectorWidth(int64_t channels, std::initializer_list<const void*> ptrs) {
   return V;
 }
 
-// The register-resident step counts compiled (kSteps of the kernels).
+// The register-resident step counts compiled (kSteps of the kernels). The
+// backward stops at 4 (C <= 1024 bf16, 512 f32): past that its 64 registers
+// spill hundreds of bytes a thread, so wider rows are reread.
 constexpr int kResidentSteps[] = {1, 2, 3, 4, 6, 8};
+constexpr int kForwardMaxSteps = 8;
+constexpr int kBackwardMaxSteps = 4;
 
 // kSteps for rows of `channels` read V at a time: the fewest compiled steps
-// covering the row, or 0 (reread each sweep) for a scalar row (V == 1), a row
-// wider than 8 steps, or WEFT_LN_KERNEL=reread. WEFT_LN_KERNEL=resident
-// insists on registers and fails where they cannot hold the row.
-absl::StatusOr<int> StepsFor(int64_t channels, int V) {
+// (at most max_steps) covering the row, or 0 (reread each sweep) for a
+// scalar row (V == 1), a wider row, or WEFT_LN_KERNEL=reread.
+// WEFT_LN_KERNEL=resident insists on registers and fails where they cannot
+// hold the row.
+absl::StatusOr<int> StepsFor(int64_t channels, int V, int max_steps) {
   const char* env = std::getenv("WEFT_LN_KERNEL");
   const std::string_view forced = env == nullptr ? "" : env;
   if (!forced.empty() && forced != "reread" && forced != "resident") {
@@ -262,32 +267,40 @@ absl::StatusOr<int> StepsFor(int64_t channels, int V) {
   const int64_t steps = CeilDiv(channels, int64_t(kWarpSize) * V);
   if (V > 1) {
     for (int s : kResidentSteps) {
-      if (steps <= s) return s;
+      if (s <= max_steps && steps <= s) return s;
     }
   }
   if (forced == "resident") {
     return absl::InvalidArgumentError(
         "WEFT_LN_KERNEL=resident, but a row of " + std::to_string(channels) +
-        " channels does not fit a warp's registers (expected at most " +
-        std::to_string(kResidentSteps[std::size(kResidentSteps) - 1] * kWarpSize * V) +
-        " channels, a multiple of " + std::to_string(V) +
-        ", 16-byte aligned). Hint: unset WEFT_LN_KERNEL");
+        " channels does not fit a warp's registers in the " +
+        (max_steps == kForwardMaxSteps ? "forward" : "backward") + " (expected rows of at most " +
+        std::to_string(max_steps * kWarpSize) + " 16-byte vectors, " +
+        std::to_string(max_steps * kWarpSize * 8) + " bf16 or " +
+        std::to_string(max_steps * kWarpSize * 4) +
+        " f32 channels, 16-byte aligned). Hint: unset WEFT_LN_KERNEL");
   }
   return 0;
 }
 
-// fn(std::integral_constant<int, kSteps>) for a step count from StepsFor.
-template <typename Fn>
+// fn(std::integral_constant<int, kSteps>) for a step count from StepsFor
+// with max_steps = kMaxSteps (only those kernels are compiled).
+template <int kMaxSteps, typename Fn>
 absl::Status WithSteps(int steps, Fn&& fn) {
   switch (steps) {
     case 1: return fn(std::integral_constant<int, 1>());
     case 2: return fn(std::integral_constant<int, 2>());
     case 3: return fn(std::integral_constant<int, 3>());
     case 4: return fn(std::integral_constant<int, 4>());
-    case 6: return fn(std::integral_constant<int, 6>());
-    case 8: return fn(std::integral_constant<int, 8>());
-    default: return fn(std::integral_constant<int, 0>());
+    case 6:
+      if constexpr (kMaxSteps >= 6) return fn(std::integral_constant<int, 6>());
+      break;
+    case 8:
+      if constexpr (kMaxSteps >= 8) return fn(std::integral_constant<int, 8>());
+      break;
+    default: break;
   }
+  return fn(std::integral_constant<int, 0>());
 }
 
 template <typename T, bool kResidual>
@@ -297,14 +310,15 @@ absl::Status ForwardT(T* out, float* mean, float* rstd, const T* x, T* res, cons
   constexpr int V = Packed128<T>::kSize;
   const unsigned grid = static_cast<unsigned>(CeilDiv(rows, kWarpsPerBlock));
   if (VectorWidth<T>(channels, {out, x, res, a, b, weight, bias}) == V) {
-    WEFT_ASSIGN_OR_RETURN(const int steps, StepsFor(channels, V));
-    return WithSteps(steps, [&](auto k) {
+    WEFT_ASSIGN_OR_RETURN(const int steps, StepsFor(channels, V, kForwardMaxSteps));
+    return WithSteps<kForwardMaxSteps>(steps, [&](auto k) {
       LayerNormForwardKernel<T, V, kResidual, decltype(k)::value><<<grid, kThreads, 0, stream>>>(
           out, mean, rstd, x, res, a, b, weight, bias, rows, channels, eps);
       return CheckLaunch("LayerNormForwardKernel");
     });
   }
-  WEFT_RETURN_IF_ERROR(StepsFor(channels, 1).status());  // a forced `resident` fails here
+  // A forced `resident` fails here.
+  WEFT_RETURN_IF_ERROR(StepsFor(channels, 1, kForwardMaxSteps).status());
   LayerNormForwardKernel<T, 1, kResidual, 0><<<grid, kThreads, 0, stream>>>(
       out, mean, rstd, x, res, a, b, weight, bias, rows, channels, eps);
   return CheckLaunch("LayerNormForwardKernel");
@@ -344,14 +358,16 @@ absl::Status LaunchBackwardKernel(T* dx, float* partials, const T* dy, const T* 
                                   const BackwardShape& shape, cudaStream_t stream) {
   const int slice = static_cast<int>(RoundUp(channels, kWarpSize * V));
   const size_t smem = size_t(shape.warps) * 2 * slice * sizeof(float);
-  WEFT_ASSIGN_OR_RETURN(const int steps, StepsFor(channels, V));
-  return WithSteps(V > 1 ? steps : 0, [&](auto k) {
+  WEFT_ASSIGN_OR_RETURN(const int steps, StepsFor(channels, V, kBackwardMaxSteps));
+  return WithSteps<kBackwardMaxSteps>(V > 1 ? steps : 0, [&](auto k) {
     // Scalar rows (V == 1) are never kept in registers: compile kSteps 0 only.
     constexpr int kSteps = V > 1 ? decltype(k)::value : 0;
     auto* const kernel = LayerNormBackwardKernel<T, V, kSteps>;
-    if (smem > 48 * 1024) {  // the default limit; beyond it needs the opt-in
+    if (smem > 48 * 1024) {
+      // Past the default limit: opt in to the most any shape uses (not this
+      // launch's size), so concurrent launchers never lower it under another.
       WEFT_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
-          kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+          kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kBwdSmemBytes)));
     }
     kernel<<<shape.blocks, shape.warps * kWarpSize, smem, stream>>>(
         dx, partials, dy, residual, x, weight, mean, rstd, rows, channels, shape.rows_per_block,
