@@ -1,6 +1,7 @@
 // The memory estimator (core/runtime/memory_estimate.h) against the
 // allocator's exact statistics of real runs: every data-parallel strategy
-// at 1, 2 and 4 gloo ranks (forked processes), for the tiny GPT and a
+// at 1, 2 and 4 gloo ranks (forked processes), and single-process dp with
+// 1 and 3 replicas (threads), for the tiny GPT and a
 // 12-layer GPT. The estimate is made first, from the config alone; the job
 // then trains for the same number of steps, and rank 0's device allocator
 // peak (what the trainer logs as peak_mem_mb) must be within 10% of it.
@@ -27,10 +28,14 @@ struct Case {
   std::string strategy;
   int zero_stage;
   int world;
+  int dp_devices = 1;  // dp: replicas in the one process
 };
 
 std::vector<Case> Cases() {
-  std::vector<Case> cases = {{"none", "", 0, 1}};
+  // dp (single-process DataParallel) replicates the model in its process:
+  // on CPU every replica is in the same host memory, so all of them count.
+  std::vector<Case> cases = {
+      {"none", "", 0, 1}, {"dp", "dp", 0, 1, 1}, {"dp x3", "dp", 0, 1, 3}};
   for (int world : {1, 2, 4}) {
     cases.push_back({"ddp", "ddp", 0, world});
     cases.push_back({"zero-1", "zero", 1, world});
@@ -63,6 +68,7 @@ void CheckModel(const std::string& model, int n_layer) {
     GptJob job = BaseJob(n_layer);
     job.mutable_train()->mutable_parallel()->set_strategy(c.strategy);
     if (c.zero_stage > 0) job.mutable_train()->mutable_parallel()->set_zero_stage(c.zero_stage);
+    job.mutable_train()->mutable_parallel()->set_dp_devices(c.dp_devices);
 
     MemoryEstimateOptions o;
     o.job = testing::GptTrainerOptions(job);
@@ -71,7 +77,7 @@ void CheckModel(const std::string& model, int n_layer) {
     absl::StatusOr<MemoryEstimate> e = EstimateMemory(std::move(o));
     ASSERT_TRUE(e.ok()) << c.label << " x" << c.world << ": " << e.status();
 
-    absl::StatusOr<testing::ParityRun> run = c.strategy.empty()
+    absl::StatusOr<testing::ParityRun> run = c.strategy.empty() || c.strategy == "dp"
                                                  ? testing::RunSingleProcess(job)
                                                  : testing::RunMultiProcess(job, c.world);
     ASSERT_TRUE(run.ok()) << c.label << " x" << c.world << ": " << run.status();

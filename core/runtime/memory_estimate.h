@@ -27,6 +27,9 @@
 // (CUDA; on CPU they live in host staging memory outside the device
 // allocator), and the caching allocator's rounding and fragmentation,
 // which show in reserved bytes, not in the allocated bytes estimated here.
+// Single-process dp keeps every replica on the one meta device: exact for a
+// CPU job (host memory holds them all), an upper bound for a CUDA job's
+// device 0 (its other replicas live on other GPUs).
 #ifndef WEFT_CORE_RUNTIME_MEMORY_ESTIMATE_H_
 #define WEFT_CORE_RUNTIME_MEMORY_ESTIMATE_H_
 

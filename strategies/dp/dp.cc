@@ -45,7 +45,12 @@ absl::Status DpStrategy::Apply(StrategyContext& ctx) {
     }
     for (int i = 0; i < n; ++i) devices.push_back(Device::Cuda(master.index + i));
   } else {
-    devices.assign(n, Device::Cpu());  // CPU "devices": one thread each
+    // CPU "devices": one thread each, every replica in host memory. A dry
+    // run (meta: memory estimates) keeps them all on meta, the master's
+    // device, so its one allocator counts every replica, as a CPU job's
+    // host memory holds them (a CUDA job's replicas 1.. live on their own
+    // GPUs: for its device 0 the figure is then an upper bound).
+    devices.assign(n, master.is_meta() ? master : Device::Cpu());
   }
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<DataParallelModel> wrapped,
                         DataParallelModel::Create(std::move(*ctx.model_slot), devices, *ctx.run,
