@@ -30,14 +30,24 @@ std::vector<std::string> StrategiesUsing(const std::string& axis) {
   return users;
 }
 
-absl::Status UnusedAxis(const std::string& axis, int size, const std::string& where) {
+// `idle`: axes the chosen strategies work on that have size 1, where the
+// ranks were probably meant to go (--strategy=tp on 2 ranks without --tp=2
+// leaves them on dp_shard).
+absl::Status UnusedAxis(const std::string& axis, int size, const std::string& where,
+                        const std::vector<std::string>& idle) {
   const std::vector<std::string> users = StrategiesUsing(axis);
+  std::string hint = absl::StrCat("add a ", axis, " strategy or set --", axis, "=1");
+  if (!idle.empty()) {
+    absl::StrAppend(&hint, "; or give the ranks to an axis the chosen strategies work on, e.g. --",
+                    idle.front(), "=", size, " (", absl::StrJoin(idle, ", "),
+                    idle.size() == 1 ? " has" : " have", " size 1)");
+  }
   return FailedPrecondition(
       absl::StrCat("no strategy uses mesh axis ", axis, " of size ", size, where),
       users.empty() ? absl::StrCat("a strategy that works on ", axis, " (none is registered)")
                     : absl::StrCat("one of the strategies that work on it: ",
                                    absl::StrJoin(users, ", ")),
-      absl::StrCat("add a ", axis, " strategy or set --", axis, "=1"));
+      hint);
 }
 
 absl::Status CheckAxes(const std::vector<std::unique_ptr<Strategy>>& strategies,
@@ -55,13 +65,24 @@ absl::Status CheckAxes(const std::vector<std::unique_ptr<Strategy>>& strategies,
       }
     }
   }
+  std::vector<std::string> idle;  // axes the strategies work on, of size 1
+  for (const auto& s : strategies) {
+    for (const std::string& axis : s->RequiredAxes()) {
+      absl::StatusOr<int> n = mesh.AxisSize(axis);
+      if (n.ok() && *n == 1 && std::find(idle.begin(), idle.end(), axis) == idle.end()) {
+        idle.push_back(axis);
+      }
+    }
+  }
   for (const comm::MeshAxis& a : mesh.axes()) {
     if (a.size <= 1) continue;
     const bool used = std::any_of(strategies.begin(), strategies.end(), [&](const auto& s) {
       const std::vector<std::string> axes = s->RequiredAxes();
       return std::find(axes.begin(), axes.end(), a.name) != axes.end();
     });
-    if (!used) return UnusedAxis(a.name, a.size, absl::StrCat(" (mesh ", mesh.ToString(), ")"));
+    if (!used) {
+      return UnusedAxis(a.name, a.size, absl::StrCat(" (mesh ", mesh.ToString(), ")"), idle);
+    }
   }
   return absl::OkStatus();
 }
@@ -128,7 +149,7 @@ absl::Status CheckAxisUsed(const std::vector<std::string>& names, const std::str
     const std::vector<std::string> axes = s->RequiredAxes();
     if (std::find(axes.begin(), axes.end(), axis) != axes.end()) return absl::OkStatus();
   }
-  return UnusedAxis(axis, size, "");
+  return UnusedAxis(axis, size, "", {});
 }
 
 absl::Status ValidateStrategies(const std::vector<std::string>& names,

@@ -7,11 +7,12 @@ namespace {
 
 class Fake : public Strategy {
  public:
-  Fake(std::string name, StrategyPhase phase, std::vector<std::string>* log)
-      : name_(std::move(name)), phase_(phase), log_(log) {}
+  Fake(std::string name, StrategyPhase phase, std::vector<std::string>* log,
+       std::vector<std::string> axes = {})
+      : name_(std::move(name)), phase_(phase), log_(log), axes_(std::move(axes)) {}
   std::string Name() const override { return name_; }
   StrategyPhase Phase() const override { return phase_; }
-  std::vector<std::string> RequiredAxes() const override { return {}; }
+  std::vector<std::string> RequiredAxes() const override { return axes_; }
   OptionSchema Options() const override {
     OptionSchema s;
     s.Bool("fail_" + name_, false, "fail validation");
@@ -30,6 +31,7 @@ class Fake : public Strategy {
   std::string name_;
   StrategyPhase phase_;
   std::vector<std::string>* log_;
+  std::vector<std::string> axes_;
 };
 
 std::vector<std::string> applied;
@@ -42,6 +44,10 @@ WEFT_REGISTER_STRATEGY(fake_dp2, [] {
 });
 WEFT_REGISTER_STRATEGY(fake_tp, [] {
   return std::make_unique<Fake>("fake_tp", StrategyPhase::kTensorParallel, &applied);
+});
+WEFT_REGISTER_STRATEGY(fake_tp_axis, [] {
+  return std::make_unique<Fake>("fake_tp_axis", StrategyPhase::kTensorParallel, &applied,
+                                std::vector<std::string>{"tp"});
 });
 
 TEST(StrategyRegistryTest, UnknownNameListsRegistered) {
@@ -118,6 +124,23 @@ TEST(ComposerTest, RequiredAxesAndUnusedAxes) {
   EXPECT_NE(s.message().find("set --dp_shard=1"), std::string::npos) << s;
   auto one = *comm::MeshLayout::Create({{"dp_shard", 1}}, 1);
   EXPECT_TRUE(ValidateStrategies({"fake_dp"}, options, &one).ok());
+}
+
+// --strategy=tp on 2 ranks without --tp=2: the ranks sit on dp_shard, and
+// the hint names the axis the chosen strategy works on.
+TEST(ComposerTest, UnusedAxisHintNamesTheChosenStrategysIdleAxis) {
+  StrategyOptionValues options;
+  auto mesh = *comm::MeshLayout::Create({{"dp_shard", 2}, {"tp", 1}}, 2);
+  absl::Status s = ValidateStrategies({"fake_tp_axis"}, options, &mesh);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("no strategy uses mesh axis dp_shard of size 2"), std::string::npos)
+      << s;
+  EXPECT_NE(s.message().find("e.g. --tp=2 (tp has size 1)"), std::string::npos) << s;
+  // Without an idle axis the hint stays as it was.
+  auto both = *comm::MeshLayout::Create({{"dp_shard", 2}, {"tp", 2}}, 4);
+  s = ValidateStrategies({"fake_tp_axis"}, options, &both);
+  EXPECT_NE(s.message().find("set --dp_shard=1"), std::string::npos) << s;
+  EXPECT_EQ(s.message().find("e.g. --"), std::string::npos) << s;
 }
 
 TEST(ComposerTest, DescribeListsOptions) {
