@@ -69,6 +69,15 @@ absl::StatusOr<MoeLayer::Routing> MoeLayer::Route(RunContext& ctx, const Tensor&
     // The plan needs the choices on the host (see the file comment).
     WEFT_ASSIGN_OR_RETURN(r.all.experts_of, idx.ToVector<int32_t>());
   }
+  if (idx.device().is_meta()) {
+    // A dry run (memory estimate) has no router output: route round-robin,
+    // every expert the same share of the choices, as the load-balancing
+    // loss aims for. Real routing depends on the data: an expert above its
+    // share holds more rows (at most its capacity, with a capacity factor).
+    for (size_t i = 0; i < r.all.experts_of.size(); ++i) {
+      r.all.experts_of[i] = static_cast<int32_t>(i % e);
+    }
+  }
   // Routing groups: sample b in b % groups (the group's samples are ours).
   const int64_t n_all = static_cast<int64_t>(r.all.experts_of.size()) / k;
   const int64_t per_sample = n_all / samples;

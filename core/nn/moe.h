@@ -29,6 +29,8 @@
 // routing group spans the chunks of each sequence that other ranks hold:
 // the layer routes the whole group's choices and keeps its own tokens'
 // rows); the layer itself knows no ranks.
+// In a dry run on the meta device (memory estimates) there are no indices
+// to read: choices go round-robin, an equal share per expert.
 // On CUDA the routing plan is built on the host from the top-k indices (one
 // small device-to-host copy per layer call): the grouped GEMMs and the
 // all_to_all_v need the per-expert counts on the host anyway.

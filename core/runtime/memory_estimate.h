@@ -27,6 +27,11 @@
 // (CUDA; on CPU they live in host staging memory outside the device
 // allocator), and the caching allocator's rounding and fragmentation,
 // which show in reserved bytes, not in the allocated bytes estimated here.
+// Mixture-of-experts layers route round-robin in the dry run (an equal
+// share per expert, the same on every rank): real routing depends on the
+// data, so an expert's buffers and an ep rank's received rows differ by the
+// router's imbalance (within 3% at initialisation in
+// tests/memory_estimate_moe_test.cc; at most the capacity with a factor).
 // Single-process dp keeps every replica on the one meta device: exact for a
 // CPU job (host memory holds them all), an upper bound for a CUDA job's
 // device 0 (its other replicas live on other GPUs).

@@ -102,6 +102,15 @@ absl::StatusOr<Tensor> AllToAllDispatcher::Forward(RunContext& ctx, const Tensor
       "expert parallel: exchanging token counts"));
   // recv[p * L + j]: rows from rank p for local expert j, i.e. run p's counts.
   WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> recv, recv_counts.ToVector<int64_t>());
+  if (ctx.device.is_meta()) {
+    // A dry run's collectives carry no values, and its routing is the same
+    // round-robin on every rank (core/nn/moe.h): each rank sends this one
+    // what this one routes to its own experts.
+    const int me = group_->rank();
+    for (int p = 0; p < ep; ++p) {
+      for (int j = 0; j < l; ++j) recv[p * l + j] = counts[me * l + j];
+    }
+  }
 
   Splits splits{std::vector<int64_t>(ep, 0), std::vector<int64_t>(ep, 0)};
   for (int p = 0; p < ep; ++p) {
