@@ -5,15 +5,27 @@
 
 namespace weft {
 
-std::vector<Layout> CandidateLayouts(int nproc) {
+std::vector<Layout> CandidateLayouts(int nproc, int num_experts) {
   std::vector<Layout> out;
+  // Expert parallelism inside the data-parallel ranks, over `dp` (--ep
+  // brings the expert strategy).
+  auto add_expert_parallel = [&](const char* dp) {
+    for (int ep = 2; num_experts > 1 && ep <= nproc; ++ep) {
+      if (nproc % ep != 0 || num_experts % ep != 0) continue;
+      Layout l{absl::StrCat("ep", ep, " x ", dp, nproc), dp};
+      l.ep = ep;
+      out.push_back(l);
+    }
+  };
   if (nproc == 1) out.push_back({"none", ""});
   if (nproc > 1) {
     out.push_back({"ddp", "ddp"});
-    for (int stage = 1; stage <= 3; ++stage) {
-      out.push_back({absl::StrCat("zero-", stage), "zero", stage});
-    }
+    out.push_back({"zero-1", "zero", 1});
+    out.push_back({"zero-2", "zero", 2});
+    add_expert_parallel("ddp");
+    out.push_back({"zero-3", "zero", 3});
     out.push_back({"fsdp", "fsdp"});
+    add_expert_parallel("fsdp");
   }
   // Model-parallel sizes that divide nproc, the rest data-parallel (fsdp).
   for (int tp = 1; tp <= nproc; ++tp) {
@@ -58,6 +70,7 @@ std::string LayoutFlags(const Layout& layout, int micro_batch) {
   if (layout.pp > 1) flags.push_back(absl::StrCat("--pp=", layout.pp));
   if (layout.cp > 1) flags.push_back(absl::StrCat("--cp=", layout.cp));
   if (layout.tp > 1) flags.push_back(absl::StrCat("--tp=", layout.tp));
+  if (layout.ep > 1) flags.push_back(absl::StrCat("--ep=", layout.ep));
   flags.push_back(absl::StrCat("--micro_batch=", micro_batch));
   return absl::StrJoin(flags, " ");
 }
@@ -68,6 +81,7 @@ void ApplyLayout(const Layout& layout, ParallelConfig* config) {
   config->set_pp(layout.pp);
   config->set_cp(layout.cp);
   config->set_tp(layout.tp);
+  config->set_ep(layout.ep);
   // The data-parallel ranks are whatever the model-parallel axes leave.
   config->clear_dp_replicate();
   config->clear_dp_shard();

@@ -1,6 +1,8 @@
 // The layouts --strategy=auto compares for N ranks: the data-parallel
-// family over all of them, and every split of N into pipeline, context-
-// and tensor-parallel axes, with fsdp over the ranks left (if any).
+// family over all of them, for mixture-of-experts models the same with the
+// experts sharded over ep of the data-parallel ranks, and every split of N
+// into pipeline, context- and tensor-parallel axes, with fsdp over the
+// ranks left (if any).
 #ifndef WEFT_TOOLS_ESTIMATE_LAYOUTS_H_
 #define WEFT_TOOLS_ESTIMATE_LAYOUTS_H_
 
@@ -17,15 +19,23 @@ struct Layout {
   std::string strategy;  // --strategy ("" for one process, or pp/cp alone)
   int zero_stage = 0;    // > 0 with strategy "zero"
   int pp = 1, cp = 1, tp = 1;
+  int ep = 1;  // experts sharded over ep of the data-parallel ranks (--ep)
 };
 
-// In order of communication: data-parallel (none, ddp, zero-1..3, fsdp),
-// then model-parallel layouts by tp, then cp, then pp, fewest ranks first
+// In order of communication: data-parallel (none, ddp, zero-1..3, fsdp);
+// with num_experts > 1 (an MoE model) also ddp and fsdp with the experts
+// over ep = 2, 4, ... of the ranks (ep dividing both N and num_experts):
+// the routed tokens go to their experts' ranks and back in every MoE layer,
+// and the experts' parameters, gradients and optimizer state are 1/ep a
+// rank and leave the gradient reduction. ep x ddp comes after zero-2 (the
+// last with ddp's reduction volume) and before zero-3 and fsdp, which
+// gather every parameter, experts included, every step; ep x fsdp after
+// fsdp. Then model-parallel layouts by tp, then cp, then pp, fewest ranks first
 // (a pipeline exchanges one activation per micro-batch and stage, context
 // parallelism keys and values per layer, tensor parallelism activations
 // several times per layer). Whether the model admits each is for the
 // estimate to say.
-std::vector<Layout> CandidateLayouts(int nproc);
+std::vector<Layout> CandidateLayouts(int nproc, int num_experts = 0);
 
 // The data-parallel ranks `layout` leaves of nproc.
 int DataParallelRanks(const Layout& layout, int nproc);

@@ -23,6 +23,32 @@ TEST(LayoutsTest, FourRanks) {
                            "tp2 x cp2", "tp4"}));
 }
 
+// An MoE model with 8 experts on 4 ranks: ddp with the experts over 2 and
+// over 4 ranks after zero-2, fsdp with them after fsdp; a dense model (0
+// experts) and experts that do not divide get none.
+TEST(LayoutsTest, ExpertParallelLayoutsForMoeModels) {
+  std::vector<std::string> labels;
+  for (const Layout& l : CandidateLayouts(4, 8)) labels.push_back(l.label);
+  const std::vector<std::string> want = {"ddp",        "zero-1",     "zero-2",      "ep2 x ddp4",
+                                         "ep4 x ddp4", "zero-3",     "fsdp",        "ep2 x fsdp4",
+                                         "ep4 x fsdp4", "pp2 x fsdp2"};
+  ASSERT_GE(labels.size(), want.size());
+  EXPECT_EQ(std::vector<std::string>(labels.begin(), labels.begin() + want.size()), want);
+  EXPECT_EQ(CandidateLayouts(4, 6).size(), CandidateLayouts(4).size() + 2);  // ep2 only
+  for (const Layout& l : CandidateLayouts(4, 8)) {
+    if (l.ep > 1) EXPECT_EQ(DataParallelRanks(l, 4), 4) << l.label;  // ep is inside dp
+  }
+  Layout ep{"ep2 x fsdp4", "fsdp"};
+  ep.ep = 2;
+  EXPECT_EQ(LayoutFlags(ep, 2), "--strategy=fsdp --ep=2 --micro_batch=2");
+  ParallelConfig c;
+  c.set_ep(4);
+  ApplyLayout({"ddp", "ddp"}, &c);
+  EXPECT_EQ(c.ep(), 1);  // a layout without ep clears the job's
+  ApplyLayout(ep, &c);
+  EXPECT_EQ(c.ep(), 2);
+}
+
 TEST(LayoutsTest, EveryLayoutUsesEveryRank) {
   for (int n : {2, 6, 8, 12}) {
     std::set<std::string> seen;

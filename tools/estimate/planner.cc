@@ -82,7 +82,8 @@ std::vector<LayoutEstimate> EstimateLayouts(const GptJob& job, int nproc,
   const int64_t global = job.train().global_batch();
   const int micro = static_cast<int>(job.train().micro_batch());
   std::vector<LayoutEstimate> out;
-  for (const Layout& l : CandidateLayouts(nproc)) {
+  const int experts = job.model().moe_every() > 0 ? job.model().num_experts() : 0;
+  for (const Layout& l : CandidateLayouts(nproc, experts)) {
     const int m = FitMicroBatch(global, micro, DataParallelRanks(l, nproc), l.pp);
     out.push_back(EstimateAt(job, nproc, l, m, recompute));
   }

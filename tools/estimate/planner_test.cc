@@ -140,6 +140,41 @@ TEST(PlanLayoutsTest, AJobsOwnRecomputeIsKept) {
   EXPECT_NE(plan.relaxed.find("micro-batch"), std::string::npos) << plan.relaxed;
 }
 
+// An MoE model (8 experts in both blocks, most of its parameters) on 4
+// ranks: the expert-parallel layouts are estimated (the dry run routes
+// round-robin), hold less than ddp and zero-2, and with a budget between
+// ep4 x ddp4 and zero-2 the planner picks expert parallelism, with --ep in
+// its flags, and the planned job re-estimates to the pick's peak.
+TEST(PlanLayoutsTest, MoeModelsGetExpertParallelLayouts) {
+  GptJob job = SmallJob();
+  job.mutable_model()->set_moe_every(1);
+  job.mutable_model()->set_num_experts(8);
+  job.mutable_model()->set_top_k(2);
+  const std::vector<LayoutEstimate> rows = EstimateLayouts(job, 4);
+  const LayoutEstimate* zero2 = nullptr;
+  const LayoutEstimate* ep4 = nullptr;
+  for (const LayoutEstimate& r : rows) {
+    if (r.layout.label == "zero-2") zero2 = &r;
+    if (r.layout.label == "ep4 x ddp4") ep4 = &r;
+  }
+  ASSERT_NE(zero2, nullptr);
+  ASSERT_NE(ep4, nullptr);
+  ASSERT_TRUE(ep4->status.ok()) << ep4->status;
+  ASSERT_TRUE(zero2->status.ok()) << zero2->status;
+  ASSERT_LT(ep4->worst.peak(), zero2->worst.peak());
+  const int64_t budget = (ep4->worst.peak() + zero2->worst.peak()) / 2;
+  const Plan plan = PlanLayouts(job, 4, budget);
+  ASSERT_TRUE(plan.pick.ok()) << plan.pick.status();
+  EXPECT_EQ(plan.pick->layout.ep, 4) << plan.pick->layout.label;
+  EXPECT_NE(PickFlags(job, *plan.pick).find("--ep=4"), std::string::npos)
+      << PickFlags(job, *plan.pick);
+  const GptJob planned = WithLayout(job, *plan.pick);
+  EXPECT_EQ(planned.train().parallel().ep(), 4);
+  absl::StatusOr<std::vector<MemoryEstimate>> again = EstimateJob(planned, 4, -1);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(WorstRank(*again).peak(), plan.pick->worst.peak());
+}
+
 TEST(PlanLayoutsTest, NothingFitsAfterEverythingWasTried) {
   const Plan plan = PlanLayouts(SmallJob(), 2, 1024);
   ASSERT_FALSE(plan.pick.ok());
