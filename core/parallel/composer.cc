@@ -136,6 +136,16 @@ absl::StatusOr<std::vector<std::string>> ParseStrategyList(const std::string& li
       return InvalidArgument(absl::StrCat("empty name in --strategy='", list, "'"),
                              "comma-separated names such as 'ddp' or 'fsdp'");
     }
+    if (n == "auto") {
+      // The memory planner (tools/estimate/planner.h) replaces `auto` with a
+      // layout before the trainer sees it, in binaries that run it.
+      return InvalidArgument(
+          absl::StrCat("--strategy='", list, "': auto picks a layout with the memory planner, ",
+                       "which this program does not run"),
+          "strategy names such as 'ddp', 'zero' or 'fsdp'",
+          "//models/gpt:train plans GPT jobs (--strategy=auto --memory_budget=B); here pick a "
+          "strategy yourself, or compare layouts with //tools:estimate");
+    }
     names.push_back(n);
   }
   return names;

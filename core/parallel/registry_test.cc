@@ -126,6 +126,19 @@ TEST(ComposerTest, RequiredAxesAndUnusedAxes) {
   EXPECT_TRUE(ValidateStrategies({"fake_dp"}, options, &one).ok());
 }
 
+// `auto` reaching a program that does not run the memory planner (the
+// MLP trainer) says so instead of listing the registered strategies.
+TEST(ComposerTest, AutoWithoutThePlannerIsExplained) {
+  absl::StatusOr<std::vector<std::string>> names = ParseStrategyList("auto");
+  ASSERT_FALSE(names.ok());
+  EXPECT_EQ(names.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(names.status().message().find("memory planner"), std::string::npos)
+      << names.status();
+  EXPECT_NE(names.status().message().find("//models/gpt:train"), std::string::npos)
+      << names.status();
+  EXPECT_TRUE(ParseStrategyList("ddp, recompute").ok());
+}
+
 // --strategy=tp on 2 ranks without --tp=2: the ranks sit on dp_shard, and
 // the hint names the axis the chosen strategy works on.
 TEST(ComposerTest, UnusedAxisHintNamesTheChosenStrategysIdleAxis) {

@@ -193,12 +193,11 @@ absl::StatusOr<GptJob> PlanAutoLayout(const GptJob& job, int nproc, std::string*
   }
   WEFT_ASSIGN_OR_RETURN(int64_t budget, ParseByteSize(given));
   Plan plan = PlanLayouts(job, nproc, budget);
-  if (!plan.pick.ok()) {
-    return Annotate(plan.pick.status(), absl::StrCat("--strategy=auto on ", nproc, " ranks"));
-  }
+  const std::string on = absl::StrCat("--strategy=auto on ", nproc, nproc == 1 ? " rank" : " ranks");
+  if (!plan.pick.ok()) return Annotate(plan.pick.status(), on);
   const LayoutEstimate& pick = *plan.pick;
   *summary = absl::StrCat(
-      "--strategy=auto on ", nproc, " ranks: ", pick.layout.label, " (", PickFlags(job, pick),
+      on, ": ", pick.layout.label, " (", PickFlags(job, pick),
       "), worst rank ", pick.worst.rank, " peaks at ", FormatMiB(pick.worst.peak()), " of the ",
       FormatMiB(budget), " budget",
       plan.relaxed.empty() ? "" : absl::StrCat("; no layout fits without ", plan.relaxed));
