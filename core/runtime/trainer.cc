@@ -257,6 +257,7 @@ absl::Status Trainer::Init() {
   base.on_assembled = instruments_->loader_hook();
   WEFT_ASSIGN_OR_RETURN(loaders_, options_.open_data(base));
   if (loaders_.train == nullptr) return Internal("open_data returned no training loader");
+  if (loaders_.val != nullptr) val_start_ = loaders_.val->State();
   WEFT_ASSIGN_OR_RETURN(model_, options_.make_model(loaders_));
 
   WEFT_RETURN_IF_ERROR(MaterializeParameters(
@@ -511,10 +512,17 @@ absl::StatusOr<double> Trainer::Evaluate(int max_batches) {
     return FailedPrecondition("no validation data", "a validation split",
                               "set --val_fraction > 0 or provide val shards");
   }
+  // Every evaluation sees the same batches: a curve's points (and a resumed
+  // run's) compare the weights, not the data.
+  WEFT_RETURN_IF_ERROR(loaders_.val->Restore(val_start_));
   ctx_.training = false;
   WEFT_ASSIGN_OR_RETURN(Tensor sum, ctx_.Zeros({1}, DType::kF32));
   double targets = 0;
-  const int n = static_cast<int>(std::min<int64_t>(max_batches, loaders_.val->batches_per_epoch()));
+  // This rank's share; every data-parallel rank runs as many forwards
+  // (collectives inside them must match).
+  const int64_t dp = std::max<int64_t>(1, parallel_->dp_size);
+  const int64_t share = (std::max(max_batches, 0) + dp - 1) / dp;
+  const int n = static_cast<int>(std::min<int64_t>(share, loaders_.val->batches_per_epoch()));
   for (int i = 0; i < n; ++i) {
     WEFT_ASSIGN_OR_RETURN(data::Batch batch, loaders_.val->Next());
     WEFT_RETURN_IF_ERROR(batch.WaitOn(compute_stream()));

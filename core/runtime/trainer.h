@@ -117,7 +117,12 @@ class Trainer {
   absl::Status Run();
   // One optimizer step.
   absl::StatusOr<StepStats> TrainStep();
-  // Mean loss over up to `max_batches` validation micro-batches (all ranks).
+  // Mean loss over the first `max_batches` validation micro-batches of the
+  // one-process order, the same ones at every call (the loader restarts at
+  // its first batch) and for any number of data-parallel ranks: each of dp
+  // ranks takes ceil(max_batches / dp) of them, its strided share
+  // (data/distributed_sampler.h), so with dp dividing max_batches the ranks
+  // together evaluate exactly the one-process batches.
   absl::StatusOr<double> Evaluate(int max_batches);
 
   const std::vector<StepStats>& history() const { return history_; }
@@ -213,6 +218,7 @@ class Trainer {
   std::unique_ptr<Model> model_;
   std::unique_ptr<ParallelState> parallel_;
   DataLoaders loaders_;
+  data::LoaderState val_start_;  // the validation loader's first batch
   std::unique_ptr<Optimizer> optimizer_;
   std::optional<LrSchedule> schedule_;
   std::shared_ptr<const StepSchedule> step_schedule_;
