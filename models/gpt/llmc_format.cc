@@ -298,7 +298,18 @@ absl::StatusOr<GptConfig> LlmcConfig(const std::string& path) {
   return c;
 }
 
+// llm.c's files hold dense GPT-2 blocks: no mixture-of-experts layers.
+absl::Status CheckDense(const GptConfig& config) {
+  if (config.moe_every() <= 0) return absl::OkStatus();
+  return InvalidArgument(
+      absl::StrCat("a mixture-of-experts GPT (", config.num_experts(), " experts every ",
+                   config.moe_every(), " blocks)"),
+      "a dense GPT-2: llm.c's format has no experts or router",
+      "use safetensors for MoE weights (ckpt export --format=safetensors)");
+}
+
 absl::StatusOr<GptWeights> ReadLlmcCheckpoint(const std::string& path, const GptConfig& config) {
+  WEFT_RETURN_IF_ERROR(CheckDense(config));
   WEFT_RETURN_IF_ERROR(CheckSizes(config));
   WEFT_ASSIGN_OR_RETURN(File f, OpenForRead(path));
   WEFT_ASSIGN_OR_RETURN(LlmcHeader hd, ReadHeader(f.get(), path));
@@ -325,6 +336,7 @@ absl::StatusOr<GptWeights> ReadLlmcCheckpoint(const std::string& path, const Gpt
 
 absl::Status WriteLlmcCheckpoint(const std::string& path, const GptConfig& config,
                                  const GptWeights& weights) {
+  WEFT_RETURN_IF_ERROR(CheckDense(config));
   WEFT_RETURN_IF_ERROR(CheckSizes(config));
   if (!config.tie_weights()) {
     return InvalidArgument("an untied GPT (its own lm_head.weight)",

@@ -452,6 +452,19 @@ TEST(LlmcFormatTest, WriterRefusesWhatLlmcCannotHold) {
   EXPECT_NE(s.message().find("untied"), std::string::npos) << s;
   EXPECT_NE(s.message().find("tie_weights=true"), std::string::npos) << s;
 
+  // A mixture-of-experts GPT: refused for what it is, both ways (before,
+  // the writer said only that an expert's first weight had no llm.c slot).
+  GptConfig moe = Tiny();
+  moe.set_moe_every(2);
+  moe.set_num_experts(4);
+  s = WriteLlmcCheckpoint(path, moe, *ExportWeights(*Materialized(moe, 3)));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("mixture-of-experts GPT (4 experts every 2 blocks)"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.message().find("--format=safetensors"), std::string::npos) << s;
+  EXPECT_EQ(ReadLlmcCheckpoint(path, moe).status().code(), absl::StatusCode::kInvalidArgument);
+
   GptWeights w = *ExportWeights(*Materialized(Tiny(), 3));
   GptWeights missing = w;
   missing.erase("blocks.1.attn.proj.bias");
