@@ -12,6 +12,7 @@
 
 #include "core/runtime/memory_estimate.h"
 #include "gtest/gtest.h"
+#include "tests/estimate_rank.h"
 #include "tests/parity.h"
 #include "tests/tiny_gpt.h"
 
@@ -54,12 +55,7 @@ TEST_P(MemoryEstimateMoeTest, EveryRankWithinTolerance) {
   std::printf("%-12s %4s %10s %10s %8s | %9s %9s (estimate / measured - 1)\n", "layout", "rank",
               "estimate", "measured", "error", "step", "acts");
   for (int rank = 0; rank < c.world; ++rank) {
-    MemoryEstimateOptions o;
-    o.job = testing::GptTrainerOptions(job);
-    o.world_size = c.world;
-    o.rank = rank;
-    o.steps = static_cast<int>(job.train().steps());
-    absl::StatusOr<MemoryEstimate> e = EstimateMemory(std::move(o));
+    absl::StatusOr<MemoryEstimate> e = testing::EstimateRank(job, c.world, rank);
     ASSERT_TRUE(e.ok()) << c.label << " rank " << rank << ": " << e.status();
     std::map<std::string, double>& m = c.world == 1 ? run->memory : run->rank_memory[rank];
     const double err = Error(static_cast<double>(e->peak()), m["peak"]);

@@ -15,6 +15,7 @@
 
 #include "core/runtime/memory_estimate.h"
 #include "gtest/gtest.h"
+#include "tests/estimate_rank.h"
 #include "tests/parity.h"
 #include "tests/tiny_gpt.h"
 
@@ -69,12 +70,7 @@ void Check(const Case& c) {
   ASSERT_TRUE(run.ok()) << c.label << ": " << run.status();
   ASSERT_EQ(run->rank_memory.size(), static_cast<size_t>(c.world)) << c.label;
   for (int rank = 0; rank < c.world; ++rank) {
-    MemoryEstimateOptions o;
-    o.job = testing::GptTrainerOptions(job);
-    o.world_size = c.world;
-    o.rank = rank;
-    o.steps = static_cast<int>(job.train().steps());
-    absl::StatusOr<MemoryEstimate> e = EstimateMemory(std::move(o));
+    absl::StatusOr<MemoryEstimate> e = testing::EstimateRank(job, c.world, rank);
     ASSERT_TRUE(e.ok()) << c.label << " rank " << rank << ": " << e.status();
     std::map<std::string, double>& m = run->rank_memory[rank];
     const double err = Error(static_cast<double>(e->peak()), m["peak"]);

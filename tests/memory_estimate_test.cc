@@ -15,6 +15,7 @@
 
 #include "core/runtime/memory_estimate.h"
 #include "gtest/gtest.h"
+#include "tests/estimate_rank.h"
 #include "tests/parity.h"
 #include "tests/tiny_gpt.h"
 
@@ -70,11 +71,7 @@ void CheckModel(const std::string& model, int n_layer) {
     if (c.zero_stage > 0) job.mutable_train()->mutable_parallel()->set_zero_stage(c.zero_stage);
     job.mutable_train()->mutable_parallel()->set_dp_devices(c.dp_devices);
 
-    MemoryEstimateOptions o;
-    o.job = testing::GptTrainerOptions(job);
-    o.world_size = c.world;
-    o.steps = static_cast<int>(job.train().steps());
-    absl::StatusOr<MemoryEstimate> e = EstimateMemory(std::move(o));
+    absl::StatusOr<MemoryEstimate> e = testing::EstimateRank(job, c.world);
     ASSERT_TRUE(e.ok()) << c.label << " x" << c.world << ": " << e.status();
 
     absl::StatusOr<testing::ParityRun> run = c.strategy.empty() || c.strategy == "dp"
