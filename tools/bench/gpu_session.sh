@@ -421,7 +421,7 @@ stage_kernels() {
   item "kernels_benchmark B=32" 120 ./run kernels_benchmark --batch=32 --iters=20
   grep -E " ms" "$logs/kernels_benchmark B=32.log" | sed 's/^/  /' >> "$summary"
   # PyTorch's ops at the same shapes, SDPA with each backend it offers.
-  item "kernels_torch B=32" 180 python3 kernels_torch.py --batch=32 --iters=20
+  item "kernels_torch B=32" 240 python3 kernels_torch.py --batch=32 --iters=20
   grep -E " ms|unavailable" "$logs/kernels_torch B=32.log" | sed 's/^/  /' >> "$summary"
   item "weft gpt_throughput B=32 bias grad epilogue" 240 ./run gpt_throughput --device=cuda \
       --global_batch=32 --micro_batch=32 --steps=30

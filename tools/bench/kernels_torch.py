@@ -4,7 +4,9 @@
 activations), one line per op in kernels_benchmark's format, so each weft
 kernel has the time of what PyTorch runs for it beside it. Attention runs
 with each SDPA backend PyTorch offers (default, flash, cudnn, efficient),
-which also says what torch.compile's step gets for attention.
+which also says what torch.compile's step gets for attention; layernorm
+and the loss also run through torch.compile (its generated kernels, as in
+the compiled step; --no_compile skips them).
 
     python3 tools/bench/kernels_torch.py --batch=32 [--iters=20] [--only=attention]
 
@@ -46,7 +48,7 @@ class Bench:
                 for _ in range(self.iters):
                     fn()
                 ms = (time.perf_counter() - t0) * 1e3 / self.iters
-        except (RuntimeError, NotImplementedError) as e:  # a backend this GPU lacks
+        except Exception as e:  # a backend this GPU lacks, or a failed compile
             print(f"{name:<38s} unavailable: {str(e).splitlines()[0][:100]}", flush=True)
             return
         line = f"{name:<38s} {ms:9.3f} ms"
@@ -106,27 +108,51 @@ def bench_gemms(b, bt, device):
     b.run("gemm fc dw (torch, bf16 out)", f * 4 * C, 0, lambda: dh.T @ x)
 
 
-def bench_norms(b, bt, device):
+def layer_norm(x, w, bias):
+    return F.layer_norm(x, (C,), w, bias)
+
+
+def bench_norms(b, bt, device, compile_too):
     act = 2.0 * bt * C
     x = noise((bt, C), device, torch.bfloat16, 2).requires_grad_()
     w = noise((C,), device, torch.bfloat16, 1).requires_grad_()
     bias = noise((C,), device, torch.bfloat16, 1).requires_grad_()
     dy = noise((bt, C), device, torch.bfloat16)
-    b.run("layernorm fwd (torch)", 0, 2 * act, lambda: F.layer_norm(x, (C,), w, bias))
-    y = F.layer_norm(x, (C,), w, bias)
-    b.run("layernorm bwd (torch)", 0, 3 * act,
-          lambda: torch.autograd.grad(y, (x, w, bias), dy, retain_graph=True))
+    variants = [("torch", layer_norm)]
+    if compile_too:
+        variants.append(("torch.compile", torch.compile(layer_norm)))
+    for tag, fn in variants:
+        b.run(f"layernorm fwd ({tag})", 0, 2 * act, lambda: fn(x, w, bias))
+        try:
+            y = fn(x, w, bias)
+        except Exception:  # reported by the forward's line
+            continue
+        b.run(f"layernorm bwd ({tag})", 0, 3 * act,
+              lambda: torch.autograd.grad(y, (x, w, bias), dy, retain_graph=True))
 
 
-def bench_cross_entropy(b, bt, device):
+def cross_entropy_bf16(logits, targets):
+    return F.cross_entropy(logits[:, :V], targets)
+
+
+def cross_entropy_as_model(logits, targets):
+    # gpt_throughput_torch.py's loss: the real columns, upcast to f32.
+    return F.cross_entropy(logits[:, :V].float(), targets)
+
+
+def bench_cross_entropy(b, bt, device, compile_too):
     logits = noise((bt, VP), device, torch.bfloat16, 8).requires_grad_()
     targets = (torch.arange(bt, device=device) * 7919) % V
     # bf16 logits, as weft's fused kernel reads them; the reference model
-    # (gpt_throughput_torch.py) upcasts to f32 first, which costs more.
-    def step():
-        loss = F.cross_entropy(logits[:, :V], targets)
-        torch.autograd.grad(loss, logits)
-    b.run("cross-entropy fwd+bwd (torch, bf16)", 0, 2 * 2.0 * bt * VP, step)
+    # upcasts to f32 first, which torch.compile fuses into its kernels.
+    variants = [("torch, bf16", cross_entropy_bf16)]
+    if compile_too:
+        variants.append(("torch.compile, as the model", torch.compile(cross_entropy_as_model)))
+    for tag, fn in variants:
+        def step(fn=fn):
+            loss = fn(logits, targets)
+            torch.autograd.grad(loss, logits)
+        b.run(f"cross-entropy fwd+bwd ({tag})", 0, 2 * 2.0 * bt * VP, step)
 
 
 def bench_adamw(b, device):
@@ -150,6 +176,8 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--only", default="")
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    ap.add_argument("--no_compile", action="store_true",
+                    help="skip the torch.compile variants (layernorm, cross-entropy)")
     args = ap.parse_args()
     device = args.device
     torch.manual_seed(0)
@@ -159,9 +187,9 @@ def main():
     b = Bench(device, args.iters, args.only)
     bt = args.batch * T
     bench_gemms(b, bt, device)
-    bench_norms(b, bt, device)
+    bench_norms(b, bt, device, not args.no_compile)
     bench_attention(b, args.batch, device)
-    bench_cross_entropy(b, bt, device)
+    bench_cross_entropy(b, bt, device, not args.no_compile)
     bench_adamw(b, device)
 
 
