@@ -39,6 +39,16 @@ TEST(EvalConsistencyTest, EveryEvaluationSeesTheSameBatches) {
   EXPECT_NE(*after, *first);
 }
 
+// An evaluation over no batches is refused (it used to log val_loss NaN,
+// shown as "-", at the end of every --eval_batches=0 run, which now skips
+// evaluating).
+TEST(EvalConsistencyTest, NoBatchesIsAnErrorNotANaN) {
+  absl::StatusOr<std::unique_ptr<Trainer>> trainer =
+      Trainer::Create(testing::GptTrainerOptions(Job()));
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  EXPECT_EQ((*trainer)->Evaluate(0).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(EvalConsistencyTest, DataParallelRanksEvaluateTheOneProcessBatches) {
   const GptJob job = Job();
   testing::RunOptions options;

@@ -512,6 +512,10 @@ absl::StatusOr<double> Trainer::Evaluate(int max_batches) {
     return FailedPrecondition("no validation data", "a validation split",
                               "set --val_fraction > 0 or provide val shards");
   }
+  if (max_batches < 1) {
+    return InvalidArgument(absl::StrCat("an evaluation over ", max_batches, " batches"),
+                           "at least 1 (a mean over no batches is undefined)");
+  }
   // Every evaluation sees the same batches: a curve's points (and a resumed
   // run's) compare the weights, not the data.
   WEFT_RETURN_IF_ERROR(loaders_.val->Restore(val_start_));
@@ -521,7 +525,7 @@ absl::StatusOr<double> Trainer::Evaluate(int max_batches) {
   // This rank's share; every data-parallel rank runs as many forwards
   // (collectives inside them must match).
   const int64_t dp = std::max<int64_t>(1, parallel_->dp_size);
-  const int64_t share = (std::max(max_batches, 0) + dp - 1) / dp;
+  const int64_t share = (max_batches + dp - 1) / dp;
   const int n = static_cast<int>(std::min<int64_t>(share, loaders_.val->batches_per_epoch()));
   for (int i = 0; i < n; ++i) {
     WEFT_ASSIGN_OR_RETURN(data::Batch batch, loaders_.val->Next());
@@ -569,8 +573,8 @@ absl::Status Trainer::Run() {
       logger_->Log(r, instruments_->progress().mode() != Progress::Mode::kBar);
     }
     instruments_->AfterStep(s.step, s.loss, s.tokens_per_s);
-    if (loaders_.val != nullptr && c.eval_every() > 0 && s.step % c.eval_every() == 0 &&
-        s.step != c.steps()) {
+    if (loaders_.val != nullptr && c.eval_batches() > 0 && c.eval_every() > 0 &&
+        s.step % c.eval_every() == 0 && s.step != c.steps()) {
       WEFT_ASSIGN_OR_RETURN(double v, Evaluate(c.eval_batches()));
       logger_->Log(MetricsLogger::Record().Add("step", s.step).Add("val_loss", v));
     }
@@ -582,7 +586,7 @@ absl::Status Trainer::Run() {
     if (options_.after_step) WEFT_RETURN_IF_ERROR(options_.after_step(*this, s.step));
   }
   WEFT_RETURN_IF_ERROR(FinishCheckpoints());
-  if (loaders_.val != nullptr) {
+  if (loaders_.val != nullptr && c.eval_batches() > 0) {  // --eval_batches=0: no evaluation
     WEFT_ASSIGN_OR_RETURN(double v, Evaluate(c.eval_batches()));
     logger_->Log(MetricsLogger::Record().Add("step", step_).Add("val_loss", v));
   }

@@ -33,6 +33,12 @@ for key in step loss lr step_ms tokens_per_s mfu peak_mem_mb grad_norm; do
   grep -q "\"$key\":" "$tmp/a.jsonl" || { echo "FAIL: metric $key missing"; exit 1; }
 done
 grep -q '"val_loss":' "$tmp/a.jsonl" || { echo "FAIL: no val_loss"; exit 1; }
+# --eval_batches=0 evaluates nothing (it used to log val_loss NaN).
+"$train" --config="$config" --data="$tmp/corpus.txt" --steps=2 --quiet --num_workers=1 \
+    --eval_batches=0 --metrics_out="$tmp/noeval.jsonl"
+if grep -q '"val_loss"' "$tmp/noeval.jsonl"; then
+  echo "FAIL: --eval_batches=0 still evaluated: $(grep val_loss "$tmp/noeval.jsonl")"; exit 1
+fi
 
 # The console: an unknown MFU (CPU, no --peak_tflops) reads "mfu -", never
 # nan; the banner names where the ranks came from.
