@@ -355,6 +355,13 @@ absl::Status DataLoader::Restore(const LoaderState& state) {
                                         state.batch),
                            absl::StrCat("a batch in [0, ", batches_per_epoch_, ")"));
   }
+  const int64_t seq = state.epoch * batches_per_epoch_ + state.batch;
+  if (state.seed == options_.seed && error_.ok()) {
+    // Already there (a loader restored to where it stands, as an evaluation
+    // finds its unmoved validation loader): keep what it prefetched.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (next_out_ == seq) return absl::OkStatus();
+  }
   SamplerOptions so = sampler_.options();
   so.seed = state.seed;
   WEFT_ASSIGN_OR_RETURN(DistributedSampler sampler, DistributedSampler::Create(so));
@@ -367,7 +374,6 @@ absl::Status DataLoader::Restore(const LoaderState& state) {
     std::lock_guard<std::mutex> lock(epoch_mu_);
     epoch_indices_.clear();
   }
-  const int64_t seq = state.epoch * batches_per_epoch_ + state.batch;
   {
     std::lock_guard<std::mutex> lock(mu_);
     next_out_ = next_claim_ = seq;

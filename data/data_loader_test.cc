@@ -1,10 +1,12 @@
 #include "data/data_loader.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "data/test_util.h"
@@ -173,6 +175,40 @@ TEST(DataLoaderTest, ResumeGivesTheIdenticalBatchSequence) {
   // Rewinding the original loader replays the same batches too.
   ASSERT_TRUE(original->Restore(*state).ok());
   EXPECT_EQ(Take(*original, 12), expected);
+}
+
+// Restoring a loader to where it stands keeps the batches its workers
+// already assembled: each is assembled once (an evaluation restores its
+// validation loader to the start before every pass, often unmoved).
+TEST(DataLoaderTest, RestoreToWhereItStandsKeepsThePrefetchedBatches) {
+  auto ds = std::make_shared<SyntheticDataset>(40);
+  std::mutex mu;
+  std::map<int64_t, int> assembled;  // seq -> times
+  DataLoader::Options o = Opts(4, 1);
+  o.on_assembled = [&](int, int64_t seq, int64_t, int64_t) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++assembled[seq];
+  };
+  auto loader = Make(ds, o);
+  const auto expected = [&] {
+    auto reference = Make(ds, Opts(4, 1));
+    return Take(*reference, 5);
+  }();
+  auto got = Take(*loader, 1);
+  // Wait (bounded) until the worker has prefetched batch 1.
+  for (int i = 0; i < 5000; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (assembled.contains(1)) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(loader->Restore(loader->State()).ok());
+  const auto rest = Take(*loader, 4);
+  loader.reset();  // joins the worker
+  got.insert(got.end(), rest.begin(), rest.end());
+  EXPECT_EQ(got, expected);
+  for (int64_t seq = 0; seq < 5; ++seq) EXPECT_EQ(assembled[seq], 1) << "batch " << seq;
 }
 
 TEST(DataLoaderTest, RestoreTakesTheSeedFromTheState) {
