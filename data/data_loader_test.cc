@@ -179,7 +179,8 @@ TEST(DataLoaderTest, ResumeGivesTheIdenticalBatchSequence) {
 
 // Restoring a loader to where it stands keeps the batches its workers
 // already assembled: each is assembled once (an evaluation restores its
-// validation loader to the start before every pass, often unmoved).
+// validation loader to the start before every pass; the first finds it
+// unmoved).
 TEST(DataLoaderTest, RestoreToWhereItStandsKeepsThePrefetchedBatches) {
   auto ds = std::make_shared<SyntheticDataset>(40);
   std::mutex mu;

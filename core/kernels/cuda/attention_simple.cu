@@ -8,13 +8,13 @@
 // version: one kernel owns a query row (dQ), another a key row (dK, dV), and
 // each output is written exactly once. O(T^2 * HS) work per head with no
 // data reuse: fine for f32 tests and small models, not for GPT-2 speed.
-#include <atomic>
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "core/kernels/cuda/attention.h"
 #include "core/kernels/cuda/attention_internal.h"
 #include "core/kernels/cuda/common.cuh"
+#include "core/kernels/cuda/device_info.h"
 
 namespace weft::cuda {
 namespace {
@@ -319,40 +319,22 @@ bool EnvSet(const char* var) {
   return v != nullptr && *v != '\0';
 }
 
-// Whether the current device has compute capability 9.0 (asked once per
-// device).
+// Whether the current device has compute capability 9.0.
 absl::StatusOr<bool> OnHopper() {
-  static std::atomic<int8_t> known[64] = {};  // 0 unknown, 1 no, 2 yes
-  int device = 0;
-  WEFT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
-  if (device >= 0 && device < 64 && known[device].load(std::memory_order_relaxed) != 0) {
-    return known[device].load(std::memory_order_relaxed) == 2;
-  }
-  int major = 0, minor = 0;
-  WEFT_CUDA_RETURN_IF_ERROR(
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  WEFT_CUDA_RETURN_IF_ERROR(
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  const bool hopper = major == 9 && minor == 0;
-  if (device >= 0 && device < 64) known[device].store(hopper ? 2 : 1, std::memory_order_relaxed);
-  return hopper;
+  WEFT_ASSIGN_OR_RETURN(const DeviceInfo info, CurrentDeviceInfo());
+  return info.major == 9 && info.minor == 0;
 }
 
 // The wgmma kernels are built for sm_90a alone (its SASS runs on compute
 // capability 9.0 only): a wgmma tiling named for another GPU is an error.
 absl::StatusOr<FlashTiling> OnlyWhereItRuns(const char* var, FlashTiling t) {
   if (!t.wgmma) return t;
-  WEFT_ASSIGN_OR_RETURN(const bool hopper, OnHopper());
-  if (hopper) return t;
-  int device = 0, major = 0, minor = 0;
-  WEFT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
-  WEFT_CUDA_RETURN_IF_ERROR(
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  WEFT_CUDA_RETURN_IF_ERROR(
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  WEFT_ASSIGN_OR_RETURN(const DeviceInfo info, CurrentDeviceInfo());
+  if (info.major == 9 && info.minor == 0) return t;
   return absl::InvalidArgumentError(absl::StrCat(
       var, "=", FlashTilingName(t), " needs a compute capability 9.0 GPU (H100/H200); device ",
-      device, " is ", major, ".", minor, ". Pick an mma.sync tiling (4x16, 8x16) or unset it"));
+      info.index, " is ", info.major, ".", info.minor,
+      ". Pick an mma.sync tiling (4x16, 8x16) or unset it"));
 }
 
 }  // namespace

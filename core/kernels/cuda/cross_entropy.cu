@@ -15,13 +15,13 @@
 // forces one (resident fails where the row does not fit). The vocabulary-parallel loss runs pass 1 per shard (Stats), lets
 // the caller all-reduce the max, rescales the shard's sum to the global max
 // (Rescale), all-reduces the sums, and runs pass 2 (Finish).
-#include <atomic>
 #include <cstdlib>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "core/kernels/cuda/common.cuh"
 #include "core/kernels/cuda/cross_entropy.h"
+#include "core/kernels/cuda/device_info.h"
 #include "core/kernels/vocab_shard.h"
 
 namespace weft::cuda {
@@ -292,34 +292,6 @@ bool Vectorized(const T* p, int64_t cols) {
   return cols % Packed128<T>::kSize == 0 && Aligned16(p);
 }
 
-// Shared memory of the current device in bytes: the most one block may
-// opt in to, and the SM's total. Asked once per device.
-struct SmemLimits {
-  int64_t per_block_optin;
-  int64_t per_sm;
-};
-
-absl::StatusOr<SmemLimits> CurrentSmemLimits() {
-  static std::atomic<int64_t> known[64][2] = {};  // 0: not asked yet
-  int device = 0;
-  WEFT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
-  const bool cacheable = device >= 0 && device < 64;
-  if (cacheable && known[device][0].load(std::memory_order_relaxed) != 0) {
-    return SmemLimits{known[device][0].load(std::memory_order_relaxed),
-                      known[device][1].load(std::memory_order_relaxed)};
-  }
-  int block = 0, sm = 0;
-  WEFT_CUDA_RETURN_IF_ERROR(
-      cudaDeviceGetAttribute(&block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  WEFT_CUDA_RETURN_IF_ERROR(
-      cudaDeviceGetAttribute(&sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-  if (cacheable) {
-    known[device][1].store(sm, std::memory_order_relaxed);
-    known[device][0].store(std::max(block, 1), std::memory_order_relaxed);
-  }
-  return SmemLimits{block, sm};
-}
-
 // Shared memory the system keeps per resident block (1 KiB on sm_80 and
 // sm_90), plus the kernel's static warp states, rounded up.
 constexpr int64_t kSmemPerBlockOverhead = 2048;
@@ -339,17 +311,19 @@ absl::StatusOr<bool> UseResidentKernel(const T* logits, int64_t padded) {
   }
   if (forced == "two-pass") return false;
   const int64_t bytes = padded * int64_t(sizeof(T));
-  WEFT_ASSIGN_OR_RETURN(const SmemLimits limits, CurrentSmemLimits());
-  const bool fits = Vectorized(logits, padded) && bytes + kSmemPerBlockOverhead <= limits.per_block_optin;
+  WEFT_ASSIGN_OR_RETURN(const DeviceInfo device, CurrentDeviceInfo());
+  const bool fits =
+      Vectorized(logits, padded) && bytes + kSmemPerBlockOverhead <= device.smem_per_block_optin;
   if (forced == "resident" && !fits) {
     return absl::InvalidArgumentError(absl::StrCat(
         "WEFT_CE_KERNEL=resident, but a row of ", padded, " ", sizeof(T) == 2 ? "bf16" : "f32",
-        " logits (", bytes, " bytes) does not fit the ", limits.per_block_optin,
+        " logits (", bytes, " bytes) does not fit the ", device.smem_per_block_optin,
         " bytes of shared memory a block may use, or its rows are not 16-byte aligned; "
-        "expected at most ", (limits.per_block_optin - kSmemPerBlockOverhead) / int64_t(sizeof(T)),
+        "expected at most ", (device.smem_per_block_optin - kSmemPerBlockOverhead) / int64_t(sizeof(T)),
         " aligned columns. Hint: unset WEFT_CE_KERNEL for the two-pass kernel"));
   }
-  return fits && (forced == "resident" || 2 * (bytes + kSmemPerBlockOverhead) <= limits.per_sm);
+  return fits &&
+         (forced == "resident" || 2 * (bytes + kSmemPerBlockOverhead) <= device.smem_per_sm);
 }
 
 template <typename T>
@@ -366,10 +340,10 @@ absl::Status LaunchT(float* losses, T* logits, const int32_t* targets, int64_t r
     // bound), whatever this row's size: the kernel's static shared memory
     // counts against the default 48 KiB too, and every thread sets the
     // same value, so concurrent launches cannot lower it under each other.
-    WEFT_ASSIGN_OR_RETURN(const SmemLimits limits, CurrentSmemLimits());
+    WEFT_ASSIGN_OR_RETURN(const DeviceInfo device, CurrentDeviceInfo());
     WEFT_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
         CrossEntropyKernel<T, V, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-        static_cast<int>(limits.per_block_optin - kSmemPerBlockOverhead)));
+        static_cast<int>(device.smem_per_block_optin - kSmemPerBlockOverhead)));
     CrossEntropyKernel<T, V, true><<<grid, kThreads, smem, stream>>>(
         losses, logits, targets, vocab, padded, dloss_scale, compute_grad);
   } else if (Vectorized(logits, padded)) {
