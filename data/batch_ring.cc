@@ -35,6 +35,8 @@ class BatchRing::SlotAllocator final : public Allocator {
   Device device() const override { return Device::Cpu(); }
   bool pinned() const override { return ring_->pinned(); }
   std::string Name() const override { return "batch-ring-slot"; }
+  // A clone of a lent batch gets memory of its own, of the ring's kind.
+  Allocator* ForCopies() override { return ring_->host_; }
 
  private:
   BatchRing* const ring_;

@@ -40,6 +40,24 @@ TEST(BatchRingTest, LentTensorsViewTheSlotAndFreeItWhenTheLastViewDies) {
   EXPECT_EQ(ring->Acquire(1), 0);  // free again
 }
 
+// A clone of a lent batch tensor gets its own memory (pinned like the
+// ring's) and leaves the slot lent to the original alone. Before, Clone asked
+// the slot's one-buffer allocator again and aborted ("lent twice").
+TEST(BatchRingTest, ClonesOfLentTensorsGetTheirOwnMemory) {
+  auto ring = MakeRing(1);
+  const int slot = ring->Acquire(0);
+  static_cast<int32_t*>(ring->FieldData(slot, 0))[5] = 42;
+  std::vector<Tensor> t = ring->Lend(slot, 4);
+  absl::StatusOr<Tensor> copy = t[0].Clone();
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  EXPECT_NE(copy->raw_data(), t[0].raw_data());
+  EXPECT_EQ(copy->data<int32_t>()[5], 42);
+  EXPECT_EQ(copy->storage()->pinned(), PinnedHostAllocator()->pinned());
+  t.clear();
+  EXPECT_EQ(ring->NumLent(), 0) << "the clone does not hold the slot";
+  EXPECT_EQ(copy->data<int32_t>()[5], 42);
+}
+
 TEST(BatchRingTest, ShortBatchesAreRowSlicesOfTheSlot) {
   auto ring = MakeRing(1);
   std::vector<Tensor> t = ring->Lend(ring->Acquire(0), 2);

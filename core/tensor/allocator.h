@@ -53,6 +53,9 @@ class Allocator {
   // True when the memory is page-locked host memory usable for async copies.
   virtual bool pinned() const { return false; }
   virtual std::string Name() const = 0;
+  // Where Tensor::Clone puts copies of this allocator's tensors: here, but
+  // an allocator that lends one fixed buffer names another.
+  virtual Allocator* ForCopies() { return this; }
 };
 
 // Thread-safe bookkeeping shared by allocator implementations.

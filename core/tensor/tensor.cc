@@ -199,6 +199,7 @@ absl::StatusOr<Tensor> Tensor::Contiguous(NativeStream stream) const {
 
 absl::StatusOr<Tensor> Tensor::Clone(NativeStream stream) const {
   Allocator* allocator = storage_->allocator();
+  if (allocator != nullptr) allocator = allocator->ForCopies();
   WEFT_ASSIGN_OR_RETURN(Tensor t, Empty(shape_, dtype_, device(), allocator, stream));
   WEFT_RETURN_IF_ERROR(t.CopyFrom(*this, stream));
   return t;
