@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "checkpoint/layout.h"
 #include "checkpoint/loader.h"
+#include "core/runtime/trainer.h"
 #include "gtest/gtest.h"
 #include "tests/parity.h"
 #include "tests/tiny_gpt.h"
@@ -145,6 +146,37 @@ TEST(EndOfRunCheckpointTest, ADirectoryWithoutAPeriodGetsTheLastStep) {
   ASSERT_TRUE(all.ok()) << all.status();
   ASSERT_EQ(all->size(), 1u);
   EXPECT_EQ((*all)[0].step, 3);
+}
+
+// A run that would save beside checkpoints past its start is refused before
+// it trains: a rewind into its own directory (it trained to the end, then
+// failed on the first step it shared with the old run, losing the final
+// checkpoint) and a new run into a used directory.
+TEST(CheckpointDirTest, StepsPastTheStartAreRefusedBeforeTraining) {
+  GptJob job = BaseJob();
+  job.mutable_train()->set_steps(6);
+  const std::string dir = FreshDir("rewind");
+  job.mutable_train()->set_checkpoint_dir(dir);
+  job.mutable_train()->set_checkpoint_every(2);
+  auto run = testing::RunSingleProcess(job, {.use_run = true});
+  ASSERT_TRUE(run.ok()) << run.status();
+
+  GptJob rewind = job;
+  rewind.mutable_train()->set_resume(dir + "/step_2");
+  absl::StatusOr<std::unique_ptr<Trainer>> t = Trainer::Create(testing::GptTrainerOptions(rewind));
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(t.status().message().find("holds step_4, step_6, past where this run starts: step 2"),
+            std::string::npos)
+      << t.status();
+  GptJob again = job;  // the same command a second time, without --resume
+  t = Trainer::Create(testing::GptTrainerOptions(again));
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(t.status().message().find("--resume=latest"), std::string::npos) << t.status();
+  // Continuing from the newest is what the directory is for.
+  GptJob latest = job;
+  latest.mutable_train()->set_resume("latest");
+  t = Trainer::Create(testing::GptTrainerOptions(latest));
+  EXPECT_TRUE(t.ok()) << t.status();
 }
 
 // Each hop loads the previous hop's checkpoint under a new world size and

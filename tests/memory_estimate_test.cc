@@ -122,6 +122,29 @@ TEST(MemoryEstimateTest, CudaGraphJobIsEstimatedLikeItsEagerStep) {
   EXPECT_EQ(peaks[0], peaks[1]);
 }
 
+// A job the trainer refuses is refused by its estimate too, with the same
+// reason: bf16 compute or gradients on the CPU (an estimate used to print a
+// full table, and --strategy=auto a pick, for a job that could not run).
+TEST(MemoryEstimateTest, DtypesTheTrainerRefusesAreRefused) {
+  for (const bool grads : {false, true}) {
+    GptJob job = BaseJob(2);
+    if (grads) {
+      job.mutable_train()->set_grad_dtype("bf16");
+    } else {
+      job.mutable_train()->set_dtype("bf16");
+    }
+    MemoryEstimateOptions o;
+    o.job = testing::GptTrainerOptions(job);
+    o.world_size = 1;
+    o.steps = 2;
+    absl::StatusOr<MemoryEstimate> e = EstimateMemory(std::move(o));
+    EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(e.status().message().find(grads ? "--grad_dtype=bf16 on CPU" : "--dtype=bf16 on CPU"),
+              std::string::npos)
+        << e.status();
+  }
+}
+
 TEST(MemoryEstimateTest, TwelveLayerGpt) { CheckModel("GPT 12 layers, d=32", 12); }
 
 }  // namespace

@@ -127,8 +127,11 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
     run.step_metrics.emplace_back(s.extra.begin(), s.extra.end());
     run.grad_norms.push_back(s.grad_norm);
   }
-  if (options.eval_batches > 0) {
-    WEFT_ASSIGN_OR_RETURN(run.val_loss, trainer->Evaluate(options.eval_batches));
+  const int64_t eval_samples = options.eval_samples > 0
+                                   ? options.eval_samples
+                                   : options.eval_batches * job.train().micro_batch();
+  if (eval_samples > 0) {
+    WEFT_ASSIGN_OR_RETURN(run.val_loss, trainer->Evaluate(eval_samples));
   }
   if (options.save_at_end) {
     WEFT_RETURN_IF_ERROR(trainer->SaveCheckpoint());

@@ -36,7 +36,8 @@ struct ParityRun {
   std::vector<std::map<std::string, double>> step_metrics;
   // The strategies' startup notes (ParallelState::notes), rank 0.
   std::vector<std::string> notes;
-  // Trainer::Evaluate after the last step (RunOptions::eval_batches > 0).
+  // Trainer::Evaluate after the last step (RunOptions::eval_batches or
+  // eval_samples > 0).
   std::optional<double> val_loss;
 };
 
@@ -52,8 +53,10 @@ struct RunOptions {
   // Trainer::Run() (periodic checkpoints, evaluation) instead of TrainStep
   // calls; losses are then not recorded.
   bool use_run = false;
-  // Validation batches to evaluate after training (ParityRun::val_loss).
+  // Validation batches of the job's micro_batch, or samples when
+  // eval_samples > 0, to evaluate after training (ParityRun::val_loss).
   int eval_batches = 0;
+  int64_t eval_samples = 0;
 };
 
 // One process, no strategy: the reference.

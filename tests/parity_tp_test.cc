@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "tests/parity.h"
 #include "tests/tiny_gpt.h"
@@ -131,6 +132,15 @@ TEST(TpParityTest, Tp2TimesFsdp2MatchesOneProcess) {
   ASSERT_TRUE(multi.ok()) << multi.status();
   Check(*single, *multi, "tp 2 x fsdp 2");
   ExpectTpTraffic(*multi, j, 2, /*sp=*/false, /*micro_batches=*/1);
+  // The same strategies on 2 ranks: fsdp over a dp_shard of one keeps
+  // everything whole and says so.
+  j.mutable_train()->set_micro_batch(8);
+  multi = testing::RunMultiProcess(j, 2);
+  ASSERT_TRUE(multi.ok()) << multi.status();
+  Check(*single, *multi, "tp 2 x fsdp 1");
+  EXPECT_NE(absl::StrJoin(multi->notes, "\n").find("fsdp over a dp_shard group of one rank"),
+            std::string::npos)
+      << absl::StrJoin(multi->notes, "\n");
 }
 
 TEST(TpParityTest, SpTimesDdp2MatchesOneProcess) {

@@ -48,7 +48,10 @@ absl::StatusOr<LeafPath> Resolve(const Message& m, absl::string_view key) {
   std::vector<LeafPath> hits;
   for (const LeafPath& l : leaves) {
     if (l.dotted == key) return l;
-    if (!absl::StrContains(key, '.') && l.chain.back()->name() == key) hits.push_back(l);
+    // A tail of the path at a dot: the leaf name (--lr) or more (--optim.lr).
+    if (absl::EndsWith(l.dotted, key) && l.dotted[l.dotted.size() - key.size() - 1] == '.') {
+      hits.push_back(l);
+    }
   }
   if (hits.size() == 1) return hits[0];
   if (hits.size() > 1) {

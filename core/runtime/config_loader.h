@@ -2,9 +2,9 @@
 //
 //   train --config=models/gpt/configs/tiny.textproto --steps=50 --lr=1e-3
 //
-// Every field of the job message can be set by its leaf name when that name
-// is unique in the message tree (--lr) or by its dotted path (--optim.lr).
-// Booleans also accept --name and --noname. Unknown or ambiguous names are
+// Every field of the job message can be set by its dotted path
+// (--train.optim.lr) or by any tail of it that is unique in the message tree
+// (--optim.lr, --lr). Booleans also accept --name and --noname. Unknown or ambiguous names are
 // errors that list the candidates; nothing is silently ignored.
 #ifndef WEFT_CORE_RUNTIME_CONFIG_LOADER_H_
 #define WEFT_CORE_RUNTIME_CONFIG_LOADER_H_

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "core/runtime/config_loader_test.pb.h"
 #include "core/runtime/train_config.pb.h"
 #include "gtest/gtest.h"
 
@@ -38,6 +39,28 @@ TEST(ConfigLoaderTest, LeafNamesAndBooleans) {
   EXPECT_FALSE(c.data().shuffle());
   EXPECT_EQ(c.device(), "cuda:1");
   EXPECT_EQ(c.parallel().strategy(), "ddp,fsdp");
+}
+
+// Any tail of a field's dotted path at a dot names it when no other path
+// ends the same way (the README's --optim.lr under a job's train.optim.lr
+// was an unknown flag: only the leaf or the whole path worked).
+TEST(ConfigLoaderTest, DottedTailsOfAPath) {
+  testing::LoaderTestJob job;
+  ASSERT_TRUE(LoadConfigFromArgs({"--optim.lr=0.5", "--train.inner.depth=3"}, &job).ok());
+  EXPECT_FLOAT_EQ(job.train().optim().lr(), 0.5f);
+  EXPECT_EQ(job.train().inner().depth(), 3);
+  ASSERT_TRUE(LoadConfigFromArgs({"--lr=0.25", "--count=2"}, &job).ok());
+  EXPECT_FLOAT_EQ(job.train().optim().lr(), 0.25f);
+  EXPECT_EQ(job.eval().count(), 2);
+  // inner.depth lies under train and eval: ambiguous, with both named.
+  absl::Status s = LoadConfigFromArgs({"--inner.depth=4"}, &job);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("ambiguous"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("--eval.inner.depth"), std::string::npos) << s;
+  EXPECT_TRUE(LoadConfigFromArgs({"--eval.inner.depth=4"}, &job).ok());
+  EXPECT_EQ(job.eval().inner().depth(), 4);
+  // A tail starts at a dot: "ptim.lr" is no field.
+  EXPECT_FALSE(LoadConfigFromArgs({"--ptim.lr=1"}, &job).ok());
 }
 
 TEST(ConfigLoaderTest, UnknownFlagSuggestsCandidates) {

@@ -11,6 +11,7 @@
 #include "comm/store/hash_store.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
+#include "core/runtime/job_dtypes.h"
 #include "core/runtime/parallel_setup.h"
 
 namespace weft {
@@ -19,7 +20,10 @@ namespace {
 // The job's config, turned into a dry run of it: same model, batch,
 // strategies and dtypes; on the meta device; nothing written anywhere.
 absl::StatusOr<TrainConfig> DryRunConfig(TrainConfig c, Device target) {
-  if (c.dtype() == "auto") c.set_dtype(target.is_cuda() ? "bf16" : "f32");
+  // The dtypes the job would train in there, refused as the trainer would.
+  WEFT_ASSIGN_OR_RETURN(const DType compute, ComputeDTypeOn(c, target));
+  WEFT_RETURN_IF_ERROR(GradDTypeOn(c, target).status());
+  c.set_dtype(compute == DType::kBF16 ? "bf16" : "f32");
   c.set_device("meta");
   c.mutable_parallel()->set_backend("meta");
   c.set_quiet(true);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -10,11 +11,34 @@
 
 namespace weft {
 
+namespace {
+
+// The lines of the file at `path` (none if it does not exist) that a run
+// resumed at `step` keeps.
+std::string HistoryThrough(const std::string& path, int64_t step) {
+  std::ifstream in(path);
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    absl::StatusOr<JsonValue> v = ParseJson(line);
+    const JsonValue* s = v.ok() && v->is_object() ? v->Find("step") : nullptr;
+    if (s != nullptr && s->is_number() && s->number > static_cast<double>(step)) continue;
+    absl::StrAppend(&kept, line, "\n");
+  }
+  return kept;
+}
+
+}  // namespace
+
 absl::StatusOr<MetricsLogger> MetricsLogger::Open(const std::string& path, bool console,
-                                                  bool enabled) {
+                                                  bool enabled, int64_t resumed_at) {
   FILE* f = nullptr;
   if (enabled && !path.empty()) {
+    const std::string history = resumed_at >= 0 ? HistoryThrough(path, resumed_at) : "";
     f = std::fopen(path.c_str(), "w");
+    if (f != nullptr && !history.empty()) {
+      std::fwrite(history.data(), 1, history.size(), f);
+      std::fflush(f);
+    }
     if (f == nullptr) {
       return FailedPrecondition(absl::StrCat("cannot create metrics file '", path,
                                              "': ", std::strerror(errno)),

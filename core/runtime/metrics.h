@@ -5,6 +5,7 @@
 #ifndef WEFT_CORE_RUNTIME_METRICS_H_
 #define WEFT_CORE_RUNTIME_METRICS_H_
 
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -18,7 +19,12 @@ namespace weft {
 class MetricsLogger {
  public:
   // `path` may be empty (console only). Fails if the file cannot be created.
-  static absl::StatusOr<MetricsLogger> Open(const std::string& path, bool console, bool enabled);
+  // A new run starts the file afresh; a run resumed at step `resumed_at`
+  // (>= 0) keeps the lines of an existing file up to that step (those with
+  // no step too: config, notes) and continues it, so the file holds one
+  // history, without the steps the resumed run redoes.
+  static absl::StatusOr<MetricsLogger> Open(const std::string& path, bool console, bool enabled,
+                                            int64_t resumed_at = -1);
 
   MetricsLogger(MetricsLogger&& other) noexcept;
   MetricsLogger& operator=(MetricsLogger&&) = delete;

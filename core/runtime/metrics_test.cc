@@ -34,6 +34,38 @@ TEST(MetricsTest, DisabledLoggerWritesNothing) {
   EXPECT_FALSE(std::ifstream(path).good());
 }
 
+// A resumed run continues the file: lines up to its step and those without
+// a step stay, later steps (which it redoes) go. Before, it started the file
+// afresh and the history before the resume was lost.
+TEST(MetricsTest, AResumedRunKeepsTheHistoryUpToItsStep) {
+  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/resumed.jsonl";
+  {
+    auto logger = MetricsLogger::Open(path, false, true);
+    ASSERT_TRUE(logger.ok());
+    logger->Log(MetricsLogger::Record().AddString("config", "steps: 6"));
+    for (int step = 1; step <= 5; ++step) {
+      logger->Log(MetricsLogger::Record().Add("step", step).Add("loss", 3.0 - step * 0.1));
+    }
+    logger->Log(MetricsLogger::Record().Add("step", 4).Add("val_loss", 2.9));
+  }
+  {
+    auto logger = MetricsLogger::Open(path, false, true, /*resumed_at=*/3);
+    ASSERT_TRUE(logger.ok());
+    logger->Log(MetricsLogger::Record().Add("step", 4).Add("loss", 2.65));
+  }
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_EQ(lines[0], "{\"config\":\"steps: 6\"}");
+  EXPECT_EQ(lines[1], "{\"step\":1,\"loss\":2.9}");
+  EXPECT_EQ(lines[3], "{\"step\":3,\"loss\":2.7}");
+  EXPECT_EQ(lines[4], "{\"step\":4,\"loss\":2.65}");
+  // A new run (no resume) starts afresh.
+  ASSERT_TRUE(MetricsLogger::Open(path, false, true).ok());
+  EXPECT_EQ(std::ifstream(path).peek(), std::ifstream::traits_type::eof());
+}
+
 TEST(MetricsTest, UnwritablePathIsAnError) {
   EXPECT_FALSE(MetricsLogger::Open("/nonexistent/dir/m.jsonl", false, true).ok());
 }

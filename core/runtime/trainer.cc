@@ -7,11 +7,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "checkpoint/layout.h"
+#include "checkpoint/loader.h"
 #include "comm/process_group/op_observer.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/nn/materialize.h"
 #include "core/parallel/grad_norm.h"
+#include "core/runtime/job_dtypes.h"
 #include "core/runtime/parallel_setup.h"
 
 namespace weft {
@@ -170,19 +173,7 @@ absl::Status Trainer::ResolveDevice(const JobTopology& topology) {
   WEFT_ASSIGN_OR_RETURN(Device device, ParseDevice(cfg().device()));
   // "cuda" without an index means this rank's local GPU.
   if (device.is_cuda() && cfg().device() == "cuda") device = Device::Cuda(topology.local_rank);
-  DType compute;
-  if (cfg().dtype() == "auto") {
-    compute = device.is_cuda() ? DType::kBF16 : DType::kF32;
-  } else {
-    WEFT_ASSIGN_OR_RETURN(compute, ParseDType(cfg().dtype()));
-  }
-  if (compute != DType::kF32 && compute != DType::kBF16) {
-    return InvalidArgument(absl::StrCat("--dtype=", cfg().dtype()), "auto, bf16 or f32");
-  }
-  if (device.is_cpu() && compute != DType::kF32) {
-    return InvalidArgument("--dtype=bf16 on CPU", "--dtype=f32 (or auto) on CPU",
-                           "the CPU kernels compute in f32; bf16 mixed precision is for CUDA");
-  }
+  WEFT_ASSIGN_OR_RETURN(const DType compute, ComputeDTypeOn(cfg(), device));
   if (device.is_cuda()) {
     WEFT_ASSIGN_OR_RETURN(Stream s, Stream::Create(device));
     stream_.emplace(std::move(s));
@@ -204,6 +195,11 @@ absl::Status Trainer::Init() {
         absl::StrCat("global_batch=", c.global_batch(), " micro_batch=", c.micro_batch()),
         "both >= 1");
   }
+  if (c.eval_batches() < 0 || c.eval_samples() < 0) {
+    return InvalidArgument(
+        absl::StrCat("eval_batches=", c.eval_batches(), " eval_samples=", c.eval_samples()),
+        "both >= 0", "--eval_batches=0 turns evaluation off");
+  }
   WEFT_ASSIGN_OR_RETURN(topology_, ResolveTopology(options_.topology));
   WEFT_RETURN_IF_ERROR(ResolveDevice(topology_));
   WEFT_ASSIGN_OR_RETURN(Allocator * device_alloc, DefaultAllocator(ctx_.device));
@@ -212,14 +208,8 @@ absl::Status Trainer::Init() {
   optim_alloc_ = std::make_unique<TrackingAllocator>("optimizer-state", device_alloc);
   act_alloc_ = std::make_unique<TrackingAllocator>("activations", device_alloc);
   ctx_.allocator = act_alloc_.get();
-  WEFT_ASSIGN_OR_RETURN(grad_dtype_, ParseDType(c.grad_dtype()));
+  WEFT_ASSIGN_OR_RETURN(grad_dtype_, GradDTypeOn(c, ctx_.device));
   const DType grad_dtype = grad_dtype_;
-  if (grad_dtype != DType::kF32 && grad_dtype != DType::kBF16) {
-    return InvalidArgument(absl::StrCat("--grad_dtype=", c.grad_dtype()), "f32 or bf16");
-  }
-  if (ctx_.device.is_cpu() && grad_dtype != DType::kF32) {
-    return InvalidArgument("--grad_dtype=bf16 on CPU", "f32 on CPU");
-  }
   WEFT_ASSIGN_OR_RETURN(StepRange trace_steps, ParseStepRange(c.trace_steps()));
   instruments_ = std::make_unique<Instruments>(Instruments::Options{
       .rank = topology_.rank,
@@ -314,9 +304,15 @@ absl::Status Trainer::Init() {
   WEFT_ASSIGN_OR_RETURN(step_scalars_, ctx_.Zeros({2}, DType::kF32));
   loss_sum_ = step_scalars_.Slice(0, 0, 1);
   grad_norm_sq_ = step_scalars_.Slice(0, 1, 2);
-  WEFT_ASSIGN_OR_RETURN(MetricsLogger logger,
-                        MetricsLogger::Open(c.metrics_out(), !c.quiet(),
-                                            parallel_->world_rank == 0));
+  const bool writes_metrics = parallel_->world_rank == 0;
+  int64_t resumed_at = -1;  // a resumed run continues its metrics file
+  if (writes_metrics && !c.metrics_out().empty() && !c.resume().empty()) {
+    WEFT_ASSIGN_OR_RETURN(std::string dir, ckpt::ResolveResume(c.checkpoint_dir(), c.resume()));
+    WEFT_ASSIGN_OR_RETURN(ckpt::Checkpoint ck, ckpt::OpenCheckpoint(dir));
+    resumed_at = ck.meta.step();
+  }
+  WEFT_ASSIGN_OR_RETURN(MetricsLogger logger, MetricsLogger::Open(c.metrics_out(), !c.quiet(),
+                                                                  writes_metrics, resumed_at));
   logger_.emplace(std::move(logger));
   instruments_->set_logger(&*logger_);
   // A progress bar owns the terminal's last line: console lines go above it.
@@ -507,39 +503,100 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
   return s;
 }
 
-absl::StatusOr<double> Trainer::Evaluate(int max_batches) {
+int64_t Trainer::EvalSamples() const {
+  const TrainConfig& c = cfg();
+  return c.eval_samples() > 0 ? c.eval_samples() : c.eval_batches() * c.micro_batch();
+}
+
+namespace {
+
+// Rows of this rank's validation batch `index` (`rows` long) that fall among
+// the first `samples` of the one-process order: the sampler gives rank r of
+// w the samples r, r + w, r + 2w, ... in batches of `batch_size`, so they
+// are a prefix of the batch.
+int64_t EvaluatedRows(int64_t samples, int64_t index, int64_t rows, int64_t batch_size, int rank,
+                      int world) {
+  const int64_t mine = samples > rank ? (samples - rank + world - 1) / world : 0;
+  return std::clamp<int64_t>(mine - index * batch_size, 0, rows);
+}
+
+// `targets` with rows [keep, rows) ignored (-1: no loss, no gradient).
+absl::StatusOr<Tensor> IgnoreRowsFrom(const Tensor& targets, int64_t keep, NativeStream stream) {
+  WEFT_ASSIGN_OR_RETURN(Tensor out, targets.Clone(stream));
+  Tensor tail = out.Slice(0, keep, out.shape()[0]);
+  absl::StatusOr<Tensor> ignored;
+  switch (targets.dtype()) {
+    case DType::kI32:
+      ignored = Tensor::FromVector<int32_t>(std::vector<int32_t>(tail.numel(), -1), tail.shape());
+      break;
+    case DType::kI64:
+      ignored = Tensor::FromVector<int64_t>(std::vector<int64_t>(tail.numel(), -1), tail.shape());
+      break;
+    default:
+      return InvalidArgument(absl::StrCat("validation targets of dtype ", DTypeName(targets.dtype())),
+                             "i32 or i64 class indices (a partly evaluated batch ignores rows)",
+                             "set eval_samples to a multiple of micro_batch x data-parallel ranks");
+  }
+  WEFT_RETURN_IF_ERROR(ignored.status());
+  WEFT_RETURN_IF_ERROR(tail.CopyFrom(*ignored, stream));
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<double> Trainer::Evaluate(int64_t samples) {
   if (loaders_.val == nullptr) {
     return FailedPrecondition("no validation data", "a validation split",
                               "set --val_fraction > 0 or provide val shards");
   }
-  if (max_batches < 1) {
-    return InvalidArgument(absl::StrCat("an evaluation over ", max_batches, " batches"),
-                           "at least 1 (a mean over no batches is undefined)");
+  if (samples < 1) {
+    return InvalidArgument(absl::StrCat("an evaluation over ", samples, " samples"),
+                           "at least 1 (a mean over no samples is undefined)");
   }
-  // Every evaluation sees the same batches: a curve's points (and a resumed
+  data::DataLoader& val = *loaders_.val;
+  samples = std::min(samples, val.dataset().num_samples());
+  // Every evaluation sees the same samples: a curve's points (and a resumed
   // run's) compare the weights, not the data.
-  WEFT_RETURN_IF_ERROR(loaders_.val->Restore(val_start_));
+  WEFT_RETURN_IF_ERROR(val.Restore(val_start_));
+  const int world = val.options().world_size;
+  const int rank = val.options().rank;
+  const int64_t batch_size = val.options().batch_size;
+  // Every data-parallel rank runs as many forwards (collectives inside them
+  // must match); rows past `samples` are ignored, not left out, so the
+  // shapes stay those of training.
+  const int64_t forwards = (samples + world * batch_size - 1) / (world * batch_size);
   ctx_.training = false;
   WEFT_ASSIGN_OR_RETURN(Tensor sum, ctx_.Zeros({1}, DType::kF32));
-  double targets = 0;
-  // This rank's share; every data-parallel rank runs as many forwards
-  // (collectives inside them must match).
-  const int64_t dp = std::max<int64_t>(1, parallel_->dp_size);
-  const int64_t share = (max_batches + dp - 1) / dp;
-  const int n = static_cast<int>(std::min<int64_t>(share, loaders_.val->batches_per_epoch()));
-  for (int i = 0; i < n; ++i) {
-    WEFT_ASSIGN_OR_RETURN(data::Batch batch, loaders_.val->Next());
-    WEFT_RETURN_IF_ERROR(batch.WaitOn(compute_stream()));
-    const Tensor& y = batch.Get(options_.target_field);
-    WEFT_ASSIGN_OR_RETURN(Tensor losses,
-                          model_->ForwardLoss(ctx_, batch.Get(options_.input_field), y, 1.0f));
-    WEFT_RETURN_IF_ERROR(ctx_.ops->Sum(ctx_.kernel(), sum, losses, true));
-    targets += static_cast<double>(y.numel());
+  double targets_per_sample = 0;
+  absl::Status status;
+  for (int64_t i = 0; i < forwards && status.ok(); ++i) {
+    absl::StatusOr<data::Batch> batch = val.Next();
+    if (!batch.ok()) {
+      status = batch.status();
+      break;
+    }
+    status = batch->WaitOn(compute_stream());
+    if (!status.ok()) break;
+    const Tensor& y = batch->Get(options_.target_field);
+    const int64_t rows = y.shape()[0];
+    const int64_t keep = EvaluatedRows(samples, i, rows, batch_size, rank, world);
+    absl::StatusOr<Tensor> masked =
+        keep == rows ? absl::StatusOr<Tensor>(y) : IgnoreRowsFrom(y, keep, ctx_.stream);
+    if (!masked.ok()) {
+      status = masked.status();
+      break;
+    }
+    absl::StatusOr<Tensor> losses =
+        model_->ForwardLoss(ctx_, batch->Get(options_.input_field), *masked, 1.0f);
+    status = losses.ok() ? ctx_.ops->Sum(ctx_.kernel(), sum, *losses, true) : losses.status();
+    targets_per_sample = static_cast<double>(y.numel() / rows);
   }
   ctx_.training = true;
+  WEFT_RETURN_IF_ERROR(status);
   if (parallel_->dp_sum) WEFT_RETURN_IF_ERROR(parallel_->dp_sum(sum, ctx_.stream));
   WEFT_ASSIGN_OR_RETURN(std::vector<float> host, sum.ToFloats());
-  return host[0] / (targets * parallel_->dp_size);
+  // The ranks together evaluated each of the first `samples` once.
+  return host[0] / (targets_per_sample * static_cast<double>(samples));
 }
 
 absl::StatusOr<std::vector<StatePiece>> Trainer::ExportState() const {
@@ -573,9 +630,9 @@ absl::Status Trainer::Run() {
       logger_->Log(r, instruments_->progress().mode() != Progress::Mode::kBar);
     }
     instruments_->AfterStep(s.step, s.loss, s.tokens_per_s);
-    if (loaders_.val != nullptr && c.eval_batches() > 0 && c.eval_every() > 0 &&
+    if (loaders_.val != nullptr && EvalSamples() > 0 && c.eval_every() > 0 &&
         s.step % c.eval_every() == 0 && s.step != c.steps()) {
-      WEFT_ASSIGN_OR_RETURN(double v, Evaluate(c.eval_batches()));
+      WEFT_ASSIGN_OR_RETURN(double v, Evaluate(EvalSamples()));
       logger_->Log(MetricsLogger::Record().Add("step", s.step).Add("val_loss", v));
     }
     // A checkpoint directory always gets the end state, periodic saves or not.
@@ -586,8 +643,8 @@ absl::Status Trainer::Run() {
     if (options_.after_step) WEFT_RETURN_IF_ERROR(options_.after_step(*this, s.step));
   }
   WEFT_RETURN_IF_ERROR(FinishCheckpoints());
-  if (loaders_.val != nullptr && c.eval_batches() > 0) {  // --eval_batches=0: no evaluation
-    WEFT_ASSIGN_OR_RETURN(double v, Evaluate(c.eval_batches()));
+  if (loaders_.val != nullptr && EvalSamples() > 0) {  // --eval_batches=0: no evaluation
+    WEFT_ASSIGN_OR_RETURN(double v, Evaluate(EvalSamples()));
     logger_->Log(MetricsLogger::Record().Add("step", step_).Add("val_loss", v));
   }
   return instruments_->Finish();

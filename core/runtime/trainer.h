@@ -117,13 +117,16 @@ class Trainer {
   absl::Status Run();
   // One optimizer step.
   absl::StatusOr<StepStats> TrainStep();
-  // Mean loss over the first `max_batches` validation micro-batches of the
-  // one-process order, the same ones at every call (the loader restarts at
-  // its first batch) and for any number of data-parallel ranks: each of dp
-  // ranks takes ceil(max_batches / dp) of them, its strided share
-  // (data/distributed_sampler.h), so with dp dividing max_batches the ranks
-  // together evaluate exactly the one-process batches.
-  absl::StatusOr<double> Evaluate(int max_batches);
+  // Mean loss over the first `samples` validation samples of the one-process
+  // order, the same ones at every call (the loader restarts at its first
+  // batch) and for any layout: data-parallel rank r of dp evaluates samples
+  // r, r + dp, ... (data/distributed_sampler.h) in batches of micro_batch,
+  // every rank as many, with the rows past `samples` ignored. At most the
+  // whole validation split.
+  absl::StatusOr<double> Evaluate(int64_t samples);
+  // The configured evaluation's size: eval_samples, or eval_batches x
+  // micro_batch when it is 0. 0: no evaluation.
+  int64_t EvalSamples() const;
 
   const std::vector<StepStats>& history() const { return history_; }
   RunContext& context() { return ctx_; }
@@ -177,6 +180,7 @@ class Trainer {
   absl::Status Init();
   absl::Status ResolveDevice(const JobTopology& topology);
   absl::Status InitCheckpointing();
+  absl::Status RefuseNewerCheckpoints() const;
   // After state was loaded into the optimizer's targets: lower-precision
   // parameters from their masters, and replicas (zero-1/2's full
   // parameters) from the shards.

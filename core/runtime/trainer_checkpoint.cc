@@ -88,7 +88,29 @@ absl::Status Trainer::InitCheckpointing() {
     WEFT_ASSIGN_OR_RETURN(std::string dir, ckpt::ResolveResume(c.checkpoint_dir(), c.resume()));
     WEFT_RETURN_IF_ERROR(Resume(dir));
   }
+  if (checkpointer_ != nullptr) WEFT_RETURN_IF_ERROR(RefuseNewerCheckpoints());
   return absl::OkStatus();
+}
+
+// Checkpoints past this run's start belong to another run (or to this one
+// before a rewind): saving beside them fails at the first step they share,
+// after the training, and --resume=latest would pick one of them up.
+absl::Status Trainer::RefuseNewerCheckpoints() const {
+  const std::string& root = cfg().checkpoint_dir();
+  WEFT_ASSIGN_OR_RETURN(std::vector<ckpt::CheckpointDir> saved, ckpt::ListCheckpoints(root));
+  std::vector<std::string> newer;
+  for (const ckpt::CheckpointDir& d : saved) {
+    if (d.step > step_) newer.push_back(ckpt::StepDirName(d.step));
+  }
+  if (newer.empty()) return absl::OkStatus();
+  const std::string start = step_ == 0 ? "a new run (step 0)" : absl::StrCat("step ", step_);
+  return FailedPrecondition(
+      absl::StrCat("--checkpoint_dir=", root, " holds ", absl::StrJoin(newer, ", "),
+                   ", past where this run starts: ", start),
+      "a checkpoint directory with no step after the run's start",
+      step_ == 0 ? "continue that run with --resume=latest, or use another --checkpoint_dir"
+                 : absl::StrCat("to rewind, move ", newer.size() == 1 ? "it" : "them",
+                                " out of the directory first (or use another --checkpoint_dir)"));
 }
 
 absl::Status Trainer::SaveCheckpoint() {

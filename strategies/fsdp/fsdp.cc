@@ -30,11 +30,17 @@ absl::Status FsdpStrategy::Validate(const StrategyOptionSet& options,
                               "a mesh with a dp_shard axis to shard parameters over",
                               "add a dp_shard axis, or use ddp for pure replication");
   }
-  if (*shard == 1 && mesh->world_size() > 1) {
+  // Over a dp_shard of one rank fsdp keeps everything whole (the startup
+  // notes say so), as when tp, cp, pp or ep take all the ranks. Replicas
+  // without shards are ddp's job.
+  const int replicate = mesh->AxisSize("dp_replicate").value_or(1);
+  if (*shard == 1 && replicate > 1) {
     return FailedPrecondition(
-        absl::StrCat("fsdp on mesh ", mesh->ToString(), ": the dp_shard axis has size 1"),
-        "dp_shard > 1 when the job has several ranks",
-        "lower --dp_replicate (or raise --dp_shard); ddp is the strategy for pure replication");
+        absl::StrCat("fsdp on mesh ", mesh->ToString(),
+                     ": the dp_shard axis has size 1 under dp_replicate=", replicate),
+        "dp_shard > 1 to shard over (HSDP), or no replicas",
+        absl::StrCat("--dp_shard=", replicate, " --dp_replicate=1 for fsdp, or --strategy=ddp for "
+                     "pure replication"));
   }
   return absl::OkStatus();
 }

@@ -18,7 +18,12 @@ TEST(FsdpValidateTest, NeedsAShardAxis) {
   auto size_one = *comm::MeshLayout::Create({{"dp_replicate", 4}, {"dp_shard", 1}}, 4);
   s = f.Validate(o, &size_one);
   EXPECT_NE(s.message().find("dp_shard axis has size 1"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("--dp_shard=4 --dp_replicate=1"), std::string::npos) << s;
   EXPECT_NE(s.message().find("ddp"), std::string::npos) << s;
+  // Other axes take the ranks: fsdp over one rank keeps parameters whole
+  // (it was refused, though zero-2 on the same mesh was accepted).
+  auto tp_only = *comm::MeshLayout::Create({{"dp_replicate", 1}, {"dp_shard", 1}, {"tp", 2}}, 2);
+  EXPECT_TRUE(f.Validate(o, &tp_only).ok());
 
   auto hsdp = *comm::MeshLayout::Create({{"dp_replicate", 2}, {"dp_shard", 2}}, 4);
   EXPECT_TRUE(f.Validate(o, &hsdp).ok());

@@ -53,7 +53,8 @@ grep -q " fits$" "$tmp/auto4b.txt" && grep -q " too big$" "$tmp/auto4b.txt" || {
 
 # The config's own micro-batch (16, the whole global batch) splits over no
 # 4 data-parallel ranks: auto runs each layout at the largest micro-batch
-# that does, says which, and the flags it suggests train as they are.
+# that does, says which, and the flags it suggests train as they are (the
+# job's validation set, 8 batches of 16, kept in samples).
 plain=(--config="$config" --data="$tmp/corpus.txt" --num_workers=1)
 "$estimate" "${plain[@]}" --strategy=auto --nproc=4 --memory_budget=1GiB | tee "$tmp/auto_mb.txt"
 grep -qE "^ddp .* MiB +0 +4  fits$" "$tmp/auto_mb.txt" || {
@@ -61,7 +62,7 @@ grep -qE "^ddp .* MiB +0 +4  fits$" "$tmp/auto_mb.txt" || {
 grep -qE "^tp4 .* MiB +0 +16  fits$" "$tmp/auto_mb.txt" || {
   echo "FAIL: tp4 (one data-parallel rank) not at micro-batch 16"; exit 1; }
 pick=$(sed -n 's/^fits with the least communication: ddp (\(.*\))$/\1/p' "$tmp/auto_mb.txt")
-[[ "$pick" == "--strategy=ddp --micro_batch=4" ]] || { echo "FAIL: suggested flags '$pick'"; exit 1; }
+[[ "$pick" == "--strategy=ddp --micro_batch=4 --eval_samples=128" ]] || { echo "FAIL: suggested flags '$pick'"; exit 1; }
 # shellcheck disable=SC2086  # the suggestion is a flag list
 "$train" "${plain[@]}" --nproc_per_node=4 $pick --steps=2 --log_every=0 --quiet --eval_every=0 || {
   echo "FAIL: the suggested flags do not train"; exit 1; }

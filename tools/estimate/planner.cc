@@ -158,9 +158,23 @@ Plan PlanLayouts(const GptJob& job, int nproc, int64_t budget) {
   return plan;
 }
 
+namespace {
+
+// eval_samples for `pick`: evaluation counted in samples stays the same set
+// when the planner changes the micro-batch (eval_batches counts micro-batches).
+int64_t EvalSamplesKept(const GptJob& job, const LayoutEstimate& pick) {
+  const TrainConfig& t = job.train();
+  if (t.eval_samples() > 0 || pick.micro_batch == t.micro_batch()) return t.eval_samples();
+  return t.eval_batches() * t.micro_batch();
+}
+
+}  // namespace
+
 GptJob WithLayout(const GptJob& job, const LayoutEstimate& pick) {
   GptJob j = job;
   ApplyLayout(pick.layout, j.mutable_train()->mutable_parallel());
+  // The validation set stays the one the job's micro-batch made.
+  j.mutable_train()->set_eval_samples(EvalSamplesKept(job, pick));
   j.mutable_train()->set_micro_batch(pick.micro_batch);
   if (!pick.recompute.empty()) {
     j.mutable_train()->set_recompute(true);
@@ -175,6 +189,10 @@ GptJob WithLayout(const GptJob& job, const LayoutEstimate& pick) {
 
 std::string PickFlags(const GptJob& job, const LayoutEstimate& pick) {
   std::string flags = LayoutFlags(pick.layout, pick.micro_batch);
+  const int64_t eval_samples = EvalSamplesKept(job, pick);
+  if (eval_samples != job.train().eval_samples()) {
+    absl::StrAppend(&flags, " --eval_samples=", eval_samples);
+  }
   if (!pick.recompute.empty()) {
     absl::StrAppend(&flags, " --recompute --strategy_options=",
                     WithLayout(job, pick).train().parallel().strategy_options());

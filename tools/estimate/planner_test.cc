@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tools/estimate/budget.h"
 
@@ -138,6 +139,14 @@ TEST(PlanLayoutsTest, AJobsOwnRecomputeIsKept) {
   EXPECT_LT(plan.pick->micro_batch, 8);
   EXPECT_LE(plan.pick->worst.peak(), budget);
   EXPECT_NE(plan.relaxed.find("micro-batch"), std::string::npos) << plan.relaxed;
+  // The smaller micro-batch evaluates the job's validation samples, not
+  // eval_batches of its own size.
+  const GptJob planned = WithLayout(job, *plan.pick);
+  const int64_t samples = job.train().eval_batches() * job.train().micro_batch();
+  EXPECT_EQ(planned.train().eval_samples(), samples);
+  EXPECT_NE(PickFlags(job, *plan.pick).find(absl::StrCat("--eval_samples=", samples)),
+            std::string::npos)
+      << PickFlags(job, *plan.pick);
 }
 
 // An MoE model (8 experts in both blocks, most of its parameters) on 4
