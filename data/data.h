@@ -55,7 +55,8 @@ struct TextDataOptions {
   std::string path;
   // For text: "char", "bpe", "bpe:<vocab>" (trained on the training split),
   // or a tokenizer file. For shards: a tokenizer file, else the directory's
-  // tokenizer.txt is used when present (only for decoding and vocab size).
+  // tokenizer.txt is used when present (only for decoding and vocab size);
+  // "bpe" specs are refused there (the shards are tokenized already).
   std::string tokenizer = "char";
   double val_fraction = 0.1;
   int64_t seq_len = 256;

@@ -81,6 +81,12 @@ TEST(OpenTextDataTest, ShardDirectoryWithTokenizer) {
   ASSERT_NE(data->val, nullptr);
   Batch b = *data->train->Next();
   EXPECT_EQ(Decode(*data, b.Get("inputs").Slice(0, 0, 1)), text.substr(0, 32));
+  // A spec that builds a tokenizer from text cannot apply to shards: it was
+  // ignored (training went on with the shards' vocabulary).
+  opt.tokenizer = "bpe:1024";
+  auto refused = OpenTextData(opt);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("--tokenizer=bpe:1024 with token shards"));
 }
 
 TEST(OpenTextDataTest, LlmcShardsNeedAVocabularySize) {

@@ -38,6 +38,15 @@ absl::StatusOr<std::vector<TokenBuffer>> OpenAll(const std::vector<std::string>&
 // A tokenizer file named by the options, else `fallback` if it exists.
 absl::StatusOr<std::shared_ptr<const Tokenizer>> MaybeLoadTokenizer(const std::string& spec,
                                                                     const std::string& fallback) {
+  // Shards hold token ids already: a spec that would build a tokenizer from
+  // text ("bpe:1024") cannot apply to them. "char" is the flag's default.
+  if (IsTokenizerSpec(spec) && spec != "char") {
+    return InvalidArgument(
+        absl::StrCat("--tokenizer=", spec, " with token shards"),
+        "a tokenizer file, or no --tokenizer (the shards' own tokenizer.txt is used)",
+        "shards are tokenized when prepare_data writes them: pass --tokenizer there, or train "
+        "on the text files instead");
+  }
   std::string path;
   if (!spec.empty() && !IsTokenizerSpec(spec)) {
     path = spec;

@@ -188,7 +188,16 @@ absl::Status CheckMatchesConfig(const LlmcHeader& hd, const GptConfig& c, const 
   expect_equal("n_layer", hd.layers, c.n_layer());
   expect_equal("n_head", hd.heads, c.n_head());
   expect_equal("d_model", hd.channels, c.d_model());
-  expect_equal("vocab_size", hd.vocab, c.vocab_size());
+  if (hd.vocab < c.vocab_size()) {
+    // The model's vocabulary comes from the data's tokenizer (or the flag):
+    // a smaller file cannot embed the data's tokens, whatever the flags.
+    diffs.push_back(absl::StrCat("vocab_size ", hd.vocab, " in the file vs ", c.vocab_size(),
+                                 " in the model: the file knows fewer tokens than the data's "
+                                 "tokenizer uses, so it was trained on other tokens (use data "
+                                 "tokenized with the file's tokenizer)"));
+  } else {
+    expect_equal("vocab_size", hd.vocab, c.vocab_size());
+  }
   if (hd.max_t < c.max_seq_len()) {
     diffs.push_back(absl::StrCat("max_seq_len: the file has ", hd.max_t,
                                  " positions, the model needs ", c.max_seq_len()));
@@ -206,7 +215,8 @@ absl::Status CheckMatchesConfig(const LlmcHeader& hd, const GptConfig& c, const 
   if (diffs.empty()) return absl::OkStatus();
   return InvalidArgument(
       absl::StrCat("llm.c file '", path, "' does not fit the model: ", absl::StrJoin(diffs, "; ")),
-      "the file's shapes (see LlmcConfig)", absl::StrCat("pass ", absl::StrJoin(flags, " ")));
+      "the file's shapes (see LlmcConfig)",
+      flags.empty() ? "" : absl::StrCat("pass ", absl::StrJoin(flags, " ")));
 }
 
 absl::StatusOr<std::vector<float>> ReadFloats(std::FILE* f, int64_t count, const LlmcHeader& hd,

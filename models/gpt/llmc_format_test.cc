@@ -435,6 +435,16 @@ TEST(LlmcFormatTest, MismatchedConfigListsEveryDifferenceAndTheFlags) {
   const std::string msg2 = ReadError(h, "mismatch2.bin", c);
   EXPECT_NE(msg2.find("vocab_size 11 in the file vs 50"), std::string::npos) << msg2;
   EXPECT_NE(msg2.find("--model.tie_weights=true"), std::string::npos) << msg2;
+  // A file with fewer tokens than the model's vocabulary (which comes from
+  // the data's tokenizer) was trained on other tokens: no flag fixes that,
+  // and --model.vocab_size=11 (suggested before) only failed next on the
+  // tokenizer's size.
+  EXPECT_NE(msg2.find("trained on other tokens"), std::string::npos) << msg2;
+  EXPECT_EQ(msg2.find("--model.vocab_size"), std::string::npos) << msg2;
+  c = Tiny();
+  c.set_vocab_size(7);  // the data needs fewer: the file's size is a valid flag
+  const std::string msg4 = ReadError(h, "mismatch4.bin", c);
+  EXPECT_NE(msg4.find("--model.vocab_size=11"), std::string::npos) << msg4;
 
   c = Tiny();
   c.set_vocab_size(0);  // "from the tokenizer": unknown here
