@@ -10,8 +10,10 @@
 
 namespace weft::testing {
 
-inline absl::StatusOr<MemoryEstimate> EstimateRank(const GptJob& job, int world, int rank = 0) {
+inline absl::StatusOr<MemoryEstimate> EstimateRank(const GptJob& job, int world, int rank = 0,
+                                                   bool moe_routing_bound = false) {
   MemoryEstimateOptions o;
+  o.moe_routing_bound = moe_routing_bound;
   o.job = GptTrainerOptions(job);
   o.world_size = world;
   o.rank = rank;

@@ -68,6 +68,19 @@ TEST_P(MemoryEstimateMoeTest, EveryRankWithinTolerance) {
     EXPECT_LE(std::fabs(err), kTolerance) << where;
     EXPECT_LE(std::fabs(step), kTolerance) << where << " (peak while training)";
     EXPECT_LE(std::fabs(acts), kTolerance) << where << " (activations)";
+    // The planner's figure, MoE layers at their routing bound: never below
+    // what the run measured, and in one process (nothing to exchange) the
+    // balanced estimate itself.
+    absl::StatusOr<MemoryEstimate> bound = testing::EstimateRank(job, c.world, rank, true);
+    ASSERT_TRUE(bound.ok()) << where << ": " << bound.status();
+    std::printf("%-12s %4d %10lld bound (%+.2f%%)\n", c.label.c_str(), rank,
+                static_cast<long long>(bound->peak()),
+                100 * Error(static_cast<double>(bound->peak()), m["peak"]));
+    if (c.ep == 1) {
+      EXPECT_EQ(bound->peak(), e->peak()) << where;
+    } else {
+      EXPECT_GE(static_cast<double>(bound->peak()), m["peak"]) << where << " (bound)";
+    }
   }
 }
 

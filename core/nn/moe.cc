@@ -58,6 +58,32 @@ MoeLayer::MoeLayer(const MoeConfig& c) : Module("MoeLayer"), config_(c) {
   stats_.routed.assign(c.num_experts, 0);
 }
 
+// A bound for dry runs (run_context.h): every rank sends its own experts
+// as many choices as their capacity takes (all of them when dropless), so
+// under expert parallelism each receives the most rows the ranks can send
+// it; the rest go round-robin to the other experts, so the rows a rank
+// sends stay those of real routing (every choice, within capacity).
+void MoeLayer::RouteToOwnExperts(int64_t samples, std::vector<int32_t>* experts_of) const {
+  const int k = config_.top_k, e = config_.num_experts, groups = config_.routing_groups;
+  const int first = experts_->expert_offset(), local = experts_->num_local_experts();
+  const int64_t tokens = static_cast<int64_t>(experts_of->size()) / k;
+  const int64_t per_sample = std::max<int64_t>(1, tokens / samples);
+  const int64_t capacity = ExpertCapacity(tokens / groups, k, e, config_.capacity_factor);
+  std::vector<int64_t> taken(static_cast<size_t>(groups) * local, 0);
+  int64_t other = 0;
+  for (size_t i = 0; i < experts_of->size(); ++i) {
+    const int64_t group = (static_cast<int64_t>(i) / k / per_sample) % groups;
+    const int j = static_cast<int>(i % local);
+    int64_t& n = taken[group * local + j];
+    if (capacity < 0 || n < capacity || local == e) {
+      ++n;
+      (*experts_of)[i] = first + j;
+    } else {
+      (*experts_of)[i] = static_cast<int32_t>((first + local + other++ % (e - local)) % e);
+    }
+  }
+}
+
 absl::StatusOr<MoeLayer::Routing> MoeLayer::Route(RunContext& ctx, const Tensor& idx,
                                                   int64_t samples) {
   const int k = config_.top_k, e = config_.num_experts, groups = config_.routing_groups;
@@ -74,8 +100,12 @@ absl::StatusOr<MoeLayer::Routing> MoeLayer::Route(RunContext& ctx, const Tensor&
     // every expert the same share of the choices, as the load-balancing
     // loss aims for. Real routing depends on the data: an expert above its
     // share holds more rows (at most its capacity, with a capacity factor).
-    for (size_t i = 0; i < r.all.experts_of.size(); ++i) {
-      r.all.experts_of[i] = static_cast<int32_t>(i % e);
+    if (ctx.meta_moe_routing_bound) {
+      RouteToOwnExperts(samples, &r.all.experts_of);
+    } else {
+      for (size_t i = 0; i < r.all.experts_of.size(); ++i) {
+        r.all.experts_of[i] = static_cast<int32_t>(i % e);
+      }
     }
   }
   // Routing groups: sample b in b % groups (the group's samples are ours).

@@ -123,6 +123,7 @@ class MoeLayer : public Module {
     const RoutingPlan& plan() const { return own_plan ? *own_plan : all_plan; }
   };
   absl::StatusOr<Routing> Route(RunContext& ctx, const Tensor& idx, int64_t samples);
+  void RouteToOwnExperts(int64_t samples, std::vector<int32_t>* experts_of) const;
   // Statistics of one call, and the balance loss's dL/dprobs (N, E) of this
   // rank's tokens. A recompute replay (count_stats false) recomputes the
   // gradient only.

@@ -25,6 +25,11 @@ struct RunContext {
   // module's backward: hooks must not prefetch later modules (their backward
   // is done) or free what the imminent backward needs.
   bool recomputing = false;
+  // A dry run (meta device) routes each MoE choice round-robin over every
+  // expert, the balanced case; with this set, over the rank's own experts
+  // only: the most rows expert parallelism can bring to one rank (every
+  // rank's choices, at most each expert's capacity), a bound for budgets.
+  bool meta_moe_routing_bound = false;
   // Dropout masks are Philox keyed by dropout_seed and the module (see
   // core/nn/dropout.h); the runtime changes the seed every step.
   uint64_t dropout_seed = 0;

@@ -123,6 +123,7 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(MemoryEstimateOptions o) {
     absl::StatusOr<std::unique_ptr<Trainer>> made = Trainer::Create(std::move(o.job));
     if (!made.ok()) return Annotate(made.status(), "building the job on the meta device");
     std::unique_ptr<Trainer> trainer = *std::move(made);
+    trainer->context().meta_moe_routing_bound = o.moe_routing_bound;
     e.setup_peak = device->Stats().peak_allocated_bytes - base;
     device->ResetPeak();
     for (int s = 0; s < o.steps; ++s) {

@@ -55,6 +55,10 @@ struct MemoryEstimateOptions {
   int world_size = 1;
   int rank = 0;   // which rank to simulate (pipeline stages differ; dp ranks by padding)
   int steps = 2;  // optimizer steps to run; buffers created lazily show up by the second
+  // MoE layers: balanced routing (the expected peak), or each rank's bound
+  // under expert parallelism (all the ranks' rows to its experts, within
+  // their capacity), which a memory budget needs.
+  bool moe_routing_bound = false;
 };
 
 struct MemoryEstimate {

@@ -26,7 +26,9 @@ LayoutEstimate EstimateAt(const GptJob& job, int nproc, const Layout& layout, in
         "a global batch of at least one micro-batch per rank and stage");
     return row;
   }
-  absl::StatusOr<std::vector<MemoryEstimate>> all = EstimateJob(WithLayout(job, row), nproc, -1);
+  // A budget is a limit: MoE layers at their routing bound, not balanced.
+  absl::StatusOr<std::vector<MemoryEstimate>> all =
+      EstimateJob(WithLayout(job, row), nproc, -1, /*moe_routing_bound=*/true);
   if (all.ok()) {
     row.worst = WorstRank(*all);
   } else {
@@ -65,9 +67,11 @@ std::vector<LayoutEstimate> SmallerMicroBatches(const GptJob& job, int nproc, in
 
 }  // namespace
 
-absl::StatusOr<std::vector<MemoryEstimate>> EstimateJob(const GptJob& job, int nproc, int rank) {
+absl::StatusOr<std::vector<MemoryEstimate>> EstimateJob(const GptJob& job, int nproc, int rank,
+                                                        bool moe_routing_bound) {
   WEFT_ASSIGN_OR_RETURN(std::string path, GptDataPath(job));
   MemoryEstimateOptions o;
+  o.moe_routing_bound = moe_routing_bound;
   o.job.config = job.train();
   SetGptJobCallbacks(job, path, nullptr, &o.job);
   o.world_size = nproc;

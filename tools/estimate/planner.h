@@ -21,8 +21,11 @@
 namespace weft {
 
 // `job` on `nproc` ranks: rank `rank`, or (rank < 0) every pipeline stage
-// of rank 0's pipeline (one estimate without pp).
-absl::StatusOr<std::vector<MemoryEstimate>> EstimateJob(const GptJob& job, int nproc, int rank);
+// of rank 0's pipeline (one estimate without pp). MoE layers route balanced,
+// or at their bound (MemoryEstimateOptions::moe_routing_bound), as the
+// planner's layouts do.
+absl::StatusOr<std::vector<MemoryEstimate>> EstimateJob(const GptJob& job, int nproc, int rank,
+                                                        bool moe_routing_bound = false);
 
 struct LayoutEstimate {
   Layout layout;

@@ -150,15 +150,18 @@ TEST(PlanLayoutsTest, AJobsOwnRecomputeIsKept) {
 }
 
 // An MoE model (8 experts in both blocks, most of its parameters) on 4
-// ranks: the expert-parallel layouts are estimated (the dry run routes
-// round-robin), hold less than ddp and zero-2, and with a budget between
-// ep4 x ddp4 and zero-2 the planner picks expert parallelism, with --ep in
-// its flags, and the planned job re-estimates to the pick's peak.
+// ranks: the expert-parallel layouts are estimated at their routing bound
+// (every rank's rows to one rank's experts, within capacity: a budget must
+// hold whatever the router does), hold less than ddp and zero-2 with a
+// capacity factor, and with a budget between ep4 x ddp4 and zero-2 the
+// planner picks expert parallelism, with --ep in its flags, and the planned
+// job re-estimates to the pick's peak.
 TEST(PlanLayoutsTest, MoeModelsGetExpertParallelLayouts) {
   GptJob job = SmallJob();
   job.mutable_model()->set_moe_every(1);
   job.mutable_model()->set_num_experts(8);
   job.mutable_model()->set_top_k(2);
+  job.mutable_model()->set_capacity_factor(1.25f);
   const std::vector<LayoutEstimate> rows = EstimateLayouts(job, 4);
   const LayoutEstimate* zero2 = nullptr;
   const LayoutEstimate* ep4 = nullptr;
@@ -179,9 +182,38 @@ TEST(PlanLayoutsTest, MoeModelsGetExpertParallelLayouts) {
       << PickFlags(job, *plan.pick);
   const GptJob planned = WithLayout(job, *plan.pick);
   EXPECT_EQ(planned.train().parallel().ep(), 4);
-  absl::StatusOr<std::vector<MemoryEstimate>> again = EstimateJob(planned, 4, -1);
+  absl::StatusOr<std::vector<MemoryEstimate>> again =
+      EstimateJob(planned, 4, -1, /*moe_routing_bound=*/true);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(WorstRank(*again).peak(), plan.pick->worst.peak());
+  // The bound is above the balanced estimate: the router can send a rank
+  // more than its share (a pick from balanced estimates ran 12% over its
+  // budget on a real run).
+  absl::StatusOr<std::vector<MemoryEstimate>> balanced = EstimateJob(planned, 4, -1);
+  ASSERT_TRUE(balanced.ok()) << balanced.status();
+  EXPECT_GT(plan.pick->worst.activations, WorstRank(*balanced).activations);
+}
+
+// Dropless, one rank's experts may receive every rank's rows: the bound at
+// ep4 is four times the balanced expert rows, and ep4 x ddp4 no longer
+// looks smaller than it can get.
+TEST(PlanLayoutsTest, DroplessExpertParallelismIsEstimatedAtItsBound) {
+  GptJob job = SmallJob();
+  job.mutable_model()->set_moe_every(1);
+  job.mutable_model()->set_num_experts(8);
+  job.mutable_model()->set_top_k(2);
+  GptJob capped = job;
+  capped.mutable_model()->set_capacity_factor(1.25f);
+  auto ep4 = [](const std::vector<LayoutEstimate>& rows) -> int64_t {
+    for (const LayoutEstimate& r : rows) {
+      if (r.layout.label == "ep4 x ddp4" && r.status.ok()) return r.worst.activations;
+    }
+    return -1;
+  };
+  const int64_t dropless = ep4(EstimateLayouts(job, 4));
+  const int64_t with_capacity = ep4(EstimateLayouts(capped, 4));
+  ASSERT_GT(with_capacity, 0);
+  EXPECT_GT(dropless, with_capacity);
 }
 
 TEST(PlanLayoutsTest, NothingFitsAfterEverythingWasTried) {
