@@ -144,8 +144,9 @@ absl::Status WriteReport(const std::vector<std::string>& metrics_paths, const st
     return InvalidArgument("no metrics files", "--metrics=run.jsonl[,more.jsonl]");
   }
   std::vector<RunMetrics> runs;
-  for (const std::string& p : metrics_paths) {
-    WEFT_ASSIGN_OR_RETURN(RunMetrics r, ReadRunMetrics(p));
+  const std::vector<std::string> labels = RunLabels(metrics_paths);
+  for (size_t i = 0; i < metrics_paths.size(); ++i) {
+    WEFT_ASSIGN_OR_RETURN(RunMetrics r, ReadRunMetrics(metrics_paths[i], labels[i]));
     runs.push_back(std::move(r));
   }
   const std::string html = BuildReportHtml(runs);

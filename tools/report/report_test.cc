@@ -1,5 +1,8 @@
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -58,6 +61,40 @@ TEST(RunMetricsTest, ABrokenLineNamesItsNumber) {
   absl::StatusOr<RunMetrics> r = ParseRunMetrics("{\"step\":1}\n{\"step\":2,\n", "run");
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(absl::StrContains(r.status().message(), "line 2")) << r.status();
+}
+
+TEST(RunMetricsTest, LabelsTellFilesOfTheSameNameApart) {
+  EXPECT_EQ(RunLabels({"/x/a/m.jsonl", "/x/b/m.jsonl", "/y/c.jsonl"}),
+            (std::vector<std::string>{"a/m", "b/m", "c"}));
+  EXPECT_EQ(RunLabels({"/r/m.jsonl", "/q/r/m.jsonl"}),
+            (std::vector<std::string>{"/r/m", "/q/r/m"}));
+  EXPECT_EQ(RunLabels({"m.jsonl", "m.jsonl"}), (std::vector<std::string>{"m", "m (2)"}));
+}
+
+std::string WriteFile(const std::string& name, const std::string& text) {
+  const std::string path = absl::StrCat(testing::TempDir(), "/", name);
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(ReportTest, RunsFromFilesOfTheSameNameGetDistinctHeadings) {
+  const std::string a = WriteFile("a/m.jsonl", Jsonl(4.0, false, 0));
+  const std::string b = WriteFile("b/m.jsonl", Jsonl(4.1, false, 0));
+  const std::string out = absl::StrCat(testing::TempDir(), "/same_name.html");
+  ASSERT_TRUE(WriteReport({a, b}, out).ok());
+  std::stringstream html;
+  html << std::ifstream(out).rdbuf();
+  EXPECT_TRUE(absl::StrContains(html.str(), "<h3>a/m</h3>")) << html.str();
+  EXPECT_TRUE(absl::StrContains(html.str(), "<h3>b/m</h3>"));
+}
+
+TEST(ReportTest, AnEmptyMetricsFileIsAnErrorNamingIt) {
+  const std::string empty = WriteFile("empty.jsonl", "\n");
+  const absl::Status s =
+      WriteReport({empty}, absl::StrCat(testing::TempDir(), "/empty.html"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(s.message(), empty)) << s;
 }
 
 TEST(SvgChartTest, TicksAreRoundAndCoverTheRange) {

@@ -4,9 +4,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "core/base/errors.h"
 #include "core/base/json.h"
 
@@ -67,12 +70,51 @@ absl::StatusOr<RunMetrics> ReadRunMetrics(const std::string& path, const std::st
   }
   std::stringstream text;
   text << in.rdbuf();
+  if (absl::StripAsciiWhitespace(text.str()).empty()) {
+    return InvalidArgument(absl::StrCat("metrics file '", path, "' is empty"),
+                           "the JSON lines a run writes with --metrics_out=PATH",
+                           "check the path, or whether that run stopped before it logged");
+  }
   std::string n = name;
   if (n.empty()) {
     n = path.substr(path.find_last_of('/') + 1);
     if (absl::EndsWith(n, ".jsonl")) n.resize(n.size() - 6);
   }
   return ParseRunMetrics(text.str(), n);
+}
+
+std::vector<std::string> RunLabels(const std::vector<std::string>& paths) {
+  std::vector<std::vector<std::string>> parts;  // each path's components
+  for (std::string p : paths) {
+    if (absl::EndsWith(p, ".jsonl")) p.resize(p.size() - 6);
+    parts.push_back(absl::StrSplit(p, '/', absl::SkipEmpty()));
+  }
+  // The last k components of path i (all of them when it has fewer).
+  auto suffix = [&](size_t i, size_t k) {
+    const std::vector<std::string>& c = parts[i];
+    return absl::StrJoin(c.end() - std::min(k, c.size()), c.end(), "/");
+  };
+  std::vector<std::string> labels;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    size_t k = 1;
+    auto clashes = [&] {
+      for (size_t j = 0; j < paths.size(); ++j) {
+        if (j != i && suffix(j, k) == suffix(i, k)) return true;
+      }
+      return false;
+    };
+    while (k < parts[i].size() && clashes()) ++k;
+    // The whole path as given (with its leading '/') once nothing shorter will do.
+    labels.push_back(k < parts[i].size() ? suffix(i, k)
+                                         : std::string(absl::StripSuffix(paths[i], ".jsonl")));
+  }
+  // The same file twice: number the repeats.
+  for (size_t i = 0; i < labels.size(); ++i) {
+    int seen = 1;
+    for (size_t j = 0; j < i; ++j) seen += labels[j] == labels[i];
+    if (seen > 1) absl::StrAppend(&labels[i], " (", seen, ")");
+  }
+  return labels;
 }
 
 }  // namespace weft::report

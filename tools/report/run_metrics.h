@@ -27,8 +27,14 @@ struct RunMetrics {
   const Series* Time(const std::string& key) const;
 };
 
-// Reads `path`; `name` empty: the file's base name without ".jsonl".
+// Reads `path`; `name` empty: the file's base name without ".jsonl". An
+// empty file is an error naming it (its report would be blank).
 absl::StatusOr<RunMetrics> ReadRunMetrics(const std::string& path, const std::string& name = "");
+
+// Distinct legend names for metrics files: each file's name without
+// ".jsonl", led by as many of its directories as it takes to tell it from
+// the others ("a/m" and "b/m" for /x/a/m.jsonl and /x/b/m.jsonl).
+std::vector<std::string> RunLabels(const std::vector<std::string>& paths);
 // The same from text (one JSON object per line; blank lines skipped).
 absl::StatusOr<RunMetrics> ParseRunMetrics(const std::string& text, const std::string& name);
 
