@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -132,6 +133,7 @@ void Instruments::OnCollective(const comm::ObservedOp& op) {
 
 void Instruments::BeginStep(int64_t step) {
   step_ = step;
+  if (first_step_ == 0) first_step_ = step;
   step_comm_bytes_.store(0, std::memory_order_relaxed);
   tracing_.store(trace_ != nullptr && !trace_written_ && options_.trace_steps.Contains(step),
                  std::memory_order_relaxed);
@@ -145,6 +147,8 @@ absl::StatusOr<Instruments::StepReport> Instruments::EndStep(double step_ms) {
   WEFT_ASSIGN_OR_RETURN(r.parts, timer_.Finish(step_ms, tracing() ? &spans : nullptr));
   r.comm_mb = static_cast<double>(step_comm_bytes_.load(std::memory_order_relaxed)) / (1 << 20);
   if (tracing()) {
+    if (traced_first_ == 0) traced_first_ = step_;
+    traced_last_ = step_;
     std::string parts_args;
     for (int p = 0; p < kNumStepParts; ++p) {
       absl::StrAppend(&parts_args, p ? "," : "", "\"", StepPartName(static_cast<StepPart>(p)),
@@ -192,6 +196,11 @@ absl::Status Instruments::Finish() {
   progress_.Finish();
   tracing_.store(false);
   if (trace_ == nullptr) return absl::OkStatus();
+  if (traced_first_ == 0) {
+    // Every rank runs the same steps, so none has a trace to merge.
+    if (options_.rank == 0 && logger_ != nullptr) logger_->Print(NothingTracedNote());
+    return absl::OkStatus();
+  }
   if (!trace_written_) WEFT_RETURN_IF_ERROR(WriteTrace());
   if (options_.rank != 0) return absl::OkStatus();
   // Other ranks write theirs at the same step; on hosts that do not share
@@ -212,11 +221,27 @@ absl::Status Instruments::Finish() {
   WEFT_RETURN_IF_ERROR(MergeTraceFiles(found, merged));
   if (logger_ != nullptr) {
     logger_->Print(absl::StrCat(
-        "trace: steps ", options_.trace_steps.first, "-", options_.trace_steps.last, " of ",
-        found.size(), " rank(s) in ", merged, " (open it at https://ui.perfetto.dev)",
+        "trace: steps ", traced_first_, "-", traced_last_, " of ", found.size(), " rank(s) in ",
+        merged, " (open it at https://ui.perfetto.dev)",
+        traced_last_ < options_.trace_steps.last
+            ? absl::StrCat("; the run ended before step ", options_.trace_steps.last)
+            : "",
         missing.empty() ? "" : absl::StrCat("; missing ", missing.size(), " rank file(s)")));
   }
   return absl::OkStatus();
+}
+
+std::string Instruments::NothingTracedNote() const {
+  const std::string window =
+      absl::StrCat("--trace_steps=", options_.trace_steps.first, ":", options_.trace_steps.last);
+  if (first_step_ == 0) {
+    return absl::StrCat("trace: no step traced (", window, "): the run took no steps");
+  }
+  const int64_t last = step_;
+  return absl::StrCat("trace: no step traced: ", window, " lies outside this run's steps ",
+                      first_step_, "-", last, ", so nothing was written to ", options_.trace_dir,
+                      "; set --trace_steps within them, e.g. --trace_steps=",
+                      std::max(first_step_, last - 2), ":", last);
 }
 
 }  // namespace weft

@@ -85,7 +85,8 @@ class Instruments {
   // After the step is logged: progress, and GPU samples into the metrics.
   void AfterStep(int64_t step, double loss, double tokens_per_s);
   // End of the run: writes a trace not yet written; rank 0 merges the ranks'
-  // traces.
+  // traces. When the run took none of the trace steps nothing is written,
+  // and rank 0 says so (the window names steps the run did not reach).
   absl::Status Finish();
 
   bool tracing() const { return tracing_.load(std::memory_order_relaxed); }
@@ -99,6 +100,7 @@ class Instruments {
   void OnCollective(const comm::ObservedOp& op);
   int CommTrack(const std::string& group);
   absl::Status WriteTrace();
+  std::string NothingTracedNote() const;
 
   const Options options_;
   StepTimer timer_;
@@ -111,6 +113,8 @@ class Instruments {
   bool trace_written_ = false;
   std::atomic<int64_t> step_comm_bytes_{0};
   int64_t step_ = 0;
+  int64_t first_step_ = 0;                  // of this run (a resumed one starts late)
+  int64_t traced_first_ = 0, traced_last_ = 0;  // 0: none traced yet
   int64_t step_begin_us_ = 0;
   int64_t run_begin_us_ = 0;
   std::mutex tracks_mu_;

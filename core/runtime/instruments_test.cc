@@ -1,6 +1,8 @@
 #include "core/runtime/instruments.h"
 
 #include <chrono>
+#include <filesystem>
+#include <string>
 #include <thread>
 
 #include "gtest/gtest.h"
@@ -98,6 +100,48 @@ TEST(InstrumentsTest, WaitsOnOtherThreadsDoNotMoveTheTimer) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->parts[StepPart::kExposedComm], 0);
   EXPECT_NEAR(r->parts[StepPart::kOther], step_ms, kSumSlackMs);
+}
+
+// Runs steps first..last through `ins` and finishes; returns what rank 0 printed.
+std::string RunSteps(Instruments& ins, int64_t first, int64_t last) {
+  absl::StatusOr<MetricsLogger> logger = MetricsLogger::Open("", true, true);
+  std::string printed;
+  logger->set_console_sink([&](const std::string& line) { printed += line + "\n"; });
+  ins.set_logger(&*logger);
+  for (int64_t step = first; step <= last; ++step) {
+    ins.BeginStep(step);
+    ins.MarkEnd();
+    EXPECT_TRUE(ins.EndStep(1.0).ok());
+  }
+  EXPECT_TRUE(ins.Finish().ok());
+  return printed;
+}
+
+// A run that ends before the window (--steps=5, --trace_steps=10:12) says
+// nothing was traced instead of "trace: steps 10-12".
+TEST(InstrumentsTest, AWindowAfterTheLastStepTracesNothingAndSaysSo) {
+  Stream host = Stream::Default(Device::Cpu());
+  const std::string dir = testing::TempDir() + "/window_after_run";
+  Instruments ins({.stream = &host, .total_steps = 5, .trace_dir = dir,
+                   .trace_steps = {10, 12}, .merge_wait_s = 0});
+  const std::string printed = RunSteps(ins, 1, 5);
+  EXPECT_NE(printed.find("no step traced: --trace_steps=10:12 lies outside this run's steps 1-5"),
+            std::string::npos)
+      << printed;
+  EXPECT_NE(printed.find("--trace_steps=3:5"), std::string::npos) << printed;
+  EXPECT_EQ(printed.find("trace: steps"), std::string::npos) << printed;
+  EXPECT_FALSE(std::filesystem::exists(MergedTracePath(dir)));
+}
+
+TEST(InstrumentsTest, ARunEndingInsideTheWindowNamesTheStepsItTraced) {
+  Stream host = Stream::Default(Device::Cpu());
+  const std::string dir = testing::TempDir() + "/window_cut_short";
+  Instruments ins({.stream = &host, .total_steps = 11, .trace_dir = dir,
+                   .trace_steps = {10, 12}, .merge_wait_s = 0});
+  const std::string printed = RunSteps(ins, 1, 11);
+  EXPECT_NE(printed.find("trace: steps 10-11 of 1 rank(s)"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("the run ended before step 12"), std::string::npos) << printed;
+  EXPECT_TRUE(std::filesystem::exists(MergedTracePath(dir)));
 }
 
 }  // namespace
