@@ -18,12 +18,12 @@
 #include "core/base/status_macros.h"
 #include "core/nn/materialize.h"
 #include "data/tokenizer_factory.h"
-#include "google/protobuf/text_format.h"
 #include "models/gpt/generate.h"
 #include "models/gpt/gpt_config.pb.h"
 #include "models/gpt/gpt_weights.h"
 #include "models/gpt/llmc_format.h"
 #include "models/gpt/prompt.h"
+#include "models/gpt/recorded_job.h"
 #include "models/gpt/sample_config.pb.h"
 #include "tools/train_main/train_main.h"
 
@@ -53,12 +53,7 @@ absl::StatusOr<Source> FromCheckpoint(const std::string& path) {
     c = ckpt::OpenCheckpoint(*latest);
   }
   WEFT_RETURN_IF_ERROR(c.status());
-  GptJob job;
-  if (!google::protobuf::TextFormat::ParseFromString(c->meta.job_config(), &job) ||
-      !job.has_model()) {
-    return FailedPrecondition(absl::StrCat(c->dir, " does not record a GPT job config"),
-                              "a checkpoint of //models/gpt:train");
-  }
+  WEFT_ASSIGN_OR_RETURN(GptJob job, ParseRecordedGptJob(c->meta.job_config(), c->dir));
   Source s;
   s.model = job.model();
   s.seq_len = job.train().seq_len();

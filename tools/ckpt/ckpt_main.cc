@@ -26,11 +26,11 @@
 #include "checkpoint/safetensors.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
-#include "google/protobuf/text_format.h"
 #include "models/gpt/gpt.h"
 #include "models/gpt/gpt_config.pb.h"
 #include "models/gpt/gpt_weights.h"
 #include "models/gpt/llmc_format.h"
+#include "models/gpt/recorded_job.h"
 #include "tools/train_main/train_main.h"
 
 namespace weft::ckpt {
@@ -166,11 +166,11 @@ absl::Status Run(const Args& a) {
                         }));
   // A GPT's weights leave in the model's own shapes, whatever the layout
   // they were saved under (tp saves a fused qkv as (3, C, C)).
-  GptJob job;
-  const bool gpt = google::protobuf::TextFormat::ParseFromString(c.meta.job_config(), &job) &&
-                   job.has_model();
+  absl::StatusOr<GptJob> job = ParseRecordedGptJob(c.meta.job_config(), c.dir);
+  const bool gpt = job.ok();
   if (gpt) {
-    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Gpt> model, Gpt::Create(job.model(), job.train().seq_len()));
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Gpt> model,
+                          Gpt::Create(job->model(), job->train().seq_len()));
     ToModelShapes(*model, &weights);
   }
   if (a.format == "safetensors") {
@@ -181,7 +181,7 @@ absl::Status Run(const Args& a) {
                                 "a checkpoint of //models/gpt:train",
                                 "llm.c's format holds GPT-2 models only");
     }
-    WEFT_RETURN_IF_ERROR(WriteLlmcCheckpoint(a.out, job.model(), weights));
+    WEFT_RETURN_IF_ERROR(WriteLlmcCheckpoint(a.out, job->model(), weights));
   } else {
     return InvalidArgument(absl::StrCat("--format=", a.format), "safetensors or llmc");
   }
