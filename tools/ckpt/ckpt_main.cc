@@ -6,16 +6,18 @@
 //   consolidate  --out=FILE: one safetensors file with the full state
 //                (parameters and optimizer state, unsharded) and the run's
 //                metadata
-//   export       --format=safetensors|llmc --out=FILE [--dtype=F32|BF16]:
+//   export       --format=safetensors|llmc --out=FILE [--dtype=f32|bf16|f16]:
 //                model weights only, for the safetensors Python package or
 //                for llm.c (GPT checkpoints)
 //
 // CHECKPOINT is a step directory, or a --checkpoint_dir (its newest one).
 #include <cstdio>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -39,7 +41,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: ckpt inspect|verify CHECKPOINT\n"
     "       ckpt consolidate CHECKPOINT --out=FILE.safetensors\n"
-    "       ckpt export CHECKPOINT --format=safetensors|llmc --out=FILE [--dtype=F32|BF16]\n"
+    "       ckpt export CHECKPOINT --format=safetensors|llmc --out=FILE [--dtype=f32|bf16|f16]\n"
     "CHECKPOINT: a step_<N> directory, or a checkpoint directory (its newest step)";
 
 struct Args {
@@ -61,6 +63,25 @@ absl::StatusOr<Args> Parse(int argc, char** argv) {
   a.command = positional[0];
   a.path = weft::ResolveUserPath(positional[1]);
   a.out = weft::ResolveUserPath(a.out);
+  // Checked before the checkpoint is opened, so a typo is named as one.
+  const std::set<std::string> commands = {"inspect", "verify", "consolidate", "export"};
+  if (!commands.contains(a.command)) {
+    return InvalidArgument(absl::StrCat("unknown command '", a.command, "'"),
+                           "inspect, verify, consolidate or export", kUsage);
+  }
+  const bool writes = a.command == "consolidate" || a.command == "export";
+  if (writes && a.out.empty()) {
+    return InvalidArgument(absl::StrCat(a.command, " without --out"), "--out=FILE", kUsage);
+  }
+  if (a.format != "safetensors" && a.format != "llmc") {
+    return InvalidArgument(absl::StrCat("--format=", a.format), "safetensors or llmc");
+  }
+  // Either case: the trainer's --dtype is lowercase, safetensors' uppercase.
+  const std::string dtype = absl::AsciiStrToUpper(a.dtype);
+  if (dtype != "F32" && dtype != "BF16" && dtype != "F16") {
+    return InvalidArgument(absl::StrCat("--dtype=", a.dtype), "f32, bf16 or f16 (either case)");
+  }
+  a.dtype = dtype;
   return a;
 }
 
@@ -81,9 +102,16 @@ std::string Placement(const Piece& p) {
 absl::StatusOr<Checkpoint> Open(const std::string& path) {
   absl::StatusOr<Checkpoint> c = OpenCheckpoint(path);
   if (c.ok() || !absl::IsNotFound(c.status())) return c;
-  // A checkpoint root: take its newest step.
-  WEFT_ASSIGN_OR_RETURN(std::string latest, ResolveResume(path, "latest"));
-  return OpenCheckpoint(latest);
+  // A checkpoint root: take its newest step. Not ResolveResume, whose
+  // messages speak of the trainer's --resume.
+  WEFT_ASSIGN_OR_RETURN(std::vector<CheckpointDir> steps, ListCheckpoints(path));
+  if (steps.empty()) {
+    return NotFound(absl::StrCat("no checkpoint at ", path),
+                    "a step_<N> directory holding metadata.pb, or a directory of them",
+                    "pass the --checkpoint_dir a training run saved to "
+                    "(train with --checkpoint_every=K; a save also follows the last step)");
+  }
+  return OpenCheckpoint(steps.back().path);
 }
 
 void Inspect(const Checkpoint& c) {
@@ -152,7 +180,6 @@ absl::Status Run(const Args& a) {
                 static_cast<long long>(pieces), bytes / 1e6);
     return absl::OkStatus();
   }
-  if (a.out.empty()) return InvalidArgument(absl::StrCat(a.command, " without --out"), kUsage);
   if (a.command == "consolidate") {
     WEFT_ASSIGN_OR_RETURN(auto full, ReadFullTensors(c, nullptr));
     WEFT_RETURN_IF_ERROR(WriteSafetensors(a.out, full, {.dtype = "F32", .metadata = RunMetadata(c)}));
@@ -160,7 +187,6 @@ absl::Status Run(const Args& a) {
                 a.out.c_str(), full.size(), static_cast<long long>(c.meta.step()));
     return absl::OkStatus();
   }
-  if (a.command != "export") return InvalidArgument(absl::StrCat("command ", a.command), kUsage);
   WEFT_ASSIGN_OR_RETURN(auto weights, ReadFullTensors(c, [](const std::string& name) {
                           return name.find(':') == std::string::npos;
                         }));
@@ -175,15 +201,13 @@ absl::Status Run(const Args& a) {
   }
   if (a.format == "safetensors") {
     WEFT_RETURN_IF_ERROR(WriteSafetensors(a.out, weights, {.dtype = a.dtype, .metadata = RunMetadata(c)}));
-  } else if (a.format == "llmc") {
+  } else {  // llmc
     if (!gpt) {
       return FailedPrecondition(absl::StrCat(c.dir, " does not record a GPT job config"),
                                 "a checkpoint of //models/gpt:train",
                                 "llm.c's format holds GPT-2 models only");
     }
     WEFT_RETURN_IF_ERROR(WriteLlmcCheckpoint(a.out, job->model(), weights));
-  } else {
-    return InvalidArgument(absl::StrCat("--format=", a.format), "safetensors or llmc");
   }
   std::printf("wrote %s (%s): %zu weight tensors at step %lld\n", a.out.c_str(), a.format.c_str(),
               weights.size(), static_cast<long long>(c.meta.step()));

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# //tools:ckpt's command-line mistakes, caught before any checkpoint is read:
+# an unknown command is named with the valid ones, a missing checkpoint's
+# hint speaks of this tool (not the trainer's --resume), and --dtype takes
+# either case.
+set -uo pipefail
+
+ckpt="$TEST_SRCDIR/weft/tools/ckpt/ckpt"
+tmp="$TEST_TMPDIR"
+
+# Fails with a message matching every later argument (grep -E patterns).
+expect_error() {
+  local args=$1; shift
+  if $ckpt $args > "$tmp/out" 2> "$tmp/err"; then echo "FAIL: ckpt $args succeeded"; exit 1; fi
+  for want in "$@"; do
+    grep -qE -- "$want" "$tmp/err" || { echo "FAIL: ckpt $args: no '$want' in:"; cat "$tmp/err"; exit 1; }
+  done
+  if grep -q -- "--resume" "$tmp/err"; then echo "FAIL: ckpt $args mentions --resume:"; cat "$tmp/err"; exit 1; fi
+}
+
+expect_error "bogus $tmp" "unknown command 'bogus'" "inspect, verify, consolidate or export"
+expect_error "verify /nonexistent" "no checkpoint at /nonexistent" "--checkpoint_every"
+expect_error "export /nonexistent" "export without --out"
+expect_error "export /nonexistent --out=x --format=onnx" "--format=onnx; expected safetensors or llmc"
+expect_error "export /nonexistent --out=x --dtype=fp8" "--dtype=fp8; expected f32, bf16 or f16"
+# Lowercase (the trainer's spelling) and uppercase pass the flag checks and
+# fail only on the missing checkpoint.
+for dtype in bf16 BF16 f16 F32; do
+  expect_error "export /nonexistent --out=x --dtype=$dtype" "no checkpoint at /nonexistent"
+done
+echo "PASS"
