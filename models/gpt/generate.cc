@@ -13,6 +13,21 @@
 
 namespace weft {
 
+absl::Status CheckGenerateOptions(const GenerateOptions& options, absl::string_view flag_prefix) {
+  if (!std::isfinite(options.temperature) || options.temperature < 0) {
+    return InvalidArgument(absl::StrCat(flag_prefix, "temperature=", options.temperature),
+                           "a finite number >= 0", "0 takes the most likely token");
+  }
+  if (options.top_k < 0) {
+    return InvalidArgument(absl::StrCat(flag_prefix, "top_k=", options.top_k), ">= 0",
+                           "0 draws from the whole vocabulary");
+  }
+  if (options.max_new_tokens < 0) {
+    return InvalidArgument(absl::StrCat(flag_prefix, "tokens=", options.max_new_tokens), ">= 0");
+  }
+  return absl::OkStatus();
+}
+
 int32_t PickToken(absl::Span<const float> logits, const GenerateOptions& options, double u) {
   const int64_t n = static_cast<int64_t>(logits.size());
   if (options.temperature <= 0.f) {
@@ -44,6 +59,7 @@ int32_t PickToken(absl::Span<const float> logits, const GenerateOptions& options
 
 absl::Status Generate(Gpt& model, int64_t seq_len, RunContext ctx, const GenerateOptions& options,
                       std::vector<int32_t>* tokens, const std::function<void(int32_t)>& on_token) {
+  WEFT_RETURN_IF_ERROR(CheckGenerateOptions(options));
   if (tokens->empty()) {
     return InvalidArgument("an empty prompt", "at least one token to continue",
                            "give a prompt, or start from the tokenizer's end-of-text token");

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "core/nn/run_context.h"
 #include "models/gpt/gpt.h"
@@ -39,12 +40,19 @@ struct GenerateOptions {
   bool kv_cache = true;
 };
 
+// An error for a temperature that is negative or not finite (NaN drew
+// degenerate text, a negative one acted greedy), a negative top_k or a
+// negative max_new_tokens. Messages name them as `flag_prefix` + "temperature"
+// ("--" for //models/gpt:sample's flags); "tokens" for max_new_tokens.
+absl::Status CheckGenerateOptions(const GenerateOptions& options,
+                                  absl::string_view flag_prefix = "");
+
 // The next token from the logits of one position (the real vocabulary
 // only, without padding), drawn with uniform `u` in [0, 1).
 int32_t PickToken(absl::Span<const float> logits, const GenerateOptions& options, double u);
 
 // Appends up to max_new_tokens tokens to `tokens` (the prompt: at least one
-// token), calling on_token (may be empty) after each. `ctx` must be the
+// token; the options as CheckGenerateOptions wants them), calling on_token (may be empty) after each. `ctx` must be the
 // model's device and compute dtype; it runs in evaluation mode (no dropout,
 // nothing saved for backward).
 absl::Status Generate(Gpt& model, int64_t seq_len, RunContext ctx, const GenerateOptions& options,

@@ -143,5 +143,23 @@ TEST_F(GenerateTest, BadPromptsAreErrors) {
   EXPECT_NE(s.message().find("prompt token 11"), std::string::npos) << s;
 }
 
+TEST_F(GenerateTest, BadOptionsAreErrors) {
+  for (float t : {-1.f, std::nanf(""), INFINITY}) {
+    std::vector<int32_t> tokens = {1, 2};
+    const absl::Status s = Generate(*model_, kSeqLen, ctx_, {.temperature = t}, &tokens);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << t;
+    EXPECT_NE(s.message().find("temperature="), std::string::npos) << s;
+    EXPECT_EQ(tokens.size(), 2u) << "drew tokens at temperature " << t;
+  }
+  std::vector<int32_t> tokens = {1, 2};
+  EXPECT_EQ(Generate(*model_, kSeqLen, ctx_, {.top_k = -3}, &tokens).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Generate(*model_, kSeqLen, ctx_, {.max_new_tokens = -5}, &tokens).code(),
+            absl::StatusCode::kInvalidArgument);
+  const absl::Status named = CheckGenerateOptions({.top_k = -3}, "--");
+  EXPECT_NE(named.message().find("--top_k=-3"), std::string::npos) << named;
+  EXPECT_TRUE(CheckGenerateOptions({.max_new_tokens = 0, .temperature = 0}).ok());
+}
+
 }  // namespace
 }  // namespace weft

@@ -117,6 +117,13 @@ absl::StatusOr<RunContext> SampleContext(const SampleJob& job) {
 }
 
 absl::Status Run(const SampleJob& job) {
+  GenerateOptions g{.max_new_tokens = job.tokens(),
+                    .temperature = job.temperature(),
+                    .top_k = job.top_k(),
+                    .seed = job.seed(),
+                    .kv_cache = job.kv_cache()};
+  // Before the weights are read, so a bad flag fails at once.
+  WEFT_RETURN_IF_ERROR(CheckGenerateOptions(g, "--"));
   WEFT_ASSIGN_OR_RETURN(Source src, OpenSource(job));
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<data::Tokenizer> tokenizer,
                         data::ParseTokenizer(src.tokenizer, "the tokenizer"));
@@ -137,13 +144,8 @@ absl::Status Run(const SampleJob& job) {
                         PromptTokens(*tokenizer, job.prompt(), "prompt"));
   std::printf("%s", job.prompt().c_str());
   std::fflush(stdout);
-  GenerateOptions g{.max_new_tokens = job.tokens(),
-                    .temperature = job.temperature(),
-                    .top_k = job.top_k(),
-                    .seed = job.seed(),
-                    .stop_id = job.stop_at_eot() ? tokenizer->eot_id() : -1,
-                    .vocab = tokenizer->vocab_size(),
-                    .kv_cache = job.kv_cache()};
+  g.stop_id = job.stop_at_eot() ? tokenizer->eot_id() : -1;
+  g.vocab = tokenizer->vocab_size();
   absl::Status decode_error;
   const size_t prompt_tokens = tokens.size();
   const auto start = std::chrono::steady_clock::now();

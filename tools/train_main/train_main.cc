@@ -41,9 +41,13 @@ int TrainMain(int argc, char** argv, const std::string& usage, google::protobuf:
   absl::Status parsed = LoadConfigFromArgs(args, job);
   if (help) {
     std::printf("%s\n\nFlags (current values):\n%s", usage.c_str(), DescribeConfig(*job).c_str());
-    std::printf("\nStrategies (--strategy) and their options "
-                "(--strategy_options=key=value,... or strategy.key=value):\n%s",
-                DescribeRegisteredStrategies().c_str());
+    // Binaries that link no strategy (//models/gpt:sample) have none to list.
+    const std::string strategies = DescribeRegisteredStrategies();
+    if (!strategies.empty()) {
+      std::printf("\nStrategies (--strategy) and their options "
+                  "(--strategy_options=key=value,... or strategy.key=value):\n%s",
+                  strategies.c_str());
+    }
     return parsed.ok() ? 0 : 2;
   }
   if (!parsed.ok()) {
