@@ -26,9 +26,22 @@
 namespace weft {
 namespace {
 
+// --memory_budget only feeds auto's planner: without auto, refused rather than ignored.
+absl::Status CheckAutoFlags(const ParallelConfig& p) {
+  if (p.strategy() != "auto" && !p.memory_budget().empty()) {
+    return InvalidArgument(
+        absl::StrCat("--memory_budget=", p.memory_budget(), " without --strategy=auto"),
+        "--memory_budget only with --strategy=auto, whose planner picks a layout that fits it",
+        "add --strategy=auto, or drop --memory_budget; to check a layout against a budget use "
+        "bazel run //tools:estimate -- <same flags> --memory_budget=B");
+  }
+  return absl::OkStatus();
+}
+
 // --strategy=auto: every rank plans the same layout from the same config
 // and world size (a deterministic dry run), so they agree without talking.
 absl::StatusOr<GptJob> ResolveAutoLayout(const GptJob& job) {
+  WEFT_RETURN_IF_ERROR(CheckAutoFlags(job.train().parallel()));
   if (job.train().parallel().strategy() != "auto") return job;
   WEFT_ASSIGN_OR_RETURN(JobTopology topology, ResolveTopology(std::nullopt));
   std::string summary;
