@@ -21,4 +21,9 @@ expect_error() {
 # --memory_budget feeds only auto's planner.
 expect_error "--memory_budget=100MiB" "--memory_budget=100MiB without --strategy=auto"
 expect_error "--strategy=fsdp --memory_budget=100MiB" "without --strategy=auto"
+# auto plans every strategy itself: with others it is a conflict, named as one.
+expect_error "--strategy=auto,fsdp --memory_budget=100MiB" "auto combined with other strategies"
+if grep -q "this program does not run" "$tmp/err"; then
+  echo "FAIL: says the planner is not in //models/gpt:train:"; cat "$tmp/err"; exit 1
+fi
 echo "PASS"

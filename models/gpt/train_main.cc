@@ -3,14 +3,17 @@
 //
 // Trains a character- or BPE-level GPT on a text file, a token shard, or a
 // directory of shards. Without --data it trains on Debian's fortunes corpus.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/runtime/parallel_setup.h"
@@ -26,9 +29,22 @@
 namespace weft {
 namespace {
 
-// --memory_budget only feeds auto's planner: without auto, refused rather than ignored.
+// auto plans every strategy and axis, so it stands alone; --memory_budget
+// only feeds that plan, so without auto it is refused rather than ignored.
 absl::Status CheckAutoFlags(const ParallelConfig& p) {
-  if (p.strategy() != "auto" && !p.memory_budget().empty()) {
+  std::vector<std::string> names;
+  for (absl::string_view n : absl::StrSplit(p.strategy(), ',')) {
+    names.emplace_back(absl::StripAsciiWhitespace(n));
+  }
+  const bool has_auto = std::find(names.begin(), names.end(), "auto") != names.end();
+  if (has_auto && names.size() > 1) {
+    return InvalidArgument(
+        absl::StrCat("--strategy=", p.strategy(), ": auto combined with other strategies"),
+        "--strategy=auto alone (it picks the strategies and axes itself), or a list without auto",
+        "keep only auto (with --memory_budget=B), or drop it and choose the strategies yourself; "
+        "//tools:estimate shows what auto would pick");
+  }
+  if (!has_auto && !p.memory_budget().empty()) {
     return InvalidArgument(
         absl::StrCat("--memory_budget=", p.memory_budget(), " without --strategy=auto"),
         "--memory_budget only with --strategy=auto, whose planner picks a layout that fits it",
