@@ -153,6 +153,19 @@ absl::StatusOr<JsonValue> Load(const std::string& path) {
   return ParseJson(text.str());
 }
 
+// A trace window after the last step would trace nothing: refused before
+// the run, with a window inside it (it used to say "trace: steps 10-12"
+// after writing traces with no step in them).
+TEST(ObservabilityTest, ATraceWindowPastTheRunIsRefusedAtStart) {
+  GptJob job = Job(5);
+  job.mutable_train()->set_trace_dir(TmpDir() + "/late_trace");
+  absl::StatusOr<std::unique_ptr<Trainer>> t = MakeGptTrainer(job);  // default window 10:12
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(t.status().message().find("--trace_steps=3:5"), std::string::npos) << t.status();
+  job.mutable_train()->set_trace_steps("4:9");  // partly inside: traces 4-5
+  EXPECT_TRUE(MakeGptTrainer(job).ok());
+}
+
 TEST(ObservabilityTest, TracesHoldEachRanksPhasesCollectivesAndLoaderWork) {
   const std::string dir = TmpDir() + "/trace";
   GptJob job = Job(4);

@@ -42,6 +42,14 @@ void CollectLeaves(const Descriptor* d, const std::string& prefix,
   }
 }
 
+// Protobuf's parse errors as text, instead of its log on stderr.
+struct ErrorText : google::protobuf::io::ErrorCollector {
+  std::string errors;
+  void AddError(int line, int column, const std::string& msg) override {
+    absl::StrAppend(&errors, "line ", line + 1, ":", column + 1, ": ", msg, "; ");
+  }
+};
+
 absl::StatusOr<LeafPath> Resolve(const Message& m, absl::string_view key) {
   std::vector<LeafPath> leaves;
   CollectLeaves(m.GetDescriptor(), "", {}, &leaves);
@@ -88,12 +96,7 @@ absl::Status LoadTextProto(const std::string& path, Message* message) {
   std::stringstream text;
   text << in.rdbuf();
   google::protobuf::TextFormat::Parser parser;
-  struct Collector : google::protobuf::io::ErrorCollector {
-    std::string errors;
-    void AddError(int line, int column, const std::string& msg) override {
-      absl::StrAppend(&errors, "line ", line + 1, ":", column + 1, ": ", msg, "; ");
-    }
-  } collector;
+  ErrorText collector;
   parser.RecordErrorsTo(&collector);
   if (!parser.MergeFromString(text.str(), message)) {
     return InvalidArgument(absl::StrCat("cannot parse config '", path, "': ", collector.errors),
@@ -113,7 +116,12 @@ absl::Status SetConfigField(Message* message, absl::string_view key, absl::strin
     m->GetReflection()->SetString(m, f, std::string(value));
     return absl::OkStatus();
   }
-  if (!google::protobuf::TextFormat::ParseFieldValueFromString(std::string(value), f, m)) {
+  // A parser of our own: the static helper logs its complaint to stderr
+  // ahead of our message.
+  google::protobuf::TextFormat::Parser parser;
+  ErrorText ignored;
+  parser.RecordErrorsTo(&ignored);
+  if (!parser.ParseFieldValueFromString(std::string(value), f, m)) {
     return InvalidArgument(absl::StrCat("--", path.dotted, "=", value, " is not a valid ",
                                         f->cpp_type_name()),
                            absl::StrCat("a ", f->cpp_type_name(), " value"));

@@ -73,6 +73,12 @@ TEST(ConfigLoaderTest, UnknownFlagSuggestsCandidates) {
 
 TEST(ConfigLoaderTest, BadValuesAndFilesAreErrors) {
   TrainConfig c;
+  // The error is ours alone: protobuf's raw "[libprotobuf ERROR ...]" line
+  // used to reach stderr ahead of it.
+  ::testing::internal::CaptureStderr();
+  absl::Status bad = LoadConfigFromArgs({"--lr=abc"}, &c);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  EXPECT_NE(bad.message().find("--optim.lr=abc is not a valid float"), std::string::npos) << bad;
   EXPECT_FALSE(LoadConfigFromArgs({"--steps=many"}, &c).ok());
   EXPECT_FALSE(LoadConfigFromArgs({"--steps"}, &c).ok());
   EXPECT_EQ(LoadConfigFromArgs({"--config=/nonexistent.textproto"}, &c).code(),

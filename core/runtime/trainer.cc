@@ -211,6 +211,15 @@ absl::Status Trainer::Init() {
   WEFT_ASSIGN_OR_RETURN(grad_dtype_, GradDTypeOn(c, ctx_.device));
   const DType grad_dtype = grad_dtype_;
   WEFT_ASSIGN_OR_RETURN(StepRange trace_steps, ParseStepRange(c.trace_steps()));
+  if (!c.trace_dir().empty() && trace_steps.first > c.steps()) {
+    // Found out at the end, it costs a run: refuse before it starts.
+    const int64_t first = std::max<int64_t>(1, c.steps() - 2);
+    return InvalidArgument(
+        absl::StrCat("--trace_steps=", c.trace_steps(), " with --trace_dir and --steps=",
+                     c.steps(), ": the window starts after the last step"),
+        "trace steps within the run's steps 1-" + std::to_string(c.steps()),
+        absl::StrCat("e.g. --trace_steps=", first, ":", c.steps()));
+  }
   instruments_ = std::make_unique<Instruments>(Instruments::Options{
       .rank = topology_.rank,
       .world_size = topology_.world_size,

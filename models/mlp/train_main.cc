@@ -5,6 +5,7 @@
 // dataset-fashion-mnist package and reports test accuracy.
 #include <memory>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
@@ -24,6 +25,14 @@ absl::Status Run(const MlpJob& job) {
   o.config = job.train();
   o.config.set_checkpoint_dir(ResolveUserPath(o.config.checkpoint_dir()));
   if (o.config.resume() != "latest") o.config.set_resume(ResolveUserPath(o.config.resume()));
+  // No planner here (models/gpt's train has one): a budget would be ignored.
+  if (!job.train().parallel().memory_budget().empty()) {
+    return InvalidArgument(
+        absl::StrCat("--memory_budget=", job.train().parallel().memory_budget(),
+                     " for the MLP trainer"),
+        "no --memory_budget: this trainer has no layout planner to hold it",
+        "choose --strategy yourself; bazel run //tools:estimate shows a GPT job's memory");
+  }
   o.describe_job = [job] { return job.DebugString(); };
   report::PrepareRunReport(&o.config);
   o.input_field = "image";

@@ -17,4 +17,10 @@ set +e
 msg=$("$train" --steps=1 --data="$TEST_TMPDIR/nope" 2>&1); rc=$?
 set -e
 [ $rc -eq 1 ] && grep -q "nope" <<<"$msg" || { echo "FAIL: rc=$rc: $msg"; exit 1; }
+# A memory budget, which only the GPT trainer's planner holds, is refused
+# (it was ignored).
+set +e
+msg=$("$train" --steps=1 --memory_budget=1GiB 2>&1); rc=$?
+set -e
+[ $rc -ne 0 ] && grep -q "no layout planner" <<<"$msg" || { echo "FAIL: rc=$rc: $msg"; exit 1; }
 echo PASS
