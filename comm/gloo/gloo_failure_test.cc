@@ -72,6 +72,32 @@ TEST(GlooFailureTest, KilledRankFailsEveryOtherRankWithinTheTimeout) {
   EXPECT_TRUE(named) << results[0].status << "\n" << results[1].status;
 }
 
+// Two ranks die at once (a launcher killed with its workers): every
+// survivor names a dead peer, from its socket or from the list of ranks
+// that exited on this host (peer_directory_test covers the list alone).
+TEST(GlooFailureTest, SeveralKilledRanksAreNamed) {
+  constexpr absl::Duration kTimeout = absl::Seconds(3);
+  std::vector<RankResult> results = testing::RunRanksInProcesses(
+      4,
+      [&](const RankContext& ctx) -> absl::Status {
+        WEFT_ASSIGN_OR_RETURN(auto pg, ctx.NewGroup("gloo", {.timeout = kTimeout}));
+        WEFT_ASSIGN_OR_RETURN(Tensor t, Tensor::Zeros({1 << 16}, DType::kF32));
+        WEFT_RETURN_IF_ERROR(pg->AllReduce(t)->Wait());
+        auto work = pg->AllReduce(t);
+        if (ctx.rank >= 2) ::raise(SIGKILL);
+        return work->Wait();
+      },
+      {.deadline = absl::Seconds(30)});
+  for (int r : {0, 1}) {
+    const absl::Status& s = results[r].status;
+    SCOPED_TRACE(absl::StrCat("rank ", r, ": ", s.ToString()));
+    EXPECT_FALSE(s.ok());
+    EXPECT_TRUE(absl::StrContains(s.message(), "peer rank 2") ||
+                absl::StrContains(s.message(), "peer rank 3") ||
+                absl::StrContains(s.message(), "ranks 2, 3 on this host exited"));
+  }
+}
+
 TEST(GlooFailureTest, MissingRankTimesOutNamingTheOp) {
   constexpr absl::Duration kTimeout = absl::Seconds(1);
   auto results = testing::RunRanksInThreads(3, [&](const RankContext& ctx) -> absl::Status {

@@ -21,6 +21,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "comm/gloo/peer_directory.h"
 #include "comm/gloo/reduce_kernels.h"
 #include "comm/gloo/store_adapter.h"
@@ -192,6 +193,16 @@ absl::Status GlooProcessGroup::TranslateException(const OpInfo& info,
     }
   } else if (dynamic_cast<const ::gloo::IoException*>(&e) != nullptr) {
     code = absl::StatusCode::kUnavailable;
+  }
+  if (peer < 0) {
+    // No one peer to blame, but the ranks gone from this host are news.
+    const std::vector<int> exited = peers_.ExitedPeers();
+    if (!exited.empty()) {
+      return info.Error(code, absl::StrCat(what, "; rank", exited.size() > 1 ? "s " : " ",
+                                           absl::StrJoin(exited, ", "),
+                                           " on this host exited"),
+                        peer);
+    }
   }
   return info.Error(code, what, peer);
 }

@@ -74,16 +74,19 @@ int PeerDirectory::FindPeer(const std::string& error) const {
   for (const auto& [address, r] : rank_by_address_) {
     if (absl::StrContains(error, address)) return r;
   }
+  // Several died: do not guess which one this error met.
+  const std::vector<int> exited = ExitedPeers();
+  return exited.size() == 1 ? exited[0] : -1;
+}
+
+std::vector<int> PeerDirectory::ExitedPeers() const {
   const std::string host = HostName();
-  int dead = -1;
+  std::vector<int> out;
   for (size_t r = 0; r < processes_.size(); ++r) {
     if (static_cast<int>(r) == rank_ || processes_[r].host != host) continue;
-    if (ProcessIsDead(processes_[r].pid)) {
-      if (dead >= 0) return -1;  // several died: do not guess
-      dead = static_cast<int>(r);
-    }
+    if (ProcessIsDead(processes_[r].pid)) out.push_back(static_cast<int>(r));
   }
-  return dead;
+  return out;
 }
 
 }  // namespace weft::comm::gloo_internal

@@ -28,6 +28,9 @@ class PeerDirectory {
 
   // The peer rank `error` (a gloo message) points at, or -1.
   int FindPeer(const std::string& error) const;
+  // Ranks on this host whose processes have exited (a launcher killed with
+  // its workers takes several at once; FindPeer names only a lone one).
+  std::vector<int> ExitedPeers() const;
 
  private:
   struct Process {
