@@ -1,4 +1,4 @@
-// bazel run -c opt //models/gpt:sample -- --checkpoint=/ckpt/run1 --prompt="ROMEO:" \
+// bazel run -c opt //models/gpt:sample -- --checkpoint=/ckpt/run1 --prompt="ROMEO:"
 //     [--tokens=200] [--temperature=0.8] [--top_k=40] [--seed=S] [--device=cuda]
 //
 // Prints text from a trained GPT: the prompt, then each sampled token as it

@@ -53,6 +53,14 @@ if "$train" "${common[@]}" --checkpoint_dir="$tmp/fsdp_sample" --strategy=fsdp -
 fi
 grep -q "sample_every with fsdp" "$tmp/fsdp_sample.txt" || {
   cat "$tmp/fsdp_sample.txt"; echo "FAIL: no clear error for --sample_every with fsdp"; exit 1; }
+# A bad sampling temperature stops the job before training, not at the
+# first sample step.
+if "$train" "${common[@]}" --checkpoint_dir="$tmp/nan_sample" --sample_every=60 \
+    --sample_temperature=nan > "$tmp/nan_sample.txt" 2>&1; then
+  echo "FAIL: --sample_temperature=nan was accepted"; exit 1
+fi
+grep -q -- "--sample_temperature=nan" "$tmp/nan_sample.txt" && ! grep -q "^step " "$tmp/nan_sample.txt" || {
+  cat "$tmp/nan_sample.txt"; echo "FAIL: no error before training for --sample_temperature=nan"; exit 1; }
 
 # Without the key/value cache every token runs the whole window: the same
 # text (69 tokens: the window fills, then slides).

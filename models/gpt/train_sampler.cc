@@ -20,6 +20,8 @@ absl::StatusOr<std::unique_ptr<TrainSampler>> TrainSampler::Create(const GptJob&
   if (job.sample_tokens() < 1) {
     return InvalidArgument(absl::StrCat("--sample_tokens=", job.sample_tokens()), "at least 1");
   }
+  // Checked before training, not at the first sample step.
+  WEFT_RETURN_IF_ERROR(CheckGenerateOptions({.temperature = job.sample_temperature()}, "--sample_"));
   const ParallelState& p = trainer.parallel();
   std::vector<std::string> sharding;
   for (const std::string& name : p.strategy_names) {
