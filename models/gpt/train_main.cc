@@ -14,6 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "checkpoint/layout.h"
+#include "checkpoint/loader.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/runtime/parallel_setup.h"
@@ -21,6 +23,8 @@
 #include "models/gpt/gpt_config.pb.h"
 #include "models/gpt/gpt_job.h"
 #include "models/gpt/llmc_format.h"
+#include "models/gpt/moe_resume_note.h"
+#include "models/gpt/recorded_job.h"
 #include "models/gpt/train_sampler.h"
 #include "tools/estimate/planner.h"
 #include "tools/report/run_report.h"
@@ -66,6 +70,28 @@ absl::StatusOr<GptJob> ResolveAutoLayout(const GptJob& job) {
   return planned;
 }
 
+// After a resume: says when MoE routing groups changed with the layout
+// (moe_resume_note.h). A checkpoint without a readable GPT job says nothing.
+absl::Status NoteMoeRoutingOnResume(const GptJob& job, Trainer& trainer) {
+  const TrainConfig& c = trainer.config();
+  if (c.resume().empty() || job.model().moe_every() <= 0) return absl::OkStatus();
+  WEFT_ASSIGN_OR_RETURN(std::string dir, ckpt::ResolveResume(c.checkpoint_dir(), c.resume()));
+  WEFT_ASSIGN_OR_RETURN(ckpt::Checkpoint ck, ckpt::OpenCheckpoint(dir));
+  absl::StatusOr<GptJob> saved = ParseRecordedGptJob(ck.meta.job_config(), dir);
+  if (!saved.ok()) return absl::OkStatus();
+  int saved_dp = 1;
+  for (const ckpt::MeshAxis& a : ck.meta.mesh()) {
+    if (a.name() == "dp_replicate" || a.name() == "dp_shard") saved_dp *= a.size();
+  }
+  const std::string note =
+      MoeRoutingResumeNote(*saved, saved_dp, job, static_cast<int>(trainer.parallel().dp_size));
+  if (!note.empty()) {
+    trainer.logger().Print(note);
+    trainer.logger().Log(MetricsLogger::Record().AddString("note", note), /*to_console=*/false);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Run(const GptJob& given) {
   WEFT_ASSIGN_OR_RETURN(const GptJob job, ResolveAutoLayout(given));
   WEFT_ASSIGN_OR_RETURN(std::string path, GptDataPath(job));
@@ -89,6 +115,7 @@ absl::Status Run(const GptJob& given) {
   if (job.sample_every() > 0) {
     WEFT_ASSIGN_OR_RETURN(*sampler, TrainSampler::Create(job, *trainer));
   }
+  WEFT_RETURN_IF_ERROR(NoteMoeRoutingOnResume(*resolved, *trainer));
   if (!job.init_from().empty() && job.train().resume().empty()) {
     const std::string from = ResolveUserPath(job.init_from());
     WEFT_ASSIGN_OR_RETURN(GptWeights weights, ReadLlmcCheckpoint(from, resolved->model()));
