@@ -21,6 +21,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -181,6 +182,8 @@ class Trainer {
   absl::Status ResolveDevice(const JobTopology& topology);
   absl::Status InitCheckpointing();
   absl::Status RefuseNewerCheckpoints() const;
+  absl::StatusOr<std::vector<std::string>> NamesNoRankHolds(
+      const std::map<std::string, ckpt::HostTensor>& full, const std::set<std::string>& known);
   // After state was loaded into the optimizer's targets: lower-precision
   // parameters from their masters, and replicas (zero-1/2's full
   // parameters) from the shards.

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "checkpoint/layout.h"
 #include "checkpoint/loader.h"
+#include "comm/device_mesh/device_mesh.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/runtime/trainer.h"
@@ -211,6 +212,34 @@ absl::Status Trainer::Resume(const std::string& step_dir) {
   return absl::OkStatus();
 }
 
+// Of `full`'s names, those no rank holds: a rank knows only its pieces
+// (a pipeline stage's parameters, zero and fsdp shards), so what one rank
+// lacks another may hold. One all-reduce over every rank of the mesh.
+absl::StatusOr<std::vector<std::string>> Trainer::NamesNoRankHolds(
+    const std::map<std::string, ckpt::HostTensor>& full, const std::set<std::string>& known) {
+  std::vector<float> held;
+  for (const auto& [name, t] : full) held.push_back(known.count(name) ? 1.f : 0.f);
+  if (parallel_->mesh != nullptr && parallel_->world_size > 1 && !held.empty()) {
+    std::vector<std::string> axes;
+    for (const comm::MeshAxis& a : parallel_->mesh->layout().axes()) axes.push_back(a.name);
+    WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> world,
+                          parallel_->mesh->FlatGroup(axes));
+    WEFT_ASSIGN_OR_RETURN(Tensor counts,
+                          Tensor::FromFloats(held, {static_cast<int64_t>(held.size())}));
+    if (!world->device().is_cpu()) {
+      WEFT_ASSIGN_OR_RETURN(counts, counts.To(world->device(), ctx_.stream));
+    }
+    WEFT_RETURN_IF_ERROR(world->AllReduce(counts, {.stream = ctx_.stream})->Wait());
+    WEFT_ASSIGN_OR_RETURN(held, counts.ToFloats());
+  }
+  std::vector<std::string> unknown;
+  size_t i = 0;
+  for (const auto& [name, t] : full) {
+    if (held[i++] == 0.f) unknown.push_back(name);
+  }
+  return unknown;
+}
+
 absl::StatusOr<std::vector<std::string>> Trainer::LoadWeights(
     const std::map<std::string, ckpt::HostTensor>& full) {
   std::set<std::string> known;
@@ -222,10 +251,7 @@ absl::StatusOr<std::vector<std::string>> Trainer::LoadWeights(
       values.push_back(std::move(p));
     }
   }
-  std::vector<std::string> unknown;
-  for (const auto& [name, t] : full) {
-    if (!known.count(name)) unknown.push_back(name);
-  }
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> unknown, NamesNoRankHolds(full, known));
   if (!unknown.empty()) {
     return FailedPrecondition(absl::StrCat("weights for parameters this model lacks: ",
                                            absl::StrJoin(unknown, ", ")),

@@ -71,6 +71,20 @@ grep -aq '"dtype":"BF16"' "$tmp/w16.safetensors" || { echo "FAIL: --dtype=bf16 w
   --checkpoint_dir="$tmp/ck3" --checkpoint_every=1
 "$ckpt" export "$tmp/ck3" --format=llmc --out="$tmp/w2.bin"
 cmp "$tmp/w.bin" "$tmp/w2.bin" || { echo "FAIL: llm.c import/export is not exact"; exit 1; }
+# --init_from under layouts where a rank holds part of the model (zero-1
+# and fsdp shards, pipeline stages): the same first loss as one process.
+# Each rank used to refuse the weights it did not hold itself ("weights for
+# parameters this model lacks").
+"$train" "${common[@]}" --steps=1 --init_from="$tmp/w.bin" --metrics_out="$tmp/init1.jsonl"
+for layout in "--strategy=zero --zero_stage=1" "--strategy=fsdp" "--pp=2"; do
+  # shellcheck disable=SC2086  # the layout is a flag list
+  "$train" "${common[@]}" --steps=1 --init_from="$tmp/w.bin" --nproc_per_node=2 $layout \
+    --micro_batch=4 --metrics_out="$tmp/init2.jsonl" 2> "$tmp/init2.err" ||
+    { cat "$tmp/init2.err"; echo "FAIL: --init_from with $layout"; exit 1; }
+  awk 'NR == FNR { a = $2; next } { d = a - $2; if (d < 0) d = -d; exit !(d <= 1e-5 * a) }' \
+    <(losses "$tmp/init1.jsonl") <(losses "$tmp/init2.jsonl") ||
+    { echo "FAIL: --init_from with $layout: loss $(losses "$tmp/init2.jsonl") vs $(losses "$tmp/init1.jsonl")"; exit 1; }
+done
 # A tp checkpoint exports in the model's own shapes: tp saves the fused qkv
 # as (3, C, C); the export writes (3C, C) like every other layout.
 "$train" "${common[@]}" --steps=2 --nproc_per_node=2 --strategy=tp --tp=2 \
