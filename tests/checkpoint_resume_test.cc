@@ -234,6 +234,32 @@ TEST(ReshardChainTest, FsdpFourToHsdpToSingleToPipelinesToZeroTwoOnThreeToDdpTwo
   }
 }
 
+// A checkpoint taken after an evaluation reshards like any other: every
+// evaluation restarts the validation loader, so its saved position is not
+// restored. It was, and checked against the new layout: 3 evaluated batches
+// of 2 in one process (6 samples) refused 2 ranks of 4 ("a loader position
+// of 6 samples ... expected a multiple of ... 8").
+TEST(ReshardedResumeTest, AnEvaluationBeforeTheSaveDoesNotPinTheLayout) {
+  GptJob job = BaseJob();
+  job.mutable_model()->set_dropout(0.0f);
+  job.mutable_train()->set_micro_batch(2);
+  auto straight = testing::RunSingleProcess(job);
+  ASSERT_TRUE(straight.ok()) << straight.status();
+  const std::string dir = FreshDir("evaluated_resume");
+  job.mutable_train()->set_checkpoint_dir(dir);
+  auto first =
+      testing::RunSingleProcess(job, {.steps = 6, .save_at_end = true, .eval_batches = 3});
+  ASSERT_TRUE(first.ok()) << first.status();
+  job.mutable_train()->mutable_parallel()->set_strategy("ddp");
+  job.mutable_train()->set_micro_batch(4);
+  job.mutable_train()->set_resume("latest");
+  auto second = testing::RunMultiProcess(job, 2);
+  ASSERT_TRUE(second.ok()) << second.status();
+  testing::ParityRun joined = *second;
+  joined.losses.insert(joined.losses.begin(), first->losses.begin(), first->losses.end());
+  testing::ExpectParity(*straight, joined, 1e-4, 1e-3, "one process, evaluated -> ddp@2");
+}
+
 // Resuming under another mesh continues the same run: the math differs
 // from the straight run only in f32 summation order.
 TEST(ReshardedResumeTest, FsdpFourThenZeroTwoOnTwoMatchesTheStraightRun) {

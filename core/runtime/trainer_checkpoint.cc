@@ -197,7 +197,9 @@ absl::Status Trainer::Resume(const std::string& step_dir) {
       ckpt::LoadState(ck, pieces, compute_stream(), {.job_entries = &job_entries}, &stats));
   WEFT_RETURN_IF_ERROR(PublishLoadedState());
   WEFT_RETURN_IF_ERROR(RestoreLoader(loaders_.train.get(), rs.train_loader(), "train"));
-  WEFT_RETURN_IF_ERROR(RestoreLoader(loaders_.val.get(), rs.val_loader(), "validation"));
+  // The validation loader's position is not restored: every evaluation
+  // starts it over (Evaluate), and restoring it only tied the checkpoint to
+  // layouts its leftover position divides.
   step_ = m.step();
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::vector<std::string> mesh;
