@@ -1,6 +1,7 @@
 #include "core/nn/moe.h"
 
 #include <algorithm>
+#include <numeric>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -63,8 +64,9 @@ MoeLayer::MoeLayer(const MoeConfig& c) : Module("MoeLayer"), config_(c) {
 // under expert parallelism each receives the most rows the ranks can send
 // it; the rest go round-robin to the other experts, so the rows a rank
 // sends stay those of real routing (every choice, within capacity).
-void MoeLayer::RouteToOwnExperts(int64_t samples, std::vector<int32_t>* experts_of) const {
-  const int k = config_.top_k, e = config_.num_experts, groups = config_.routing_groups;
+void MoeLayer::RouteToOwnExperts(int64_t samples, int groups,
+                                 std::vector<int32_t>* experts_of) const {
+  const int k = config_.top_k, e = config_.num_experts;
   const int first = experts_->expert_offset(), local = experts_->num_local_experts();
   const int64_t tokens = static_cast<int64_t>(experts_of->size()) / k;
   const int64_t per_sample = std::max<int64_t>(1, tokens / samples);
@@ -85,8 +87,8 @@ void MoeLayer::RouteToOwnExperts(int64_t samples, std::vector<int32_t>* experts_
 }
 
 absl::StatusOr<MoeLayer::Routing> MoeLayer::Route(RunContext& ctx, const Tensor& idx,
-                                                  int64_t samples) {
-  const int k = config_.top_k, e = config_.num_experts, groups = config_.routing_groups;
+                                                  int64_t samples, int groups) {
+  const int k = config_.top_k, e = config_.num_experts;
   const int64_t n = idx.numel() / k;
   Routing r;
   if (exchange_ != nullptr) {
@@ -101,7 +103,7 @@ absl::StatusOr<MoeLayer::Routing> MoeLayer::Route(RunContext& ctx, const Tensor&
     // loss aims for. Real routing depends on the data: an expert above its
     // share holds more rows (at most its capacity, with a capacity factor).
     if (ctx.meta_moe_routing_bound) {
-      RouteToOwnExperts(samples, &r.all.experts_of);
+      RouteToOwnExperts(samples, groups, &r.all.experts_of);
     } else {
       for (size_t i = 0; i < r.all.experts_of.size(); ++i) {
         r.all.experts_of[i] = static_cast<int32_t>(i % e);
@@ -202,14 +204,19 @@ absl::StatusOr<Tensor> MoeLayer::Forward(RunContext& ctx, const Tensor& x) {
   WEFT_RETURN_IF_ERROR(moe->RouterTopK(kc, probs, lse, idx, gates, logits, k));
 
   // Routing groups: sample b (rows of x's first dimension) in b % groups.
-  const int groups = config_.routing_groups;
+  int groups = config_.routing_groups;
   const int64_t samples = x.ndim() >= 3 ? x.dim(0) : n;
+  if (!ctx.training && samples % groups != 0) {
+    // Groups split a training micro-batch (one process standing for several
+    // ranks); a sequence being decoded is one sample, routed whole.
+    groups = static_cast<int>(std::gcd<int64_t>(groups, samples));
+  }
   if (samples % groups != 0) {
     return InvalidArgument(absl::StrCat(samples, " samples in ", groups, " routing groups"),
                            "a number of samples divisible by routing_groups",
                            "make the micro-batch a multiple of --moe_routing_groups");
   }
-  WEFT_ASSIGN_OR_RETURN(Routing routing, Route(ctx, idx, samples));
+  WEFT_ASSIGN_OR_RETURN(Routing routing, Route(ctx, idx, samples, groups));
   const RoutingPlan& plan = routing.plan();
   const int64_t m = static_cast<int64_t>(plan.assign.size());
   WEFT_ASSIGN_OR_RETURN(Tensor slots, ToDevice(ctx, *Tensor::FromVector<int32_t>(plan.slots, {n, k})));

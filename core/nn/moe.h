@@ -122,8 +122,8 @@ class MoeLayer : public Module {
     const std::vector<int>& group_of() const { return own_group_of ? *own_group_of : all_group_of; }
     const RoutingPlan& plan() const { return own_plan ? *own_plan : all_plan; }
   };
-  absl::StatusOr<Routing> Route(RunContext& ctx, const Tensor& idx, int64_t samples);
-  void RouteToOwnExperts(int64_t samples, std::vector<int32_t>* experts_of) const;
+  absl::StatusOr<Routing> Route(RunContext& ctx, const Tensor& idx, int64_t samples, int groups);
+  void RouteToOwnExperts(int64_t samples, int groups, std::vector<int32_t>* experts_of) const;
   // Statistics of one call, and the balance loss's dL/dprobs (N, E) of this
   // rank's tokens. A recompute replay (count_stats false) recomputes the
   // gradient only.

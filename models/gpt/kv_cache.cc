@@ -7,9 +7,21 @@
 #include "core/base/status_macros.h"
 #include "core/kernels/token_chunks.h"
 #include "core/nn/attention.h"
+#include "core/nn/recompute.h"
 #include "core/nn/transformer_block.h"
 
 namespace weft {
+
+namespace {
+
+// The module a Recompute wrapper stands for (recompute only changes what a
+// training forward keeps; decoding keeps nothing anyway).
+Module* Unwrapped(Module* m) {
+  while (auto* r = dynamic_cast<Recompute*>(m)) m = r->inner();
+  return m;
+}
+
+}  // namespace
 
 absl::StatusOr<GptKvCache> GptKvCache::Create(Gpt& model, const RunContext& ctx,
                                               int64_t capacity) {
@@ -29,8 +41,9 @@ absl::StatusOr<GptKvCache> GptKvCache::Create(Gpt& model, const RunContext& ctx,
   std::vector<Layer> layers;
   const int64_t c = config.d_model();
   for (Module* m : model.blocks()->children()) {
-    auto* block = dynamic_cast<TransformerBlock*>(m);
-    auto* attn = block == nullptr ? nullptr : dynamic_cast<CausalSelfAttention*>(block->child("attn"));
+    auto* block = dynamic_cast<TransformerBlock*>(Unwrapped(m));
+    auto* attn =
+        block == nullptr ? nullptr : dynamic_cast<CausalSelfAttention*>(Unwrapped(block->child("attn")));
     if (attn == nullptr) return unsupported(absl::StrCat(m->name(), " (", m->type_name(), ")"));
     WEFT_ASSIGN_OR_RETURN(Tensor rows, ctx.Empty({capacity, 3 * c}, ctx.compute_dtype));
     layers.push_back({.ln1 = block->ln1(),

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/nn/materialize.h"
+#include "core/nn/recompute.h"
 #include "gtest/gtest.h"
 
 namespace weft {
@@ -95,6 +96,16 @@ INSTANTIATE_TEST_SUITE_P(
                                 c.set_moe_every(1);
                                 c.set_num_experts(4);
                                 c.set_top_k(2);
+                              }},
+                      // Routing groups split a training micro-batch; one
+                      // sequence being decoded is one group (it was an
+                      // error: "1 samples in 2 routing groups").
+                      Variant{"moe_routing_groups",
+                              [](GptConfig& c) {
+                                c.set_moe_every(1);
+                                c.set_num_experts(4);
+                                c.set_top_k(2);
+                                c.set_moe_routing_groups(2);
                               }}),
     [](const ::testing::TestParamInfo<Variant>& info) { return std::string(info.param.name); });
 
@@ -125,6 +136,27 @@ class OtherAttention : public Module {
   absl::StatusOr<Tensor> Forward(RunContext&, const Tensor& x) override { return x; }
   absl::StatusOr<Tensor> Backward(RunContext&, const Tensor& dy) override { return dy; }
 };
+
+// Recompute wrappers (a whole block, or a block's attention) change what a
+// training forward keeps, not what it computes: the cache sees through them
+// (--sample_every with --recompute stopped the run at its first sample).
+TEST(KvCacheLimitsTest, SeesThroughRecomputeWrappers) {
+  std::unique_ptr<Gpt> model = *Gpt::Create(SmallConfig(), kMaxSeqLen);
+  ASSERT_TRUE(MaterializeParameters(*model, {.seed = 7, .allocate_grads = false}).ok());
+  ASSERT_TRUE(EnableRecompute(*model->blocks(), "0").ok());
+  ASSERT_TRUE(EnableRecompute(*model->blocks()->children()[1], "attn").ok());
+  RunContext ctx = *RunContext::Create(Device::Cpu(), DType::kF32);
+  ctx.training = false;
+  const std::vector<int32_t> tokens = {3, 1, 4, 1, 5};
+  absl::StatusOr<GptKvCache> cache = GptKvCache::Create(*model, ctx, kMaxSeqLen);
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  absl::StatusOr<Tensor> logits = cache->Append(ctx, tokens);
+  ASSERT_TRUE(logits.ok()) << logits.status();
+  Tensor x = *Tensor::FromVector<int32_t>(tokens, {1, 5});
+  absl::StatusOr<Tensor> full = model->Forward(ctx, x);
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_LT(RelErr(*logits->ToFloats(), *full->Slice(0, 4, 5).ToFloats()), 1e-5);
+}
 
 TEST(KvCacheLimitsTest, RefusesAModelWhoseAttentionWasSwapped) {
   std::unique_ptr<Gpt> model = *Gpt::Create(SmallConfig(), kMaxSeqLen);
