@@ -6,6 +6,8 @@
 // took eval_batches batches of its own, and the set was counted in
 // micro-batches, so the loss changed with the world size and micro-batch.
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "core/runtime/trainer.h"
@@ -100,6 +102,25 @@ TEST(EvalConsistencyTest, EvalBatchesCountConfiguredMicroBatches) {
   ASSERT_TRUE(trainer.ok()) << trainer.status();
   EXPECT_EQ((*trainer)->EvalSamples(), 5);
   job.mutable_train()->set_eval_samples(-1);
+  EXPECT_EQ(Trainer::Create(testing::GptTrainerOptions(job)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// Periodic evaluations with no validation split are said at startup, not
+// skipped without a word; a negative clipping norm is an error (it was
+// taken as "off").
+TEST(EvalConsistencyTest, RequestsThatCannotBeMetAreSaid) {
+  GptJob job = Job();
+  job.mutable_train()->mutable_data()->set_val_fraction(0);
+  job.mutable_train()->set_eval_every(1);
+  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/noval.jsonl";
+  job.mutable_train()->set_metrics_out(path);
+  ASSERT_TRUE(Trainer::Create(testing::GptTrainerOptions(job)).ok());
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("no validation data: --eval_every=1 evaluates nothing"), std::string::npos)
+      << text;
+  job.mutable_train()->mutable_optim()->set_grad_clip(-1);
   EXPECT_EQ(Trainer::Create(testing::GptTrainerOptions(job)).status().code(),
             absl::StatusCode::kInvalidArgument);
 }

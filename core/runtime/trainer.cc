@@ -195,6 +195,10 @@ absl::Status Trainer::Init() {
         absl::StrCat("global_batch=", c.global_batch(), " micro_batch=", c.micro_batch()),
         "both >= 1");
   }
+  if (!(c.optim().grad_clip() >= 0)) {  // NaN too
+    return InvalidArgument(absl::StrCat("--grad_clip=", c.optim().grad_clip()),
+                           "a global norm > 0, or 0 for no clipping");
+  }
   if (c.eval_batches() < 0 || c.eval_samples() < 0) {
     return InvalidArgument(
         absl::StrCat("eval_batches=", c.eval_batches(), " eval_samples=", c.eval_samples()),
@@ -257,6 +261,13 @@ absl::Status Trainer::Init() {
   WEFT_ASSIGN_OR_RETURN(loaders_, options_.open_data(base));
   if (loaders_.train == nullptr) return Internal("open_data returned no training loader");
   if (loaders_.val != nullptr) val_start_ = loaders_.val->State();
+  if (loaders_.val == nullptr && c.eval_every() > 0 && EvalSamples() > 0) {
+    // Evaluations it cannot make (a config's eval_every over data without
+    // a validation split): said at startup, not skipped without a word.
+    startup_notes_.push_back(absl::StrCat(
+        "no validation data: --eval_every=", c.eval_every(),
+        " evaluates nothing (set --val_fraction > 0 or provide val shards)"));
+  }
   WEFT_ASSIGN_OR_RETURN(model_, options_.make_model(loaders_));
 
   WEFT_RETURN_IF_ERROR(MaterializeParameters(
@@ -360,7 +371,9 @@ absl::Status Trainer::Init() {
       parallel_->world_size, parallel_->dp_size, topology_.launcher,
       parallel_->strategy_names.empty() ? "none" : absl::StrJoin(parallel_->strategy_names, ","),
       c.global_batch(), c.micro_batch(), parallel_->dp_size, accum_steps_));
-  for (const std::string& note : parallel_->notes) {
+  std::vector<std::string> notes = parallel_->notes;
+  notes.insert(notes.end(), startup_notes_.begin(), startup_notes_.end());
+  for (const std::string& note : notes) {
     logger_->Print(note);
     logger_->Log(MetricsLogger::Record().AddString("note", note), /*to_console=*/false);
   }

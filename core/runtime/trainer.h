@@ -226,6 +226,7 @@ class Trainer {
   std::unique_ptr<ParallelState> parallel_;
   DataLoaders loaders_;
   data::LoaderState val_start_;  // the validation loader's first batch
+  std::vector<std::string> startup_notes_;  // printed with the strategies' notes
   std::unique_ptr<Optimizer> optimizer_;
   std::optional<LrSchedule> schedule_;
   std::shared_ptr<const StepSchedule> step_schedule_;
