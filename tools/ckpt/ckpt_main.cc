@@ -152,9 +152,11 @@ void Inspect(const Checkpoint& c) {
   std::printf("job config:\n%s\n", m.job_config().c_str());
 }
 
-std::map<std::string, std::string> RunMetadata(const Checkpoint& c) {
+// `format` says what the file holds: "weft-consolidated" (parameters and
+// optimizer state) or "weft-weights" (an export's weights only).
+std::map<std::string, std::string> RunMetadata(const Checkpoint& c, const std::string& format) {
   std::map<std::string, std::string> md = {
-      {"format", "weft-consolidated"},
+      {"format", format},
       {"step", absl::StrCat(c.meta.step())},
       {"strategies", c.meta.strategies()},
       {"optimizer", c.meta.optimizer()},
@@ -182,7 +184,8 @@ absl::Status Run(const Args& a) {
   }
   if (a.command == "consolidate") {
     WEFT_ASSIGN_OR_RETURN(auto full, ReadFullTensors(c, nullptr));
-    WEFT_RETURN_IF_ERROR(WriteSafetensors(a.out, full, {.dtype = "F32", .metadata = RunMetadata(c)}));
+    WEFT_RETURN_IF_ERROR(WriteSafetensors(
+        a.out, full, {.dtype = "F32", .metadata = RunMetadata(c, "weft-consolidated")}));
     std::printf("wrote %s: %zu tensors (parameters and optimizer state) at step %lld\n",
                 a.out.c_str(), full.size(), static_cast<long long>(c.meta.step()));
     return absl::OkStatus();
@@ -200,7 +203,8 @@ absl::Status Run(const Args& a) {
     ToModelShapes(*model, &weights);
   }
   if (a.format == "safetensors") {
-    WEFT_RETURN_IF_ERROR(WriteSafetensors(a.out, weights, {.dtype = a.dtype, .metadata = RunMetadata(c)}));
+    WEFT_RETURN_IF_ERROR(WriteSafetensors(
+        a.out, weights, {.dtype = a.dtype, .metadata = RunMetadata(c, "weft-weights")}));
   } else {  // llmc
     if (!gpt) {
       return FailedPrecondition(absl::StrCat(c.dir, " does not record a GPT job config"),

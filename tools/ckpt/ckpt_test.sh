@@ -60,6 +60,9 @@ grep -q "shapes differ: .*embed.wte" "$tmp/mismatch.err" || { cat "$tmp/mismatch
 for f in full.safetensors w.safetensors w.bin; do [ -s "$tmp/$f" ] || { echo "FAIL: $f empty"; exit 1; }; done
 grep -c "exp_avg" "$tmp/full.safetensors" > /dev/null || { echo "FAIL: consolidated file lacks optimizer state"; exit 1; }
 if grep -q "exp_avg" "$tmp/w.safetensors"; then echo "FAIL: weights export holds optimizer state"; exit 1; fi
+# The metadata says which: a weights export is not "consolidated" state.
+grep -aq '"format":"weft-weights"' "$tmp/w.safetensors" || { echo "FAIL: export format"; exit 1; }
+grep -aq '"format":"weft-consolidated"' "$tmp/full.safetensors" || { echo "FAIL: consolidate format"; exit 1; }
 # --dtype in the trainer's lowercase.
 "$ckpt" export "$tmp/ck" --format=safetensors --dtype=bf16 --out="$tmp/w16.safetensors"
 grep -aq '"dtype":"BF16"' "$tmp/w16.safetensors" || { echo "FAIL: --dtype=bf16 wrote no BF16"; exit 1; }
