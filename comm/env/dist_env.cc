@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "comm/env/slurm.h"
+#include "comm/env/slurm_step.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 
@@ -89,6 +90,17 @@ absl::StatusOr<DistributedEnv> ReadSlurm(const EnvLookup& env) {
   d.source = EnvSource::kSlurm;
   WEFT_ASSIGN_OR_RETURN(d.rank, IntVar(env, "SLURM_PROCID"));
   WEFT_ASSIGN_OR_RETURN(d.world_size, IntVar(env, "SLURM_NTASKS"));
+  if (d.world_size > 1 && InSlurmBatchScript(env)) {
+    // The batch script is one process whatever --ntasks says: its ranks
+    // would wait for peers nobody starts until --timeout_s.
+    return FailedPrecondition(
+        absl::StrCat("SLURM_NTASKS=", d.world_size, " but this process is the batch script ",
+                     "itself (no SLURM_STEP_ID: not started by srun), so no other rank will come"),
+        "each rank started as a task of an srun step",
+        "put srun in front of the command in the sbatch script (srun ... train ...), as "
+        "tools/slurm_example_cpu.sbatch does; or set RANK, WORLD_SIZE, MASTER_ADDR and "
+        "MASTER_PORT for each rank explicitly");
+  }
   WEFT_RETURN_IF_ERROR(CheckIndex("SLURM_PROCID", d.rank, "SLURM_NTASKS", d.world_size));
   WEFT_ASSIGN_OR_RETURN(d.local_rank, IntVar(env, "SLURM_LOCALID", 0));
   WEFT_ASSIGN_OR_RETURN(d.node_rank, IntVar(env, "SLURM_NODEID", 0));

@@ -15,8 +15,10 @@
 //       first host of SLURM_STEP_NODELIST / SLURM_JOB_NODELIST /
 //       SLURM_NODELIST unless MASTER_ADDR is set, and the port is
 //       MASTER_PORT or 20000 + SLURM_JOB_ID % 20000 (jobs sharing a node
-//       get different ports). Note that a plain sbatch script (outside
-//       srun) also has SLURM_PROCID=0: start ranks with srun.
+//       get different ports). A plain sbatch script (outside srun) also
+//       has SLURM_PROCID=0 and SLURM_NTASKS but no SLURM_STEP_* variables
+//       (slurm_step.h): with SLURM_NTASKS > 1 that is an error asking for
+//       srun, since no other rank would ever come.
 //   MPI launchers (weft links no MPI; it reads what they export):
 //       Open MPI: OMPI_COMM_WORLD_RANK/_SIZE/_LOCAL_RANK/_LOCAL_SIZE.
 //       MPICH, Intel MPI and other Hydra launchers: PMI_RANK, PMI_SIZE,

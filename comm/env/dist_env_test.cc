@@ -80,7 +80,8 @@ TEST(DistEnvTest, ReadsSlurmWithTheFirstNodeAsMaster) {
                                         {"SLURM_NODEID", "1"},
                                         {"SLURM_STEP_TASKS_PER_NODE", "4(x2)"},
                                         {"SLURM_STEP_NODELIST", "gpu[07-08]"},
-                                        {"SLURM_JOB_ID", "123456"}}));
+                                        {"SLURM_JOB_ID", "123456"},
+                                        {"SLURM_STEP_ID", "0"}}));
   ASSERT_TRUE(env.ok()) << env.status();
   EXPECT_EQ(env->source, EnvSource::kSlurm);
   EXPECT_EQ(env->rank, 6);
@@ -109,6 +110,36 @@ TEST(DistEnvTest, SlurmUnevenNodesAndOverrides) {
                                         {"SLURM_NTASKS", "2"},
                                         {"SLURM_NODELIST", "n[1-"}}));
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// What Slurm 22.05 sets in an sbatch --ntasks=2 script, outside srun.
+std::map<std::string, std::string> SlurmBatchScriptVars() {
+  return {{"SLURM_JOB_ID", "7"},   {"SLURM_PROCID", "0"},      {"SLURM_NTASKS", "2"},
+          {"SLURM_LOCALID", "0"},  {"SLURM_NODEID", "0"},      {"SLURM_TASKS_PER_NODE", "2"},
+          {"SLURM_NODELIST", "vm"}, {"SLURM_JOB_NODELIST", "vm"}};
+}
+
+TEST(DistEnvTest, SlurmBatchScriptWithSeveralTasksAsksForSrun) {
+  auto batch = ReadDistributedEnv(MapEnv(SlurmBatchScriptVars()));
+  EXPECT_EQ(batch.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(batch.status().message(), "not started by srun"))
+      << batch.status();
+  EXPECT_TRUE(absl::StrContains(batch.status().message(), "put srun in front")) << batch.status();
+  // One task in the script is one process: fine.
+  std::map<std::string, std::string> one = SlurmBatchScriptVars();
+  one["SLURM_NTASKS"] = "1";
+  one["SLURM_TASKS_PER_NODE"] = "1";
+  auto single = ReadDistributedEnv(MapEnv(one));
+  ASSERT_TRUE(single.ok()) << single.status();
+  EXPECT_EQ(single->world_size, 1);
+  // The same variables inside an srun step are a rank of it.
+  std::map<std::string, std::string> step = SlurmBatchScriptVars();
+  step["SLURM_STEP_ID"] = "0";
+  step["SLURM_STEPID"] = "0";
+  step["SLURM_STEP_NUM_TASKS"] = "2";
+  auto rank = ReadDistributedEnv(MapEnv(step));
+  ASSERT_TRUE(rank.ok()) << rank.status();
+  EXPECT_EQ(rank->world_size, 2);
 }
 
 TEST(DistEnvTest, TorchrunVariablesWinOverSlurm) {
