@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "comm/env/outer_launcher.h"
 #include "comm/env/slurm.h"
 #include "comm/env/slurm_step.h"
 #include "core/base/errors.h"
@@ -315,6 +316,11 @@ absl::StatusOr<DistributedEnv> ReadDistributedEnv(const EnvLookup& env) {
   }();
   if (d.ok() && d->source == EnvSource::kTorchrun) d->launcher = "torchrun";
   if (d.ok() && d->source == EnvSource::kSlurm) d->launcher = "srun";
+  // Only torchrun variables can sit under another launcher that also
+  // numbers the processes; MPI and srun ranks are read from that launcher.
+  if (d.ok() && d->source == EnvSource::kTorchrun) {
+    WEFT_RETURN_IF_ERROR(CheckAgainstOuterLauncher(*d, env));
+  }
   return d;
 }
 

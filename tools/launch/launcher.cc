@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "comm/env/outer_launcher.h"
 #include "comm/store/tcp_store_server.h"
 #include "comm/util/deadline.h"
 #include "comm/util/socket.h"
@@ -319,6 +320,12 @@ absl::StatusOr<int> Launch(const LaunchOptions& options, const std::vector<std::
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   if (command.empty() || command[0].empty()) {
     return InvalidArgument("no program to launch", "launch [flags] -- <program> [args]");
+  }
+  // Under srun -n 2 / mpirun -np 2 each task would otherwise start its own job.
+  if (absl::Status s = comm::CheckLaunchInsideOuterLauncher(options.nproc_per_node,
+                                                            options.nnodes, comm::ProcessEnv());
+      !s.ok()) {
+    return s;
   }
   // Node 0 hosts the store so workers can start in any order, and so a free
   // port can be picked here and handed to everyone.

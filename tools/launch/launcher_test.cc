@@ -249,4 +249,25 @@ TEST(LauncherTest, ProgramsRelaunchThemselvesWithNprocPerNode) {
   EXPECT_EQ(plain.out, "worker rank=-1 args=relaunch y\n");
 }
 
+TEST(LauncherTest, RefusesToStartASeparateJobPerTaskOfAnSrunStep) {
+  // srun -n 2 train --nproc_per_node=2: each task would run its own 2 ranks.
+  setenv("SLURM_STEP_ID", "0", 1);
+  setenv("SLURM_STEP_NUM_TASKS", "2", 1);
+  Result self = RunCommand({Runfile("test_worker"), "relaunch", "--nproc_per_node=2", "x"});
+  Result launch = RunCommand(Launch({"--nproc_per_node=2"}, {"env"}));
+  // A single task that starts the workers of its node: the supported way.
+  setenv("SLURM_STEP_NUM_TASKS", "1", 1);
+  Result one_task = RunCommand(Launch({"--nproc_per_node=2"}, {"env"}));
+  unsetenv("SLURM_STEP_ID");
+  unsetenv("SLURM_STEP_NUM_TASKS");
+  EXPECT_EQ(self.exit_code, 2) << self.out;
+  EXPECT_TRUE(absl::StrContains(self.err, "--nproc_per_node=2 --nnodes=1 inside an srun step "
+                                          "(SLURM_STEP_NUM_TASKS=2)"))
+      << self.err;
+  EXPECT_FALSE(absl::StrContains(self.out, "worker rank=")) << "no worker may start";
+  EXPECT_NE(launch.exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(launch.err, "srun -n/mpirun -np")) << launch.err;
+  EXPECT_EQ(one_task.exit_code, 0) << one_task.err;
+}
+
 }  // namespace
