@@ -302,6 +302,14 @@ EnvLookup MapEnv(std::map<std::string, std::string> vars) {
   };
 }
 
+bool StartedByLauncher(const EnvLookup& env) {
+  for (const char* name : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+                           "SLURM_PROCID", "SLURM_STEP_ID"}) {
+    if (env(name).has_value()) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<DistributedEnv> ReadDistributedEnv(const EnvLookup& env) {
   absl::StatusOr<DistributedEnv> d = [&]() -> absl::StatusOr<DistributedEnv> {
     if (env("RANK").has_value()) return ReadTorchrun(env);

@@ -78,6 +78,12 @@ EnvLookup MapEnv(std::map<std::string, std::string> vars);
 
 absl::StatusOr<DistributedEnv> ReadDistributedEnv(const EnvLookup& env = ProcessEnv());
 
+// Whether some launcher started this process (a torchrun-style RANK, an MPI
+// rank, a Slurm task), whether or not its variables are complete. Such
+// output is forwarded and interleaved (mpirun even gives each rank a pty),
+// so callers keep it to plain lines.
+bool StartedByLauncher(const EnvLookup& env = ProcessEnv());
+
 absl::string_view EnvSourceName(EnvSource source);  // "single process", "torchrun", "slurm", "mpi"
 
 }  // namespace weft::comm

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "comm/env/dist_env.h"
 
 namespace weft {
 namespace {
@@ -21,9 +22,13 @@ std::string Throughput(double tokens_per_s) {
 
 }  // namespace
 
-Progress::Mode Progress::PickMode(bool rank0, bool is_tty, bool quiet) {
+Progress::Mode Progress::PickMode(bool rank0, bool is_tty, bool quiet, bool launched) {
   if (!rank0) return Mode::kOff;
-  return is_tty && !quiet ? Mode::kBar : Mode::kLines;
+  return is_tty && !quiet && !launched ? Mode::kBar : Mode::kLines;
+}
+
+Progress::Mode Progress::PickMode(bool rank0, bool is_tty, bool quiet) {
+  return PickMode(rank0, is_tty, quiet, comm::StartedByLauncher());
 }
 
 bool Progress::StdoutIsTerminal() { return isatty(STDOUT_FILENO) == 1; }

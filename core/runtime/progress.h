@@ -2,9 +2,10 @@
 //
 // On a terminal it redraws one bar line in place:
 //   [##########..........]  50/100  50% | eta 1m12s | loss 2.3104 | 41.2k tok/s
-// When stdout is not a terminal (a log file, a pipe) or with --quiet it
-// prints that information as plain lines about every tenth of the run
-// instead, since carriage returns would garble a log. Other output (eval
+// When stdout is not a terminal (a log file, a pipe), under a launcher
+// (mpirun gives ranks a pty but interleaves their output into one stream)
+// or with --quiet it prints that information as plain lines about every
+// tenth of the run instead, since carriage returns would garble a log. Other output (eval
 // lines, notes) goes through Message, which keeps the bar below it.
 #ifndef WEFT_CORE_RUNTIME_PROGRESS_H_
 #define WEFT_CORE_RUNTIME_PROGRESS_H_
@@ -18,7 +19,11 @@ namespace weft {
 class Progress {
  public:
   enum class Mode { kOff, kBar, kLines };
-  // kOff for ranks other than 0; kBar on a terminal unless quiet; else kLines.
+  // kOff for ranks other than 0; kBar on a terminal unless quiet or
+  // started by a launcher; else kLines.
+  static Mode PickMode(bool rank0, bool is_tty, bool quiet, bool launched);
+  // As above, `launched` read from this process's environment
+  // (comm::StartedByLauncher).
   static Mode PickMode(bool rank0, bool is_tty, bool quiet);
   // Whether this process's stdout is a terminal.
   static bool StdoutIsTerminal();

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -29,6 +30,16 @@ TEST(ProgressTest, PicksTheBarOnlyForRankZeroOnATerminalWithoutQuiet) {
   EXPECT_EQ(Progress::PickMode(true, false, false), Progress::Mode::kLines);
   EXPECT_EQ(Progress::PickMode(true, true, true), Progress::Mode::kLines);
   EXPECT_EQ(Progress::PickMode(false, true, false), Progress::Mode::kOff);
+}
+
+TEST(ProgressTest, PlainLinesUnderALauncherEvenOnATerminal) {
+  EXPECT_EQ(Progress::PickMode(true, true, false, /*launched=*/true), Progress::Mode::kLines);
+  // mpirun gives each rank a pty; its variables are what says so.
+  setenv("OMPI_COMM_WORLD_RANK", "0", 1);
+  const Progress::Mode under_mpirun = Progress::PickMode(true, true, false);
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  EXPECT_EQ(under_mpirun, Progress::Mode::kLines);
+  EXPECT_EQ(Progress::PickMode(true, true, false), Progress::Mode::kBar);
 }
 
 TEST(ProgressTest, BarRedrawsOneLineWithStepEtaLossAndThroughput) {
