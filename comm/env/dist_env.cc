@@ -144,7 +144,10 @@ absl::StatusOr<DistributedEnv> ReadSlurm(const EnvLookup& env) {
     WEFT_ASSIGN_OR_RETURN(d.master_port, IntVar(env, "MASTER_PORT"));
   } else {
     WEFT_ASSIGN_OR_RETURN(int job_id, IntVar(env, "SLURM_JOB_ID", 0));
-    d.master_port = 20000 + (job_id % 20000 + 20000) % 20000;
+    // Two srun steps of one allocation at once must not share the port.
+    const char* step_var = env("SLURM_STEP_ID").has_value() ? "SLURM_STEP_ID" : "SLURM_STEPID";
+    WEFT_ASSIGN_OR_RETURN(int step_id, IntVar(env, step_var, 0));
+    d.master_port = SlurmStorePort(job_id, step_id);
   }
   WEFT_RETURN_IF_ERROR(CheckPort("MASTER_PORT", d.master_port));
   return d;

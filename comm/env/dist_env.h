@@ -14,8 +14,9 @@
 //       (or SLURM_TASKS_PER_NODE) the local world size; the master is the
 //       first host of SLURM_STEP_NODELIST / SLURM_JOB_NODELIST /
 //       SLURM_NODELIST unless MASTER_ADDR is set, and the port is
-//       MASTER_PORT or 20000 + SLURM_JOB_ID % 20000 (jobs sharing a node
-//       get different ports). A plain sbatch script (outside srun) also
+//       MASTER_PORT or one derived from SLURM_JOB_ID and SLURM_STEP_ID
+//       (slurm_step.h: jobs sharing a node, and concurrent steps of one
+//       job, get different ports). A plain sbatch script (outside srun) also
 //       has SLURM_PROCID=0 and SLURM_NTASKS but no SLURM_STEP_* variables
 //       (slurm_step.h): with SLURM_NTASKS > 1 that is an error asking for
 //       srun, since no other rank would ever come.

@@ -1,6 +1,7 @@
 #include "comm/env/dist_env.h"
 
 #include "absl/strings/match.h"
+#include "comm/env/slurm_step.h"
 #include "gtest/gtest.h"
 
 namespace weft::comm {
@@ -91,6 +92,24 @@ TEST(DistEnvTest, ReadsSlurmWithTheFirstNodeAsMaster) {
   EXPECT_EQ(env->node_rank, 1);
   EXPECT_EQ(env->master_addr, "gpu07");
   EXPECT_EQ(env->master_port, 20000 + 123456 % 20000);
+}
+
+TEST(DistEnvTest, ConcurrentSrunStepsOfOneJobGetTheirOwnPorts) {
+  std::map<std::string, std::string> vars = {{"SLURM_PROCID", "0"},  {"SLURM_NTASKS", "2"},
+                                             {"SLURM_NODELIST", "vm"}, {"SLURM_JOB_ID", "7"},
+                                             {"SLURM_STEP_ID", "0"}};
+  auto step0 = ReadDistributedEnv(MapEnv(vars));
+  vars["SLURM_STEP_ID"] = "1";
+  auto step1 = ReadDistributedEnv(MapEnv(vars));
+  ASSERT_TRUE(step0.ok() && step1.ok());
+  EXPECT_EQ(step0->master_port, 20007);
+  EXPECT_NE(step0->master_port, step1->master_port);
+  // Any two of a job's first steps differ.
+  for (int a = 0; a < 64; ++a) {
+    for (int b = a + 1; b < 64; ++b) EXPECT_NE(SlurmStorePort(7, a), SlurmStorePort(7, b));
+  }
+  EXPECT_GE(SlurmStorePort(123456789, 99), 20000);
+  EXPECT_LT(SlurmStorePort(123456789, 99), 40000);
 }
 
 TEST(DistEnvTest, SlurmUnevenNodesAndOverrides) {

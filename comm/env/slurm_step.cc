@@ -10,4 +10,9 @@ bool InSlurmBatchScript(const EnvLookup& env) {
   return true;
 }
 
+int SlurmStorePort(int64_t job_id, int64_t step_id) {
+  const int64_t k = (job_id + 7919 * step_id) % 20000;
+  return 20000 + static_cast<int>((k + 20000) % 20000);
+}
+
 }  // namespace weft::comm
