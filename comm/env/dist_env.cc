@@ -266,6 +266,25 @@ absl::Status CheckNotOneOfMany(const EnvLookup& env) {
   return absl::OkStatus();
 }
 
+// A rank variable without the rest of its launcher's set, as RANK alone.
+absl::Status CheckNoStrayRank(const EnvLookup& env) {
+  if (std::optional<std::string> v = env("LOCAL_RANK"); v.has_value()) {
+    return InvalidArgument(absl::StrCat("LOCAL_RANK=", *v, " is set but RANK is not"),
+                           "LOCAL_RANK with RANK and WORLD_SIZE, as torchrun and tools/launch "
+                           "set them",
+                           "start the ranks with a launcher, or unset LOCAL_RANK to run one "
+                           "process");
+  }
+  // In an sbatch script without --ntasks Slurm sets SLURM_PROCID=0 alone.
+  if (std::optional<std::string> v = env("SLURM_PROCID");
+      v.has_value() && !InSlurmBatchScript(env)) {
+    return InvalidArgument(absl::StrCat("SLURM_PROCID=", *v, " is set but SLURM_NTASKS is not"),
+                           "SLURM_NTASKS next to SLURM_PROCID, as srun sets both",
+                           "start the ranks with srun, or unset SLURM_PROCID to run one process");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::string_view EnvSourceName(EnvSource source) {
@@ -322,10 +341,13 @@ absl::StatusOr<DistributedEnv> ReadDistributedEnv(const EnvLookup& env) {
       return ReadSlurm(env);
     }
     if (env("PMIX_RANK").has_value()) return ReadPmix(env);
+    WEFT_RETURN_IF_ERROR(CheckNoStrayRank(env));
     WEFT_RETURN_IF_ERROR(CheckNotOneOfMany(env));
     return DistributedEnv();
   }();
-  if (d.ok() && d->source == EnvSource::kTorchrun) d->launcher = "torchrun";
+  if (d.ok() && d->source == EnvSource::kTorchrun) {
+    d->launcher = env("WEFT_LAUNCHED").value_or("") == "1" ? "weft launch" : "torchrun";
+  }
   if (d.ok() && d->source == EnvSource::kSlurm) d->launcher = "srun";
   // Only torchrun variables can sit under another launcher that also
   // numbers the processes; MPI and srun ranks are read from that launcher.

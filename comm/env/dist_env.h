@@ -5,7 +5,8 @@
 // mpirun inside a Slurm allocation is mpirun):
 //   torchrun / tools/launch: RANK and WORLD_SIZE set. Also LOCAL_RANK,
 //       LOCAL_WORLD_SIZE, GROUP_RANK (node rank), MASTER_ADDR, MASTER_PORT.
-//       Our launcher sets WEFT_LAUNCHER_STORE=1: it hosts the TCP store at
+//       Our launcher sets WEFT_LAUNCHED=1 (the banner then says "weft
+//       launch") and WEFT_LAUNCHER_STORE=1: it hosts the TCP store at
 //       MASTER_ADDR:MASTER_PORT itself. Under torchrun its agent's store
 //       already holds MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True), so
 //       weft's store uses MASTER_PORT + 1 there, hosted by rank 0.
@@ -33,7 +34,10 @@
 //       needs WORLD_SIZE or PMIX_SIZE for the size.
 //   Otherwise: a single process (rank 0 of 1) -- unless some launcher's
 //   variables say this process is one of several, which is an error rather
-//   than a silent split into independent jobs.
+//   than a silent split into independent jobs, or a rank variable stands
+//   alone (LOCAL_RANK; SLURM_PROCID outside a batch script), an error as
+//   RANK alone is. An sbatch script without --ntasks has SLURM_PROCID=0
+//   and no SLURM_NTASKS: that is one process, rightly.
 // Malformed or inconsistent values are InvalidArgument naming the variable.
 #ifndef WEFT_COMM_ENV_DIST_ENV_H_
 #define WEFT_COMM_ENV_DIST_ENV_H_

@@ -161,6 +161,28 @@ TEST(DistEnvTest, SlurmBatchScriptWithSeveralTasksAsksForSrun) {
   EXPECT_EQ(rank->world_size, 2);
 }
 
+TEST(DistEnvTest, ARankVariableAloneIsAnErrorLikeRankAlone) {
+  auto local = ReadDistributedEnv(MapEnv({{"LOCAL_RANK", "1"}}));
+  EXPECT_EQ(local.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(local.status().message(), "LOCAL_RANK=1 is set but RANK is not"))
+      << local.status();
+  auto procid = ReadDistributedEnv(MapEnv({{"SLURM_PROCID", "0"}}));
+  EXPECT_EQ(procid.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(procid.status().message(), "SLURM_NTASKS")) << procid.status();
+  // What an sbatch script without --ntasks sees (Slurm 22.05): one process.
+  auto batch = ReadDistributedEnv(MapEnv({{"SLURM_JOB_ID", "2"}, {"SLURM_PROCID", "0"}}));
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_EQ(batch->world_size, 1);
+}
+
+TEST(DistEnvTest, WorkersOfTheWeftLauncherSaySo) {
+  std::map<std::string, std::string> vars = {
+      {"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}};
+  EXPECT_EQ(ReadDistributedEnv(MapEnv(vars))->launcher, "torchrun");
+  vars["WEFT_LAUNCHED"] = "1";
+  EXPECT_EQ(ReadDistributedEnv(MapEnv(vars))->launcher, "weft launch");
+}
+
 TEST(DistEnvTest, TorchrunVariablesWinOverSlurm) {
   // torchrun started inside an srun step: its variables describe the ranks.
   auto env = ReadDistributedEnv(MapEnv({{"SLURM_PROCID", "0"},

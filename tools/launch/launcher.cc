@@ -112,6 +112,8 @@ std::map<std::string, std::string> BaseEnvironment(const LaunchOptions& o, int p
     env.erase("WEFT_LAUNCHER_STORE");
   }
   env.erase("TORCHELASTIC_USE_AGENT_STORE");
+  // For the banner: "via weft launch" rather than "via torchrun".
+  env["WEFT_LAUNCHED"] = "1";
   return env;
 }
 

@@ -5,7 +5,8 @@
 // (node rank), MASTER_ADDR, MASTER_PORT, plus OMP_NUM_THREADS=1 when several
 // workers share the node and it is unset. On node 0 the launcher hosts the
 // job's TCP store at MASTER_ADDR:MASTER_PORT (picking a free port when
-// none was given) and tells workers with WEFT_LAUNCHER_STORE=1.
+// none was given) and tells workers with WEFT_LAUNCHER_STORE=1. Workers
+// also get WEFT_LAUNCHED=1, so they can say what started them.
 //
 // While the job runs:
 //   - worker output is prefixed "[rank N] " per line, or only rank 0 is

@@ -110,7 +110,7 @@ TEST(LauncherTest, SetsTheTorchrunEnvironmentAndPrefixesLines) {
     EXPECT_TRUE(absl::StrContains(r.err, absl::StrCat("[rank ", rank, "] stderr line from ", rank)))
         << r.err;
   }
-  EXPECT_TRUE(absl::StrContains(r.out, "launcher_store=1 omp=1")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "launcher_store=1 omp=1 launched=1")) << r.out;
   EXPECT_FALSE(absl::StrContains(r.out, "master=127.0.0.1:0 ")) << "a real port is chosen";
 }
 

@@ -63,11 +63,12 @@ int main(int argc, char** argv) {
   const int rank = Rank();
   if (mode == "env") {
     std::printf("rank=%s local_rank=%s world=%s local_world=%s group_rank=%s master=%s:%s "
-                "launcher_store=%s omp=%s\n",
+                "launcher_store=%s omp=%s launched=%s\n",
                 Env("RANK").c_str(), Env("LOCAL_RANK").c_str(), Env("WORLD_SIZE").c_str(),
                 Env("LOCAL_WORLD_SIZE").c_str(), Env("GROUP_RANK").c_str(),
                 Env("MASTER_ADDR").c_str(), Env("MASTER_PORT").c_str(),
-                Env("WEFT_LAUNCHER_STORE").c_str(), Env("OMP_NUM_THREADS").c_str());
+                Env("WEFT_LAUNCHER_STORE").c_str(), Env("OMP_NUM_THREADS").c_str(),
+                Env("WEFT_LAUNCHED").c_str());
     std::fprintf(stderr, "stderr line from %d\n", rank);
     return 0;
   }
