@@ -26,4 +26,11 @@ for np in 2 4; do
     expect_same_losses "$label ($((SECONDS - start)) s)" "$out.jsonl"
   done
 done
+# A stale RANK=0 WORLD_SIZE=1 would make each rank a job of its own.
+if "${mpi[@]}" -np 2 -x RANK=0 -x WORLD_SIZE=1 "$train" "${job[@]}" --micro_batch=4 \
+    > "$tmp/stale.log" 2>&1; then
+  echo "FAIL: stale RANK under mpirun ran"; exit 1
+fi
+grep -q "disagrees with mpirun (Open MPI) (OMPI_COMM_WORLD_SIZE=2)" "$tmp/stale.log" ||
+  { echo "FAIL: stale RANK under mpirun"; tail -5 "$tmp/stale.log"; exit 1; }
 echo "PASS"

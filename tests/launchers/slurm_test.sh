@@ -87,6 +87,19 @@ fi
 grep -q "world 2 (dp 2) via srun" "$tmp"/job_*.out || { echo "FAIL: banner"; cat "$tmp"/job_*.out; exit 1; }
 expect_same_losses "sbatch slurm_example_cpu.sbatch ($((SECONDS - start)) s)" "$tmp/slurm_ddp.jsonl"
 
+# The trainer run by the batch script itself (no srun) fails at once asking
+# for srun; a launcher per task of a 2-task step is refused naming both.
+printf '#!/bin/bash\n"$BIN" "$@"\n' > "$tmp/nosrun.sbatch"
+start=$SECONDS
+BIN="$train" sbatch --wait --ntasks=2 --oversubscribe --output="$tmp/nosrun.out" \
+  "$tmp/nosrun.sbatch" "${job[@]}" --micro_batch=4 --strategy=ddp > /dev/null 2>&1 || true
+grep -q "put srun in front" "$tmp/nosrun.out" && [ $((SECONDS - start)) -lt 20 ] ||
+  { echo "FAIL: sbatch without srun"; cat "$tmp/nosrun.out"; exit 1; }
+srun -n 2 --oversubscribe "$train" "${job[@]}" --micro_batch=4 --nproc_per_node=2 \
+  > "$tmp/split.out" 2>&1 && { echo "FAIL: srun -n 2 --nproc_per_node=2 ran"; exit 1; }
+grep -q "inside an srun step (SLURM_STEP_NUM_TASKS=2)" "$tmp/split.out" ||
+  { echo "FAIL: srun -n 2 --nproc_per_node=2"; cat "$tmp/split.out"; exit 1; }
+
 # Kill one task mid-run: the job ends within the timeout and names the rank.
 rm -f "$tmp"/job_*.out
 start=$SECONDS
