@@ -21,7 +21,6 @@
 
 #include <functional>
 #include <map>
-#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "checkpoint/checkpointer.h"
 #include "checkpoint/host_tensor.h"
+#include "checkpoint/loader.h"
 #include "core/nn/model.h"
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
@@ -165,9 +165,8 @@ class Trainer {
   absl::Status SaveCheckpoint();
   // Waits for an async save in flight and returns its outcome.
   absl::Status FinishCheckpoints();
-  // Loads a checkpoint (resharding it to this rank's pieces) and continues
-  // from its step: what --resume does at startup.
-  absl::Status Resume(const std::string& step_dir);
+  // The metadata of the checkpoint this trainer resumed from; null if none.
+  const ckpt::Metadata* resumed_from() const { return resume_from_ ? &resume_from_->meta : nullptr; }
   // Sets parameters from full tensors by name (a foreign format such as
   // llm.c's); optimizer state stays fresh. Names this model lacks are an
   // error; parameters missing from `full` keep their initialization and are
@@ -182,8 +181,9 @@ class Trainer {
   absl::Status ResolveDevice(const JobTopology& topology);
   absl::Status InitCheckpointing();
   absl::Status RefuseNewerCheckpoints() const;
-  absl::StatusOr<std::vector<std::string>> NamesNoRankHolds(
-      const std::map<std::string, ckpt::HostTensor>& full, const std::set<std::string>& known);
+  // Loads a checkpoint (resharding it to this rank's pieces) and continues
+  // from its step: what --resume does at startup.
+  absl::Status ResumeFrom(const ckpt::Checkpoint& ck);
   // After state was loaded into the optimizer's targets: lower-precision
   // parameters from their masters, and replicas (zero-1/2's full
   // parameters) from the shards.
@@ -244,6 +244,7 @@ class Trainer {
   double peak_flops_ = 0;
   std::vector<StepStats> history_;
   std::unique_ptr<ckpt::Checkpointer> checkpointer_;
+  std::optional<ckpt::Checkpoint> resume_from_;  // --resume's, read once in Init
   int64_t logged_save_step_ = 0;
 };
 

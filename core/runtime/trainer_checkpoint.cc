@@ -10,7 +10,6 @@
 #include "absl/strings/str_join.h"
 #include "checkpoint/layout.h"
 #include "checkpoint/loader.h"
-#include "comm/device_mesh/device_mesh.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/runtime/trainer.h"
@@ -85,10 +84,7 @@ absl::Status Trainer::InitCheckpointing() {
                                     .timeout = absl::Seconds(c.parallel().timeout_s()),
                                     .fault_point = options_.checkpoint_fault_point}));
   }
-  if (!c.resume().empty()) {
-    WEFT_ASSIGN_OR_RETURN(std::string dir, ckpt::ResolveResume(c.checkpoint_dir(), c.resume()));
-    WEFT_RETURN_IF_ERROR(Resume(dir));
-  }
+  if (resume_from_) WEFT_RETURN_IF_ERROR(ResumeFrom(*resume_from_));
   if (checkpointer_ != nullptr) WEFT_RETURN_IF_ERROR(RefuseNewerCheckpoints());
   return absl::OkStatus();
 }
@@ -162,9 +158,9 @@ absl::Status Trainer::PublishLoadedState() {
   return compute_stream().Synchronize();
 }
 
-absl::Status Trainer::Resume(const std::string& step_dir) {
+absl::Status Trainer::ResumeFrom(const ckpt::Checkpoint& ck) {
   const TrainConfig& c = cfg();
-  WEFT_ASSIGN_OR_RETURN(ckpt::Checkpoint ck, ckpt::OpenCheckpoint(step_dir));
+  const std::string& step_dir = ck.dir;
   const ckpt::Metadata& m = ck.meta;
   if (m.step() > c.steps()) {
     return InvalidArgument(absl::StrCat("checkpoint ", step_dir, " is at step ", m.step()),
@@ -214,46 +210,21 @@ absl::Status Trainer::Resume(const std::string& step_dir) {
   return absl::OkStatus();
 }
 
-// Of `full`'s names, those no rank holds: a rank knows only its pieces
-// (a pipeline stage's parameters, zero and fsdp shards), so what one rank
-// lacks another may hold. One all-reduce over every rank of the mesh.
-absl::StatusOr<std::vector<std::string>> Trainer::NamesNoRankHolds(
-    const std::map<std::string, ckpt::HostTensor>& full, const std::set<std::string>& known) {
-  std::vector<float> held;
-  for (const auto& [name, t] : full) held.push_back(known.count(name) ? 1.f : 0.f);
-  if (parallel_->mesh != nullptr && parallel_->world_size > 1 && !held.empty()) {
-    std::vector<std::string> axes;
-    for (const comm::MeshAxis& a : parallel_->mesh->layout().axes()) axes.push_back(a.name);
-    WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> world,
-                          parallel_->mesh->FlatGroup(axes));
-    WEFT_ASSIGN_OR_RETURN(Tensor counts,
-                          Tensor::FromFloats(held, {static_cast<int64_t>(held.size())}));
-    if (!world->device().is_cpu()) {
-      WEFT_ASSIGN_OR_RETURN(counts, counts.To(world->device(), ctx_.stream));
-    }
-    WEFT_RETURN_IF_ERROR(world->AllReduce(counts, {.stream = ctx_.stream})->Wait());
-    WEFT_ASSIGN_OR_RETURN(held, counts.ToFloats());
-  }
-  std::vector<std::string> unknown;
-  size_t i = 0;
-  for (const auto& [name, t] : full) {
-    if (held[i++] == 0.f) unknown.push_back(name);
-  }
-  return unknown;
-}
-
 absl::StatusOr<std::vector<std::string>> Trainer::LoadWeights(
     const std::map<std::string, ckpt::HostTensor>& full) {
-  std::set<std::string> known;
   WEFT_ASSIGN_OR_RETURN(std::vector<StatePiece> pieces, ExportState());
   std::vector<StatePiece> values;
   for (StatePiece& p : pieces) {
-    if (p.info.name.find(':') == std::string::npos) {
-      known.insert(p.info.name);
-      values.push_back(std::move(p));
-    }
+    if (p.info.name.find(':') == std::string::npos) values.push_back(std::move(p));
   }
-  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> unknown, NamesNoRankHolds(full, known));
+  // Known: the whole model's parameters, not only the pieces this rank holds
+  // (other shards and pipeline stages hold the rest).
+  std::set<std::string> known;
+  for (Parameter* p : model_->AllParameters()) known.insert(p->name());
+  std::vector<std::string> unknown;
+  for (const auto& [name, t] : full) {
+    if (!known.count(name)) unknown.push_back(name);
+  }
   if (!unknown.empty()) {
     return FailedPrecondition(absl::StrCat("weights for parameters this model lacks: ",
                                            absl::StrJoin(unknown, ", ")),

@@ -14,7 +14,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "checkpoint/layout.h"
 #include "checkpoint/loader.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
@@ -72,15 +71,13 @@ absl::StatusOr<GptJob> ResolveAutoLayout(const GptJob& job) {
 
 // After a resume: says when MoE routing groups changed with the layout
 // (moe_resume_note.h). A checkpoint without a readable GPT job says nothing.
-absl::Status NoteMoeRoutingOnResume(const GptJob& job, Trainer& trainer) {
-  const TrainConfig& c = trainer.config();
-  if (c.resume().empty() || job.model().moe_every() <= 0) return absl::OkStatus();
-  WEFT_ASSIGN_OR_RETURN(std::string dir, ckpt::ResolveResume(c.checkpoint_dir(), c.resume()));
-  WEFT_ASSIGN_OR_RETURN(ckpt::Checkpoint ck, ckpt::OpenCheckpoint(dir));
-  absl::StatusOr<GptJob> saved = ParseRecordedGptJob(ck.meta.job_config(), dir);
-  if (!saved.ok()) return absl::OkStatus();
+void NoteMoeRoutingOnResume(const GptJob& job, Trainer& trainer) {
+  const ckpt::Metadata* meta = trainer.resumed_from();
+  if (meta == nullptr || job.model().moe_every() <= 0) return;
+  absl::StatusOr<GptJob> saved = ParseRecordedGptJob(meta->job_config(), "the resumed checkpoint");
+  if (!saved.ok()) return;
   int saved_dp = 1;
-  for (const ckpt::MeshAxis& a : ck.meta.mesh()) {
+  for (const ckpt::MeshAxis& a : meta->mesh()) {
     if (a.name() == "dp_replicate" || a.name() == "dp_shard") saved_dp *= a.size();
   }
   const std::string note =
@@ -89,7 +86,6 @@ absl::Status NoteMoeRoutingOnResume(const GptJob& job, Trainer& trainer) {
     trainer.logger().Print(note);
     trainer.logger().Log(MetricsLogger::Record().AddString("note", note), /*to_console=*/false);
   }
-  return absl::OkStatus();
 }
 
 absl::Status Run(const GptJob& given) {
@@ -115,7 +111,7 @@ absl::Status Run(const GptJob& given) {
   if (job.sample_every() > 0) {
     WEFT_ASSIGN_OR_RETURN(*sampler, TrainSampler::Create(job, *trainer));
   }
-  WEFT_RETURN_IF_ERROR(NoteMoeRoutingOnResume(*resolved, *trainer));
+  NoteMoeRoutingOnResume(*resolved, *trainer);
   if (!job.init_from().empty() && job.train().resume().empty()) {
     const std::string from = ResolveUserPath(job.init_from());
     WEFT_ASSIGN_OR_RETURN(GptWeights weights, ReadLlmcCheckpoint(from, resolved->model()));
