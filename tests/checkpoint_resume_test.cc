@@ -56,6 +56,14 @@ void ExpectBitwise(const testing::ParityRun& a, const testing::ParityRun& b, con
   EXPECT_FALSE(a.optim.empty());
 }
 
+// A resumed run as one: the first part's losses, then the second's (whose
+// parameters and state are the end's).
+testing::ParityRun Joined(const testing::ParityRun& first, const testing::ParityRun& second) {
+  testing::ParityRun joined = second;
+  joined.losses.insert(joined.losses.begin(), first.losses.begin(), first.losses.end());
+  return joined;
+}
+
 class BitwiseResumeTest : public ::testing::TestWithParam<ResumeCase> {};
 
 TEST_P(BitwiseResumeTest, NStepsSaveResumeNStepsEqualsTwoNStraight) {
@@ -77,8 +85,7 @@ TEST_P(BitwiseResumeTest, NStepsSaveResumeNStepsEqualsTwoNStraight) {
   job.mutable_train()->set_resume("latest");
   auto second = RunJob(job, s.world, {});
   ASSERT_TRUE(second.ok()) << second.status();
-  testing::ParityRun joined = *second;
-  joined.losses.insert(joined.losses.begin(), first->losses.begin(), first->losses.end());
+  const testing::ParityRun joined = Joined(*first, *second);
   ExpectBitwise(*straight, joined, s.label);
 }
 
@@ -255,8 +262,7 @@ TEST(ReshardedResumeTest, AnEvaluationBeforeTheSaveDoesNotPinTheLayout) {
   job.mutable_train()->set_resume("latest");
   auto second = testing::RunMultiProcess(job, 2);
   ASSERT_TRUE(second.ok()) << second.status();
-  testing::ParityRun joined = *second;
-  joined.losses.insert(joined.losses.begin(), first->losses.begin(), first->losses.end());
+  const testing::ParityRun joined = Joined(*first, *second);
   testing::ExpectParity(*straight, joined, 1e-4, 1e-3, "one process, evaluated -> ddp@2");
 }
 
@@ -280,8 +286,7 @@ TEST(ReshardedResumeTest, FsdpFourThenZeroTwoOnTwoMatchesTheStraightRun) {
   job.mutable_train()->set_resume("latest");
   auto second = testing::RunMultiProcess(job, 2);
   ASSERT_TRUE(second.ok()) << second.status();
-  testing::ParityRun joined = *second;
-  joined.losses.insert(joined.losses.begin(), first->losses.begin(), first->losses.end());
+  const testing::ParityRun joined = Joined(*first, *second);
   testing::ExpectParity(*straight, joined, 1e-4, 1e-3, "fsdp@4 -> zero-2@2");
 }
 
@@ -322,8 +327,7 @@ TEST(ReshardedResumeTest, TpTwoThenOneProcessMatchesTheStraightRun) {
     auto second = RunTp(job, k.second_tp, {});
     ASSERT_TRUE(second.ok()) << label << ": " << second.status();
     EXPECT_EQ(second->params.at("embed.wte").size(), straight->params.at("embed.wte").size());
-    testing::ParityRun joined = *second;
-    joined.losses.insert(joined.losses.begin(), first->losses.begin(), first->losses.end());
+    const testing::ParityRun joined = Joined(*first, *second);
     testing::ExpectParity(*straight, joined, 1e-4, 1e-3, label);
     std::printf("%s: max param diff %.2e\n", label.c_str(),
                 testing::MaxRelativeDifference(joined.params, straight->params));
@@ -359,8 +363,7 @@ TEST(ReshardedResumeTest, Ep2Tp2ThenOneProcessMatchesTheStraightRun) {
   job.mutable_train()->set_resume("latest");
   auto second = testing::RunSingleProcess(job);
   ASSERT_TRUE(second.ok()) << second.status();
-  testing::ParityRun joined = *second;
-  joined.losses.insert(joined.losses.begin(), first->losses.begin(), first->losses.end());
+  const testing::ParityRun joined = Joined(*first, *second);
   testing::ExpectParity(*straight, joined, 1e-4, 1e-3, "ep2 x tp2 -> one process");
   std::printf("ep2 x tp2 -> one process: max loss rdiff %.2e, max param diff %.2e\n",
               testing::MaxLossRelDiff(joined, *straight),
