@@ -19,6 +19,8 @@ PACKAGES=(
   openmpi-bin slurm-wlm munge iproute2
   # The run report's browser test (//tools/report:report_browser_test).
   chromium
+  # The independent reference //tests:torch_reference_test trains against.
+  python3-torch
 )
 
 missing=()

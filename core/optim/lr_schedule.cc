@@ -35,8 +35,9 @@ absl::StatusOr<LrSchedule> LrSchedule::Create(float max_lr, float min_lr, int64_
 float LrSchedule::At(int64_t step) const {
   if (step <= warmup_) return max_lr_ * static_cast<float>(step) / static_cast<float>(warmup_);
   if (decay_ == Decay::kConstant || total_ <= warmup_) return max_lr_;
+  // 0-based like llm.c: the first step after warmup decays from the peak.
   const float progress = std::clamp(
-      static_cast<float>(step - warmup_) / static_cast<float>(total_ - warmup_), 0.f, 1.f);
+      static_cast<float>(step - 1 - warmup_) / static_cast<float>(total_ - warmup_), 0.f, 1.f);
   const float shape = decay_ == Decay::kCosine ? 0.5f * (1.f + std::cos(3.14159265358979f * progress))
                                                : 1.f - progress;
   return min_lr_ + shape * (max_lr_ - min_lr_);

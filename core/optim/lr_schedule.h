@@ -1,6 +1,10 @@
 // Learning-rate schedules: linear warmup, then cosine, linear or constant
-// decay to min_lr at total_steps. Steps are 1-based (the first optimizer
-// step is step 1), as in llm.c.
+// decay toward min_lr. Steps are 1-based (the first optimizer step is step
+// 1); the values are llm.c's and PyTorch's schedulers' for the same 0-based
+// step: warmup step s gets lr * s / warmup, the first step after warmup gets
+// the peak lr, and step s > warmup the decay at (s - 1 - warmup) /
+// (total - warmup), so the last step is one decay step short of min_lr
+// (tests/torch_reference_test checks a run against PyTorch step by step).
 #ifndef WEFT_CORE_OPTIM_LR_SCHEDULE_H_
 #define WEFT_CORE_OPTIM_LR_SCHEDULE_H_
 

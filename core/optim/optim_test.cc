@@ -11,17 +11,26 @@ namespace {
 
 using ::weft::testing::FilledTensor;
 
+// llm.c's get_learning_rate(step - 1) for 1-based steps: the warmup's last
+// step and the first after it both run at the peak.
 TEST(LrScheduleTest, WarmupThenCosineToMin) {
   LrSchedule s = *LrSchedule::Create(1.0f, 0.1f, 10, 110, "cosine");
   EXPECT_FLOAT_EQ(s.At(1), 0.1f);
   EXPECT_FLOAT_EQ(s.At(10), 1.0f);
-  EXPECT_NEAR(s.At(60), 0.55f, 1e-5);
-  EXPECT_NEAR(s.At(110), 0.1f, 1e-6);
+  EXPECT_FLOAT_EQ(s.At(11), 1.0f);
+  EXPECT_NEAR(s.At(61), 0.55f, 1e-5);  // half way: (61 - 1 - 10) / 100
+  EXPECT_NEAR(s.At(110), 0.1f + 0.9f * 0.5f * (1 + std::cos(0.99f * 3.14159265f)), 1e-6);
   EXPECT_NEAR(s.At(500), 0.1f, 1e-6);  // clamped past the end
 }
 
+TEST(LrScheduleTest, WithoutWarmupTheFirstStepRunsAtThePeak) {
+  EXPECT_FLOAT_EQ(LrSchedule::Create(1.0f, 0.0f, 0, 100, "cosine")->At(1), 1.0f);
+  EXPECT_FLOAT_EQ(LrSchedule::Create(1.0f, 0.0f, 0, 100, "linear")->At(1), 1.0f);
+}
+
 TEST(LrScheduleTest, LinearAndConstant) {
-  EXPECT_NEAR(LrSchedule::Create(1.0f, 0.0f, 0, 100, "linear")->At(50), 0.5f, 1e-6);
+  EXPECT_NEAR(LrSchedule::Create(1.0f, 0.0f, 0, 100, "linear")->At(51), 0.5f, 1e-6);
+  EXPECT_NEAR(LrSchedule::Create(1.0f, 0.0f, 0, 100, "linear")->At(100), 0.01f, 1e-6);
   EXPECT_FLOAT_EQ(LrSchedule::Create(1.0f, 0.0f, 0, 100, "constant")->At(77), 1.0f);
 }
 

@@ -3,7 +3,8 @@
 model as gpt_throughput_torch.py (pre-norm, tied head, padded vocab), GPT-2
 init (std 0.02, residual projections 0.02/sqrt(2L)), bf16 autocast, AdamW
 (0.9, 0.95, eps 1e-8, decay on matrices only), clip 1.0, and weft's LR
-schedule (1-based steps, linear warmup, cosine to min_lr), on an llm.c /
+schedule (llm.c's: linear warmup, then cosine from the peak toward min_lr;
+steps here are 1-based), on an llm.c /
 //tools:prepare_data token shard. Batches are random windows, so the curve is
 compared statistically with weft's, not step for step.
 
@@ -38,7 +39,7 @@ def load_shard(path):
 def lr_at(step, args):
     if step <= args.warmup:
         return args.lr * step / args.warmup
-    progress = min(max((step - args.warmup) / max(args.steps - args.warmup, 1), 0.0), 1.0)
+    progress = min(max((step - 1 - args.warmup) / max(args.steps - args.warmup, 1), 0.0), 1.0)
     return args.min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (args.lr - args.min_lr)
 
 

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# weft against PyTorch (Debian's python3-torch, installed by tools/setup.sh):
+# the same GPT, weights and batches, step by step; one process and several
+# layouts of 2 and 4 gloo ranks. See torch_reference.py.
+set -euo pipefail
+python=/usr/bin/python3
+"$python" -c "import torch" 2>/dev/null || {
+  echo "FAIL: $python cannot import torch; install Debian's python3-torch (tools/setup.sh does)"
+  exit 1
+}
+# One run per entry, each against the same PyTorch run ("" = one process).
+layouts=(
+  ""
+  "--nproc_per_node=2 --strategy=fsdp"
+  "--nproc_per_node=2 --strategy=tp --tp=2"
+  "--nproc_per_node=4 --pp=2 --strategy=zero --zero_stage=1 --micro_batch=2"
+  "--nproc_per_node=4 --strategy=zero --zero_stage=2 --micro_batch=2"
+)
+exec "$python" "$TEST_SRCDIR/weft/tests/torch_reference.py" \
+  --train="$TEST_SRCDIR/weft/models/gpt/train" \
+  --ckpt="$TEST_SRCDIR/weft/tools/ckpt/ckpt" \
+  --workdir="$TEST_TMPDIR/torch_reference" \
+  --weft_runs="$(IFS=';'; echo "${layouts[*]}")"
