@@ -25,6 +25,7 @@ import json
 import math
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -120,11 +121,12 @@ def forward_loss(p, idx, targets, args):
 
 
 def lr_at(step0, args):
-    """llm.c's schedule, 0-based: warmup (step0+1)/W, then cosine from the peak."""
+    """llm.c's schedule, 0-based: warmup (step0+1)/W, then decay from the peak."""
     if step0 < args.warmup:
         return args.lr * (step0 + 1) / args.warmup
     ratio = (step0 - args.warmup) / (args.steps - args.warmup)
-    return args.min_lr + 0.5 * (1 + math.cos(math.pi * ratio)) * (args.lr - args.min_lr)
+    shape = 0.5 * (1 + math.cos(math.pi * ratio)) if args.schedule == "cosine" else 1 - ratio
+    return args.min_lr + shape * (args.lr - args.min_lr)
 
 
 def torch_run(w0, tokens, args):
@@ -133,9 +135,12 @@ def torch_run(w0, tokens, args):
     matrices = ("wte", "wpe", "qkvw", "attprojw", "fcw", "fcprojw")
     decay = [v for k, v in p.items() if k in matrices]
     no_decay = [v for k, v in p.items() if k not in matrices]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}],
-                            lr=args.lr, betas=(0.9, 0.95), eps=1e-8, foreach=False)
+    groups = [{"params": decay, "weight_decay": args.weight_decay},
+              {"params": no_decay, "weight_decay": 0.0}]
+    if args.optimizer == "adamw":
+        opt = torch.optim.AdamW(groups, lr=args.lr, betas=(0.9, 0.95), eps=1e-8, foreach=False)
+    else:  # SGD's decay is PyTorch's: added to the gradient before momentum
+        opt = torch.optim.SGD(groups, lr=args.lr, momentum=0.9, nesterov=True, foreach=False)
     t, g, m = args.seq_len, args.global_batch, args.micro_batch
     data = torch.tensor(tokens, dtype=torch.long)
     rows = []
@@ -166,6 +171,8 @@ def weft_run(w_file, data_dir, out_dir, args, extra):
            f"--n_layer={args.n_layer}", f"--n_head={args.n_head}", f"--d_model={args.d_model}",
            f"--lr={args.lr}", f"--min_lr={args.min_lr}", f"--warmup_steps={args.warmup}",
            f"--weight_decay={args.weight_decay}", f"--grad_clip={args.grad_clip}",
+           f"--optim.name={args.optimizer}", "--momentum=0.9", "--nesterov=true",
+           f"--lr_schedule={args.schedule}",
            f"--metrics_out={metrics}", f"--checkpoint_dir={ckpt}", "--num_workers=1"] + extra
     print("weft:", " ".join(shlex.quote(c) for c in cmd), flush=True)
     subprocess.run(cmd, check=True, timeout=600)
@@ -210,6 +217,8 @@ def main():
     ap.add_argument("--ckpt", required=True)
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--corpus", default="/usr/share/games/fortunes/fortunes")
+    ap.add_argument("--optimizer", choices=["adamw", "sgd"], default="adamw")
+    ap.add_argument("--schedule", choices=["cosine", "linear"], default="cosine")
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--lr", type=float, default=3e-3)
@@ -252,7 +261,8 @@ def main():
     runs = [r for r in args.weft_runs.split(";")] if args.weft_runs else [""]
     for i, extra in enumerate(runs):
         out_dir = os.path.join(args.workdir, f"run{i}")
-        os.makedirs(out_dir, exist_ok=True)
+        shutil.rmtree(out_dir, ignore_errors=True)  # a fresh checkpoint directory
+        os.makedirs(out_dir)
         got, final = weft_run(w_file, data_dir, out_dir, args, shlex.split(extra))
         label = extra or "one process"
         failures += [f"[{label}] {f}" for f in
@@ -260,7 +270,8 @@ def main():
     if failures:
         print("FAIL: weft disagrees with PyTorch:\n  " + "\n  ".join(failures[:20]))
         sys.exit(1)
-    print(f"PASS: {len(runs)} weft run(s) match PyTorch {torch.__version__} for {args.steps} steps")
+    print(f"PASS: {len(runs)} weft run(s) match PyTorch {torch.__version__} for {args.steps} "
+          f"steps of {args.optimizer} with {args.schedule} decay")
 
 
 if __name__ == "__main__":

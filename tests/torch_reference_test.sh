@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # weft against PyTorch (Debian's python3-torch, installed by tools/setup.sh):
 # the same GPT, weights and batches, step by step; one process and several
-# layouts of 2 and 4 gloo ranks. See torch_reference.py.
+# layouts of 2 and 4 gloo ranks, AdamW and SGD. See torch_reference.py.
 set -euo pipefail
 python=/usr/bin/python3
 "$python" -c "import torch" 2>/dev/null || {
@@ -13,11 +13,18 @@ layouts=(
   ""
   "--nproc_per_node=2 --strategy=fsdp"
   "--nproc_per_node=2 --strategy=tp --tp=2"
+  "--nproc_per_node=2 --cp=2"
+  "--nproc_per_node=4 --strategy=sp,fsdp --tp=2 --dp_shard=2"
   "--nproc_per_node=4 --pp=2 --strategy=zero --zero_stage=1 --micro_batch=2"
   "--nproc_per_node=4 --strategy=zero --zero_stage=2 --micro_batch=2"
 )
-exec "$python" "$TEST_SRCDIR/weft/tests/torch_reference.py" \
-  --train="$TEST_SRCDIR/weft/models/gpt/train" \
-  --ckpt="$TEST_SRCDIR/weft/tools/ckpt/ckpt" \
-  --workdir="$TEST_TMPDIR/torch_reference" \
-  --weft_runs="$(IFS=';'; echo "${layouts[*]}")"
+reference() {
+  "$python" "$TEST_SRCDIR/weft/tests/torch_reference.py" \
+    --train="$TEST_SRCDIR/weft/models/gpt/train" \
+    --ckpt="$TEST_SRCDIR/weft/tools/ckpt/ckpt" \
+    --workdir="$TEST_TMPDIR/torch_reference" "$@"
+}
+reference --weft_runs="$(IFS=';'; echo "${layouts[*]}")"
+# SGD with Nesterov momentum and coupled weight decay, linear decay.
+reference --optimizer=sgd --schedule=linear --lr=0.3 \
+  --weft_runs=";--nproc_per_node=2 --strategy=zero --zero_stage=3"
