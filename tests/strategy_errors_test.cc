@@ -117,6 +117,20 @@ TEST(StrategyErrorsTest, SeveralRanksWithoutAStrategy) {
   auto r = testing::RunMultiProcess(job, 2);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("no --strategy"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("--strategy=ddp"), std::string::npos) << r.status();
+}
+
+// --tp alone does not pick tp or sp; the hint names them, not ddp.
+TEST(StrategyErrorsTest, TpAxisWithoutAStrategyPointsAtTpAndSp) {
+  GptJob job = Job();
+  job.mutable_train()->set_micro_batch(4);
+  job.mutable_train()->mutable_parallel()->set_tp(2);
+  auto r = testing::RunMultiProcess(job, 2);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--tp=2 takes effect with --strategy=tp or sp"),
+            std::string::npos)
+      << r.status();
+  EXPECT_EQ(r.status().message().find("--strategy=ddp"), std::string::npos) << r.status();
 }
 
 }  // namespace

@@ -112,11 +112,17 @@ absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(
   state->world_size = topology.world_size;
   if (names.empty()) {
     if (topology.world_size > 1) {
+      // --tp alone names the axis, not the strategy: tp and sp both use it.
+      const std::string hint =
+          pc.tp() > 1 ? absl::StrCat("--tp=", pc.tp(), " takes effect with --strategy=tp or sp",
+                                     topology.world_size > pc.tp()
+                                         ? " plus a data-parallel strategy (e.g. tp,fsdp)"
+                                         : "")
+                      : "add --strategy=ddp (or fsdp, zero), or run a single process";
       return FailedPrecondition(
           absl::StrCat("this job has ", topology.world_size, " ranks (", topology.description,
                        ") but no --strategy"),
-          "a data-parallel strategy when WORLD_SIZE > 1",
-          "add --strategy=ddp (or fsdp, zero), or run a single process");
+          "a strategy for every rank: data-parallel, or tp/sp over --tp", hint);
     }
     return state;
   }
