@@ -12,7 +12,8 @@ accumulation, and llm.c's learning-rate schedule (0-based steps: linear
 warmup, then cosine from the peak at the first step after warmup). A weft
 bug in any of them moves the curve by far more than float32 rounding.
 
-    torch_reference.py --train=BIN --ckpt=BIN --workdir=DIR [--weft_flags="..."]
+    torch_reference.py --train=CMD --ckpt=CMD --workdir=DIR [--weft_runs="FLAGS;FLAGS"]
+        [--device=cuda] [--corpus=TEXT]
 
 The weights start from a random llm.c file (every bias and LayerNorm
 parameter perturbed, so no gradient path is trivially zero) that weft reads
@@ -164,7 +165,8 @@ def torch_run(w0, tokens, args):
 def weft_run(w_file, data_dir, out_dir, args, extra):
     metrics = os.path.join(out_dir, "metrics.jsonl")
     ckpt = os.path.join(out_dir, "ckpt")
-    cmd = [args.train, f"--data={data_dir}", f"--init_from={w_file}", "--device=cpu",
+    cmd = shlex.split(args.train) + [
+           f"--data={data_dir}", f"--init_from={w_file}", f"--device={args.device}",
            "--shuffle=false", "--quiet", "--log_every=1", "--eval_batches=0",
            f"--steps={args.steps}", f"--seq_len={args.seq_len}", f"--max_seq_len={args.seq_len}",
            f"--global_batch={args.global_batch}", f"--micro_batch={args.micro_batch}",
@@ -177,8 +179,8 @@ def weft_run(w_file, data_dir, out_dir, args, extra):
     print("weft:", " ".join(shlex.quote(c) for c in cmd), flush=True)
     subprocess.run(cmd, check=True, timeout=600)
     final = os.path.join(out_dir, "final.bin")
-    subprocess.run([args.ckpt, "export", ckpt, "--format=llmc", f"--out={final}"], check=True,
-                   timeout=120)
+    subprocess.run(shlex.split(args.ckpt) + ["export", ckpt, "--format=llmc", f"--out={final}"],
+                   check=True, timeout=120)
     rows = [json.loads(line) for line in open(metrics)]
     return [r for r in rows if "loss" in r and "step" in r], final
 
@@ -213,8 +215,9 @@ def compare(label, ref, got, ref_w, got_w, args):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--train", required=True)
-    ap.add_argument("--ckpt", required=True)
+    ap.add_argument("--train", required=True, help="the trainer's command line")
+    ap.add_argument("--ckpt", required=True, help="//tools:ckpt's command line")
+    ap.add_argument("--device", default="cpu", help="weft's device; PyTorch runs on the CPU")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--corpus", default="/usr/share/games/fortunes/fortunes")
     ap.add_argument("--optimizer", choices=["adamw", "sgd"], default="adamw")

@@ -13,7 +13,8 @@
 #       and runs the stages (default: all, in this order), logging each to
 #       $OUT (or /tmp/weft_gpu/out) and a one-line verdict per item to
 #       summary.txt:
-#         tests       every gpu test binary in the pack
+#         tests       every gpu test binary in the pack, and the trainer on
+#                     CUDA (f32, bf16) against PyTorch step by step
 #         sanitize    memcheck on kernels_parity_test, racecheck on attention_test
 #         speed       gpt_throughput vs PyTorch eager and torch.compile, B=32 and 64
 #         strategies  none, ddp, zero-1/2/3, fsdp, tp, cp at world size 1 (NCCL)
@@ -64,7 +65,7 @@ pack() {
     echo "gpu_session pack: bazel query found no gpu-tagged tests" >&2
     exit 1
   fi
-  local targets=("${tests[@]}" //tools/bench:gpt_throughput //models/gpt:train
+  local targets=("${tests[@]}" //tools/bench:gpt_throughput //models/gpt:train //tools/ckpt
                  //core/kernels/cuda:kernels_benchmark "${extra[@]}")
   rm -rf "$out/bundle"
   bazel run -c opt //tools:bundle -- --out="$out/bundle" "${targets[@]}" || exit 1
@@ -78,7 +79,9 @@ pack() {
   fi
   bazel run -c opt //tools:prepare_data -- --input="$inputs" --tokenizer=bpe:8192 \
       --progress=false --out="$out/bundle/data_bpe8k" || exit 1
-  cp "$root"/tools/bench/*.py "$0" "$out/bundle/"
+  cp "$root"/tools/bench/*.py "$root"/tests/torch_reference.py "$0" "$out/bundle/"
+  cp "$data"/tinyshakespeare/input.txt "$out/bundle/corpus.txt" 2>/dev/null ||
+      cp "$(echo "$inputs" | cut -d, -f1)" "$out/bundle/corpus.txt"
   # The binaries each hold the same CUDA fatbins (~20 MB): a dictionary
   # spanning the whole stream stores them once (56 MiB -> 14 MiB for 21
   # targets; unpacking needs 512 MiB of memory).
@@ -177,6 +180,16 @@ stage_tests() {
     item "test $n" 90 ./run "$n" --gtest_brief=1
     grep -E "Failure|Expected|Which is|FAILED" "$logs/test $n.log" | head -12 >> "$summary"
   done
+  # weft on the GPU against PyTorch on the CPU (tests/torch_reference_test's
+  # check): the same GPT, weights and batches, 12 steps. f32 runs full-f32
+  # GEMMs, so it must agree as closely as the CPU does; bf16 compute with
+  # f32 master weights only to bf16's precision.
+  local ref=(python3 torch_reference.py --train="./run train" --ckpt="./run ckpt" --device=cuda
+             --corpus=corpus.txt)
+  item "torch reference cuda f32" 120 "${ref[@]}" --workdir=/tmp/weft_gpu_ref32
+  item "torch reference cuda bf16" 120 "${ref[@]}" --workdir=/tmp/weft_gpu_ref16 \
+      --weft_runs=--dtype=bf16 --loss_rtol=2e-2 --norm_rtol=0.1 --weight_rtol=0.1
+  grep -hE "PASS|FAIL|^  \[" "$logs"/"torch reference"*.log | head -12 >> "$summary"
 }
 
 stage_sanitize() {
