@@ -18,7 +18,8 @@ bug in any of them moves the curve by far more than float32 rounding.
 The weights start from a random llm.c file (every bias and LayerNorm
 parameter perturbed, so no gradient path is trivially zero) that weft reads
 with --init_from; the tokens are a character-level shard of a real text,
-read in order (--shuffle=false), so step s takes windows (s-1)*G .. s*G-1.
+read in order (--shuffle=false), so step s takes windows (s-1)*G .. s*G-1,
+and the validation loss after the last step is compared too.
 Exits non-zero and names the first disagreement.
 """
 import argparse
@@ -50,7 +51,7 @@ def char_tokens(corpus, limit):
     text = open(corpus, encoding="utf-8", errors="replace").read()[:limit]
     chars = sorted(set(text))
     ids = {c: i for i, c in enumerate(chars)}
-    return [ids[c] for c in text], len(chars)
+    return [ids[c] for c in text], chars
 
 
 # llm.c's 16 tensors, in file order, with their shapes for (V_padded, maxT, L, C).
@@ -102,6 +103,11 @@ def read_llmc(path, args, vp):
 
 
 def forward_loss(p, idx, targets, args):
+    logits = logits_of(p, idx, args)
+    return F.cross_entropy(logits.reshape(-1, args.vocab), targets.reshape(-1))
+
+
+def logits_of(p, idx, args):
     b, t = idx.shape
     c, nh = args.d_model, args.n_head
     x = p["wte"][idx] + p["wpe"][:t]
@@ -117,8 +123,7 @@ def forward_loss(p, idx, targets, args):
         h = F.gelu(h @ p["fcw"][l].T + p["fcb"][l], approximate="tanh")
         x = x + h @ p["fcprojw"][l].T + p["fcprojb"][l]
     x = F.layer_norm(x, (c,), p["lnfw"], p["lnfb"], 1e-5)
-    logits = x @ p["wte"][:args.vocab].T  # the padded rows never reach the loss
-    return F.cross_entropy(logits.reshape(-1, args.vocab), targets.reshape(-1))
+    return x @ p["wte"][:args.vocab].T  # the padded rows never reach the loss
 
 
 def lr_at(step0, args):
@@ -162,12 +167,21 @@ def torch_run(w0, tokens, args):
     return rows, {k: v.detach() for k, v in p.items()}
 
 
+def torch_eval(p, tokens, args):
+    """Mean loss over the first eval_samples windows of the validation split."""
+    t = args.seq_len
+    data = torch.tensor(tokens, dtype=torch.long)
+    with torch.no_grad():
+        win = torch.stack([data[i * t:i * t + t + 1] for i in range(args.eval_samples)])
+        return forward_loss(p, win[:, :-1], win[:, 1:], args).item()
+
+
 def weft_run(w_file, data_dir, out_dir, args, extra):
     metrics = os.path.join(out_dir, "metrics.jsonl")
     ckpt = os.path.join(out_dir, "ckpt")
     cmd = shlex.split(args.train) + [
            f"--data={data_dir}", f"--init_from={w_file}", f"--device={args.device}",
-           "--shuffle=false", "--quiet", "--log_every=1", "--eval_batches=0",
+           "--shuffle=false", "--quiet", "--log_every=1", f"--eval_samples={args.eval_samples}",
            f"--steps={args.steps}", f"--seq_len={args.seq_len}", f"--max_seq_len={args.seq_len}",
            f"--global_batch={args.global_batch}", f"--micro_batch={args.micro_batch}",
            f"--n_layer={args.n_layer}", f"--n_head={args.n_head}", f"--d_model={args.d_model}",
@@ -182,11 +196,16 @@ def weft_run(w_file, data_dir, out_dir, args, extra):
     subprocess.run(shlex.split(args.ckpt) + ["export", ckpt, "--format=llmc", f"--out={final}"],
                    check=True, timeout=120)
     rows = [json.loads(line) for line in open(metrics)]
-    return [r for r in rows if "loss" in r and "step" in r], final
+    val = [r["val_loss"] for r in rows if "val_loss" in r]
+    return [r for r in rows if "loss" in r and "step" in r], val, final
 
 
-def compare(label, ref, got, ref_w, got_w, args):
+def compare(label, ref, got, ref_w, got_w, ref_val, got_val, args):
     failures = []
+    print(f"{label}: val_loss after step {args.steps}: torch {ref_val:.7f}, weft {got_val}")
+    if len(got_val) != 1 or not abs(got_val[0] - ref_val) <= args.loss_rtol * ref_val:
+        failures.append(f"val_loss: torch {ref_val:.9g}, weft {got_val} (one evaluation "
+                        f"within {args.loss_rtol:g})")
     print(f"{label}: step  loss(torch)   loss(weft)    lr(torch)   lr(weft)  norm(torch) norm(weft)")
     by_step = {r["step"]: r for r in got}
     for r in ref:
@@ -213,16 +232,66 @@ def compare(label, ref, got, ref_w, got_w, args):
     return failures
 
 
+def greedy_check(args, vp, chars, work):
+    """//models/gpt:sample's greedy text from llm.c weights, against PyTorch's
+    argmax over the last seq_len positions, past the window (so the KV cache
+    and the shifted recompute both run). The embedding is scaled up so the
+    top two logits stay apart: float rounding cannot flip an argmax. Larger
+    attention and MLP weights make the text depend on the context (with the
+    defaults it repeats one character)."""
+    w = random_weights(args, vp, seed=99)
+    w["lnfw"] *= 30
+    for name in ("qkvw", "fcw", "fcprojw"):
+        w[name] *= 10
+    path = os.path.join(work, "sample.bin")
+    write_llmc(path, w, args, vp)
+    tok = os.path.join(work, "tokenizer.txt")
+    with open(tok, "w") as f:  # CharTokenizer's file: code points in id order
+        f.write(f"weft-tokenizer char v1\n{len(chars)}\n" + "".join(f"{ord(c)}\n" for c in chars))
+    ids = {c: i for i, c in enumerate(chars)}
+    prompt = "The"
+    seq = [ids[c] for c in prompt]
+    margin = float("inf")
+    with torch.no_grad():
+        for _ in range(args.sample_tokens):
+            window = torch.tensor([seq[-args.seq_len:]])
+            logits = logits_of(w, window, args)[0, -1]
+            top2 = logits.topk(2).values
+            margin = min(margin, (top2[0] - top2[1]).item())
+            seq.append(int(logits.argmax()))
+    want = "".join(chars[i] for i in seq)
+    failures = [] if margin > 1e-3 else [f"greedy check: top-2 logit gap {margin:.3g} is too "
+                                         "small to tell rounding from a bug; change the weights"]
+    for kv in ("true", "false"):
+        out = subprocess.run(shlex.split(args.sample) + [
+            f"--init_from={path}", f"--tokenizer={tok}", f"--prompt={prompt}", "--temperature=0",
+            f"--tokens={args.sample_tokens}", f"--kv_cache={kv}", f"--device={args.device}"],
+            check=True, timeout=120, capture_output=True, text=True).stdout
+        got = out[:-1] if out.endswith("\n") else out
+        print(f"greedy (kv_cache={kv}, smallest top-2 logit gap {margin:.3g}): "
+              f"{'same' if got == want else 'DIFFERENT'} {len(seq)} characters {want!r}")
+        if got != want:
+            at = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+            failures.append(f"greedy sample (kv_cache={kv}) differs from character {at}: "
+                            f"weft {got[at:at + 20]!r}, torch {want[at:at + 20]!r}")
+    return failures
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--train", required=True, help="the trainer's command line")
     ap.add_argument("--ckpt", required=True, help="//tools:ckpt's command line")
+    ap.add_argument("--sample", default="", help="//models/gpt:sample's command line: "
+                    "also compare greedy text")
+    ap.add_argument("--sample_tokens", type=int, default=45)
     ap.add_argument("--device", default="cpu", help="weft's device; PyTorch runs on the CPU")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--corpus", default="/usr/share/games/fortunes/fortunes")
     ap.add_argument("--optimizer", choices=["adamw", "sgd"], default="adamw")
     ap.add_argument("--schedule", choices=["cosine", "linear"], default="cosine")
     ap.add_argument("--steps", type=int, default=12)
+    # Not a multiple of the micro-batch: the last evaluation batch is part padding.
+    ap.add_argument("--eval_samples", type=int, default=7)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--min_lr", type=float, default=3e-4)
@@ -246,30 +315,38 @@ def main():
     torch.manual_seed(0)
     torch.set_num_threads(1)
 
-    tokens, args.vocab = char_tokens(args.corpus, 200_000)
+    tokens, chars = char_tokens(args.corpus, 200_000)
+    args.vocab = len(chars)
     vp = -(-args.vocab // 64) * 64  # weft's default vocab_pad_multiple
     need = args.steps * args.global_batch * args.seq_len + 1
-    if len(tokens) < need:
-        raise SystemExit(f"{args.corpus}: {len(tokens)} tokens, need {need}")
+    if len(tokens) < need + args.eval_samples * args.seq_len + 1:
+        raise SystemExit(f"{args.corpus}: {len(tokens)} tokens, need "
+                         f"{need + args.eval_samples * args.seq_len + 1}")
     os.makedirs(args.workdir, exist_ok=True)
     data_dir = os.path.join(args.workdir, "data")
     os.makedirs(data_dir, exist_ok=True)
     write_shard(os.path.join(data_dir, "train_000000.bin"), tokens[:need], args.vocab)
+    val_tokens = tokens[need:need + args.eval_samples * args.seq_len + 1]
+    write_shard(os.path.join(data_dir, "val_000000.bin"), val_tokens, args.vocab)
     w0 = random_weights(args, vp, seed=1234)
     w_file = os.path.join(args.workdir, "init.bin")
     write_llmc(w_file, w0, args, vp)
 
     ref, ref_w = torch_run(w0, tokens[:need], args)
+    ref_val = torch_eval(ref_w, val_tokens, args)
     failures = []
     runs = [r for r in args.weft_runs.split(";")] if args.weft_runs else [""]
     for i, extra in enumerate(runs):
         out_dir = os.path.join(args.workdir, f"run{i}")
         shutil.rmtree(out_dir, ignore_errors=True)  # a fresh checkpoint directory
         os.makedirs(out_dir)
-        got, final = weft_run(w_file, data_dir, out_dir, args, shlex.split(extra))
+        got, got_val, final = weft_run(w_file, data_dir, out_dir, args, shlex.split(extra))
         label = extra or "one process"
-        failures += [f"[{label}] {f}" for f in
-                     compare(label, ref, got, ref_w, read_llmc(final, args, vp), args)]
+        failures += [f"[{label}] {f}" for f in compare(label, ref, got, ref_w,
+                                                       read_llmc(final, args, vp), ref_val,
+                                                       got_val, args)]
+    if args.sample:
+        failures += greedy_check(args, vp, chars, args.workdir)
     if failures:
         print("FAIL: weft disagrees with PyTorch:\n  " + "\n  ".join(failures[:20]))
         sys.exit(1)

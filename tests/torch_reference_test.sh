@@ -24,7 +24,10 @@ reference() {
     --ckpt="$TEST_SRCDIR/weft/tools/ckpt/ckpt" \
     --workdir="$TEST_TMPDIR/torch_reference" "$@"
 }
-reference --weft_runs="$(IFS=';'; echo "${layouts[*]}")"
+# ...plus the validation loss, and //models/gpt:sample's greedy text past the
+# window with the KV cache on and off.
+reference --weft_runs="$(IFS=';'; echo "${layouts[*]}")" \
+  --sample="$TEST_SRCDIR/weft/models/gpt/sample"
 # SGD with Nesterov momentum and coupled weight decay, linear decay.
 reference --optimizer=sgd --schedule=linear --lr=0.3 \
   --weft_runs=";--nproc_per_node=2 --strategy=zero --zero_stage=3"

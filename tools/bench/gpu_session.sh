@@ -66,6 +66,7 @@ pack() {
     exit 1
   fi
   local targets=("${tests[@]}" //tools/bench:gpt_throughput //models/gpt:train //tools/ckpt
+                 //models/gpt:sample
                  //core/kernels/cuda:kernels_benchmark "${extra[@]}")
   rm -rf "$out/bundle"
   bazel run -c opt //tools:bundle -- --out="$out/bundle" "${targets[@]}" || exit 1
@@ -186,7 +187,8 @@ stage_tests() {
   # f32 master weights only to bf16's precision.
   local ref=(python3 torch_reference.py --train="./run train" --ckpt="./run ckpt" --device=cuda
              --corpus=corpus.txt)
-  item "torch reference cuda f32" 120 "${ref[@]}" --workdir=/tmp/weft_gpu_ref32
+  item "torch reference cuda f32" 120 "${ref[@]}" --workdir=/tmp/weft_gpu_ref32 \
+      --sample="./run sample"
   item "torch reference cuda bf16" 120 "${ref[@]}" --workdir=/tmp/weft_gpu_ref16 \
       --weft_runs=--dtype=bf16 --loss_rtol=2e-2 --norm_rtol=0.1 --weight_rtol=0.1
   grep -hE "PASS|FAIL|^  \[" "$logs"/"torch reference"*.log | head -12 >> "$summary"
