@@ -21,7 +21,7 @@
 #include "models/gpt/generate.h"
 #include "models/gpt/gpt_config.pb.h"
 #include "models/gpt/gpt_weights.h"
-#include "models/gpt/llmc_format.h"
+#include "models/gpt/weights_file.h"
 #include "models/gpt/prompt.h"
 #include "models/gpt/recorded_job.h"
 #include "models/gpt/sample_config.pb.h"
@@ -66,22 +66,23 @@ absl::StatusOr<Source> FromCheckpoint(const std::string& path) {
   return s;
 }
 
-absl::StatusOr<Source> FromLlmc(const std::string& path) {
-  Source s;
-  WEFT_ASSIGN_OR_RETURN(s.model, LlmcConfig(path));
-  WEFT_ASSIGN_OR_RETURN(s.weights, ReadLlmcCheckpoint(path, s.model));
-  s.seq_len = s.model.max_seq_len();
-  s.what = path;
-  return s;
+absl::StatusOr<Source> FromWeightsFile(const std::string& path) {
+  WEFT_ASSIGN_OR_RETURN(WeightsFile f, ReadWeightsFile(path));
+  return Source{.model = std::move(f.model),
+                .weights = std::move(f.weights),
+                .seq_len = f.seq_len,
+                .tokenizer = std::move(f.tokenizer),
+                .what = path};
 }
 
 absl::StatusOr<Source> OpenSource(const SampleJob& job) {
   if (job.checkpoint().empty() == job.init_from().empty()) {
     return InvalidArgument("--checkpoint and --init_from: need exactly one",
-                           "a weft checkpoint (--checkpoint=DIR) or an llm.c file (--init_from=FILE)");
+                           "a weft checkpoint (--checkpoint=DIR) or a weights file (--init_from=FILE: "
+                           "llm.c's, or a weft .safetensors export)");
   }
   WEFT_ASSIGN_OR_RETURN(Source s, job.checkpoint().empty()
-                                      ? FromLlmc(ResolveUserPath(job.init_from()))
+                                      ? FromWeightsFile(ResolveUserPath(job.init_from()))
                                       : FromCheckpoint(ResolveUserPath(job.checkpoint())));
   if (!job.tokenizer().empty()) {
     WEFT_ASSIGN_OR_RETURN(std::unique_ptr<data::Tokenizer> t,

@@ -83,6 +83,10 @@ done
 "$sample" --init_from="$tmp/model.bin" --tokenizer="$tmp/shards/tokenizer.txt" "${greedy[@]}" \
     2>/dev/null > "$tmp/llmc.txt"
 cmp "$tmp/one.txt" "$tmp/llmc.txt" || { echo "FAIL: the llm.c file samples differently"; exit 1; }
+# A safetensors export carries the model and the tokenizer: no --tokenizer.
+"$root/tools/ckpt/ckpt" export "$tmp/one" --format=safetensors --out="$tmp/model.safetensors"
+"$sample" --init_from="$tmp/model.safetensors" "${greedy[@]}" 2>/dev/null > "$tmp/st.txt"
+cmp "$tmp/one.txt" "$tmp/st.txt" || { echo "FAIL: the safetensors export samples differently"; exit 1; }
 # inspect shows the tokenizer the checkpoint carries.
 "$root/tools/ckpt/ckpt" inspect "$tmp/tp" > "$tmp/inspect.txt"
 grep -q "^  tokenizer weft-tokenizer char" "$tmp/inspect.txt" || {

@@ -21,7 +21,7 @@
 #include "core/runtime/trainer.h"
 #include "models/gpt/gpt_config.pb.h"
 #include "models/gpt/gpt_job.h"
-#include "models/gpt/llmc_format.h"
+#include "models/gpt/weights_file.h"
 #include "models/gpt/moe_resume_note.h"
 #include "models/gpt/recorded_job.h"
 #include "models/gpt/train_sampler.h"
@@ -114,13 +114,14 @@ absl::Status Run(const GptJob& given) {
   NoteMoeRoutingOnResume(*resolved, *trainer);
   if (!job.init_from().empty() && job.train().resume().empty()) {
     const std::string from = ResolveUserPath(job.init_from());
-    WEFT_ASSIGN_OR_RETURN(GptWeights weights, ReadLlmcCheckpoint(from, resolved->model()));
+    WEFT_ASSIGN_OR_RETURN(GptWeights weights, ReadInitWeights(from, resolved->model()));
     WEFT_ASSIGN_OR_RETURN(std::vector<std::string> kept, trainer->LoadWeights(weights));
     if (!kept.empty()) {
       return FailedPrecondition(absl::StrCat(from, " has no weights for ", absl::StrJoin(kept, ", ")),
                                 "every parameter of the model in the file");
     }
-    std::printf("initialized from llm.c checkpoint %s\n", from.c_str());
+    std::printf("initialized from %s %s\n",
+                IsSafetensorsPath(from) ? "safetensors weights" : "llm.c checkpoint", from.c_str());
   }
   WEFT_RETURN_IF_ERROR(trainer->Run());
   return report::FinishRunReport(trainer->config(), trainer->parallel().world_rank);

@@ -164,6 +164,8 @@ std::map<std::string, std::string> RunMetadata(const Checkpoint& c, const std::s
       {"model", c.meta.model_summary()},
   };
   if (c.meta.ranks_size() > 0) md["train_loader"] = c.meta.ranks(0).train_loader();
+  // So `sample --init_from=FILE.safetensors` needs no --tokenizer.
+  if (!c.meta.tokenizer().empty()) md["tokenizer"] = c.meta.tokenizer();
   return md;
 }
 

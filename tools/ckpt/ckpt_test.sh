@@ -79,6 +79,15 @@ cmp "$tmp/w.bin" "$tmp/w2.bin" || { echo "FAIL: llm.c import/export is not exact
 # Each rank used to refuse the weights it did not hold itself ("weights for
 # parameters this model lacks").
 "$train" "${common[@]}" --steps=1 --init_from="$tmp/w.bin" --metrics_out="$tmp/init1.jsonl"
+# The safetensors export starts a run like the llm.c file (and a run where
+# the recorded model differs in what shapes hide is refused with the flag).
+"$train" "${common[@]}" --steps=1 --init_from="$tmp/w.safetensors" --metrics_out="$tmp/init_st.jsonl"
+[ "$(losses "$tmp/init_st.jsonl")" = "$(losses "$tmp/init1.jsonl")" ] ||
+  { echo "FAIL: --init_from=w.safetensors: loss $(losses "$tmp/init_st.jsonl") vs llm.c's $(losses "$tmp/init1.jsonl")"; exit 1; }
+if "$train" "${common[@]}" --steps=1 --init_from="$tmp/w.safetensors" --n_head=2 2> "$tmp/st_heads.err"; then
+  echo "FAIL: a safetensors file of another n_head loaded"; exit 1
+fi
+grep -q -- "--model.n_head=" "$tmp/st_heads.err" || { cat "$tmp/st_heads.err"; exit 1; }
 for layout in "--strategy=zero --zero_stage=1" "--strategy=fsdp" "--pp=2"; do
   # shellcheck disable=SC2086  # the layout is a flag list
   "$train" "${common[@]}" --steps=1 --init_from="$tmp/w.bin" --nproc_per_node=2 $layout \

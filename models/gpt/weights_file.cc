@@ -1,0 +1,106 @@
+#include "models/gpt/weights_file.h"
+
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "checkpoint/safetensors.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "models/gpt/llmc_format.h"
+#include "models/gpt/recorded_job.h"
+
+namespace weft {
+namespace {
+
+struct SafetensorsWeights {
+  GptWeights weights;
+  std::optional<GptJob> job;  // what the file records, if anything
+  std::string tokenizer;
+};
+
+absl::StatusOr<SafetensorsWeights> ReadSafetensorsWeights(const std::string& path) {
+  WEFT_ASSIGN_OR_RETURN(ckpt::SafetensorsFile file, ckpt::ReadSafetensors(path));
+  SafetensorsWeights out;
+  for (auto& [name, tensor] : file.tensors) {
+    // Optimizer state in a consolidated file: "<param>:exp_avg" and the like.
+    if (name.find(':') == std::string::npos) out.weights.emplace(name, std::move(tensor));
+  }
+  if (out.weights.empty()) {
+    return FailedPrecondition(absl::StrCat(path, " holds no parameters"),
+                              "a model's weights by parameter name",
+                              "write it with //tools:ckpt export --format=safetensors");
+  }
+  const auto job = file.metadata.find("job_config");
+  if (job != file.metadata.end()) {
+    WEFT_ASSIGN_OR_RETURN(out.job, ParseRecordedGptJob(job->second, path));
+  }
+  const auto tok = file.metadata.find("tokenizer");
+  if (tok != file.metadata.end()) out.tokenizer = tok->second;
+  return out;
+}
+
+// What the parameter shapes cannot tell apart.
+absl::Status CheckSameArchitecture(const GptConfig& file, const GptConfig& model,
+                                   const std::string& path) {
+  std::vector<std::string> diffs, flags;
+  auto expect_equal = [&](const char* field, int64_t in_file, int64_t in_model) {
+    if (in_file == in_model) return;
+    diffs.push_back(absl::StrCat(field, " ", in_file, " in the file vs ", in_model, " in the model"));
+    flags.push_back(absl::StrCat("--model.", field, "=", in_file));
+  };
+  expect_equal("n_head", file.n_head(), model.n_head());
+  if (file.moe_every() > 0 && model.moe_every() > 0) {
+    expect_equal("top_k", file.top_k(), model.top_k());
+  }
+  if (file.tie_weights() != model.tie_weights()) {
+    diffs.push_back(absl::StrCat("tie_weights ", file.tie_weights(), " in the file vs ",
+                                 model.tie_weights(), " in the model"));
+    flags.push_back(absl::StrCat("--model.tie_weights=", file.tie_weights()));
+  }
+  if (diffs.empty()) return absl::OkStatus();
+  return FailedPrecondition(absl::StrCat(path, " was trained as another model: ",
+                                         absl::StrJoin(diffs, "; ")),
+                            "the model the file records",
+                            absl::StrCat("pass ", absl::StrJoin(flags, " ")));
+}
+
+}  // namespace
+
+bool IsSafetensorsPath(const std::string& path) { return absl::EndsWith(path, ".safetensors"); }
+
+absl::StatusOr<GptWeights> ReadInitWeights(const std::string& path, const GptConfig& model) {
+  if (!IsSafetensorsPath(path)) return ReadLlmcCheckpoint(path, model);
+  WEFT_ASSIGN_OR_RETURN(SafetensorsWeights file, ReadSafetensorsWeights(path));
+  if (file.job) WEFT_RETURN_IF_ERROR(CheckSameArchitecture(file.job->model(), model, path));
+  return std::move(file.weights);
+}
+
+absl::StatusOr<WeightsFile> ReadWeightsFile(const std::string& path) {
+  WeightsFile out;
+  if (!IsSafetensorsPath(path)) {
+    WEFT_ASSIGN_OR_RETURN(out.model, LlmcConfig(path));
+    WEFT_ASSIGN_OR_RETURN(out.weights, ReadLlmcCheckpoint(path, out.model));
+    out.seq_len = out.model.max_seq_len();
+    return out;
+  }
+  WEFT_ASSIGN_OR_RETURN(SafetensorsWeights file, ReadSafetensorsWeights(path));
+  if (!file.job) {
+    return FailedPrecondition(
+        absl::StrCat(path, " records no model (no job_config in its metadata)"),
+        "a weights file that says which GPT it holds: n_head, for one, is not in the shapes",
+        "export it with //tools:ckpt export --format=safetensors, or sample the checkpoint "
+        "with --checkpoint");
+  }
+  out.model = file.job->model();
+  out.weights = std::move(file.weights);
+  out.seq_len = file.job->train().seq_len() > 0 ? file.job->train().seq_len()
+                                                : out.model.max_seq_len();
+  out.tokenizer = std::move(file.tokenizer);
+  return out;
+}
+
+}  // namespace weft

@@ -1,0 +1,44 @@
+// Weights a GPT starts from (train --init_from) or samples (sample
+// --init_from): an llm.c model file (llmc_format.h) or a safetensors file in
+// weft's parameter names and shapes, as `//tools:ckpt export
+// --format=safetensors` writes it, or any program that writes those names
+// (PyTorch's safetensors package, or tests/torch_reference.py by hand).
+// Which one is told by the name: *.safetensors, anything else is llm.c's.
+#ifndef WEFT_MODELS_GPT_WEIGHTS_FILE_H_
+#define WEFT_MODELS_GPT_WEIGHTS_FILE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "models/gpt/gpt_config.pb.h"
+#include "models/gpt/gpt_weights.h"
+
+namespace weft {
+
+bool IsSafetensorsPath(const std::string& path);
+
+// The weights in `path` for a job whose model is `model`. An llm.c file
+// must match it (ReadLlmcCheckpoint). A safetensors file gives its
+// parameters (a consolidated file's optimizer state, "<param>:<kind>", is
+// left out: the optimizer starts fresh); when it records the job it was
+// trained in (weft's exports do), that model must agree with `model` on
+// what shapes do not show (n_head, top_k, tie_weights), each difference
+// named with the flag that fixes it. Names and shapes are checked when the
+// trainer loads them.
+absl::StatusOr<GptWeights> ReadInitWeights(const std::string& path, const GptConfig& model);
+
+// A weights file with the model it holds, for sampling: llm.c's header, or
+// the job a safetensors export records (one without a record is an error:
+// n_head cannot be read from shapes).
+struct WeightsFile {
+  GptConfig model;
+  GptWeights weights;
+  int64_t seq_len = 0;    // the recorded job's, else the model's max_seq_len
+  std::string tokenizer;  // serialized; empty when the file carries none
+};
+absl::StatusOr<WeightsFile> ReadWeightsFile(const std::string& path);
+
+}  // namespace weft
+
+#endif  // WEFT_MODELS_GPT_WEIGHTS_FILE_H_

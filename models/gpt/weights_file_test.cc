@@ -1,0 +1,125 @@
+#include "models/gpt/weights_file.h"
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "checkpoint/safetensors.h"
+#include "core/nn/materialize.h"
+#include "gtest/gtest.h"
+#include "models/gpt/gpt.h"
+#include "models/gpt/llmc_format.h"
+
+namespace weft {
+namespace {
+
+GptConfig Tiny() {
+  GptConfig c;
+  c.set_n_layer(2);
+  c.set_n_head(2);
+  c.set_d_model(8);
+  c.set_vocab_size(11);
+  c.set_vocab_pad_multiple(8);
+  c.set_max_seq_len(8);
+  return c;
+}
+
+std::string TempPath(const std::string& name) {
+  return absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name);
+}
+
+GptWeights WeightsOf(const GptConfig& c, uint64_t seed) {
+  std::unique_ptr<Gpt> gpt = *Gpt::Create(c, c.max_seq_len());
+  WEFT_CHECK_OK(MaterializeParameters(*gpt, {.seed = seed, .allocate_grads = false}));
+  return *ExportWeights(*gpt);
+}
+
+// A safetensors file as //tools:ckpt export writes it: weights, and the job
+// they were trained in (text format) when `job` is set.
+std::string WriteExport(const std::string& name, const GptWeights& w, const GptConfig* model,
+                        const std::string& tokenizer = "") {
+  std::map<std::string, std::string> md = {{"format", "weft-weights"}};
+  if (model != nullptr) {
+    md["job_config"] = absl::StrCat("train { seq_len: 6 } model { ", model->ShortDebugString(), " }");
+  }
+  if (!tokenizer.empty()) md["tokenizer"] = tokenizer;
+  const std::string path = TempPath(name);
+  WEFT_CHECK_OK(ckpt::WriteSafetensors(path, w, {.metadata = md}));
+  return path;
+}
+
+TEST(WeightsFileTest, SafetensorsExportGivesBackEveryWeight) {
+  const GptConfig c = Tiny();
+  const GptWeights w = WeightsOf(c, 5);
+  const std::string path = WriteExport("w.safetensors", w, &c);
+  absl::StatusOr<GptWeights> got = ReadInitWeights(path, c);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), w.size());
+  for (const auto& [name, t] : w) {
+    ASSERT_TRUE(got->count(name)) << name;
+    EXPECT_EQ(got->at(name).shape, t.shape) << name;
+    EXPECT_EQ(got->at(name).values, t.values) << name;
+  }
+}
+
+TEST(WeightsFileTest, ConsolidatedOptimizerStateIsLeftOut) {
+  const GptConfig c = Tiny();
+  GptWeights w = WeightsOf(c, 5);
+  w["ln_f.weight:exp_avg"] = w.at("ln_f.weight");
+  absl::StatusOr<GptWeights> got = ReadInitWeights(WriteExport("full.safetensors", w, &c), c);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_FALSE(got->count("ln_f.weight:exp_avg"));
+  EXPECT_TRUE(got->count("ln_f.weight"));
+}
+
+// n_head and tie_weights do not show in the shapes: a recorded job that
+// differs is refused with the flags, instead of training another model.
+TEST(WeightsFileTest, RecordedModelMustAgreeOnWhatShapesHide) {
+  GptConfig file = Tiny();
+  file.set_n_head(4);
+  const std::string path = WriteExport("heads.safetensors", WeightsOf(Tiny(), 5), &file);
+  absl::StatusOr<GptWeights> got = ReadInitWeights(path, Tiny());
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("n_head 4 in the file vs 2 in the model"), std::string::npos)
+      << got.status();
+  EXPECT_NE(got.status().message().find("--model.n_head=4"), std::string::npos) << got.status();
+  // Without a record (a file from another program) the names and shapes are
+  // all there is, checked when the trainer loads them.
+  EXPECT_TRUE(ReadInitWeights(WriteExport("bare.safetensors", WeightsOf(Tiny(), 5), nullptr),
+                              Tiny())
+                  .ok());
+}
+
+TEST(WeightsFileTest, SamplingTakesTheRecordedModelWindowAndTokenizer) {
+  GptConfig c = Tiny();
+  c.set_n_head(4);
+  const std::string path =
+      WriteExport("s.safetensors", WeightsOf(c, 5), &c, "weft-tokenizer char v1\n1\n97\n");
+  absl::StatusOr<WeightsFile> f = ReadWeightsFile(path);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->model.n_head(), 4);
+  EXPECT_EQ(f->seq_len, 6);
+  EXPECT_EQ(f->tokenizer, "weft-tokenizer char v1\n1\n97\n");
+  EXPECT_EQ(f->weights.size(), WeightsOf(c, 5).size());
+
+  absl::StatusOr<WeightsFile> bare =
+      ReadWeightsFile(WriteExport("bare2.safetensors", WeightsOf(c, 5), nullptr));
+  ASSERT_FALSE(bare.ok());
+  EXPECT_NE(bare.status().message().find("records no model"), std::string::npos) << bare.status();
+}
+
+TEST(WeightsFileTest, OtherNamesAreLlmcFiles) {
+  const GptConfig c = Tiny();
+  const std::string path = TempPath("w.bin");
+  ASSERT_TRUE(WriteLlmcCheckpoint(path, c, WeightsOf(c, 5)).ok());
+  EXPECT_FALSE(IsSafetensorsPath(path));
+  absl::StatusOr<WeightsFile> f = ReadWeightsFile(path);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->seq_len, c.max_seq_len());
+  EXPECT_TRUE(ReadInitWeights(path, c).ok());
+}
+
+}  // namespace
+}  // namespace weft
