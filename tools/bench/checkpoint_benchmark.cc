@@ -22,8 +22,10 @@
 #include "checkpoint/checkpointer.h"
 #include "checkpoint/loader.h"
 #include "comm/store/hash_store.h"
+#include "tools/bench/bench_flags.h"
 
-ABSL_FLAG(std::string, dir, "/tmp/weft_checkpoint_bench", "Where checkpoints are written (removed first).");
+ABSL_FLAG(std::string, dir, "/tmp/weft_checkpoint_bench",
+          "A new or empty directory the checkpoints are written in (removed again at the end).");
 ABSL_FLAG(int, n_layer, 12, "GPT layers (12: GPT-2 124M).");
 ABSL_FLAG(int, d_model, 768, "GPT width.");
 ABSL_FLAG(int, vocab, 50304, "Padded vocabulary.");
@@ -133,9 +135,21 @@ SaveRequest Request(int64_t step, const std::vector<StatePiece>& pieces, int ran
   return r;
 }
 
+// The benchmark deletes what it wrote, so it writes only where nothing else
+// lives: a directory that holds files is refused, never cleared.
+bool UsableDir(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) return true;
+  if (std::filesystem::is_directory(dir, ec) && std::filesystem::is_empty(dir, ec)) return true;
+  std::fprintf(stderr,
+               "error: --dir=%s exists and is not an empty directory; expected a new or empty "
+               "directory, since the benchmark removes it at the end. Hint: pass another --dir\n",
+               dir.c_str());
+  return false;
+}
+
 void Run() {
   const std::string dir = absl::GetFlag(FLAGS_dir);
-  std::filesystem::remove_all(dir);
   const std::vector<Param> params = Gpt2Shapes();
   int64_t n = 0;
   for (const Param& p : params) n += Numel(p.shape);
@@ -208,7 +222,17 @@ void Run() {
 }  // namespace weft::ckpt
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  weft::bench::ParseBenchmarkFlags(
+      argc, argv,
+      "Times sharded checkpoint saves (sync and async) and resharded loads of GPT-2-shaped\n"
+      "state on this machine.\nusage: checkpoint [--dir=NEW_DIR] [--n_layer=N] [--d_model=C]");
+  weft::bench::RequireFlag(absl::GetFlag(FLAGS_n_layer) >= 1 && absl::GetFlag(FLAGS_d_model) >= 1 &&
+                               absl::GetFlag(FLAGS_vocab) >= 1,
+                           absl::StrCat("n_layer=", absl::GetFlag(FLAGS_n_layer), " --d_model=",
+                                        absl::GetFlag(FLAGS_d_model), " --vocab=",
+                                        absl::GetFlag(FLAGS_vocab)),
+                           "positive sizes");
+  if (!weft::ckpt::UsableDir(absl::GetFlag(FLAGS_dir))) return 2;
   weft::ckpt::Run();
   return 0;
 }

@@ -27,6 +27,7 @@
 #include "comm/process_group/comm_stats.h"
 #include "core/base/status_macros.h"
 #include "tools/launch/relaunch.h"
+#include "tools/bench/bench_flags.h"
 
 ABSL_FLAG(std::string, backend, "gloo", "process group backend: gloo (CPU) or nccl (CUDA)");
 ABSL_FLAG(std::string, ops, "all_reduce,reduce_scatter,all_gather,broadcast,all_to_all",
@@ -181,7 +182,21 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (relaunch->relaunched) return relaunch->exit_code;
-  absl::ParseCommandLine(argc, argv);
+  weft::bench::ParseBenchmarkFlags(
+      argc, argv,
+      "Collective bandwidth (nccl-tests format): each op over message sizes, on gloo or NCCL.\n"
+      "usage: comm [--nproc_per_node=N] [--ops=all_reduce,...] [--min_bytes=B] [--max_bytes=B]");
+  using weft::bench::RequireFlag;
+  const int64_t lo = absl::GetFlag(FLAGS_min_bytes), hi = absl::GetFlag(FLAGS_max_bytes);
+  RequireFlag(lo >= 1, absl::StrCat("min_bytes=", lo), "at least 1");
+  RequireFlag(hi >= lo, absl::StrCat("max_bytes=", hi), absl::StrCat("at least --min_bytes=", lo));
+  RequireFlag(absl::GetFlag(FLAGS_step_factor) >= 2,
+              absl::StrCat("step_factor=", absl::GetFlag(FLAGS_step_factor)),
+              "at least 2 (the size grows by it between rows)");
+  RequireFlag(absl::GetFlag(FLAGS_iters) >= 1, absl::StrCat("iters=", absl::GetFlag(FLAGS_iters)),
+              "at least 1");
+  RequireFlag(absl::GetFlag(FLAGS_batches) >= 1,
+              absl::StrCat("batches=", absl::GetFlag(FLAGS_batches)), "at least 1");
   absl::Status s = weft::comm::Run();
   if (!s.ok()) {
     std::fprintf(stderr, "comm benchmark: %s\n", s.ToString().c_str());

@@ -18,9 +18,11 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "core/base/status_macros.h"
 #include "core/runtime/trainer.h"
 #include "data/data_loader.h"
@@ -29,6 +31,7 @@
 #include "models/gpt/gpt_config.pb.h"
 #include "models/mlp/mlp_classifier.h"
 #include "models/mlp/mlp_config.pb.h"
+#include "tools/bench/bench_flags.h"
 #include "tools/train_main/train_main.h"
 
 namespace weft {
@@ -176,16 +179,23 @@ int main(int argc, char** argv) {
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     absl::string_view a = argv[i];
+    using weft::bench::RequireFlag;
+    const std::string flag(argv[i]);
     if (absl::ConsumePrefix(&a, "--steps=")) {
-      if (!absl::SimpleAtoi(a, &steps)) steps = 8;
+      RequireFlag(absl::SimpleAtoi(a, &steps) && steps >= 1, flag.substr(2), "an integer >= 1");
     } else if (absl::ConsumePrefix(&a, "--warmup=")) {
-      if (!absl::SimpleAtoi(a, &warmup)) warmup = 3;
+      RequireFlag(absl::SimpleAtoi(a, &warmup) && warmup >= 0, flag.substr(2), "an integer >= 0");
     } else if (absl::ConsumePrefix(&a, "--threads=")) {
-      if (!absl::SimpleAtoi(a, &threads)) threads = 2;
+      RequireFlag(absl::SimpleAtoi(a, &threads) && threads >= 1, flag.substr(2), "an integer >= 1");
     } else if (absl::ConsumePrefix(&a, "--only=")) {
       only = std::string(a);
+      std::vector<std::string> names;
+      for (const weft::BenchShape& s : weft::Shapes()) names.push_back(s.name);
+      RequireFlag(std::find(names.begin(), names.end(), only) != names.end(), flag.substr(2),
+                  absl::StrCat("one of ", absl::StrJoin(names, ", ")));
     } else if (absl::ConsumePrefix(&a, "--dropout=")) {
-      if (!absl::SimpleAtof(a, &dropout)) dropout = 0.f;
+      RequireFlag(absl::SimpleAtof(a, &dropout) && dropout >= 0 && dropout < 1, flag.substr(2),
+                  "a probability in [0, 1)");
     } else if (a == "--full") {
       full = true;
     } else {

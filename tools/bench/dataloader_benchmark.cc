@@ -17,6 +17,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/tensor/device.h"
 #include "core/tensor/stream.h"
@@ -27,6 +28,7 @@
 #include "data/image_dataset.h"
 #include "data/token_shard.h"
 #include "data/token_window_dataset.h"
+#include "tools/bench/bench_flags.h"
 
 ABSL_FLAG(std::string, device, "cpu", "cpu or cuda[:N]: where batches are delivered.");
 ABSL_FLAG(double, seconds, 1.5, "Measuring time per configuration.");
@@ -282,7 +284,15 @@ void TokenizerBenchmarks() {
 }  // namespace weft::data
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  weft::bench::ParseBenchmarkFlags(
+      argc, argv,
+      "Data loader throughput: token windows, Fashion-MNIST images and tokenizers, delivered\n"
+      "to the CPU or a GPU.\nusage: dataloader [--device=cpu|cuda] [--seconds=S]");
+  weft::bench::RequireFlag(absl::GetFlag(FLAGS_seconds) > 0,
+                           absl::StrCat("seconds=", absl::GetFlag(FLAGS_seconds)),
+                           "a positive measuring time");
+  weft::bench::RequireFlag(absl::GetFlag(FLAGS_tokens) > 0,
+                           absl::StrCat("tokens=", absl::GetFlag(FLAGS_tokens)), "at least 1");
   const weft::Device device = weft::data::CheckOk(weft::ParseDevice(absl::GetFlag(FLAGS_device)));
   const double seconds = absl::GetFlag(FLAGS_seconds);
   std::printf("# weft data loader benchmark (%u hardware threads)\n",

@@ -18,6 +18,7 @@
 #include "core/base/status_macros.h"
 #include "tests/tiny_gpt.h"
 #include "tools/bench/rank_step_timings.h"
+#include "tools/bench/bench_flags.h"
 
 ABSL_FLAG(int, world, 2, "ranks");
 ABSL_FLAG(int, steps, 12, "steps per run (the first 2 are warmup)");
@@ -58,7 +59,16 @@ absl::StatusOr<Summary> Run(bool overlap) {
 }  // namespace weft
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  weft::bench::ParseBenchmarkFlags(
+      argc, argv,
+      "How much of ddp's all-reduce hides behind the backward: a GPT on --world gloo ranks,\n"
+      "with and without overlap.\nusage: ddp_overlap [--world=N] [--steps=S] [--bucket_mb=MB]");
+  weft::bench::RequireFlag(absl::GetFlag(FLAGS_world) >= 2,
+                           absl::StrCat("world=", absl::GetFlag(FLAGS_world)),
+                           "at least 2 ranks (one rank has nothing to all-reduce)");
+  weft::bench::RequireFlag(absl::GetFlag(FLAGS_steps) > 2,
+                           absl::StrCat("steps=", absl::GetFlag(FLAGS_steps)),
+                           "more than the 2 warm-up steps");
   auto with = weft::Run(true);
   auto without = weft::Run(false);
   if (!with.ok() || !without.ok()) {

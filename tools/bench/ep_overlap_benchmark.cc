@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "tests/tiny_gpt.h"
 #include "tools/bench/rank_step_timings.h"
+#include "tools/bench/bench_flags.h"
 
 ABSL_FLAG(int, world, 2, "ranks (= ep)");
 ABSL_FLAG(int, steps, 12, "steps per run (the first 2 are warmup)");
@@ -54,7 +55,19 @@ absl::StatusOr<bench::StepTimings> Run(bool overlap) {
 }  // namespace weft
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  weft::bench::ParseBenchmarkFlags(
+      argc, argv,
+      "Expert parallelism's all_to_all_v with and without overlap: a GPT-MoE on --world gloo\n"
+      "ranks (ep = world).\nusage: ep_overlap [--world=N] [--experts=E] [--rounds=R]");
+  using weft::bench::RequireFlag;
+  const int world = absl::GetFlag(FLAGS_world), experts = absl::GetFlag(FLAGS_experts);
+  RequireFlag(world >= 2, absl::StrCat("world=", world), "at least 2 ranks (ep = world)");
+  RequireFlag(experts >= world && experts % world == 0, absl::StrCat("experts=", experts),
+              absl::StrCat("a multiple of --world=", world, " (each rank holds experts/world)"));
+  RequireFlag(absl::GetFlag(FLAGS_steps) > 2, absl::StrCat("steps=", absl::GetFlag(FLAGS_steps)),
+              "more than the 2 warm-up steps");
+  RequireFlag(absl::GetFlag(FLAGS_rounds) >= 1,
+              absl::StrCat("rounds=", absl::GetFlag(FLAGS_rounds)), "at least 1");
   weft::bench::StepTimings with, without;
   for (int r = 0; r < absl::GetFlag(FLAGS_rounds); ++r) {
     for (bool overlap : {true, false}) {

@@ -24,9 +24,11 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "strategies/pp/pipeline_schedule.h"
 #include "strategies/pp/schedule_simulator.h"
+#include "tools/bench/bench_flags.h"
 
 ABSL_FLAG(int, pp, 4, "pipeline ranks (threads)");
 ABSL_FLAG(std::string, micro, "4,8,16", "micro-batches per step, comma-separated");
@@ -163,6 +165,19 @@ int Main() {
 }  // namespace weft::pp
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  weft::bench::ParseBenchmarkFlags(
+      argc, argv,
+      "Pipeline bubble per schedule (gpipe, 1f1b, interleaved, zbh1) and micro-batch count:\n"
+      "the formula, the simulator, and measured on --pp rank threads.\n"
+      "usage: pp_bubble [--pp=N] [--micro=4,8,16] [--virtual_stages=V] [--repeats=R]");
+  using weft::bench::RequireFlag;
+  RequireFlag(absl::GetFlag(FLAGS_pp) >= 2, absl::StrCat("pp=", absl::GetFlag(FLAGS_pp)),
+              "at least 2 pipeline ranks");
+  RequireFlag(absl::GetFlag(FLAGS_repeats) >= 1,
+              absl::StrCat("repeats=", absl::GetFlag(FLAGS_repeats)), "at least 1");
+  RequireFlag(absl::GetFlag(FLAGS_virtual_stages) >= 1,
+              absl::StrCat("virtual_stages=", absl::GetFlag(FLAGS_virtual_stages)), "at least 1");
+  RequireFlag(absl::GetFlag(FLAGS_unit_us) > 0,
+              absl::StrCat("unit_us=", absl::GetFlag(FLAGS_unit_us)), "a positive time");
   return weft::pp::Main();
 }
