@@ -1,5 +1,9 @@
 // Bad parallel configurations end with clear errors on every rank, never a
 // hang or a wrong result.
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "core/parallel/strategy_registry.h"
 #include "gtest/gtest.h"
 #include "tests/parity.h"
@@ -109,6 +113,24 @@ TEST(StrategyErrorsTest, UnknownStrategyOption) {
   EXPECT_NE(r.status().message().find("ddp: bucket_mb, overlap"), std::string::npos)
       << r.status();
   EXPECT_NE(r.status().message().find("belongs to zero"), std::string::npos) << r.status();
+}
+
+// A misspelt wrap type used to leave every parameter in the root unit
+// (gathered whole, like ddp) without a word.
+TEST(StrategyErrorsTest, WrapTypeThatNamesNoModule) {
+  for (const auto& [strategy, options] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"fsdp", "fsdp_wrap=TransformerBlok"}, {"zero", "zero_stage=3,zero3_wrap=Linear|Foo"}}) {
+    GptJob job = Job();
+    job.mutable_train()->mutable_parallel()->set_strategy(strategy);
+    job.mutable_train()->mutable_parallel()->set_strategy_options(options);
+    job.mutable_train()->set_micro_batch(4);
+    auto r = testing::RunMultiProcess(job, 2);
+    ASSERT_FALSE(r.ok()) << options;
+    EXPECT_NE(r.status().message().find("names no module of this model"), std::string::npos)
+        << r.status();
+    EXPECT_NE(r.status().message().find("TransformerBlock"), std::string::npos) << r.status();
+  }
 }
 
 TEST(StrategyErrorsTest, SeveralRanksWithoutAStrategy) {

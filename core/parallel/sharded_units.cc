@@ -1,6 +1,11 @@
 #include "core/parallel/sharded_units.h"
 
+#include <set>
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
@@ -60,11 +65,29 @@ std::string SplitMlpNote(Model& model, const std::vector<Module*>& wrapped,
 }  // namespace
 
 absl::StatusOr<ShardedUnitsParticipant::Config> ShardedUnitsParticipant::ConfigFromOptions(
-    const StrategyContext& ctx, std::string strategy, std::string wrap_option) {
+    StrategyContext& ctx, std::string strategy, std::string wrap_option,
+    const std::string& default_wrap) {
   Config config;
-  for (absl::string_view t :
-       absl::StrSplit(ctx.options->GetString(wrap_option), '|', absl::SkipEmpty())) {
+  const std::string& value = ctx.options->GetString(wrap_option);
+  for (absl::string_view t : absl::StrSplit(value, '|', absl::SkipEmpty())) {
     config.wrap_types.insert(std::string(t));
+  }
+  if (value != default_wrap) {
+    std::set<std::string> types;
+    for (Module* m : ctx.model().Modules()) types.insert(m->type_name());
+    std::vector<std::string> unknown;
+    for (const std::string& t : config.wrap_types) {
+      if (types.count(t) == 0) unknown.push_back(t);
+    }
+    if (!unknown.empty()) {
+      return InvalidArgument(
+          absl::StrCat(wrap_option, "=", value, " names no module of this model: ",
+                       absl::StrJoin(unknown, ", ")),
+          absl::StrCat("module types of the model: ", absl::StrJoin(types, ", ")),
+          absl::StrCat("a type that matches nothing leaves its parameters in the root unit, "
+                       "gathered whole like ddp; the default is ", wrap_option, "=",
+                       default_wrap));
+    }
   }
   config.grad_dtype = ctx.grad_dtype;
   WEFT_ASSIGN_OR_RETURN(config.reduce_dtype, ReduceDType(*ctx.options, ctx.grad_dtype));

@@ -40,9 +40,12 @@ class ShardedUnitsParticipant : public StepParticipant {
   };
   // A config from the strategy's options: the module types listed ('|'-
   // separated) in option `wrap_option`, the job's gradient dtype and the
-  // reduce_dtype option.
-  static absl::StatusOr<Config> ConfigFromOptions(const StrategyContext& ctx,
-                                                  std::string strategy, std::string wrap_option);
+  // reduce_dtype option. A type the user listed (the option differs from
+  // `default_wrap`) that names no module of the model is an error: a typo
+  // would silently make the whole model one unit.
+  static absl::StatusOr<Config> ConfigFromOptions(StrategyContext& ctx, std::string strategy,
+                                                  std::string wrap_option,
+                                                  const std::string& default_wrap);
 
   ShardedUnitsParticipant(Config config, std::shared_ptr<comm::ProcessGroup> shard,
                   std::shared_ptr<comm::ProcessGroup> replicate, NativeStream stream)

@@ -9,11 +9,15 @@
 
 namespace weft {
 
+namespace {
+constexpr char kDefaultWrap[] = "TransformerBlock";
+}  // namespace
+
 OptionSchema FsdpStrategy::Options() const {
   OptionSchema s;
   s.Bool("reshard_after_forward", true,
          "free gathered parameters after forward and gather again for backward");
-  s.String("fsdp_wrap", "TransformerBlock",
+  s.String("fsdp_wrap", kDefaultWrap,
            "module types that form one FSDP unit, separated by '|'");
   AddReduceDTypeOption(s);
   return s;
@@ -59,7 +63,8 @@ absl::Status FsdpStrategy::Apply(StrategyContext& ctx) {
     WEFT_ASSIGN_OR_RETURN(replicate, ctx.mesh->Group("dp_replicate"));
   }
   WEFT_ASSIGN_OR_RETURN(ShardedUnitsParticipant::Config config,
-                        ShardedUnitsParticipant::ConfigFromOptions(ctx, "fsdp", "fsdp_wrap"));
+                        ShardedUnitsParticipant::ConfigFromOptions(ctx, "fsdp", "fsdp_wrap",
+                                                                   kDefaultWrap));
   config.reshard_after_forward = ctx.options->GetBool("reshard_after_forward");
   auto participant = std::make_unique<ShardedUnitsParticipant>(std::move(config), shard,
                                                                replicate, ctx.run->stream);

@@ -10,11 +10,15 @@
 
 namespace weft {
 
+namespace {
+constexpr char kDefaultStage3Wrap[] = "TransformerBlock|Linear";
+}  // namespace
+
 OptionSchema ZeroStrategy::Options() const {
   OptionSchema s;
   s.Int("zero_stage", 1, "1: optimizer state sharded, 2: + gradients, 3: + parameters");
   s.Double("bucket_mb", 25, "stages 1-2: parameter group size in MiB, in backward order");
-  s.String("zero3_wrap", "TransformerBlock|Linear",
+  s.String("zero3_wrap", kDefaultStage3Wrap,
            "stage 3: module types that form one gathered unit, separated by '|' (a "
            "wrapped module's nested wraps are part of it)");
   AddReduceDTypeOption(s);
@@ -51,7 +55,8 @@ absl::Status ZeroStrategy::Apply(StrategyContext& ctx) {
   if (stage == 3) {
     // Stage 3 is fsdp's unit schedule over the whole data-parallel group.
     WEFT_ASSIGN_OR_RETURN(ShardedUnitsParticipant::Config config,
-                          ShardedUnitsParticipant::ConfigFromOptions(ctx, "zero-3", "zero3_wrap"));
+                          ShardedUnitsParticipant::ConfigFromOptions(ctx, "zero-3", "zero3_wrap",
+                                                                     kDefaultStage3Wrap));
     config.axis = "dp_replicate+dp_shard";
     auto participant = std::make_unique<ShardedUnitsParticipant>(std::move(config), group,
                                                                  nullptr, ctx.run->stream);
