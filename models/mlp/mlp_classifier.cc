@@ -30,6 +30,10 @@ absl::StatusOr<std::unique_ptr<MlpClassifier>> MlpClassifier::Create(const MlpCo
   if (c.dropout() < 0 || c.dropout() >= 1) {
     return InvalidArgument(absl::StrCat("dropout=", c.dropout()), "0 <= dropout < 1");
   }
+  if (!(c.init_std() > 0)) {  // NaN too
+    return InvalidArgument(absl::StrCat("init_std=", c.init_std()),
+                           "a positive standard deviation for the weights' normal init");
+  }
   return std::unique_ptr<MlpClassifier>(new MlpClassifier(c, std::move(widths)));
 }
 

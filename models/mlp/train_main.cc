@@ -4,6 +4,7 @@
 // Trains an MLP classifier on Fashion-MNIST from Debian's
 // dataset-fashion-mnist package and reports test accuracy.
 #include <memory>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -32,6 +33,23 @@ absl::Status Run(const MlpJob& job) {
                      " for the MLP trainer"),
         "no --memory_budget: this trainer has no layout planner to hold it",
         "choose --strategy yourself; bazel run //tools:estimate shows a GPT job's memory");
+  }
+  // The classifier's test accuracy needs every prediction on one rank, and
+  // its few layers have no pipeline split (the run trained, then failed).
+  if (job.train().parallel().pp() != 1) {
+    return InvalidArgument(absl::StrCat("--pp=", job.train().parallel().pp(),
+                                        " for the MLP trainer"),
+                           "--pp=1: the MLP classifier does not run as a pipeline",
+                           "use a data-parallel strategy: --strategy=ddp, fsdp or zero");
+  }
+  // Text-model fields this trainer would silently ignore.
+  for (const auto& [set, flag] : {std::pair{job.train().has_seq_len(), "--seq_len"},
+                                  std::pair{job.train().data().has_tokenizer(), "--tokenizer"}}) {
+    if (set) {
+      return InvalidArgument(absl::StrCat(flag, " for the MLP trainer"),
+                             "flags of the MLP job (--help lists them)",
+                             absl::StrCat(flag, " belongs to //models/gpt:train's text data"));
+    }
   }
   o.describe_job = [job] { return job.DebugString(); };
   report::PrepareRunReport(&o.config);

@@ -23,4 +23,14 @@ set +e
 msg=$("$train" --steps=1 --memory_budget=1GiB 2>&1); rc=$?
 set -e
 [ $rc -ne 0 ] && grep -q "no layout planner" <<<"$msg" || { echo "FAIL: rc=$rc: $msg"; exit 1; }
+# Refused before training, each of which used to be ignored or to fail only
+# after the whole run (--pp).
+for bad in "--pp=2 --nproc_per_node=2:does not run as a pipeline" "--init_std=-1:init_std=-1" \
+           "--seq_len=32:--seq_len for the MLP" "--tokenizer=char:--tokenizer for the MLP"; do
+  set +e
+  # shellcheck disable=SC2086  # the flags are a list
+  msg=$(timeout 60 "$train" --steps=50 ${bad%%:*} 2>&1); rc=$?
+  set -e
+  [ $rc -ne 0 ] && grep -q -- "${bad#*:}" <<<"$msg" || { echo "FAIL: ${bad%%:*}: rc=$rc: $msg"; exit 1; }
+done
 echo PASS
