@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -68,6 +69,10 @@ absl::StatusOr<std::unique_ptr<Strategy>> CreateStrategy(absl::string_view name)
 }
 
 absl::Status LoadStrategyPlugin(const std::string& path) {
+  static std::mutex mu;
+  static auto* loaded = new std::set<void*>;  // a second load of one file registers nothing
+  std::lock_guard<std::mutex> lock(mu);
+  const size_t before = RegisteredStrategies().size();
   // RTLD_GLOBAL so the plugin resolves weft's symbols from this binary.
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (handle == nullptr) {
@@ -77,7 +82,15 @@ absl::Status LoadStrategyPlugin(const std::string& path) {
                               "a shared object built against this weft",
                               "build it as a cc_binary with linkshared = True");
   }
-  return absl::OkStatus();  // registrations ran in the library's constructors
+  if (!loaded->insert(handle).second) return absl::OkStatus();
+  // Registrations run in the library's constructors, during dlopen.
+  if (RegisteredStrategies().size() == before) {
+    return FailedPrecondition(absl::StrCat("strategy plugin '", path, "' registered no strategy"),
+                              "a shared object that registers one with WEFT_REGISTER_STRATEGY",
+                              "check that --plugin names the plugin's .so and that its "
+                              "WEFT_REGISTER_STRATEGY line is compiled into it");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace weft

@@ -5,7 +5,10 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "core/parallel/strategy_options.h"
+#include "core/parallel/strategy_registry.h"
 #include "core/runtime/config_loader.h"
 #include "tools/launch/relaunch.h"
 
@@ -16,6 +19,31 @@ std::string ResolveUserPath(const std::string& path) {
   const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
   return cwd != nullptr ? std::string(cwd) + "/" + path : path;
 }
+
+namespace {
+
+// Resolves the job's train.parallel.plugin paths against the user's
+// directory (bazel run starts in the runfiles) and returns them; none for a
+// job without that field.
+std::vector<std::string> ResolvePlugins(google::protobuf::Message* job) {
+  google::protobuf::Message* m = job;
+  for (const char* name : {"train", "parallel"}) {
+    const google::protobuf::FieldDescriptor* f = m->GetDescriptor()->FindFieldByName(name);
+    if (f == nullptr || f->message_type() == nullptr) return {};
+    m = m->GetReflection()->MutableMessage(m, f);
+  }
+  const google::protobuf::FieldDescriptor* f = m->GetDescriptor()->FindFieldByName("plugin");
+  if (f == nullptr || f->type() != google::protobuf::FieldDescriptor::TYPE_STRING) return {};
+  std::vector<std::string> paths;
+  for (absl::string_view p : absl::StrSplit(m->GetReflection()->GetString(*m, f), ',',
+                                            absl::SkipEmpty())) {
+    paths.push_back(ResolveUserPath(std::string(p)));
+  }
+  if (!paths.empty()) m->GetReflection()->SetString(m, f, absl::StrJoin(paths, ","));
+  return paths;
+}
+
+}  // namespace
 
 int TrainMain(int argc, char** argv, const std::string& usage, google::protobuf::Message* job,
               const std::function<absl::Status()>& run) {
@@ -39,7 +67,13 @@ int TrainMain(int argc, char** argv, const std::string& usage, google::protobuf:
     args.push_back(a);
   }
   absl::Status parsed = LoadConfigFromArgs(args, job);
+  const std::vector<std::string> plugin_paths = ResolvePlugins(job);
   if (help) {
+    // --plugin's strategies and their options are listed too.
+    absl::Status plugins = absl::OkStatus();
+    for (const std::string& p : plugin_paths) {
+      if (plugins.ok()) plugins = LoadStrategyPlugin(p);
+    }
     std::printf("%s\n\nFlags (current values):\n%s", usage.c_str(), DescribeConfig(*job).c_str());
     // Binaries that link no strategy (//models/gpt:sample) have none to list.
     const std::string strategies = DescribeRegisteredStrategies();
@@ -48,7 +82,8 @@ int TrainMain(int argc, char** argv, const std::string& usage, google::protobuf:
                   "(--strategy_options=key=value,... or strategy.key=value):\n%s",
                   strategies.c_str());
     }
-    return parsed.ok() ? 0 : 2;
+    if (!plugins.ok()) std::fprintf(stderr, "error: %s\n", std::string(plugins.message()).c_str());
+    return parsed.ok() && plugins.ok() ? 0 : 2;
   }
   if (!parsed.ok()) {
     std::fprintf(stderr, "error: %s\n", std::string(parsed.message()).c_str());
