@@ -131,6 +131,23 @@ TEST(PipelineMeshSize, ZeroTakesTheRemainingRanks) {
   testing::ExpectParity(*explicit_pp, *remaining, 0, 0, "pp=0 vs pp=2");
 }
 
+// --pp=0 alone: dp_shard, left at its default "the rest" too, is one rank
+// wide, so the pipeline takes every rank (two axes of 0 were an error, and
+// the ranks disagreed on the message).
+TEST(PipelineMeshSize, ZeroAloneTakesEveryRank) {
+  GptJob job = testing::TinyGptJob(testing::WriteCorpus(std::getenv("TEST_TMPDIR")));
+  job.mutable_train()->set_steps(3);
+  job.mutable_train()->set_micro_batch(4);
+  ParallelConfig* p = job.mutable_train()->mutable_parallel();
+  p->set_pp(2);
+  auto explicit_pp = testing::RunMultiProcess(job, 2);
+  ASSERT_TRUE(explicit_pp.ok()) << explicit_pp.status();
+  p->set_pp(0);
+  auto remaining = testing::RunMultiProcess(job, 2);
+  ASSERT_TRUE(remaining.ok()) << remaining.status();
+  testing::ExpectParity(*explicit_pp, *remaining, 0, 0, "pp=0 alone vs pp=2");
+}
+
 // The first stage holds the most activations: 1F1B at most `pp` micro-
 // batches, GPipe all of them; the activation store's bytes follow.
 TEST(PipelineMemory, OneFOneBHoldsAtMostStagesMicroBatches) {

@@ -28,9 +28,12 @@ absl::StatusOr<JobTopology> ResolveTopology(const std::optional<JobTopology>& in
 }
 
 comm::MeshSizes MeshSizesOf(const ParallelConfig& c) {
+  // dp_shard's default 0 means "the rest"; when another axis asks for the
+  // rest (--pp=0 alone), data parallelism unset means one rank wide.
+  const bool other_rest = c.pp() == 0 || c.cp() == 0 || c.tp() == 0 || c.dp_replicate() == 0;
   return {.pp = c.pp(),
           .dp_replicate = c.dp_replicate(),
-          .dp_shard = c.dp_shard(),
+          .dp_shard = other_rest && !c.has_dp_shard() ? 1 : c.dp_shard(),
           .cp = c.cp(),
           .tp = c.tp(),
           .ep = c.ep()};
