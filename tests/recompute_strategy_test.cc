@@ -115,6 +115,11 @@ TEST(RecomputeStrategyTest, UnknownModuleTypeNamesTheModelsTypes) {
   EXPECT_NE(run.status().message().find("no module of type Block"), std::string::npos)
       << run.status();
   EXPECT_NE(run.status().message().find("TransformerBlock"), std::string::npos) << run.status();
+  // The hint is a complete option set: recompute_modules alone is refused
+  // under the default policy.
+  EXPECT_NE(run.status().message().find("recompute_policy=modules,recompute_modules="),
+            std::string::npos)
+      << run.status();
 }
 
 }  // namespace

@@ -133,6 +133,24 @@ TEST(StrategyErrorsTest, WrapTypeThatNamesNoModule) {
   }
 }
 
+// --strategy=expert named without a data-parallel strategy gets ddp for the
+// dense weights, as --ep alone does (it was "no strategy uses mesh axis
+// dp_shard", although expert works on the ranks carved from it).
+TEST(StrategyErrorsTest, NamedExpertGetsDdpLikeImpliedExpert) {
+  GptJob job = Job();
+  job.mutable_model()->set_moe_every(2);
+  job.mutable_model()->set_num_experts(4);
+  job.mutable_train()->set_steps(2);
+  job.mutable_train()->set_micro_batch(4);
+  job.mutable_train()->mutable_parallel()->set_ep(2);
+  auto implied = testing::RunMultiProcess(job, 2);
+  ASSERT_TRUE(implied.ok()) << implied.status();
+  job.mutable_train()->mutable_parallel()->set_strategy("expert");
+  auto named = testing::RunMultiProcess(job, 2);
+  ASSERT_TRUE(named.ok()) << named.status();
+  testing::ExpectParity(*implied, *named, 0, 0, "--strategy=expert vs --ep alone");
+}
+
 TEST(StrategyErrorsTest, SeveralRanksWithoutAStrategy) {
   GptJob job = Job();
   job.mutable_train()->set_micro_batch(4);

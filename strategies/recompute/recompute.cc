@@ -83,7 +83,8 @@ absl::Status RecomputeStrategy::Apply(StrategyContext& ctx) {
     return NotFound(absl::StrCat("no module of type ", spec, " to recompute"),
                     absl::StrCat("one of this model's module types: ",
                                  absl::StrJoin(seen_types, ", ")),
-                    "set --strategy_options=recompute_modules=<Type>[|<Type>...]");
+                    "set --strategy_options=recompute_policy=modules,"
+                    "recompute_modules=<Type>[|<Type>...]");
   }
   for (const auto& [parent, child] : targets) {
     WEFT_RETURN_IF_ERROR(EnableRecompute(*parent, child));
