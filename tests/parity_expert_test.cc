@@ -3,7 +3,8 @@
 // two blocks are both mixture-of-experts (4 experts, top-2, balance and
 // z-losses on): dropless with ep=2 and ep=4, ep2 x ddp2, ep2 x fsdp2 (fsdp
 // shards the dense weights), with dropping on (capacity factor 1), and
-// with ep_overlap=false (the all-to-all without the own-run overlap).
+// with ep_overlap=false (the all-to-all without the own-run overlap); and
+// ep2 x pp2 x fsdp2 (8 steps, also the gradient norms).
 //
 // The reference runs one process that routes its batch as one group per
 // rank (moe_routing_groups: sample b in group b % world, the samples the
@@ -12,6 +13,7 @@
 // own routing under ep. Also checks the all_to_all_v volume and the errors
 // for bad sizes.
 #include <string>
+#include <utility>
 
 #include "gtest/gtest.h"
 #include "tests/parity.h"
@@ -104,6 +106,45 @@ INSTANTIATE_TEST_SUITE_P(
                       // The exchange in one piece: no own-run overlap.
                       EpCase{"ep2_no_overlap", 2, 2, "", 0, "ep_overlap=false"}),
     [](const ::testing::TestParamInfo<EpCase>& i) { return i.param.label; });
+
+// ep2 x pp2 x fsdp2 on 4 ranks: each stage's experts split over its 2
+// data-parallel ranks, fsdp sharding the dense weights over the same 2.
+// The clipping norm must hold every stage's experts once: fsdp used to
+// rebuild the norm from its own rank's pieces and drop the other stage's
+// sum (and ep's), so the stages clipped differently. 2 micro-batches of 2
+// per data-parallel rank, routed like the reference's micro-batches of 4
+// in 2 groups. 1f1b with experts on the second stage only (block 1), gpipe
+// with experts on both.
+TEST(ExpertPipelineParityTest, Ep2Pp2Fsdp2MatchesOneProcess) {
+  const std::pair<const char*, int> cases[] = {{"1f1b", 2}, {"gpipe", 1}};
+  for (const auto& [schedule, moe_every] : cases) {
+    GptJob job = Job();
+    job.mutable_model()->set_moe_every(moe_every);
+    job.mutable_train()->set_steps(8);
+    job.mutable_train()->set_micro_batch(4);
+    job.mutable_model()->set_moe_routing_groups(2);
+    auto single = testing::RunSingleProcess(job);
+    ASSERT_TRUE(single.ok()) << single.status();
+    job.mutable_model()->set_moe_routing_groups(1);
+    job.mutable_train()->set_micro_batch(2);
+    ParallelConfig* p = job.mutable_train()->mutable_parallel();
+    p->set_ep(2);
+    p->set_pp(2);
+    p->set_pp_schedule(schedule);
+    p->set_pp_split("layers");
+    p->set_strategy("expert,fsdp");
+    auto multi = testing::RunMultiProcess(job, 4);
+    ASSERT_TRUE(multi.ok()) << multi.status();
+    const std::string label = std::string("ep2 x pp2 x fsdp2 ") + schedule +
+                              " moe_every=" + std::to_string(moe_every);
+    testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, label);
+    testing::ExpectGradNormsMatch(*single, *multi, kLossRtol, label);
+    std::printf("%s: max loss rdiff %.2e, grad norm rdiff %.2e, param diff %.2e\n",
+                label.c_str(), testing::MaxLossRelDiff(*multi, *single),
+                testing::MaxGradNormRelDiff(*multi, *single),
+                testing::MaxRelativeDifference(multi->params, single->params));
+  }
+}
 
 TEST(ExpertErrorsTest, BadSizes) {
   GptJob job = Job();

@@ -8,6 +8,7 @@
 // the gradient norm, and the tp and ep traffic per step against the
 // formulas below. Under sp (sp2, ep2 x sp2) each MoE layer runs on the
 // sequence gathered from the sp blocks (strategies/tp/sequence_gathered.h).
+// ep2 x tp2 and ep2 x sp2 with fsdp over the ep group, 6 steps.
 // An expert size tp does not divide is refused.
 #include <algorithm>
 #include <cmath>
@@ -121,8 +122,9 @@ struct Ep2Runs {
   testing::ParityRun single, multi;
 };
 
-absl::StatusOr<Ep2Runs> RunEp2(const std::string& strategy) {
+absl::StatusOr<Ep2Runs> RunEp2(const std::string& strategy, int steps = 20) {
   Ep2Runs r{.job = Job(/*moe_every=*/1)};
+  r.job.mutable_train()->set_steps(steps);
   r.job.mutable_model()->set_moe_routing_groups(2);
   WEFT_ASSIGN_OR_RETURN(r.single, testing::RunSingleProcess(r.job));
   r.job.mutable_model()->set_moe_routing_groups(1);
@@ -205,6 +207,19 @@ TEST(ExpertTpParityTest, Ep2Sp2MatchesOneProcess) {
   const double tokens = job.train().micro_batch() * kSeqLen;
   EXPECT_NEAR(testing::MeanOverSteps(*multi, "ep_a2a_own_mb"),
               tokens * kTopK * kChannels * 2 * 4 * kLayers / 1e6, 1e-9);
+}
+
+// fsdp over the ep group (dp_shard = 2) with tp or sp pairs: the
+// clipping norm sums the tp halves over tp on every rank. fsdp used to
+// rebuild it from its own tp half only, so the tp ranks of a pair clipped
+// with different norms, their replicated routers drifted apart, and by
+// step 5 they routed differently (a gloo size mismatch in the exchange).
+TEST(ExpertTpParityTest, Ep2Tp2Fsdp2MatchesOneProcess) {
+  for (const char* strategy : {"tp,fsdp", "sp,fsdp"}) {
+    absl::StatusOr<Ep2Runs> runs = RunEp2(strategy, /*steps=*/6);
+    ASSERT_TRUE(runs.ok()) << strategy << ": " << runs.status();
+    Check(runs->single, runs->multi, std::string("ep2 x ") + strategy);
+  }
 }
 
 absl::Status RunExpectingError(GptJob job, int world) {

@@ -38,6 +38,12 @@ struct ParallelState {
   // The model-parallel (cp x tp) group gradient norms sum sharded
   // parameters over; null when the mesh has no such axis of size > 1.
   std::shared_ptr<comm::ProcessGroup> model_parallel;
+  // Set by a data-parallel participant whose ReduceGradNormSq sums the
+  // whole squared norm over dp_shard (fsdp, zero-3): earlier participants
+  // must then hand it this rank's share, not a total over dp_shard (expert
+  // weights the experts several ranks of dp_shard hold). Read at step time:
+  // the data-parallel strategies are applied last.
+  bool grad_norm_sums_dp_shard = false;
   // The job's device mesh (null for a single process).
   std::shared_ptr<comm::DeviceMesh> mesh;
   // The step's order of forwards and backwards when a strategy owns it (a

@@ -195,8 +195,7 @@ absl::Status ShardedUnitsParticipant::Build(StrategyContext& ctx) {
     WEFT_RETURN_IF_ERROR(AddUnit(m->name(), params, ctx));
   }
   InstallHooks(model);
-  ops_ = ctx.run->ops;
-  device_ = ctx.run->device;
+  ctx.state->grad_norm_sums_dp_shard = true;
   return absl::OkStatus();
 }
 
@@ -315,26 +314,11 @@ std::optional<std::vector<OptimTarget>> ShardedUnitsParticipant::OptimizerTarget
 }
 
 absl::Status ShardedUnitsParticipant::ReduceGradNormSq(Tensor& norm_sq) {
-  if (!kept_.empty()) {
-    // Rebuilt from this rank's shards plus its kept blocks, each weighted by
-    // 1 / (ranks of dp_shard holding it), so the sum over dp_shard counts
-    // every element once and every rank gets the same bits.
-    std::vector<Tensor> shards;
-    for (auto& u : units_) {
-      if (u == nullptr) continue;
-      for (OptimTarget& t : u->OptimizerTargets()) shards.push_back(t.grad);
-    }
-    WEFT_RETURN_IF_ERROR(ops_->SumSquares(KernelContext{device_, stream_}, norm_sq, shards));
-    for (Parameter* p : kept_) {
-      WEFT_ASSIGN_OR_RETURN(Tensor part,
-                            Tensor::Zeros({1}, DType::kF32, device_, nullptr, stream_));
-      WEFT_RETURN_IF_ERROR(ops_->SumSquares(KernelContext{device_, stream_}, part, {p->grad}));
-      WEFT_RETURN_IF_ERROR(ops_->Scale(KernelContext{device_, stream_}, part,
-                                       static_cast<float>(ShardBlocks(*p)) / shard_->size()));
-      WEFT_RETURN_IF_ERROR(ops_->Add(KernelContext{device_, stream_}, norm_sq, norm_sq, part));
-    }
-  }
-  // Disjoint over dp_shard, identical over dp_replicate.
+  // Disjoint over dp_shard, identical over dp_replicate. Kept parameters
+  // come in as shares from the strategy that placed them (Build sets
+  // grad_norm_sums_dp_shard): rebuilding the norm here from this rank's
+  // pieces dropped what earlier participants summed (a pipeline's other
+  // stages, the tp halves), so ranks clipped with different norms.
   return Annotate(
       shard_->AllReduce(norm_sq, {.op = comm::ReduceOp::kSum, .stream = stream_})->Wait(),
       config_.strategy + " gradient norm");

@@ -7,8 +7,9 @@
 //
 // Parameters another strategy already sharded over dp_shard (experts under
 // --ep) are kept whole, outside the units: the participant zeroes their
-// gradients, lists them as whole optimizer targets and counts them in the
-// gradient norm; the strategy that placed them reduces their gradients.
+// gradients and lists them as whole optimizer targets; the strategy that
+// placed them reduces their gradients and hands in their share of the
+// gradient norm, which this participant sums over dp_shard with the rest.
 #ifndef WEFT_CORE_PARALLEL_SHARDED_UNITS_H_
 #define WEFT_CORE_PARALLEL_SHARDED_UNITS_H_
 
@@ -87,8 +88,6 @@ class ShardedUnitsParticipant : public StepParticipant {
   std::vector<Module*> unit_module_;
   absl::flat_hash_map<const Parameter*, int> unit_of_;
   std::vector<Parameter*> kept_;  // sharded over dp_shard by another strategy
-  KernelOps* ops_ = nullptr;
-  Device device_ = Device::Cpu();
   // At most two full gradient buffers in flight.
   ReduceQueue reduces_{2};
 };

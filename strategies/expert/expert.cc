@@ -93,8 +93,7 @@ absl::Status ExpertStrategy::Apply(StrategyContext& ctx) {
   if (replicas != nullptr) ctx.state->keep_alive.push_back(replicas);
   ctx.state->participants.push_back(std::make_unique<ExpertParticipant>(
       std::move(expert_params), std::move(dispatchers), ep_group, replicas,
-      ctx.state->model_parallel, ctx.run->ops,
-      ctx.run->kernel()));
+      ctx.state->model_parallel, ctx.state, ctx.run->ops, ctx.run->kernel()));
   return absl::OkStatus();
 }
 

@@ -7,7 +7,12 @@
 // bitwise the same norm, or the clipping scale, and then the replicated
 // dense weights, drift apart in the last bits. Both parts are complete over
 // tp first (GradNormSquared with the tp group): under ep x tp an expert's
-// hidden units are split over tp, its output bias is not.
+// hidden units are split over tp, its output bias is not. When a later
+// participant sums the whole norm over dp_shard (fsdp:
+// ParallelState::grad_norm_sums_dp_shard) there is no all-reduce over ep:
+// each rank hands in its dense shards plus its experts divided by the ranks of
+// dp_shard holding them, so that sum, and a pipeline's over its stages,
+// count every element once.
 #ifndef WEFT_STRATEGIES_EXPERT_EXPERT_PARTICIPANT_H_
 #define WEFT_STRATEGIES_EXPERT_EXPERT_PARTICIPANT_H_
 
@@ -20,6 +25,7 @@
 #include "comm/process_group/process_group.h"
 #include "core/kernels/kernel_ops.h"
 #include "core/nn/parameter.h"
+#include "core/parallel/parallel_state.h"
 #include "core/parallel/step_participant.h"
 #include "strategies/expert/all_to_all_dispatcher.h"
 
@@ -28,18 +34,20 @@ namespace weft {
 class ExpertParticipant : public StepParticipant {
  public:
   // `replicas` (null or size 1: none) holds this rank's experts elsewhere in
-  // dp_shard; `ep_group` holds the other experts.
+  // dp_shard; `ep_group` holds the other experts. `state` (the job's, which
+  // owns the participant) says at step time how the norm is completed.
   ExpertParticipant(std::vector<Parameter*> expert_params,
                     std::vector<std::shared_ptr<AllToAllDispatcher>> dispatchers,
                     std::shared_ptr<comm::ProcessGroup> ep_group,
                     std::shared_ptr<comm::ProcessGroup> replicas,
-                    std::shared_ptr<comm::ProcessGroup> model_parallel, KernelOps* ops,
-                    KernelContext kernel)
+                    std::shared_ptr<comm::ProcessGroup> model_parallel,
+                    const ParallelState* state, KernelOps* ops, KernelContext kernel)
       : params_(std::move(expert_params)),
         dispatchers_(std::move(dispatchers)),
         ep_group_(std::move(ep_group)),
         replicas_(std::move(replicas)),
         model_parallel_(std::move(model_parallel)),
+        state_(state),
         ops_(ops),
         kernel_(kernel) {}
 
@@ -62,6 +70,7 @@ class ExpertParticipant : public StepParticipant {
   std::shared_ptr<comm::ProcessGroup> ep_group_;
   std::shared_ptr<comm::ProcessGroup> replicas_;
   std::shared_ptr<comm::ProcessGroup> model_parallel_;  // tp (null: none)
+  const ParallelState* state_;
   KernelOps* ops_;
   KernelContext kernel_;
   std::vector<OptimTarget> dense_, experts_;  // this step's targets
