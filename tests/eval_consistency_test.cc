@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include "core/runtime/trainer.h"
 #include "gtest/gtest.h"
@@ -85,6 +86,27 @@ TEST(EvalConsistencyTest, AnyLayoutEvaluatesTheFirstSamples) {
     EXPECT_NEAR(*run->val_loss, *reference->val_loss, 1e-5 * *reference->val_loss)
         << l.world << " ranks, micro-batch " << l.micro_batch;
   }
+}
+
+// A mixture of experts with a capacity drops choices by how rows are batched
+// together; outside training every choice is kept, so the micro-batch (and
+// the ignored rows padding the last batch) cannot move the validation loss.
+TEST(EvalConsistencyTest, MoeCapacityDoesNotDependOnTheMicroBatch) {
+  std::vector<double> losses;
+  for (int micro : {1, 4}) {
+    GptJob job = Job();
+    job.mutable_model()->set_moe_every(1);
+    job.mutable_model()->set_num_experts(4);
+    job.mutable_model()->set_capacity_factor(1.0f);
+    job.mutable_train()->set_micro_batch(micro);
+    absl::StatusOr<std::unique_ptr<Trainer>> trainer =
+        Trainer::Create(testing::GptTrainerOptions(job));
+    ASSERT_TRUE(trainer.ok()) << trainer.status();
+    absl::StatusOr<double> v = (*trainer)->Evaluate(7);
+    ASSERT_TRUE(v.ok()) << v.status();
+    losses.push_back(*v);
+  }
+  EXPECT_NEAR(losses[0], losses[1], 1e-6 * losses[0]);
 }
 
 // eval_batches counts micro-batches of the configured size: a trainer's

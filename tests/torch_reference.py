@@ -33,9 +33,10 @@ import sys
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
-LLMC_MODEL_MAGIC = 20240326
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_gpt  # noqa: E402  (the model, beside this file)
+
 SHARD_MAGIC = 20240520
 
 
@@ -54,78 +55,6 @@ def char_tokens(corpus, limit):
     return [ids[c] for c in text], chars
 
 
-# llm.c's 16 tensors, in file order, with their shapes for (V_padded, maxT, L, C).
-def llmc_shapes(vp, max_t, n_layer, c):
-    return [("wte", (vp, c)), ("wpe", (max_t, c)), ("ln1w", (n_layer, c)), ("ln1b", (n_layer, c)),
-            ("qkvw", (n_layer, 3 * c, c)), ("qkvb", (n_layer, 3 * c)),
-            ("attprojw", (n_layer, c, c)), ("attprojb", (n_layer, c)),
-            ("ln2w", (n_layer, c)), ("ln2b", (n_layer, c)),
-            ("fcw", (n_layer, 4 * c, c)), ("fcb", (n_layer, 4 * c)),
-            ("fcprojw", (n_layer, c, 4 * c)), ("fcprojb", (n_layer, c)),
-            ("lnfw", (c,)), ("lnfb", (c,))]
-
-
-def random_weights(args, vp, seed):
-    g = torch.Generator().manual_seed(seed)
-    w = {}
-    for name, shape in llmc_shapes(vp, args.seq_len, args.n_layer, args.d_model):
-        t = torch.randn(shape, generator=g) * 0.02
-        if name in ("ln1w", "ln2w", "lnfw"):
-            t = 1.0 + t * 5  # around one, not exactly one
-        w[name] = t
-    w["wte"][args.vocab:] = 0  # padding rows are zero on both sides
-    return w
-
-
-def write_llmc(path, w, args, vp):
-    header = np.zeros(256, dtype="<i4")
-    header[:8] = [LLMC_MODEL_MAGIC, 3, args.seq_len, args.vocab, args.n_layer, args.n_head,
-                  args.d_model, vp]
-    with open(path, "wb") as f:
-        f.write(header.tobytes())
-        for name, shape in llmc_shapes(vp, args.seq_len, args.n_layer, args.d_model):
-            f.write(w[name].numpy().astype("<f4").tobytes())
-
-
-def read_llmc(path, args, vp):
-    raw = np.fromfile(path, dtype="<i4", count=256)
-    if raw[0] != LLMC_MODEL_MAGIC or raw[1] != 3:
-        raise SystemExit(f"{path}: header {raw[:8]}, expected an fp32 llm.c file")
-    data = np.fromfile(path, dtype="<f4", offset=1024)
-    out, at = {}, 0
-    for name, shape in llmc_shapes(vp, args.seq_len, args.n_layer, args.d_model):
-        n = int(np.prod(shape))
-        out[name] = torch.from_numpy(data[at:at + n].reshape(shape).copy())
-        at += n
-    if at != len(data):
-        raise SystemExit(f"{path}: {len(data)} floats, expected {at}")
-    return out
-
-
-def forward_loss(p, idx, targets, args):
-    logits = logits_of(p, idx, args)
-    return F.cross_entropy(logits.reshape(-1, args.vocab), targets.reshape(-1))
-
-
-def logits_of(p, idx, args):
-    b, t = idx.shape
-    c, nh = args.d_model, args.n_head
-    x = p["wte"][idx] + p["wpe"][:t]
-    for l in range(args.n_layer):
-        h = F.layer_norm(x, (c,), p["ln1w"][l], p["ln1b"][l], 1e-5)
-        qkv = h @ p["qkvw"][l].T + p["qkvb"][l]
-        q, k, v = (z.view(b, t, nh, c // nh).transpose(1, 2) for z in qkv.split(c, dim=2))
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(c // nh)
-        att = att.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
-        y = (att.softmax(-1) @ v).transpose(1, 2).reshape(b, t, c)
-        x = x + y @ p["attprojw"][l].T + p["attprojb"][l]
-        h = F.layer_norm(x, (c,), p["ln2w"][l], p["ln2b"][l], 1e-5)
-        h = F.gelu(h @ p["fcw"][l].T + p["fcb"][l], approximate="tanh")
-        x = x + h @ p["fcprojw"][l].T + p["fcprojb"][l]
-    x = F.layer_norm(x, (c,), p["lnfw"], p["lnfb"], 1e-5)
-    return x @ p["wte"][:args.vocab].T  # the padded rows never reach the loss
-
-
 def lr_at(step0, args):
     """llm.c's schedule, 0-based: warmup (step0+1)/W, then decay from the peak."""
     if step0 < args.warmup:
@@ -137,10 +66,8 @@ def lr_at(step0, args):
 
 def torch_run(w0, tokens, args):
     p = {k: v.clone().requires_grad_(True) for k, v in w0.items()}
-    # Matrices decay; biases and LayerNorm parameters (stacked per layer) do not.
-    matrices = ("wte", "wpe", "qkvw", "attprojw", "fcw", "fcprojw")
-    decay = [v for k, v in p.items() if k in matrices]
-    no_decay = [v for k, v in p.items() if k not in matrices]
+    decay = [v for k, v in p.items() if torch_gpt.decays(k, v)]
+    no_decay = [v for k, v in p.items() if not torch_gpt.decays(k, v)]
     groups = [{"params": decay, "weight_decay": args.weight_decay},
               {"params": no_decay, "weight_decay": 0.0}]
     if args.optimizer == "adamw":
@@ -157,9 +84,11 @@ def torch_run(w0, tokens, args):
         loss_sum = 0.0
         for first in range(s * g, (s + 1) * g, m):
             win = torch.stack([data[i * t:i * t + t + 1] for i in range(first, first + m)])
-            loss = forward_loss(p, win[:, :-1], win[:, 1:], args) * (m / g)
-            loss.backward()
-            loss_sum += loss.item()
+            ce, moe = torch_gpt.losses(p, win[:, :-1], win[:, 1:], args)
+            # The task loss averages over the global batch; the MoE terms
+            # are per-token losses (core/nn/moe.h), not part of the logged loss.
+            (ce * (m / g) + moe / (g * t)).backward()
+            loss_sum += ce.item() * (m / g)
         norm = torch.nn.utils.clip_grad_norm_(list(p.values()), args.grad_clip)
         opt.step()
         rows.append({"step": s + 1, "loss": loss_sum, "lr": lr_at(s, args),
@@ -168,12 +97,23 @@ def torch_run(w0, tokens, args):
 
 
 def torch_eval(p, tokens, args):
-    """Mean loss over the first eval_samples windows of the validation split."""
+    """Mean loss over the first eval_samples windows of the validation split,
+    with every expert choice kept (capacity bounds training only)."""
     t = args.seq_len
     data = torch.tensor(tokens, dtype=torch.long)
     with torch.no_grad():
         win = torch.stack([data[i * t:i * t + t + 1] for i in range(args.eval_samples)])
-        return forward_loss(p, win[:, :-1], win[:, 1:], args).item()
+        dropless = argparse.Namespace(**{**vars(args), "capacity_factor": 0.0})
+        return torch_gpt.losses(p, win[:, :-1], win[:, 1:], dropless)[0].item()
+
+
+def moe_flags(args):
+    if args.moe_every == 0:
+        return []
+    return [f"--moe_every={args.moe_every}", f"--num_experts={args.num_experts}",
+            f"--top_k={args.top_k}", f"--capacity_factor={args.capacity_factor}",
+            f"--moe_aux_loss_coef={args.aux_coef}", f"--moe_z_loss_coef={args.z_coef}",
+            f"--moe_routing_groups={args.routing_groups}"]
 
 
 def weft_run(w_file, data_dir, out_dir, args, extra):
@@ -188,12 +128,13 @@ def weft_run(w_file, data_dir, out_dir, args, extra):
            f"--lr={args.lr}", f"--min_lr={args.min_lr}", f"--warmup_steps={args.warmup}",
            f"--weight_decay={args.weight_decay}", f"--grad_clip={args.grad_clip}",
            f"--optim.name={args.optimizer}", "--momentum=0.9", "--nesterov=true",
-           f"--lr_schedule={args.schedule}",
+           f"--lr_schedule={args.schedule}", *moe_flags(args),
            f"--metrics_out={metrics}", f"--checkpoint_dir={ckpt}", "--num_workers=1"] + extra
     print("weft:", " ".join(shlex.quote(c) for c in cmd), flush=True)
     subprocess.run(cmd, check=True, timeout=600)
-    final = os.path.join(out_dir, "final.bin")
-    subprocess.run(shlex.split(args.ckpt) + ["export", ckpt, "--format=llmc", f"--out={final}"],
+    fmt = "safetensors" if w_file.endswith(".safetensors") else "llmc"
+    final = os.path.join(out_dir, "final." + fmt)
+    subprocess.run(shlex.split(args.ckpt) + ["export", ckpt, f"--format={fmt}", f"--out={final}"],
                    check=True, timeout=120)
     rows = [json.loads(line) for line in open(metrics)]
     val = [r["val_loss"] for r in rows if "val_loss" in r]
@@ -239,12 +180,14 @@ def greedy_check(args, vp, chars, work):
     top two logits stay apart: float rounding cannot flip an argmax. Larger
     attention and MLP weights make the text depend on the context (with the
     defaults it repeats one character)."""
-    w = random_weights(args, vp, seed=99)
-    w["lnfw"] *= 30
-    for name in ("qkvw", "fcw", "fcprojw"):
-        w[name] *= 10
+    w = torch_gpt.random_weights(args, vp, seed=99)
+    for name in w:
+        if name == "ln_f.weight":
+            w[name] *= 30
+        elif name.endswith(("qkv.weight", "fc.weight", "mlp.proj.weight")):
+            w[name] *= 10
     path = os.path.join(work, "sample.bin")
-    write_llmc(path, w, args, vp)
+    torch_gpt.write_llmc(path, w, args, vp)
     tok = os.path.join(work, "tokenizer.txt")
     with open(tok, "w") as f:  # CharTokenizer's file: code points in id order
         f.write(f"weft-tokenizer char v1\n{len(chars)}\n" + "".join(f"{ord(c)}\n" for c in chars))
@@ -255,7 +198,7 @@ def greedy_check(args, vp, chars, work):
     with torch.no_grad():
         for _ in range(args.sample_tokens):
             window = torch.tensor([seq[-args.seq_len:]])
-            logits = logits_of(w, window, args)[0, -1]
+            logits = torch_gpt.logits_of(w, window, args)[0, -1]
             top2 = logits.topk(2).values
             margin = min(margin, (top2[0] - top2[1]).item())
             seq.append(int(logits.argmax()))
@@ -303,6 +246,14 @@ def main():
     ap.add_argument("--n_layer", type=int, default=2)
     ap.add_argument("--n_head", type=int, default=4)
     ap.add_argument("--d_model", type=int, default=64)
+    # Mixture of experts (core/nn/moe.h) in every moe_every-th block; 0: dense.
+    ap.add_argument("--moe_every", type=int, default=0)
+    ap.add_argument("--num_experts", type=int, default=4)
+    ap.add_argument("--top_k", type=int, default=2)
+    ap.add_argument("--capacity_factor", type=float, default=0.0)
+    ap.add_argument("--aux_coef", type=float, default=0.01)
+    ap.add_argument("--z_coef", type=float, default=0.0)
+    ap.add_argument("--routing_groups", type=int, default=1)
     ap.add_argument("--loss_rtol", type=float, default=2e-5)
     ap.add_argument("--norm_rtol", type=float, default=1e-4)
     # Adam divides by sqrt(v): float rounding in elements with tiny gradients
@@ -328,9 +279,13 @@ def main():
     write_shard(os.path.join(data_dir, "train_000000.bin"), tokens[:need], args.vocab)
     val_tokens = tokens[need:need + args.eval_samples * args.seq_len + 1]
     write_shard(os.path.join(data_dir, "val_000000.bin"), val_tokens, args.vocab)
-    w0 = random_weights(args, vp, seed=1234)
-    w_file = os.path.join(args.workdir, "init.bin")
-    write_llmc(w_file, w0, args, vp)
+    w0 = torch_gpt.random_weights(args, vp, seed=1234)
+    if args.moe_every > 0:  # llm.c's format has no experts: weft's safetensors names
+        w_file = os.path.join(args.workdir, "init.safetensors")
+        torch_gpt.write_safetensors(w_file, w0, {"format": "torch_reference"})
+    else:
+        w_file = os.path.join(args.workdir, "init.bin")
+        torch_gpt.write_llmc(w_file, w0, args, vp)
 
     ref, ref_w = torch_run(w0, tokens[:need], args)
     ref_val = torch_eval(ref_w, val_tokens, args)
@@ -342,16 +297,19 @@ def main():
         os.makedirs(out_dir)
         got, got_val, final = weft_run(w_file, data_dir, out_dir, args, shlex.split(extra))
         label = extra or "one process"
-        failures += [f"[{label}] {f}" for f in compare(label, ref, got, ref_w,
-                                                       read_llmc(final, args, vp), ref_val,
+        got_w = (torch_gpt.read_safetensors(final) if final.endswith(".safetensors")
+                 else torch_gpt.read_llmc(final, args, vp))
+        failures += [f"[{label}] {f}" for f in compare(label, ref, got, ref_w, got_w, ref_val,
                                                        got_val, args)]
     if args.sample:
         failures += greedy_check(args, vp, chars, args.workdir)
     if failures:
         print("FAIL: weft disagrees with PyTorch:\n  " + "\n  ".join(failures[:20]))
         sys.exit(1)
+    moe = (f", MoE every {args.moe_every} (capacity {args.capacity_factor:g}, "
+           f"{args.routing_groups} routing groups)" if args.moe_every else "")
     print(f"PASS: {len(runs)} weft run(s) match PyTorch {torch.__version__} for {args.steps} "
-          f"steps of {args.optimizer} with {args.schedule} decay")
+          f"steps of {args.optimizer} with {args.schedule} decay{moe}")
 
 
 if __name__ == "__main__":

@@ -117,8 +117,13 @@ absl::StatusOr<MoeLayer::Routing> MoeLayer::Route(RunContext& ctx, const Tensor&
   for (int64_t t = 0; t < n_all; ++t) {
     r.all_group_of[t] = static_cast<int>((t / per_sample) % groups);
   }
-  const std::vector<int64_t> capacity(
-      groups, ExpertCapacity(n_all / groups, k, e, config_.capacity_factor));
+  // Capacity bounds training's work per expert. Outside training (validation,
+  // sampling) every choice is kept: a row's output then does not depend on
+  // the rows batched with it, so validation is the same for any layout and
+  // micro-batch (and its ignored padding rows take no capacity), and a
+  // sample the same with the KV cache on or off.
+  const double factor = ctx.training ? config_.capacity_factor : 0.0;
+  const std::vector<int64_t> capacity(groups, ExpertCapacity(n_all / groups, k, e, factor));
   r.all_plan = BuildGroupedRoutingPlan(r.all.experts_of, k, e, r.all_group_of, capacity);
   if (exchange_ != nullptr) {
     // This rank's tokens are part of the group: their groups and rows.

@@ -5,7 +5,8 @@
 //   top-k      each token picks k experts (k = 1 or 2); gates are the
 //              probabilities renormalised over the k (k = 2) or the raw
 //              probability (k = 1)
-//   capacity   moe_routing.h: the drop policy, or dropless
+//   capacity   moe_routing.h: the drop policy, or dropless; in training
+//              only (validation and sampling keep every choice)
 //   experts    E GPT-2 MLPs over tokens grouped by expert (ExpertMlps)
 //   output     y[t] = sum over kept choices of gate * expert(x[t]); the
 //              block's residual carries dropped tokens through unchanged
