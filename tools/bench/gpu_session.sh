@@ -80,7 +80,8 @@ pack() {
   fi
   bazel run -c opt //tools:prepare_data -- --input="$inputs" --tokenizer=bpe:8192 \
       --progress=false --out="$out/bundle/data_bpe8k" || exit 1
-  cp "$root"/tools/bench/*.py "$root"/tests/torch_reference.py "$0" "$out/bundle/"
+  cp "$root"/tools/bench/*.py "$root"/tests/torch_reference.py "$root"/tests/torch_gpt.py "$0" \
+      "$out/bundle/"
   cp "$data"/tinyshakespeare/input.txt "$out/bundle/corpus.txt" 2>/dev/null ||
       cp "$(echo "$inputs" | cut -d, -f1)" "$out/bundle/corpus.txt"
   # The binaries each hold the same CUDA fatbins (~20 MB): a dictionary
