@@ -41,10 +41,20 @@ std::vector<Layout> CandidateLayouts(int nproc, int num_experts) {
         if (tp > 1) label.push_back(absl::StrCat("tp", tp)), strategies.push_back("tp");
         if (cp > 1) label.push_back(absl::StrCat("cp", cp));
         if (pp > 1) label.push_back(absl::StrCat("pp", pp));
-        if (dp > 1) label.push_back(absl::StrCat("fsdp", dp)), strategies.push_back("fsdp");
-        l.label = absl::StrJoin(label, " x ");
+        if (dp > 1) strategies.push_back("fsdp");
         l.strategy = absl::StrJoin(strategies, ",");  // pp and cp follow from --pp, --cp
+        l.label = absl::StrJoin(label, " x ");
+        if (dp > 1) l.label = absl::StrCat(l.label, " x fsdp", dp);
         out.push_back(l);
+        // An MoE model's experts also over ep of the fsdp ranks (--ep brings
+        // the expert strategy), right after the same split without.
+        for (int ep = 2; num_experts > 1 && ep <= dp; ++ep) {
+          if (dp % ep != 0 || num_experts % ep != 0) continue;
+          Layout with_ep = l;
+          with_ep.ep = ep;
+          with_ep.label = absl::StrCat(absl::StrJoin(label, " x "), " x ep", ep, " x fsdp", dp);
+          out.push_back(with_ep);
+        }
       }
     }
   }

@@ -33,8 +33,10 @@ struct Layout {
 // fsdp. Then model-parallel layouts by tp, then cp, then pp, fewest ranks first
 // (a pipeline exchanges one activation per micro-batch and stage, context
 // parallelism keys and values per layer, tensor parallelism activations
-// several times per layer). Whether the model admits each is for the
-// estimate to say.
+// several times per layer); for an MoE model each split with fsdp over
+// dp > 1 ranks is followed by the same split with the experts over ep of
+// those dp ranks ("tp2 x ep2 x fsdp2"). Whether the model admits each is
+// for the estimate to say.
 std::vector<Layout> CandidateLayouts(int nproc, int num_experts = 0);
 
 // The data-parallel ranks `layout` leaves of nproc.

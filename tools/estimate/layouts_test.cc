@@ -1,8 +1,10 @@
 #include "tools/estimate/layouts.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace weft {
@@ -34,9 +36,17 @@ TEST(LayoutsTest, ExpertParallelLayoutsForMoeModels) {
                                          "ep4 x fsdp4", "pp2 x fsdp2"};
   ASSERT_GE(labels.size(), want.size());
   EXPECT_EQ(std::vector<std::string>(labels.begin(), labels.begin() + want.size()), want);
-  EXPECT_EQ(CandidateLayouts(4, 6).size(), CandidateLayouts(4).size() + 2);  // ep2 only
+  // ep2 only: ep2 x ddp4, ep2 x fsdp4, and after each split with fsdp2.
+  EXPECT_EQ(CandidateLayouts(4, 6).size(), CandidateLayouts(4).size() + 5);
+  for (const char* split : {"pp2", "cp2", "tp2"}) {
+    const std::string base = absl::StrCat(split, " x fsdp2");
+    const auto at = std::find(labels.begin(), labels.end(), base);
+    ASSERT_NE(at, labels.end()) << base;
+    ASSERT_NE(at + 1, labels.end()) << base;
+    EXPECT_EQ(*(at + 1), absl::StrCat(split, " x ep2 x fsdp2"));
+  }
   for (const Layout& l : CandidateLayouts(4, 8)) {
-    if (l.ep > 1) EXPECT_EQ(DataParallelRanks(l, 4), 4) << l.label;  // ep is inside dp
+    if (l.ep > 1) EXPECT_EQ(DataParallelRanks(l, 4) % l.ep, 0) << l.label;  // ep is inside dp
   }
   Layout ep{"ep2 x fsdp4", "fsdp"};
   ep.ep = 2;
