@@ -2,8 +2,8 @@
 // same parameters and optimizer state after 20 steps, for GPipe and 1F1B on
 // 2 and 4 pipeline ranks (splitting by layers and by parameters), ZB-H1
 // (backward split into B and W) on 2 and 4, the
-// interleaved schedule with 2 chunks per rank, and pp2 x {ddp2, fsdp2,
-// zero-1, zero-2, zero-3 over 2}. The tied
+// interleaved schedule with 2 chunks per rank (also x fsdp2 and zero-3
+// over 2), and pp2 x {ddp2, fsdp2, zero-1, zero-2, zero-3 over 2}. The tied
 // embedding and head live on the first and last rank; the reassembled
 // state checks that their copies stayed identical.
 #include <cstdio>
@@ -79,6 +79,11 @@ INSTANTIATE_TEST_SUITE_P(
                       PpCase{"gpipe_pp2_zero1", 2, "gpipe", 1, "params", "zero", 1},
                       PpCase{"onef1b_pp2_zero2", 2, "1f1b", 1, "params", "zero", 2},
                       PpCase{"onef1b_pp2_zero3", 2, "1f1b", 1, "params", "zero", 3},
+                      // Two chunks per rank: fsdp prefetched the other chunk's
+                      // unit after its last backward, so step 2 ran on
+                      // step 1's gathered weights (RunContext::stage_range).
+                      PpCase{"interleaved_pp2_v2_fsdp2", 2, "interleaved", 2, "layers", "fsdp"},
+                      PpCase{"interleaved_pp2_v2_zero3", 2, "interleaved", 2, "layers", "zero", 3},
                       // More micro-batches in flight than the loader's ring has slots.
                       PpCase{"gpipe_pp2_m8", 2, "gpipe", 1, "params", "", 1, 1},
                       PpCase{"onef1b_pp2_tp2", 2, "1f1b", 1, "params", "tp", 1, 2, 2},

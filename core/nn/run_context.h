@@ -69,6 +69,14 @@ struct RunContext {
   // parallelism): where its tokens sit globally, for position embeddings
   // and causal masks. Unset: the tokens are the whole sequence, 0..T-1.
   std::optional<TokenChunks> sequence;
+  // Set while a pipeline runs one of its chunks: stages [first, last) of the
+  // root model's Stages(). After them the rank runs whatever its schedule
+  // says next, not the next stage, so hooks that prefetch the modules that
+  // run next (fsdp, zero-3) stay inside the range. Unset: the whole model.
+  struct StageRange {
+    int first = 0, last = 0;
+  };
+  std::optional<StageRange> stage_range;
 
   // The store, created on first use.
   ActivationStore& store();
@@ -104,6 +112,23 @@ class SequenceScope {
  private:
   RunContext& ctx_;
   std::optional<TokenChunks> saved_;
+};
+
+// Sets ctx.stage_range for the life of the scope and restores the previous
+// value after, on every return path.
+class StageRangeScope {
+ public:
+  StageRangeScope(RunContext& ctx, RunContext::StageRange range)
+      : ctx_(ctx), saved_(ctx.stage_range) {
+    ctx_.stage_range = range;
+  }
+  ~StageRangeScope() { ctx_.stage_range = saved_; }
+  StageRangeScope(const StageRangeScope&) = delete;
+  StageRangeScope& operator=(const StageRangeScope&) = delete;
+
+ private:
+  RunContext& ctx_;
+  std::optional<RunContext::StageRange> saved_;
 };
 
 }  // namespace weft

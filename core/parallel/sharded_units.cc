@@ -10,6 +10,7 @@
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/nn/mlp.h"
+#include "core/nn/stage.h"
 #include "core/parallel/reduce_dtype.h"
 
 namespace weft {
@@ -37,6 +38,27 @@ Module* UnitModule(Module* m, const std::vector<Module*>& wrapped) {
     if (std::find(wrapped.begin(), wrapped.end(), m) != wrapped.end()) return m;
   }
   return nullptr;
+}
+
+bool Within(const Module* m, const Module* ancestor) {
+  for (; m != nullptr; m = m->parent()) {
+    if (m == ancestor) return true;
+  }
+  return false;
+}
+
+// The first and last stage whose modules overlap `m`'s subtree ({-1, -1}:
+// none).
+std::pair<int, int> StagesOf(const Module* m, const std::vector<Stage>& stages) {
+  std::pair<int, int> r{-1, -1};
+  for (int s = 0; s < static_cast<int>(stages.size()); ++s) {
+    for (const Module* sm : stages[s].modules) {
+      if (!Within(m, sm) && !Within(sm, m)) continue;
+      if (r.first < 0) r.first = s;
+      r.second = s;
+    }
+  }
+  return r;
 }
 
 // An MLP fuses GELU's backward into proj's input-gradient GEMM only when
@@ -194,6 +216,8 @@ absl::Status ShardedUnitsParticipant::Build(StrategyContext& ctx) {
     unit_module_.push_back(m);
     WEFT_RETURN_IF_ERROR(AddUnit(m->name(), params, ctx));
   }
+  const std::vector<Stage> stages = model.Stages();
+  for (Module* m : unit_module_) unit_stages_.push_back(StagesOf(m, stages));
   InstallHooks(model);
   ctx.state->grad_norm_sums_dp_shard = true;
   return absl::OkStatus();
@@ -205,16 +229,35 @@ absl::Status ShardedUnitsParticipant::Gathered(int u) {
   return units_[u]->WaitGathered();
 }
 
-absl::Status ShardedUnitsParticipant::Prefetch(int u) {
-  if (u < num_root_ || u >= static_cast<int>(units_.size())) return absl::OkStatus();
+// A pipeline rank with several chunks (interleaved) runs one chunk's stages
+// at a time and then whatever its schedule says, so the unit that runs next
+// is in the same chunk or not known. Prefetching in model order gathered
+// another chunk's unit after that chunk's last backward of the step (the
+// root's pre-backward took the model's last unit): it stayed bound to the
+// pre-update values, and the next step's forward ran on them.
+bool ShardedUnitsParticipant::Runs(int u, const RunContext& ctx) const {
+  if (!ctx.stage_range) return true;
+  const auto [first, last] = unit_stages_[u];
+  return first >= 0 && first < ctx.stage_range->last && last >= ctx.stage_range->first;
+}
+
+absl::Status ShardedUnitsParticipant::Prefetch(int u, const RunContext& ctx) {
+  if (u < num_root_ || u >= static_cast<int>(units_.size()) || !Runs(u, ctx)) {
+    return absl::OkStatus();
+  }
   return units_[u]->Gather(/*async=*/true);
 }
 
 void ShardedUnitsParticipant::InstallHooks(Model& model) {
   using HP = Module::HookPoint;
-  model.AddHook(HP::kPreForward, [this](Module&, RunContext&) -> absl::Status {
+  // The root's hooks wrap every pipeline chunk: prefetch the first (last)
+  // unit of the stages that run, not of the model.
+  model.AddHook(HP::kPreForward, [this](Module&, RunContext& ctx) -> absl::Status {
     for (int u = 0; u < num_root_; ++u) WEFT_RETURN_IF_ERROR(Gathered(u));
-    return Prefetch(num_root_);
+    for (int u = num_root_; u < static_cast<int>(units_.size()); ++u) {
+      if (Runs(u, ctx)) return Prefetch(u, ctx);
+    }
+    return absl::OkStatus();
   });
   model.AddHook(HP::kPostForward, [this](Module&, RunContext& ctx) -> absl::Status {
     if (ctx.training) return absl::OkStatus();
@@ -223,12 +266,15 @@ void ShardedUnitsParticipant::InstallHooks(Model& model) {
     }
     return absl::OkStatus();
   });
-  model.AddHook(HP::kPreBackward, [this](Module&, RunContext&) -> absl::Status {
+  model.AddHook(HP::kPreBackward, [this](Module&, RunContext& ctx) -> absl::Status {
     for (int u = 0; u < num_root_; ++u) {
       WEFT_RETURN_IF_ERROR(Gathered(u));
       if (units_[u] != nullptr) WEFT_RETURN_IF_ERROR(units_[u]->PrepareGrads());
     }
-    return Prefetch(static_cast<int>(units_.size()) - 1);
+    for (int u = static_cast<int>(units_.size()) - 1; u >= num_root_; --u) {
+      if (Runs(u, ctx)) return Prefetch(u, ctx);
+    }
+    return absl::OkStatus();
   });
   model.AddHook(HP::kGradientsReady, [this](Module&, RunContext&) -> absl::Status {
     for (int u = 0; u < num_root_; ++u) {
@@ -246,17 +292,17 @@ void ShardedUnitsParticipant::InstallHooks(Model& model) {
     // and unit u's backward needs its parameters right after.
     m->AddHook(HP::kPreForward, [this, u](Module&, RunContext& ctx) -> absl::Status {
       WEFT_RETURN_IF_ERROR(Gathered(u));
-      return ctx.recomputing ? absl::OkStatus() : Prefetch(u + 1);
+      return ctx.recomputing ? absl::OkStatus() : Prefetch(u + 1, ctx);
     });
     m->AddHook(HP::kPostForward, [this, u](Module&, RunContext& ctx) -> absl::Status {
       if (ctx.recomputing) return absl::OkStatus();
       if (config_.reshard_after_forward || !ctx.training) units_[u]->ReleaseFull();
       return absl::OkStatus();
     });
-    m->AddHook(HP::kPreBackward, [this, u](Module&, RunContext&) -> absl::Status {
+    m->AddHook(HP::kPreBackward, [this, u](Module&, RunContext& ctx) -> absl::Status {
       WEFT_RETURN_IF_ERROR(Gathered(u));
       WEFT_RETURN_IF_ERROR(units_[u]->PrepareGrads());
-      return Prefetch(u - 1);
+      return Prefetch(u - 1, ctx);
     });
     m->AddHook(HP::kGradientsReady, [this, u](Module&, RunContext&) -> absl::Status {
       WEFT_RETURN_IF_ERROR(ReduceUnit(u));

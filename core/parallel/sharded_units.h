@@ -16,6 +16,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -73,7 +74,11 @@ class ShardedUnitsParticipant : public StepParticipant {
                        StrategyContext& ctx);
   void InstallHooks(Model& model);
   absl::Status Gathered(int unit);  // gathered and complete
-  absl::Status Prefetch(int unit);  // starts a gather; no-op out of range
+  // Whether `unit` is in the stages that run now (RunContext::stage_range).
+  bool Runs(int unit, const RunContext& ctx) const;
+  // Starts a gather; no-op for root units, out of range, or outside the
+  // stages that run now.
+  absl::Status Prefetch(int unit, const RunContext& ctx);
   absl::Status ReduceUnit(int unit);
 
   Config config_;
@@ -86,6 +91,9 @@ class ShardedUnitsParticipant : public StepParticipant {
   std::vector<std::unique_ptr<ShardedGroup>> units_;
   int num_root_ = 1;
   std::vector<Module*> unit_module_;
+  // Per unit, the first and last of the model's Stages() its module runs
+  // in ({-1, -1}: none, e.g. a model without stages).
+  std::vector<std::pair<int, int>> unit_stages_;
   absl::flat_hash_map<const Parameter*, int> unit_of_;
   std::vector<Parameter*> kept_;  // sharded over dp_shard by another strategy
   // At most two full gradient buffers in flight.

@@ -8,12 +8,12 @@
 //
 // Schedule per unit:
 //   pre-forward   all-gather (or wait for the prefetch), then prefetch the
-//                 next unit's all-gather
+//                 next unit's all-gather (within the running pipeline chunk)
 //   post-forward  free the gathered parameters (reshard_after_forward=true)
 //                 or keep them for backward (false: less communication,
 //                 more memory)
 //   pre-backward  all-gather again if resharded, allocate the full gradient,
-//                 prefetch the previous unit
+//                 prefetch the previous unit (within the chunk)
 //   post-backward reduce-scatter the gradient into this rank's shard
 //                 (asynchronously, at most two in flight) and free both
 // The root unit stays gathered from the root's forward to its backward.

@@ -62,6 +62,7 @@ absl::StatusOr<Tensor> PipelineModel::ForwardChunk(RunContext& ctx, int chunk, i
   const int vs = VirtualStage(chunk);
   const bool first = vs == 0, last = vs == virtual_stages_ - 1;
   SequenceScope sequence(ctx, batch.part.sequence);
+  StageRangeScope range(ctx, {c.first, c.last});
   Tensor x = batch.part.inputs;
   if (!first) {
     WEFT_ASSIGN_OR_RETURN(
@@ -85,6 +86,7 @@ absl::Status PipelineModel::BackwardChunk(RunContext& ctx, int chunk, int micro,
   const ChunkRange& c = chunks_[chunk];
   const int vs = VirtualStage(chunk);
   SequenceScope sequence(ctx, batch.part.sequence);
+  StageRangeScope range(ctx, {c.first, c.last});
   Tensor dy;
   if (vs != virtual_stages_ - 1) {
     WEFT_ASSIGN_OR_RETURN(dy, links_->RecvBackward(Tag(micro, vs), ctx));

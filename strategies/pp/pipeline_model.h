@@ -8,7 +8,8 @@
 // takes the gradient from the next virtual stage and sends the input's
 // gradient back. The step's order of chunk forwards and backwards comes
 // from PipelineStepSchedule; evaluation (ForwardLoss outside training)
-// runs one micro-batch through every chunk in order.
+// runs one micro-batch through every chunk in order. Each chunk's forward
+// and backward runs with RunContext::stage_range set to its stages.
 //
 // The stages may run on part of each sample: the wrapped model says which
 // (Model::LocalBatch; under cp, applied before pp, this rank's zigzag
@@ -57,6 +58,9 @@ class PipelineModel : public WrappedModel {
   // modules for wrappers, which must be the ones that run. The stages
   // themselves (names, ranges) stay what pp split.
   absl::Status RefreshStages();
+  // The whole model's stages, which chunks (and RunContext::stage_range
+  // while a chunk runs) index.
+  std::vector<Stage> Stages() override { return inner().Stages(); }
   // The part of a micro-batch (B, T) this rank's stages take.
   absl::StatusOr<PipeBatch> LocalPart(const RunContext& ctx, const Tensor& inputs,
                                       const Tensor& targets, float dloss_scale) const;
