@@ -146,6 +146,33 @@ TEST(ExpertPipelineParityTest, Ep2Pp2Fsdp2MatchesOneProcess) {
   }
 }
 
+// 8 ranks: pp2 x dp4 with ep2, so each expert block has two replicas per
+// stage whose gradients are all-reduced. The stage without experts (block 0)
+// used to fail there on the other stage's experts ("tensor is an undefined
+// tensor"). Micro-batches of 2 per data-parallel rank route like the
+// reference's micro-batches of 8 in 4 groups.
+TEST(ExpertPipelineParityTest, Ep2ReplicasPp2Fsdp4MatchesOneProcess) {
+  GptJob job = Job();
+  job.mutable_model()->set_moe_every(2);
+  job.mutable_train()->set_steps(3);
+  job.mutable_train()->set_global_batch(16);
+  job.mutable_train()->set_micro_batch(8);
+  job.mutable_model()->set_moe_routing_groups(4);
+  auto single = testing::RunSingleProcess(job);
+  ASSERT_TRUE(single.ok()) << single.status();
+  job.mutable_model()->set_moe_routing_groups(1);
+  job.mutable_train()->set_micro_batch(2);
+  ParallelConfig* p = job.mutable_train()->mutable_parallel();
+  p->set_ep(2);
+  p->set_pp(2);
+  p->set_pp_split("layers");
+  p->set_strategy("expert,fsdp");
+  auto multi = testing::RunMultiProcess(job, 8);
+  ASSERT_TRUE(multi.ok()) << multi.status();
+  testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, "ep2 replicas x pp2 x fsdp4");
+  testing::ExpectGradNormsMatch(*single, *multi, kLossRtol, "ep2 replicas x pp2 x fsdp4");
+}
+
 TEST(ExpertErrorsTest, BadSizes) {
   GptJob job = Job();
   job.mutable_train()->set_micro_batch(2);

@@ -19,6 +19,10 @@ absl::Status ExpertParticipant::AfterAllGradients(const std::vector<OptimTarget>
   // the same tensors (over dp_replicate) is complete.
   std::vector<std::shared_ptr<comm::Work>> works;
   for (Parameter* p : params_) {
+    // Experts of another pipeline stage have no gradient here (the expert
+    // strategy applies before pp splits the model); a replica group lies
+    // within one stage, so its ranks skip the same ones.
+    if (!p->grad.defined()) continue;
     works.push_back(replicas_->AllReduce(p->grad, {.op = comm::ReduceOp::kSum,
                                                    .stream = kernel_.stream}));
   }
