@@ -16,6 +16,7 @@ layouts=(
   "--nproc_per_node=2 --cp=2"
   "--nproc_per_node=4 --strategy=sp,fsdp --tp=2 --dp_shard=2"
   "--nproc_per_node=4 --pp=2 --strategy=zero --zero_stage=1 --micro_batch=2"
+  "--nproc_per_node=4 --pp=2 --pp_schedule=interleaved --pp_virtual_stages=2 --strategy=fsdp --micro_batch=2"
   "--nproc_per_node=4 --strategy=zero --zero_stage=2 --micro_batch=2"
 )
 reference() {
