@@ -33,7 +33,12 @@ absl::StatusOr<TrainConfig> DryRunConfig(TrainConfig c, Device target) {
   c.set_report("");
   c.set_trace_dir("");
   c.set_gpu_sample_s(0);
+  // No checkpoints (the flags that go with a directory too: alone they are
+  // refused, which made --strategy=auto find no layout).
   c.set_checkpoint_dir("");
+  c.clear_checkpoint_every();
+  c.clear_keep_last();
+  c.clear_checkpoint_async();
   c.set_resume("");
   // A captured step allocates what the eager one does (from its own pool).
   c.set_cuda_graph(false);

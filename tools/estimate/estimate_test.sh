@@ -126,6 +126,17 @@ done
 grep -q "rank 1 of 2, strategy none \[pp=2 gpipe\]" "$tmp/pp1.txt" || {
   echo "FAIL: --rank=1 of a pipeline"; cat "$tmp/pp1.txt"; exit 1; }
 
+# A job that checkpoints estimates (and plans) like one that does not: the
+# dry run dropped the directory but kept --checkpoint_every and friends,
+# which alone are refused, so auto found no layout.
+ck=(--checkpoint_dir="$tmp/ck" --checkpoint_every=4 --keep_last=2 --checkpoint_async)
+"$estimate" "${common[@]}" --strategy=fsdp --nproc=2 "${ck[@]}" > "$tmp/ck.txt" ||
+  { echo "FAIL: estimate with checkpoint flags"; cat "$tmp/ck.txt"; exit 1; }
+"$estimate" "${common[@]}" --strategy=auto --nproc=2 --memory_budget=1GiB "${ck[@]}" > "$tmp/ck_auto.txt" ||
+  { echo "FAIL: auto with checkpoint flags"; cat "$tmp/ck_auto.txt"; exit 1; }
+grep -q "fits with the least communication" "$tmp/ck_auto.txt" ||
+  { echo "FAIL: auto with checkpoint flags picked nothing"; cat "$tmp/ck_auto.txt"; exit 1; }
+
 set +e
 "$estimate" "${common[@]}" --nproc=0 2> "$tmp/err.txt"
 code=$?
