@@ -21,10 +21,10 @@
 #include "core/runtime/trainer.h"
 #include "models/gpt/gpt_config.pb.h"
 #include "models/gpt/gpt_job.h"
-#include "models/gpt/weights_file.h"
 #include "models/gpt/moe_resume_note.h"
 #include "models/gpt/recorded_job.h"
 #include "models/gpt/train_sampler.h"
+#include "models/gpt/weights_file.h"
 #include "tools/estimate/planner.h"
 #include "tools/report/run_report.h"
 #include "tools/train_main/train_main.h"
@@ -111,10 +111,35 @@ absl::Status Run(const GptJob& given) {
   if (job.sample_every() > 0) {
     WEFT_ASSIGN_OR_RETURN(*sampler, TrainSampler::Create(job, *trainer));
   }
+  if (const ckpt::Metadata* meta = trainer->resumed_from(); meta != nullptr) {
+    // Shapes were checked on load; n_head and the like are not in them.
+    absl::StatusOr<GptJob> saved = ParseRecordedGptJob(meta->job_config(), o.config.resume());
+    if (saved.ok()) {
+      WEFT_RETURN_IF_ERROR(CheckSameArchitecture(
+          saved->model(), resolved->model(),
+          absl::StrCat("the resumed checkpoint (--resume=", job.train().resume(), ")")));
+    }
+  }
   NoteMoeRoutingOnResume(*resolved, *trainer);
+  if (!job.init_from().empty() && !job.train().resume().empty()) {
+    trainer->logger().Print(absl::StrCat("--init_from=", job.init_from(),
+                                         " is not read: --resume continues its checkpoint"));
+  }
   if (!job.init_from().empty() && job.train().resume().empty()) {
     const std::string from = ResolveUserPath(job.init_from());
-    WEFT_ASSIGN_OR_RETURN(GptWeights weights, ReadInitWeights(from, resolved->model()));
+    std::string file_tokenizer;
+    WEFT_ASSIGN_OR_RETURN(GptWeights weights,
+                          ReadInitWeights(from, resolved->model(), &file_tokenizer));
+    // Token ids index the embedding: another tokenizer of the same size
+    // would train on rows that mean other tokens.
+    if (!file_tokenizer.empty() && !trainer->tokenizer().empty() &&
+        file_tokenizer != trainer->tokenizer()) {
+      return FailedPrecondition(
+          absl::StrCat(from, " was trained with another tokenizer than this job's data gives"),
+          "the tokenizer the weights were trained with: token ids index the embedding rows",
+          "pass --tokenizer=FILE with the file's tokenizer (//tools:ckpt inspect of the "
+          "checkpoint shows it), or data tokenized with it");
+    }
     WEFT_ASSIGN_OR_RETURN(std::vector<std::string> kept, trainer->LoadWeights(weights));
     if (!kept.empty()) {
       return FailedPrecondition(absl::StrCat(from, " has no weights for ", absl::StrJoin(kept, ", ")),

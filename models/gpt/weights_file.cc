@@ -43,39 +43,44 @@ absl::StatusOr<SafetensorsWeights> ReadSafetensorsWeights(const std::string& pat
   return out;
 }
 
-// What the parameter shapes cannot tell apart.
-absl::Status CheckSameArchitecture(const GptConfig& file, const GptConfig& model,
-                                   const std::string& path) {
-  std::vector<std::string> diffs, flags;
-  auto expect_equal = [&](const char* field, int64_t in_file, int64_t in_model) {
-    if (in_file == in_model) return;
-    diffs.push_back(absl::StrCat(field, " ", in_file, " in the file vs ", in_model, " in the model"));
-    flags.push_back(absl::StrCat("--model.", field, "=", in_file));
-  };
-  expect_equal("n_head", file.n_head(), model.n_head());
-  if (file.moe_every() > 0 && model.moe_every() > 0) {
-    expect_equal("top_k", file.top_k(), model.top_k());
-  }
-  if (file.tie_weights() != model.tie_weights()) {
-    diffs.push_back(absl::StrCat("tie_weights ", file.tie_weights(), " in the file vs ",
-                                 model.tie_weights(), " in the model"));
-    flags.push_back(absl::StrCat("--model.tie_weights=", file.tie_weights()));
-  }
-  if (diffs.empty()) return absl::OkStatus();
-  return FailedPrecondition(absl::StrCat(path, " was trained as another model: ",
-                                         absl::StrJoin(diffs, "; ")),
-                            "the model the file records",
-                            absl::StrCat("pass ", absl::StrJoin(flags, " ")));
-}
-
 }  // namespace
 
 bool IsSafetensorsPath(const std::string& path) { return absl::EndsWith(path, ".safetensors"); }
 
-absl::StatusOr<GptWeights> ReadInitWeights(const std::string& path, const GptConfig& model) {
+absl::Status CheckSameArchitecture(const GptConfig& recorded, const GptConfig& model,
+                                   const std::string& what) {
+  std::vector<std::string> diffs, flags;
+  auto expect_equal = [&](const char* field, int64_t then, int64_t now) {
+    if (then == now) return;
+    diffs.push_back(absl::StrCat(field, " ", then, " in ", what, " vs ", now, " in the model"));
+    flags.push_back(absl::StrCat("--model.", field, "=", then));
+  };
+  expect_equal("n_head", recorded.n_head(), model.n_head());
+  // 0 is "the data's": known in a resolved job, which checkpoints record.
+  if (recorded.vocab_size() > 0 && model.vocab_size() > 0) {
+    expect_equal("vocab_size", recorded.vocab_size(), model.vocab_size());
+  }
+  if (recorded.moe_every() > 0 && model.moe_every() > 0) {
+    expect_equal("top_k", recorded.top_k(), model.top_k());
+  }
+  if (recorded.tie_weights() != model.tie_weights()) {
+    diffs.push_back(absl::StrCat("tie_weights ", recorded.tie_weights(), " in ", what, " vs ",
+                                 model.tie_weights(), " in the model"));
+    flags.push_back(absl::StrCat("--model.tie_weights=", recorded.tie_weights()));
+  }
+  if (diffs.empty()) return absl::OkStatus();
+  return FailedPrecondition(
+      absl::StrCat(what, " was trained as another model: ", absl::StrJoin(diffs, "; ")),
+      "the model it records", absl::StrCat("pass ", absl::StrJoin(flags, " ")));
+}
+
+absl::StatusOr<GptWeights> ReadInitWeights(const std::string& path, const GptConfig& model,
+                                           std::string* tokenizer) {
+  if (tokenizer != nullptr) tokenizer->clear();
   if (!IsSafetensorsPath(path)) return ReadLlmcCheckpoint(path, model);
   WEFT_ASSIGN_OR_RETURN(SafetensorsWeights file, ReadSafetensorsWeights(path));
   if (file.job) WEFT_RETURN_IF_ERROR(CheckSameArchitecture(file.job->model(), model, path));
+  if (tokenizer != nullptr) *tokenizer = std::move(file.tokenizer);
   return std::move(file.weights);
 }
 

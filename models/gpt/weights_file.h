@@ -18,15 +18,23 @@ namespace weft {
 
 bool IsSafetensorsPath(const std::string& path);
 
+// What parameter shapes do not show: n_head, vocab_size (within the padded
+// rows), top_k, tie_weights. OK when `recorded` (the model a file or a
+// checkpoint `what` was trained as) agrees with `model`; else every
+// difference with the flag that fixes it.
+absl::Status CheckSameArchitecture(const GptConfig& recorded, const GptConfig& model,
+                                   const std::string& what);
+
 // The weights in `path` for a job whose model is `model`. An llm.c file
 // must match it (ReadLlmcCheckpoint). A safetensors file gives its
 // parameters (a consolidated file's optimizer state, "<param>:<kind>", is
 // left out: the optimizer starts fresh); when it records the job it was
-// trained in (weft's exports do), that model must agree with `model` on
-// what shapes do not show (n_head, top_k, tie_weights), each difference
-// named with the flag that fixes it. Names and shapes are checked when the
-// trainer loads them.
-absl::StatusOr<GptWeights> ReadInitWeights(const std::string& path, const GptConfig& model);
+// trained in (weft's exports do), that model must pass
+// CheckSameArchitecture. Names and shapes are checked when the trainer
+// loads them. `tokenizer`, when given, gets the tokenizer the file carries
+// ("" if none): the caller compares it with its data's.
+absl::StatusOr<GptWeights> ReadInitWeights(const std::string& path, const GptConfig& model,
+                                           std::string* tokenizer = nullptr);
 
 // A weights file with the model it holds, for sampling: llm.c's header, or
 // the job a safetensors export records (one without a record is an error:

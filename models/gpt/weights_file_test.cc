@@ -82,7 +82,8 @@ TEST(WeightsFileTest, RecordedModelMustAgreeOnWhatShapesHide) {
   const std::string path = WriteExport("heads.safetensors", WeightsOf(Tiny(), 5), &file);
   absl::StatusOr<GptWeights> got = ReadInitWeights(path, Tiny());
   ASSERT_FALSE(got.ok());
-  EXPECT_NE(got.status().message().find("n_head 4 in the file vs 2 in the model"), std::string::npos)
+  EXPECT_NE(got.status().message().find("n_head 4 in " + path + " vs 2 in the model"),
+            std::string::npos)
       << got.status();
   EXPECT_NE(got.status().message().find("--model.n_head=4"), std::string::npos) << got.status();
   // Without a record (a file from another program) the names and shapes are
@@ -92,11 +93,28 @@ TEST(WeightsFileTest, RecordedModelMustAgreeOnWhatShapesHide) {
                   .ok());
 }
 
+// The vocabulary hides inside the padded rows: 107 and 54 tokens both pad
+// to 128 with vocab_pad_multiple 128.
+TEST(WeightsFileTest, RecordedVocabularyMustMatch) {
+  GptConfig file = Tiny(), model = Tiny();
+  file.set_vocab_size(107);
+  model.set_vocab_size(54);
+  absl::Status s = CheckSameArchitecture(file, model, "w.safetensors");
+  EXPECT_NE(s.message().find("vocab_size 107 in w.safetensors vs 54 in the model"),
+            std::string::npos)
+      << s;
+  file.set_vocab_size(0);  // unresolved: nothing to compare
+  EXPECT_TRUE(CheckSameArchitecture(file, model, "w.safetensors").ok());
+}
+
 TEST(WeightsFileTest, SamplingTakesTheRecordedModelWindowAndTokenizer) {
   GptConfig c = Tiny();
   c.set_n_head(4);
   const std::string path =
       WriteExport("s.safetensors", WeightsOf(c, 5), &c, "weft-tokenizer char v1\n1\n97\n");
+  std::string tokenizer;
+  ASSERT_TRUE(ReadInitWeights(path, c, &tokenizer).ok());
+  EXPECT_EQ(tokenizer, "weft-tokenizer char v1\n1\n97\n");
   absl::StatusOr<WeightsFile> f = ReadWeightsFile(path);
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ(f->model.n_head(), 4);

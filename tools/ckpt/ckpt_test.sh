@@ -88,6 +88,19 @@ if "$train" "${common[@]}" --steps=1 --init_from="$tmp/w.safetensors" --n_head=2
   echo "FAIL: a safetensors file of another n_head loaded"; exit 1
 fi
 grep -q -- "--model.n_head=" "$tmp/st_heads.err" || { cat "$tmp/st_heads.err"; exit 1; }
+# Other data: the letters shifted keep the vocabulary's size, but each id
+# now means another character. Refused: the export carries its tokenizer.
+tr 'a-m' 'n-z' < "$tmp/corpus.txt" > "$tmp/shifted.txt"
+if "$train" "${common[@]}" --data="$tmp/shifted.txt" --steps=1 --init_from="$tmp/w.safetensors" \
+    2> "$tmp/st_tok.err"; then
+  echo "FAIL: a safetensors export loaded for data with another tokenizer"; exit 1
+fi
+grep -Eq "another tokenizer|vocab_size" "$tmp/st_tok.err" || { cat "$tmp/st_tok.err"; exit 1; }
+# A resume into another n_head (not in any shape) is refused, not trained.
+if "$train" "${common[@]}" --n_head=2 --resume="$tmp/ck/step_6" 2> "$tmp/resume_heads.err"; then
+  echo "FAIL: resumed a 4-head checkpoint as a 2-head model"; exit 1
+fi
+grep -q -- "--model.n_head=4" "$tmp/resume_heads.err" || { cat "$tmp/resume_heads.err"; exit 1; }
 for layout in "--strategy=zero --zero_stage=1" "--strategy=fsdp" "--pp=2"; do
   # shellcheck disable=SC2086  # the layout is a flag list
   "$train" "${common[@]}" --steps=1 --init_from="$tmp/w.bin" --nproc_per_node=2 $layout \
