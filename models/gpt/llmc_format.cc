@@ -345,7 +345,7 @@ absl::StatusOr<GptWeights> ReadLlmcCheckpoint(const std::string& path, const Gpt
 }
 
 absl::Status WriteLlmcCheckpoint(const std::string& path, const GptConfig& config,
-                                 const GptWeights& weights) {
+                                 const GptWeights& weights, bool bf16) {
   WEFT_RETURN_IF_ERROR(CheckDense(config));
   WEFT_RETURN_IF_ERROR(CheckSizes(config));
   if (!config.tie_weights()) {
@@ -356,7 +356,7 @@ absl::Status WriteLlmcCheckpoint(const std::string& path, const GptConfig& confi
   if (config.mlp_ratio() != 4) {
     return InvalidArgument(absl::StrCat("mlp_ratio=", config.mlp_ratio()), "4 (llm.c's MLP)");
   }
-  const LlmcHeader hd{kVersionF32,
+  const LlmcHeader hd{bf16 ? kVersionBf16 : kVersionF32,
                       config.max_seq_len(),
                       config.vocab_size(),
                       config.n_layer(),
@@ -373,17 +373,25 @@ absl::Status WriteLlmcCheckpoint(const std::string& path, const GptConfig& confi
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> file, AtomicFileWriter::Open(path));
   WEFT_RETURN_IF_ERROR(
       file->Write(absl::string_view(reinterpret_cast<const char*>(header), kHeaderBytes)));
+  std::vector<uint16_t> halves;  // bf16 bits of the tensor being written
   for (const LlmcTensor& t : layout) {
     for (const std::string& name : t.weft_names) {
       const std::vector<float>& v = weights.at(name).values;
       const char* bytes = reinterpret_cast<const char*>(v.data());
-      const size_t size = v.size() * sizeof(float);
+      size_t element = sizeof(float);
+      if (bf16) {
+        halves.resize(v.size());
+        for (size_t i = 0; i < v.size(); ++i) halves[i] = FloatToBf16Bits(v[i]);
+        bytes = reinterpret_cast<const char*>(halves.data());
+        element = sizeof(uint16_t);
+      }
+      const size_t size = v.size() * element;
       if (t.llmc_name != "wte") {
         WEFT_RETURN_IF_ERROR(file->Write(absl::string_view(bytes, size)));
         continue;
       }
       // llm.c keeps wte's padding rows at zero; weft's hold unused init noise.
-      const size_t real = static_cast<size_t>(hd.vocab) * hd.channels * sizeof(float);
+      const size_t real = static_cast<size_t>(hd.vocab) * hd.channels * element;
       WEFT_RETURN_IF_ERROR(file->Write(absl::string_view(bytes, real)));
       WEFT_RETURN_IF_ERROR(file->Write(std::string(size - real, '\0')));
     }

@@ -42,12 +42,14 @@ absl::StatusOr<GptConfig> LlmcConfig(const std::string& path);
 // dropped); every difference is listed with the flag that fixes it.
 absl::StatusOr<GptWeights> ReadLlmcCheckpoint(const std::string& path, const GptConfig& config);
 
-// Writes version 3 (fp32) with Vp = weft's padded vocabulary (padding rows
-// zeroed) and maxT = max_seq_len. `weights` must hold exactly the tied
-// model's parameters (see ExportWeights); untied models are refused since
-// llm.c has no separate lm_head. Atomic: temporary file, fsync, rename.
+// Writes version 3 (fp32), or with `bf16` version 5 (bf16, rounded to
+// nearest even, as llm.c's train_gpt2.cu loads it), with Vp = weft's padded
+// vocabulary (padding rows zeroed) and maxT = max_seq_len. `weights` must
+// hold exactly the tied model's parameters (see ExportWeights); untied
+// models are refused since llm.c has no separate lm_head. Atomic:
+// temporary file, fsync, rename.
 absl::Status WriteLlmcCheckpoint(const std::string& path, const GptConfig& config,
-                                 const GptWeights& weights);
+                                 const GptWeights& weights, bool bf16 = false);
 
 }  // namespace weft
 

@@ -12,6 +12,7 @@
 //
 // CHECKPOINT is a step directory, or a --checkpoint_dir (its newest one).
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -46,6 +47,7 @@ constexpr char kUsage[] =
 
 struct Args {
   std::string command, path, out, format = "safetensors", dtype = "F32";
+  std::vector<std::string> given;  // the flags on the command line, for the commands' checks
 };
 
 absl::StatusOr<Args> Parse(int argc, char** argv) {
@@ -58,6 +60,7 @@ absl::StatusOr<Args> Parse(int argc, char** argv) {
     else if (absl::StartsWith(s, "--dtype=")) a.dtype = s.substr(8);
     else if (absl::StartsWith(s, "--")) return InvalidArgument(absl::StrCat("unknown flag ", s), kUsage);
     else positional.push_back(s);
+    if (absl::StartsWith(s, "--")) a.given.push_back(s.substr(0, s.find('=')));
   }
   if (positional.size() != 2) return InvalidArgument("a command and a checkpoint", kUsage);
   a.command = positional[0];
@@ -82,6 +85,25 @@ absl::StatusOr<Args> Parse(int argc, char** argv) {
     return InvalidArgument(absl::StrCat("--dtype=", a.dtype), "f32, bf16 or f16 (either case)");
   }
   a.dtype = dtype;
+  // A flag the command does not read is refused, not ignored (consolidate
+  // wrote f32 whatever --dtype said).
+  const std::map<std::string, std::set<std::string>> reads = {
+      {"inspect", {}}, {"verify", {}}, {"consolidate", {"--out"}},
+      {"export", {"--out", "--format", "--dtype"}}};
+  for (const std::string& flag : a.given) {
+    if (!reads.at(a.command).contains(flag)) {
+      return InvalidArgument(absl::StrCat(flag, " with ", a.command),
+                             absl::StrCat(a.command, "'s flags: ",
+                                          reads.at(a.command).empty()
+                                              ? "none"
+                                              : absl::StrJoin(reads.at(a.command), ", ")),
+                             kUsage);
+    }
+  }
+  if (a.format == "llmc" && a.dtype == "F16") {
+    return InvalidArgument("--format=llmc --dtype=f16", "f32 or bf16: llm.c's files hold no f16",
+                           "export f16 as --format=safetensors");
+  }
   return a;
 }
 
@@ -213,7 +235,7 @@ absl::Status Run(const Args& a) {
                                 "a checkpoint of //models/gpt:train",
                                 "llm.c's format holds GPT-2 models only");
     }
-    WEFT_RETURN_IF_ERROR(WriteLlmcCheckpoint(a.out, job->model(), weights));
+    WEFT_RETURN_IF_ERROR(WriteLlmcCheckpoint(a.out, job->model(), weights, a.dtype == "BF16"));
   }
   std::printf("wrote %s (%s): %zu weight tensors at step %lld\n", a.out.c_str(), a.format.c_str(),
               weights.size(), static_cast<long long>(c.meta.step()));

@@ -79,6 +79,16 @@ cmp "$tmp/w.bin" "$tmp/w2.bin" || { echo "FAIL: llm.c import/export is not exact
 # Each rank used to refuse the weights it did not hold itself ("weights for
 # parameters this model lacks").
 "$train" "${common[@]}" --steps=1 --init_from="$tmp/w.bin" --metrics_out="$tmp/init1.jsonl"
+# --dtype=bf16: llm.c's version 5 (it wrote f32 whatever --dtype said), half
+# the size, and it trains from within bf16's rounding of the f32 file.
+"$ckpt" export "$tmp/ck" --format=llmc --dtype=bf16 --out="$tmp/w16.bin"
+[ "$(od -An -t d4 -j 4 -N 4 "$tmp/w16.bin" | tr -d ' ')" = 5 ] || { echo "FAIL: bf16 llm.c file is not version 5"; exit 1; }
+[ $(( ($(stat -c %s "$tmp/w.bin") - 1024) / 2 )) -eq $(( $(stat -c %s "$tmp/w16.bin") - 1024 )) ] ||
+  { echo "FAIL: the bf16 llm.c file is not half the f32 one"; exit 1; }
+"$train" "${common[@]}" --steps=1 --init_from="$tmp/w16.bin" --metrics_out="$tmp/init16.jsonl"
+awk 'NR == FNR { a = $2; next } { d = a - $2; if (d < 0) d = -d; exit !(d > 0 && d <= 1e-2 * a) }' \
+  <(losses "$tmp/init1.jsonl") <(losses "$tmp/init16.jsonl") ||
+  { echo "FAIL: bf16 llm.c start: loss $(losses "$tmp/init16.jsonl") vs f32 $(losses "$tmp/init1.jsonl")"; exit 1; }
 # The safetensors export starts a run like the llm.c file (and a run where
 # the recorded model differs in what shapes hide is refused with the flag).
 "$train" "${common[@]}" --steps=1 --init_from="$tmp/w.safetensors" --metrics_out="$tmp/init_st.jsonl"

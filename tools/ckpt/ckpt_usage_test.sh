@@ -23,6 +23,11 @@ expect_error "verify /nonexistent" "no checkpoint at /nonexistent" "--checkpoint
 expect_error "export /nonexistent" "export without --out"
 expect_error "export /nonexistent --out=x --format=onnx" "--format=onnx; expected safetensors or llmc"
 expect_error "export /nonexistent --out=x --dtype=fp8" "--dtype=fp8; expected f32, bf16 or f16"
+# Flags a command does not read are refused (consolidate --dtype wrote f32).
+expect_error "consolidate /nonexistent --out=x --dtype=bf16" "--dtype with consolidate"
+expect_error "inspect /nonexistent --dtype=bf16" "--dtype with inspect; expected inspect's flags: none"
+expect_error "verify /nonexistent --out=x" "--out with verify"
+expect_error "export /nonexistent --out=x --format=llmc --dtype=f16" "llm.c's files hold no f16"
 # Lowercase (the trainer's spelling) and uppercase pass the flag checks and
 # fail only on the missing checkpoint.
 for dtype in bf16 BF16 f16 F32; do
