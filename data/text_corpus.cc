@@ -46,7 +46,14 @@ absl::StatusOr<TrainValSplit> SplitTrainVal(absl::Span<const TextDocument> docum
     const absl::string_view text = doc.text;
     const size_t target = static_cast<size_t>(
         std::floor(static_cast<double>(text.size()) * (1.0 - val_fraction)));
-    const size_t cut = val_fraction == 0.0 ? text.size() : SafeSplitPoint(text, target);
+    size_t cut = val_fraction == 0.0 ? text.size() : SafeSplitPoint(text, target);
+    if (val_fraction > 0.0 && cut == text.size() && target < text.size()) {
+      // No whitespace after the target (CJK, or text without spaces): cut
+      // there anyway, at a character boundary, rather than give up the
+      // validation split. Only the two halves' first and last chunks change.
+      cut = target;
+      while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+    }
     if (cut > 0) split.train.push_back(text.substr(0, cut));
     if (cut < text.size()) split.val.push_back(text.substr(cut));
   }

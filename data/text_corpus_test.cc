@@ -45,6 +45,23 @@ TEST(TextCorpusTest, SplitKeepsEveryByteAndCutsAtASafePoint) {
   EXPECT_FALSE(SplitTrainVal(docs, 1.0).ok());
 }
 
+// Text without whitespace after the cut (CJK, or a corpus with no spaces)
+// used to get no validation split at all; it is cut at the fraction, on a
+// character boundary.
+TEST(TextCorpusTest, TextWithoutWhitespaceStillSplits) {
+  const std::string letters(100, 'a');
+  std::string cjk;
+  for (int i = 0; i < 40; ++i) cjk += "\xe4\xb8\xad";  // U+4E2D, three bytes each
+  std::vector<TextDocument> docs = {{"a", letters}, {"b", cjk}};
+  auto split = SplitTrainVal(docs, 0.2);
+  ASSERT_TRUE(split.ok());
+  ASSERT_EQ(split->val.size(), 2u);
+  EXPECT_EQ(split->val[0].size(), 20u);
+  EXPECT_EQ(std::string(split->train[1]) + std::string(split->val[1]), cjk);
+  EXPECT_EQ(split->val[1].size() % 3, 0u) << "cut inside a character";
+  EXPECT_NEAR(static_cast<double>(split->val[1].size()), 0.2 * cjk.size(), 3);
+}
+
 TEST(TextCorpusTest, EncodingPrependsEndOfTextAndMatchesWholeEncoding) {
   const std::string text = *ReadFileToString(testing::TestdataPath("sample.txt"));
   std::vector<absl::string_view> docs = {text, text};
