@@ -71,7 +71,7 @@ absl::StatusOr<std::unique_ptr<DataLoader>> DataLoader::Create(
         absl::StrCat("each of ", options.world_size, " ranks gets ", per_rank,
                      " samples of ", dataset->Describe(), ", fewer than one batch of ", b),
         "at least batch_size samples per rank with drop_last",
-        "use a smaller batch, fewer ranks, more data, or drop_last=false");
+        "use a smaller --micro_batch or --global_batch, fewer ranks, or more data");
   }
   std::unique_ptr<DataLoader> loader(
       new DataLoader(std::move(dataset), options, *std::move(sampler), batches));
@@ -347,8 +347,8 @@ absl::Status DataLoader::Restore(const LoaderState& state) {
                      ", world size ", options_.world_size, ", shuffle ", options_.shuffle,
                      ", drop_last ", options_.drop_last, ", global batch ",
                      options_.global_batch, " (this loader)"),
-        "resume with the data, batch size, world size and global batch of the checkpointed run "
-        "(the global batch sets the epochs' length)");
+        "resume with the checkpointed run's data, --shuffle and --global_batch (the global batch "
+        "sets the epochs' length); the micro-batch and world size may change");
   }
   if (state.epoch < 0 || state.batch < 0 || state.batch >= batches_per_epoch_) {
     return InvalidArgument(absl::StrCat("loader position epoch ", state.epoch, " batch ",

@@ -57,7 +57,7 @@ absl::StatusOr<DistributedSampler> DistributedSampler::Create(const SamplerOptio
         absl::StrCat("drop_last with ", n, " samples and a global batch of ", g,
                      " leaves no sample per rank"),
         absl::StrCat("at least ", g, " samples"),
-        "use drop_last=false, a smaller global batch or more data");
+        "use a smaller --global_batch or more data");
   }
   return DistributedSampler(options, per_rank);
 }

@@ -105,6 +105,20 @@ TEST(RecomputeStrategyTest, ComposesWithFsdpAndZero3) {
   }
 }
 
+// The model's own type was listed among "this model's module types" by the
+// error that said there was no module of that type.
+TEST(RecomputeStrategyTest, TheModelItselfIsNotAPart) {
+  GptJob job = Job();
+  job.mutable_train()->mutable_parallel()->set_strategy("recompute");
+  job.mutable_train()->mutable_parallel()->set_strategy_options(
+      "recompute_policy=modules,recompute_modules=Gpt");
+  auto run = testing::RunSingleProcess(job);
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.status().message().find("names the model itself (Gpt)"), std::string::npos)
+      << run.status();
+  EXPECT_EQ(run.status().message().find(", Gpt,"), std::string::npos) << run.status();
+}
+
 TEST(RecomputeStrategyTest, UnknownModuleTypeNamesTheModelsTypes) {
   GptJob job = Job();
   job.mutable_train()->mutable_parallel()->set_strategy("recompute");

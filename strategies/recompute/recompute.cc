@@ -61,7 +61,8 @@ absl::Status RecomputeStrategy::Apply(StrategyContext& ctx) {
   std::vector<std::string> pinned;
   std::set<std::string> seen_types;
   for (Module* m : ctx.model().Modules()) {
-    seen_types.insert(m->type_name());
+    // The model itself has no parent to swap it in: only its parts count.
+    if (m != &ctx.model()) seen_types.insert(m->type_name());
     if (m->type_name() == "Recompute") continue;  // never wrap twice
     for (Module* child : m->children()) {
       if (types.count(child->type_name()) == 0) continue;
@@ -80,6 +81,13 @@ absl::Status RecomputeStrategy::Apply(StrategyContext& ctx) {
         "recompute the parent type instead (e.g. TransformerBlock)");
   }
   if (targets.empty()) {
+    if (types.count(ctx.model().type_name()) > 0) {
+      return InvalidArgument(
+          absl::StrCat("recompute_modules=", spec, " names the model itself (",
+                       ctx.model().type_name(), "), which nothing calls through Module"),
+          absl::StrCat("types of the model's parts: ", absl::StrJoin(seen_types, ", ")),
+          "recompute its blocks: recompute_modules=TransformerBlock, or the default policy");
+    }
     return NotFound(absl::StrCat("no module of type ", spec, " to recompute"),
                     absl::StrCat("one of this model's module types: ",
                                  absl::StrJoin(seen_types, ", ")),
