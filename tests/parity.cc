@@ -141,8 +141,10 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
     const comm::CommStats stats = g->stats();
     for (int k = 0; k < comm::kNumOpKinds; ++k) {
       if (stats.by_op[k].calls == 0) continue;
-      run.comm[std::string(comm::OpKindName(static_cast<comm::OpKind>(k)))] +=
-          stats.by_op[k].bus_bytes / static_cast<double>(std::max<int64_t>(1, steps));
+      const std::string kind(comm::OpKindName(static_cast<comm::OpKind>(k)));
+      const double per_step = 1.0 / static_cast<double>(std::max<int64_t>(1, steps));
+      run.comm[kind] += stats.by_op[k].bus_bytes * per_step;
+      run.comm[kind + "_calls"] += stats.by_op[k].calls * per_step;
     }
   }
   const double step_peak = static_cast<double>(device_alloc->Stats().peak_allocated_bytes) - base;

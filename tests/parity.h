@@ -30,7 +30,9 @@ struct ParityRun {
   // The same for every rank (RunMultiProcess; index = rank): pipeline
   // stages differ.
   std::vector<std::map<std::string, double>> rank_memory;
-  std::map<std::string, double> comm;    // bus bytes per op kind per step, rank 0
+  // Per op kind per step, rank 0: bus bytes ("all_gather") and calls
+  // ("all_gather_calls").
+  std::map<std::string, double> comm;
   std::vector<double> comm_mb;           // the step metric comm_mb per step, rank 0
   // Rank 0's strategy and model step metrics (StepStats::extra), per step.
   std::vector<std::map<std::string, double>> step_metrics;

@@ -96,6 +96,31 @@ INSTANTIATE_TEST_SUITE_P(
                       PpCase{"onef1b_pp2_fsdp2_sp2", 2, "1f1b", 1, "params", "sp,fsdp", 1, 2, 2}),
     [](const ::testing::TestParamInfo<PpCase>& i) { return i.param.label; });
 
+// fsdp's root units (the embedding on rank 0) are gathered and reduced by
+// the chunks that use them only: with two chunks a rank, the root's hooks
+// wrap both, and the other chunk's backward reduce-scattered them again
+// (zeros). Rank 0 holds the embedding and one block under either schedule,
+// so both reduce and gather as many units per micro-batch.
+TEST(PipelineFsdp, InterleavedReducesEachUnitOncePerMicroBatch) {
+  GptJob job = testing::TinyGptJob(testing::WriteCorpus(std::getenv("TEST_TMPDIR")));
+  job.mutable_train()->set_steps(3);
+  job.mutable_train()->set_micro_batch(2);
+  ParallelConfig* p = job.mutable_train()->mutable_parallel();
+  p->set_pp(2);
+  p->set_pp_split("layers");
+  p->set_strategy("fsdp");
+  auto one_f_one_b = testing::RunMultiProcess(job, 4);
+  ASSERT_TRUE(one_f_one_b.ok()) << one_f_one_b.status();
+  p->set_pp_schedule("interleaved");
+  p->set_pp_virtual_stages(2);
+  auto interleaved = testing::RunMultiProcess(job, 4);
+  ASSERT_TRUE(interleaved.ok()) << interleaved.status();
+  for (const char* op : {"reduce_scatter_calls", "all_gather_calls"}) {
+    EXPECT_EQ(interleaved->comm[op], one_f_one_b->comm[op]) << op;
+    EXPECT_GT(one_f_one_b->comm[op], 0) << op;
+  }
+}
+
 // A GPT-MoE (every block's MLP a top-2 mixture of 4 experts, balance loss
 // on) through a 2-stage pipeline: the auxiliary loss's gradient is scaled
 // like the main loss's, as in one process.

@@ -1,5 +1,6 @@
 #include "core/parallel/sharded_units.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -217,7 +218,30 @@ absl::Status ShardedUnitsParticipant::Build(StrategyContext& ctx) {
     WEFT_RETURN_IF_ERROR(AddUnit(m->name(), params, ctx));
   }
   const std::vector<Stage> stages = model.Stages();
-  for (Module* m : unit_module_) unit_stages_.push_back(StagesOf(m, stages));
+  auto add_stages_of = [&](const Module* m, std::vector<int>* out) {
+    const auto [first, last] = StagesOf(m, stages);
+    for (int s = first; s >= 0 && s <= last; ++s) {
+      if (std::find(out->begin(), out->end(), s) == out->end()) out->push_back(s);
+    }
+  };
+  for (int u = 0; u < static_cast<int>(unit_module_.size()); ++u) {
+    std::vector<int>& mine = unit_stages_.emplace_back();
+    // A root unit's stages are those of the modules that use its parameters
+    // (the model itself spans every stage): under an interleaved pipeline the
+    // root's hooks wrap every chunk, and a chunk that never touches them
+    // gathered and reduce-scattered the unit (the embedding) for nothing.
+    if (u < num_root_ && units_[u] != nullptr) {
+      for (Module* m : model.Modules()) {
+        std::vector<Parameter*> used = m->held_own_parameters();
+        for (Parameter* p : m->BorrowedParameters()) used.push_back(p);
+        if (std::any_of(used.begin(), used.end(),
+                        [&](Parameter* p) { return units_[u]->Contains(p); })) {
+          add_stages_of(m, &mine);
+        }
+      }
+    }
+    if (mine.empty()) add_stages_of(unit_module_[u], &mine);  // as before: its module's
+  }
   InstallHooks(model);
   ctx.state->grad_norm_sums_dp_shard = true;
   return absl::OkStatus();
@@ -237,8 +261,9 @@ absl::Status ShardedUnitsParticipant::Gathered(int u) {
 // pre-update values, and the next step's forward ran on them.
 bool ShardedUnitsParticipant::Runs(int u, const RunContext& ctx) const {
   if (!ctx.stage_range) return true;
-  const auto [first, last] = unit_stages_[u];
-  return first >= 0 && first < ctx.stage_range->last && last >= ctx.stage_range->first;
+  const auto& range = *ctx.stage_range;
+  return std::any_of(unit_stages_[u].begin(), unit_stages_[u].end(),
+                     [&](int s) { return s >= range.first && s < range.last; });
 }
 
 absl::Status ShardedUnitsParticipant::Prefetch(int u, const RunContext& ctx) {
@@ -253,7 +278,9 @@ void ShardedUnitsParticipant::InstallHooks(Model& model) {
   // The root's hooks wrap every pipeline chunk: prefetch the first (last)
   // unit of the stages that run, not of the model.
   model.AddHook(HP::kPreForward, [this](Module&, RunContext& ctx) -> absl::Status {
-    for (int u = 0; u < num_root_; ++u) WEFT_RETURN_IF_ERROR(Gathered(u));
+    for (int u = 0; u < num_root_; ++u) {
+      if (Runs(u, ctx)) WEFT_RETURN_IF_ERROR(Gathered(u));
+    }
     for (int u = num_root_; u < static_cast<int>(units_.size()); ++u) {
       if (Runs(u, ctx)) return Prefetch(u, ctx);
     }
@@ -262,12 +289,13 @@ void ShardedUnitsParticipant::InstallHooks(Model& model) {
   model.AddHook(HP::kPostForward, [this](Module&, RunContext& ctx) -> absl::Status {
     if (ctx.training) return absl::OkStatus();
     for (int u = 0; u < num_root_; ++u) {
-      if (units_[u] != nullptr) units_[u]->ReleaseFull();
+      if (units_[u] != nullptr && Runs(u, ctx)) units_[u]->ReleaseFull();
     }
     return absl::OkStatus();
   });
   model.AddHook(HP::kPreBackward, [this](Module&, RunContext& ctx) -> absl::Status {
     for (int u = 0; u < num_root_; ++u) {
+      if (!Runs(u, ctx)) continue;
       WEFT_RETURN_IF_ERROR(Gathered(u));
       if (units_[u] != nullptr) WEFT_RETURN_IF_ERROR(units_[u]->PrepareGrads());
     }
@@ -276,9 +304,9 @@ void ShardedUnitsParticipant::InstallHooks(Model& model) {
     }
     return absl::OkStatus();
   });
-  model.AddHook(HP::kGradientsReady, [this](Module&, RunContext&) -> absl::Status {
+  model.AddHook(HP::kGradientsReady, [this](Module&, RunContext& ctx) -> absl::Status {
     for (int u = 0; u < num_root_; ++u) {
-      if (units_[u] == nullptr) continue;
+      if (units_[u] == nullptr || !Runs(u, ctx)) continue;
       WEFT_RETURN_IF_ERROR(ReduceUnit(u));
       units_[u]->ReleaseFull();
     }

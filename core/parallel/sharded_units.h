@@ -91,9 +91,10 @@ class ShardedUnitsParticipant : public StepParticipant {
   std::vector<std::unique_ptr<ShardedGroup>> units_;
   int num_root_ = 1;
   std::vector<Module*> unit_module_;
-  // Per unit, the first and last of the model's Stages() its module runs
-  // in ({-1, -1}: none, e.g. a model without stages).
-  std::vector<std::pair<int, int>> unit_stages_;
+  // Per unit, the indices of the model's Stages() that use its parameters
+  // (its module's, or for a root unit the modules holding or borrowing them;
+  // empty: none, e.g. a model without stages).
+  std::vector<std::vector<int>> unit_stages_;
   absl::flat_hash_map<const Parameter*, int> unit_of_;
   std::vector<Parameter*> kept_;  // sharded over dp_shard by another strategy
   // At most two full gradient buffers in flight.
