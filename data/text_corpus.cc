@@ -47,10 +47,11 @@ absl::StatusOr<TrainValSplit> SplitTrainVal(absl::Span<const TextDocument> docum
     const size_t target = static_cast<size_t>(
         std::floor(static_cast<double>(text.size()) * (1.0 - val_fraction)));
     size_t cut = val_fraction == 0.0 ? text.size() : SafeSplitPoint(text, target);
-    if (val_fraction > 0.0 && cut == text.size() && target < text.size()) {
-      // No whitespace after the target (CJK, or text without spaces): cut
-      // there anyway, at a character boundary, rather than give up the
-      // validation split. Only the two halves' first and last chunks change.
+    if (val_fraction > 0.0 && target < text.size() && cut > target + (text.size() - target) / 2) {
+      // No whitespace soon after the target (CJK, or text without spaces;
+      // a final newline is the only split point): cut there anyway, at a
+      // character boundary, rather than give up most of the validation
+      // split. Only the two halves' first and last chunks change.
       cut = target;
       while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
     }

@@ -52,11 +52,13 @@ TEST(TextCorpusTest, TextWithoutWhitespaceStillSplits) {
   const std::string letters(100, 'a');
   std::string cjk;
   for (int i = 0; i < 40; ++i) cjk += "\xe4\xb8\xad";  // U+4E2D, three bytes each
-  std::vector<TextDocument> docs = {{"a", letters}, {"b", cjk}};
+  // A file ends with a newline: the only whitespace split point.
+  std::vector<TextDocument> docs = {{"a", letters}, {"b", cjk}, {"c", cjk + "\n"}};
   auto split = SplitTrainVal(docs, 0.2);
   ASSERT_TRUE(split.ok());
-  ASSERT_EQ(split->val.size(), 2u);
+  ASSERT_EQ(split->val.size(), 3u);
   EXPECT_EQ(split->val[0].size(), 20u);
+  EXPECT_GT(split->val[2].size(), 20u) << "only the final newline went to validation";
   EXPECT_EQ(std::string(split->train[1]) + std::string(split->val[1]), cjk);
   EXPECT_EQ(split->val[1].size() % 3, 0u) << "cut inside a character";
   EXPECT_NEAR(static_cast<double>(split->val[1].size()), 0.2 * cjk.size(), 3);

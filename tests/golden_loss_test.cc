@@ -3,7 +3,8 @@
 // sampler or initializer that alters the math moves these by far more than
 // the tolerance, which only absorbs BLAS summation-order differences
 // between CPU models. Regenerate deliberately, never to make a test pass.
-// Last regenerated when the LR schedule moved to llm.c's (step 4 on).
+// Last regenerated when the LR schedule moved to llm.c's (step 4 on; step 2
+// moved in its last digits).
 #include <cmath>
 #include <cstdio>
 

@@ -31,13 +31,14 @@ reference --weft_runs="$(IFS=';'; echo "${layouts[*]}")" \
   --sample="$TEST_SRCDIR/weft/models/gpt/sample"
 # A GPT with mixture-of-experts blocks (from a safetensors file in weft's
 # names): capacity drops, the balance and z losses, two routing groups, and
-# expert parallelism under fsdp, pp x fsdp and tp x fsdp (each rank's
+# expert parallelism under fsdp, pp x fsdp, tp x fsdp and cp x fsdp (each rank's
 # micro-batch is one routing group: the reference's groups of micro 4).
 moe_layouts=(
   ""
   "--nproc_per_node=2 --ep=2 --strategy=fsdp --micro_batch=2 --moe_routing_groups=1"
   "--nproc_per_node=4 --ep=2 --pp=2 --strategy=expert,fsdp --micro_batch=2 --moe_routing_groups=1"
   "--nproc_per_node=4 --ep=2 --tp=2 --strategy=tp,fsdp --micro_batch=2 --moe_routing_groups=1"
+  "--nproc_per_node=4 --ep=2 --cp=2 --strategy=fsdp --micro_batch=2 --moe_routing_groups=1"
 )
 reference --moe_every=2 --micro_batch=4 --routing_groups=2 --capacity_factor=1.25 \
   --z_coef=0.001 --weft_runs="$(IFS=';'; echo "${moe_layouts[*]}")"

@@ -96,8 +96,10 @@ absl::StatusOr<ShardedUnitsParticipant::Config> ShardedUnitsParticipant::ConfigF
     config.wrap_types.insert(std::string(t));
   }
   if (value != default_wrap) {
-    std::set<std::string> types;
-    for (Module* m : ctx.model().Modules()) types.insert(m->type_name());
+    std::set<std::string> types;  // the model's parts: the root is never wrapped
+    for (Module* m : ctx.model().Modules()) {
+      if (m != &ctx.model()) types.insert(m->type_name());
+    }
     std::vector<std::string> unknown;
     for (const std::string& t : config.wrap_types) {
       if (types.count(t) == 0) unknown.push_back(t);

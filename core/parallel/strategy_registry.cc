@@ -82,7 +82,7 @@ absl::Status LoadStrategyPlugin(const std::string& path) {
                               "a shared object built against this weft",
                               "build it as a cc_binary with linkshared = True");
   }
-  if (!loaded->insert(handle).second) return absl::OkStatus();
+  if (loaded->contains(handle)) return absl::OkStatus();
   // Registrations run in the library's constructors, during dlopen.
   if (RegisteredStrategies().size() == before) {
     return FailedPrecondition(absl::StrCat("strategy plugin '", path, "' registered no strategy"),
@@ -90,6 +90,7 @@ absl::Status LoadStrategyPlugin(const std::string& path) {
                               "check that --plugin names the plugin's .so and that its "
                               "WEFT_REGISTER_STRATEGY line is compiled into it");
   }
+  loaded->insert(handle);
   return absl::OkStatus();
 }
 

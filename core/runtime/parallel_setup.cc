@@ -57,10 +57,12 @@ absl::StatusOr<std::vector<std::string>> StrategyNames(const ParallelConfig& c, 
   if (pp > 1 && std::find(names.begin(), names.end(), "pp") == names.end()) {
     names.insert(names.begin(), "pp");
   }
-  // --ep > 1 implies the expert strategy, and (named or implied) ddp for the
-  // dense weights unless a data-parallel strategy is named.
-  if (c.ep() > 1) {
-    if (std::find(names.begin(), names.end(), "expert") == names.end()) names.push_back("expert");
+  // --ep > 1 implies the expert strategy; expert, named or implied, brings
+  // ddp for the dense weights unless a data-parallel strategy is named.
+  if (c.ep() > 1 && std::find(names.begin(), names.end(), "expert") == names.end()) {
+    names.push_back("expert");
+  }
+  if (world_size > 1 && std::find(names.begin(), names.end(), "expert") != names.end()) {
     const bool has_dp = std::any_of(names.begin(), names.end(), [](const std::string& n) {
       return n == "dp" || n == "ddp" || n == "zero" || n == "fsdp";
     });

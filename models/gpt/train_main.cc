@@ -137,8 +137,8 @@ absl::Status Run(const GptJob& given) {
       return FailedPrecondition(
           absl::StrCat(from, " was trained with another tokenizer than this job's data gives"),
           "the tokenizer the weights were trained with: token ids index the embedding rows",
-          "pass --tokenizer=FILE with the file's tokenizer (//tools:ckpt inspect of the "
-          "checkpoint shows it), or data tokenized with it");
+          "pass --tokenizer=FILE with the weights' tokenizer (//tools:ckpt export CHECKPOINT "
+          "--format=tokenizer --out=FILE writes it), or data tokenized with it");
     }
     WEFT_ASSIGN_OR_RETURN(std::vector<std::string> kept, trainer->LoadWeights(weights));
     if (!kept.empty()) {

@@ -143,7 +143,8 @@ bool UsableDir(const std::string& dir) {
   if (std::filesystem::is_directory(dir, ec) && std::filesystem::is_empty(dir, ec)) return true;
   std::fprintf(stderr,
                "error: --dir=%s exists and is not an empty directory; expected a new or empty "
-               "directory, since the benchmark removes it at the end. Hint: pass another --dir\n",
+               "directory, since the benchmark removes it at the end. Hint: pass another --dir, "
+               "or remove it if an interrupted run of this benchmark left it\n",
                dir.c_str());
   return false;
 }

@@ -6,11 +6,12 @@
 //   consolidate  --out=FILE: one safetensors file with the full state
 //                (parameters and optimizer state, unsharded) and the run's
 //                metadata
-//   export       --format=safetensors|llmc --out=FILE [--dtype=f32|bf16|f16]:
+//   export       --format=safetensors|llmc|tokenizer --out=FILE [--dtype=f32|bf16|f16]:
 //                model weights only, for the safetensors Python package or
-//                for llm.c (GPT checkpoints)
+//                for llm.c (GPT checkpoints); or a text job's tokenizer file
 //
 // CHECKPOINT is a step directory, or a --checkpoint_dir (its newest one).
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -27,6 +28,7 @@
 #include "checkpoint/layout.h"
 #include "checkpoint/loader.h"
 #include "checkpoint/safetensors.h"
+#include "core/base/atomic_file.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "models/gpt/gpt.h"
@@ -42,7 +44,8 @@ namespace {
 constexpr char kUsage[] =
     "usage: ckpt inspect|verify CHECKPOINT\n"
     "       ckpt consolidate CHECKPOINT --out=FILE.safetensors\n"
-    "       ckpt export CHECKPOINT --format=safetensors|llmc --out=FILE [--dtype=f32|bf16|f16]\n"
+    "       ckpt export CHECKPOINT --format=safetensors|llmc|tokenizer --out=FILE "
+    "[--dtype=f32|bf16|f16]\n"
     "CHECKPOINT: a step_<N> directory, or a checkpoint directory (its newest step)";
 
 struct Args {
@@ -66,9 +69,13 @@ absl::StatusOr<Args> Parse(int argc, char** argv) {
   a.command = positional[0];
   a.path = weft::ResolveUserPath(positional[1]);
   a.out = weft::ResolveUserPath(a.out);
-  // Checked before the checkpoint is opened, so a typo is named as one.
-  const std::set<std::string> commands = {"inspect", "verify", "consolidate", "export"};
-  if (!commands.contains(a.command)) {
+  // Checked before the checkpoint is opened, so a typo is named as one. Each
+  // command's flags: one it does not read is refused, not ignored
+  // (consolidate wrote f32 whatever --dtype said).
+  const std::map<std::string, std::set<std::string>> reads = {
+      {"inspect", {}}, {"verify", {}}, {"consolidate", {"--out"}},
+      {"export", {"--out", "--format", "--dtype"}}};
+  if (!reads.contains(a.command)) {
     return InvalidArgument(absl::StrCat("unknown command '", a.command, "'"),
                            "inspect, verify, consolidate or export", kUsage);
   }
@@ -76,8 +83,8 @@ absl::StatusOr<Args> Parse(int argc, char** argv) {
   if (writes && a.out.empty()) {
     return InvalidArgument(absl::StrCat(a.command, " without --out"), "--out=FILE", kUsage);
   }
-  if (a.format != "safetensors" && a.format != "llmc") {
-    return InvalidArgument(absl::StrCat("--format=", a.format), "safetensors or llmc");
+  if (a.format != "safetensors" && a.format != "llmc" && a.format != "tokenizer") {
+    return InvalidArgument(absl::StrCat("--format=", a.format), "safetensors, llmc or tokenizer");
   }
   // Either case: the trainer's --dtype is lowercase, safetensors' uppercase.
   const std::string dtype = absl::AsciiStrToUpper(a.dtype);
@@ -85,11 +92,6 @@ absl::StatusOr<Args> Parse(int argc, char** argv) {
     return InvalidArgument(absl::StrCat("--dtype=", a.dtype), "f32, bf16 or f16 (either case)");
   }
   a.dtype = dtype;
-  // A flag the command does not read is refused, not ignored (consolidate
-  // wrote f32 whatever --dtype said).
-  const std::map<std::string, std::set<std::string>> reads = {
-      {"inspect", {}}, {"verify", {}}, {"consolidate", {"--out"}},
-      {"export", {"--out", "--format", "--dtype"}}};
   for (const std::string& flag : a.given) {
     if (!reads.at(a.command).contains(flag)) {
       return InvalidArgument(absl::StrCat(flag, " with ", a.command),
@@ -99,6 +101,10 @@ absl::StatusOr<Args> Parse(int argc, char** argv) {
                                               : absl::StrJoin(reads.at(a.command), ", ")),
                              kUsage);
     }
+  }
+  if (a.format == "tokenizer" &&
+      std::find(a.given.begin(), a.given.end(), "--dtype") != a.given.end()) {
+    return InvalidArgument("--dtype with --format=tokenizer", "no --dtype: a tokenizer is text");
   }
   if (a.format == "llmc" && a.dtype == "F16") {
     return InvalidArgument("--format=llmc --dtype=f16", "f32 or bf16: llm.c's files hold no f16",
@@ -212,6 +218,17 @@ absl::Status Run(const Args& a) {
         a.out, full, {.dtype = "F32", .metadata = RunMetadata(c, "weft-consolidated")}));
     std::printf("wrote %s: %zu tensors (parameters and optimizer state) at step %lld\n",
                 a.out.c_str(), full.size(), static_cast<long long>(c.meta.step()));
+    return absl::OkStatus();
+  }
+  if (a.format == "tokenizer") {  // the text job's tokenizer file, for --tokenizer=FILE
+    if (c.meta.tokenizer().empty()) {
+      return FailedPrecondition(absl::StrCat(c.dir, " carries no tokenizer"),
+                                "a checkpoint of a text job (they save their tokenizer)");
+    }
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> file, AtomicFileWriter::Open(a.out));
+    WEFT_RETURN_IF_ERROR(file->Write(c.meta.tokenizer()));
+    WEFT_RETURN_IF_ERROR(file->Commit());
+    std::printf("wrote %s (tokenizer) from %s\n", a.out.c_str(), c.dir.c_str());
     return absl::OkStatus();
   }
   WEFT_ASSIGN_OR_RETURN(auto weights, ReadFullTensors(c, [](const std::string& name) {

@@ -37,7 +37,9 @@ std::vector<std::string> ResolvePlugins(google::protobuf::Message* job) {
   std::vector<std::string> paths;
   for (absl::string_view p : absl::StrSplit(m->GetReflection()->GetString(*m, f), ',',
                                             absl::SkipEmpty())) {
-    paths.push_back(ResolveUserPath(std::string(p)));
+    // A bare name ("libfoo.so") is for the dynamic linker's search path.
+    const std::string path(p);
+    paths.push_back(path.find('/') == std::string::npos ? path : ResolveUserPath(path));
   }
   if (!paths.empty()) m->GetReflection()->SetString(m, f, absl::StrJoin(paths, ","));
   return paths;
