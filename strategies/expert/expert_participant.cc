@@ -39,16 +39,16 @@ absl::Status ExpertParticipant::ReduceGradNormSq(Tensor& norm_sq) {
   WEFT_RETURN_IF_ERROR(
       GradNormSquared(*ops_, kernel_, experts_, model_parallel_.get(), experts));
   if (state_->grad_norm_sums_dp_shard) {
-    // This rank's share: each expert block is on every rank of replicas_.
+    // fsdp sums over dp_shard next: this rank's share, as each expert block
+    // is on every rank of replicas_.
     const int holders = replicas_ != nullptr ? replicas_->size() : 1;
     WEFT_RETURN_IF_ERROR(ops_->Scale(kernel_, experts, 1.0f / static_cast<float>(holders)));
-    WEFT_RETURN_IF_ERROR(GradNormSquared(*ops_, kernel_, dense_, model_parallel_.get(), norm_sq));
-    return ops_->Add(kernel_, norm_sq, norm_sq, experts);
+  } else {
+    WEFT_RETURN_IF_ERROR(Annotate(
+        ep_group_->AllReduce(experts, {.op = comm::ReduceOp::kSum, .stream = kernel_.stream})
+            ->Wait(),
+        "gradient norm over the ep group"));
   }
-  WEFT_RETURN_IF_ERROR(Annotate(
-      ep_group_->AllReduce(experts, {.op = comm::ReduceOp::kSum, .stream = kernel_.stream})
-          ->Wait(),
-      "gradient norm over the ep group"));
   WEFT_RETURN_IF_ERROR(GradNormSquared(*ops_, kernel_, dense_, model_parallel_.get(), norm_sq));
   return ops_->Add(kernel_, norm_sq, norm_sq, experts);
 }
