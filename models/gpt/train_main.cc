@@ -146,7 +146,7 @@ absl::Status Run(const GptJob& given) {
                                 "every parameter of the model in the file");
     }
     std::printf("initialized from %s %s\n",
-                IsSafetensorsPath(from) ? "safetensors weights" : "llm.c checkpoint", from.c_str());
+                IsSafetensorsFile(from) ? "safetensors weights" : "llm.c checkpoint", from.c_str());
   }
   WEFT_RETURN_IF_ERROR(trainer->Run());
   return report::FinishRunReport(trainer->config(), trainer->parallel().world_rank);

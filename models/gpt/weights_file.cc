@@ -1,10 +1,10 @@
 #include "models/gpt/weights_file.h"
 
+#include <fstream>
 #include <optional>
 #include <utility>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "checkpoint/safetensors.h"
@@ -45,7 +45,11 @@ absl::StatusOr<SafetensorsWeights> ReadSafetensorsWeights(const std::string& pat
 
 }  // namespace
 
-bool IsSafetensorsPath(const std::string& path) { return absl::EndsWith(path, ".safetensors"); }
+bool IsSafetensorsFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[9] = {};
+  return in.read(head, sizeof(head)) && head[8] == '{';
+}
 
 absl::Status CheckSameArchitecture(const GptConfig& recorded, const GptConfig& model,
                                    const std::string& what) {
@@ -57,8 +61,14 @@ absl::Status CheckSameArchitecture(const GptConfig& recorded, const GptConfig& m
   };
   expect_equal("n_head", recorded.n_head(), model.n_head());
   // 0 is "the data's": known in a resolved job, which checkpoints record.
-  if (recorded.vocab_size() > 0 && model.vocab_size() > 0) {
-    expect_equal("vocab_size", recorded.vocab_size(), model.vocab_size());
+  // The vocabulary comes from the tokenizer, so that is what to pass.
+  if (recorded.vocab_size() > 0 && model.vocab_size() > 0 &&
+      recorded.vocab_size() != model.vocab_size()) {
+    diffs.push_back(absl::StrCat("vocab_size ", recorded.vocab_size(), " in ", what, " vs ",
+                                 model.vocab_size(), " in the model"));
+    flags.push_back(
+        "--tokenizer=FILE with the weights' tokenizer (//tools:ckpt export CHECKPOINT "
+        "--format=tokenizer writes it)");
   }
   if (recorded.moe_every() > 0 && model.moe_every() > 0) {
     expect_equal("top_k", recorded.top_k(), model.top_k());
@@ -77,7 +87,7 @@ absl::Status CheckSameArchitecture(const GptConfig& recorded, const GptConfig& m
 absl::StatusOr<GptWeights> ReadInitWeights(const std::string& path, const GptConfig& model,
                                            std::string* tokenizer) {
   if (tokenizer != nullptr) tokenizer->clear();
-  if (!IsSafetensorsPath(path)) return ReadLlmcCheckpoint(path, model);
+  if (!IsSafetensorsFile(path)) return ReadLlmcCheckpoint(path, model);
   WEFT_ASSIGN_OR_RETURN(SafetensorsWeights file, ReadSafetensorsWeights(path));
   if (file.job) WEFT_RETURN_IF_ERROR(CheckSameArchitecture(file.job->model(), model, path));
   if (tokenizer != nullptr) *tokenizer = std::move(file.tokenizer);
@@ -86,7 +96,7 @@ absl::StatusOr<GptWeights> ReadInitWeights(const std::string& path, const GptCon
 
 absl::StatusOr<WeightsFile> ReadWeightsFile(const std::string& path) {
   WeightsFile out;
-  if (!IsSafetensorsPath(path)) {
+  if (!IsSafetensorsFile(path)) {
     WEFT_ASSIGN_OR_RETURN(out.model, LlmcConfig(path));
     WEFT_ASSIGN_OR_RETURN(out.weights, ReadLlmcCheckpoint(path, out.model));
     out.seq_len = out.model.max_seq_len();

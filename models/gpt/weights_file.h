@@ -3,7 +3,8 @@
 // weft's parameter names and shapes, as `//tools:ckpt export
 // --format=safetensors` writes it, or any program that writes those names
 // (PyTorch's safetensors package, or tests/torch_reference.py by hand).
-// Which one is told by the name: *.safetensors, anything else is llm.c's.
+// Which one is told by the contents: safetensors starts with an 8-byte
+// header length and then the JSON header's '{'; anything else is llm.c's.
 #ifndef WEFT_MODELS_GPT_WEIGHTS_FILE_H_
 #define WEFT_MODELS_GPT_WEIGHTS_FILE_H_
 
@@ -16,7 +17,7 @@
 
 namespace weft {
 
-bool IsSafetensorsPath(const std::string& path);
+bool IsSafetensorsFile(const std::string& path);
 
 // What parameter shapes do not show: n_head, vocab_size (within the padded
 // rows), top_k, tie_weights. OK when `recorded` (the model a file or a

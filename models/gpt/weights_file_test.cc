@@ -103,6 +103,8 @@ TEST(WeightsFileTest, RecordedVocabularyMustMatch) {
   EXPECT_NE(s.message().find("vocab_size 107 in w.safetensors vs 54 in the model"),
             std::string::npos)
       << s;
+  // The vocabulary follows the tokenizer: the hint names that, not vocab_size.
+  EXPECT_NE(s.message().find("--tokenizer=FILE"), std::string::npos) << s;
   file.set_vocab_size(0);  // unresolved: nothing to compare
   EXPECT_TRUE(CheckSameArchitecture(file, model, "w.safetensors").ok());
 }
@@ -128,11 +130,22 @@ TEST(WeightsFileTest, SamplingTakesTheRecordedModelWindowAndTokenizer) {
   EXPECT_NE(bare.status().message().find("records no model"), std::string::npos) << bare.status();
 }
 
-TEST(WeightsFileTest, OtherNamesAreLlmcFiles) {
+// The contents tell the format, not the name (a *.st or *.weights file of
+// safetensors got llm.c's "starts with magic 3744").
+TEST(WeightsFileTest, SafetensorsUnderAnyName) {
+  const GptConfig c = Tiny();
+  const std::string path = WriteExport("weights.st", WeightsOf(c, 5), &c);
+  EXPECT_TRUE(IsSafetensorsFile(path));
+  absl::StatusOr<GptWeights> got = ReadInitWeights(path, c);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->size(), WeightsOf(c, 5).size());
+}
+
+TEST(WeightsFileTest, OtherFilesAreLlmcFiles) {
   const GptConfig c = Tiny();
   const std::string path = TempPath("w.bin");
   ASSERT_TRUE(WriteLlmcCheckpoint(path, c, WeightsOf(c, 5)).ok());
-  EXPECT_FALSE(IsSafetensorsPath(path));
+  EXPECT_FALSE(IsSafetensorsFile(path));
   absl::StatusOr<WeightsFile> f = ReadWeightsFile(path);
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ(f->seq_len, c.max_seq_len());
