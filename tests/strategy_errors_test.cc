@@ -151,6 +151,17 @@ TEST(StrategyErrorsTest, NamedExpertGetsDdpLikeImpliedExpert) {
   testing::ExpectParity(*implied, *named, 0, 0, "--strategy=expert vs --ep alone");
 }
 
+TEST(StrategyErrorsTest, Stage3WrapAtStage1) {
+  GptJob job = Job();
+  job.mutable_train()->mutable_parallel()->set_strategy("zero");
+  job.mutable_train()->mutable_parallel()->set_strategy_options("zero_stage=1,zero3_wrap=Linear");
+  job.mutable_train()->set_micro_batch(4);
+  auto r = testing::RunMultiProcess(job, 2);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("zero3_wrap=Linear with zero_stage=1"), std::string::npos)
+      << r.status();
+}
+
 TEST(StrategyErrorsTest, SeveralRanksWithoutAStrategy) {
   GptJob job = Job();
   job.mutable_train()->set_micro_batch(4);

@@ -40,6 +40,13 @@ absl::Status ZeroStrategy::Validate(const StrategyOptionSet& options,
     return InvalidArgument(absl::StrCat("bucket_mb=", options.GetDouble("bucket_mb")),
                            "bucket_mb > 0");
   }
+  // Units are stage 3's: at 1 or 2 the option would be read by nothing.
+  if (stage != 3 && options.GetString("zero3_wrap") != kDefaultStage3Wrap) {
+    return InvalidArgument(
+        absl::StrCat("zero3_wrap=", options.GetString("zero3_wrap"), " with zero_stage=", stage),
+        "zero3_wrap only with zero_stage=3 (stages 1 and 2 gather no parameters)",
+        "drop zero3_wrap, or use --zero_stage=3");
+  }
   return absl::OkStatus();
 }
 
