@@ -1,5 +1,6 @@
 // Bad parallel configurations end with clear errors on every rank, never a
 // hang or a wrong result.
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -149,6 +150,13 @@ TEST(StrategyErrorsTest, NamedExpertGetsDdpLikeImpliedExpert) {
   auto named = testing::RunMultiProcess(job, 2);
   ASSERT_TRUE(named.ok()) << named.status();
   testing::ExpectParity(*implied, *named, 0, 0, "--strategy=expert vs --ep alone");
+  // Without --ep it splits nothing, and says so.
+  job.mutable_train()->mutable_parallel()->set_ep(1);
+  auto whole = testing::RunMultiProcess(job, 2);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_TRUE(std::any_of(whole->notes.begin(), whole->notes.end(), [](const std::string& n) {
+    return n.find("expert with ep=1") != std::string::npos;
+  }));
 }
 
 TEST(StrategyErrorsTest, Stage3WrapAtStage1) {

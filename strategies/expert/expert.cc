@@ -59,6 +59,10 @@ absl::Status ExpertStrategy::Apply(StrategyContext& ctx) {
           "num_experts a multiple of ep", "choose --num_experts or --ep so that ep divides it");
     }
   }
+  if (ep == 1 && ctx.mesh != nullptr && ctx.mesh->world_size() > 1) {
+    ctx.state->notes.push_back(
+        "expert with ep=1: every rank holds all experts (set --ep to split them over ranks)");
+  }
   if (ep == 1 || ctx.mesh == nullptr) return absl::OkStatus();
 
   // My ep block along dp_shard, and the same position in the other blocks.
