@@ -159,6 +159,21 @@ TEST(StrategyErrorsTest, NamedExpertGetsDdpLikeImpliedExpert) {
   }));
 }
 
+// An empty wrap list is legal (one unit) but worth a word: it used to train
+// without one.
+TEST(StrategyErrorsTest, EmptyWrapListIsNoted) {
+  GptJob job = Job();
+  job.mutable_train()->set_steps(1);
+  job.mutable_train()->mutable_parallel()->set_strategy("fsdp");
+  job.mutable_train()->mutable_parallel()->set_strategy_options("fsdp_wrap=");
+  job.mutable_train()->set_micro_batch(4);
+  auto r = testing::RunMultiProcess(job, 2);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(std::any_of(r->notes.begin(), r->notes.end(), [](const std::string& n) {
+    return n.find("fsdp_wrap is empty") != std::string::npos;
+  }));
+}
+
 TEST(StrategyErrorsTest, Stage3WrapAtStage1) {
   GptJob job = Job();
   job.mutable_train()->mutable_parallel()->set_strategy("zero");

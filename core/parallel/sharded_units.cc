@@ -95,6 +95,11 @@ absl::StatusOr<ShardedUnitsParticipant::Config> ShardedUnitsParticipant::ConfigF
   for (absl::string_view t : absl::StrSplit(value, '|', absl::SkipEmpty())) {
     config.wrap_types.insert(std::string(t));
   }
+  if (value != default_wrap && config.wrap_types.empty()) {
+    ctx.state->notes.push_back(absl::StrCat(
+        strategy, ": ", wrap_option, " is empty: the whole model is one unit, gathered whole "
+        "for every forward and backward (parameters take ddp's memory while it runs)"));
+  }
   if (value != default_wrap) {
     std::set<std::string> types;  // the model's parts: the root is never wrapped
     for (Module* m : ctx.model().Modules()) {
