@@ -69,19 +69,26 @@ absl::StatusOr<GptJob> ResolveAutoLayout(const GptJob& job) {
   return planned;
 }
 
-// After a resume: says when MoE routing groups changed with the layout
-// (moe_resume_note.h). A checkpoint without a readable GPT job says nothing.
-void NoteMoeRoutingOnResume(const GptJob& job, Trainer& trainer) {
+// The GPT job the resumed checkpoint records; none without a resume, or
+// for a checkpoint without a readable GPT job.
+std::optional<GptJob> ResumedJob(const Trainer& trainer) {
   const ckpt::Metadata* meta = trainer.resumed_from();
-  if (meta == nullptr || job.model().moe_every() <= 0) return;
+  if (meta == nullptr) return std::nullopt;
   absl::StatusOr<GptJob> saved = ParseRecordedGptJob(meta->job_config(), "the resumed checkpoint");
-  if (!saved.ok()) return;
+  if (!saved.ok()) return std::nullopt;
+  return *std::move(saved);
+}
+
+// After a resume: says when MoE routing groups changed with the layout
+// (moe_resume_note.h).
+void NoteMoeRoutingOnResume(const GptJob& job, const GptJob& saved, Trainer& trainer) {
+  if (job.model().moe_every() <= 0) return;
   int saved_dp = 1;
-  for (const ckpt::MeshAxis& a : meta->mesh()) {
+  for (const ckpt::MeshAxis& a : trainer.resumed_from()->mesh()) {
     if (a.name() == "dp_replicate" || a.name() == "dp_shard") saved_dp *= a.size();
   }
   const std::string note =
-      MoeRoutingResumeNote(*saved, saved_dp, job, static_cast<int>(trainer.parallel().dp_size));
+      MoeRoutingResumeNote(saved, saved_dp, job, static_cast<int>(trainer.parallel().dp_size));
   if (!note.empty()) {
     trainer.logger().Print(note);
     trainer.logger().Log(MetricsLogger::Record().AddString("note", note), /*to_console=*/false);
@@ -111,16 +118,13 @@ absl::Status Run(const GptJob& given) {
   if (job.sample_every() > 0) {
     WEFT_ASSIGN_OR_RETURN(*sampler, TrainSampler::Create(job, *trainer));
   }
-  if (const ckpt::Metadata* meta = trainer->resumed_from(); meta != nullptr) {
+  if (const std::optional<GptJob> saved = ResumedJob(*trainer)) {
     // Shapes were checked on load; n_head and the like are not in them.
-    absl::StatusOr<GptJob> saved = ParseRecordedGptJob(meta->job_config(), o.config.resume());
-    if (saved.ok()) {
-      WEFT_RETURN_IF_ERROR(CheckSameArchitecture(
-          saved->model(), resolved->model(),
-          absl::StrCat("the resumed checkpoint (--resume=", job.train().resume(), ")")));
-    }
+    WEFT_RETURN_IF_ERROR(CheckSameArchitecture(
+        saved->model(), resolved->model(),
+        absl::StrCat("the resumed checkpoint (--resume=", job.train().resume(), ")")));
+    NoteMoeRoutingOnResume(*resolved, *saved, *trainer);
   }
-  NoteMoeRoutingOnResume(*resolved, *trainer);
   if (!job.init_from().empty() && !job.train().resume().empty()) {
     trainer->logger().Print(absl::StrCat("--init_from=", job.init_from(),
                                          " is not read: --resume continues its checkpoint"));
