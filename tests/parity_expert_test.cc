@@ -109,55 +109,14 @@ INSTANTIATE_TEST_SUITE_P(
 
 // ep2 x pp2 x fsdp2 on 4 ranks: each stage's experts split over its 2
 // data-parallel ranks, fsdp sharding the dense weights over the same 2.
-// The clipping norm must hold every stage's experts once: fsdp used to
-// rebuild the norm from its own rank's pieces and drop the other stage's
-// sum (and ep's), so the stages clipped differently. 2 micro-batches of 2
-// per data-parallel rank, routed like the reference's micro-batches of 4
-// in 2 groups. 1f1b with experts on the second stage only (block 1), gpipe
-// with experts on both.
-TEST(ExpertPipelineParityTest, Ep2Pp2Fsdp2MatchesOneProcess) {
-  const std::pair<const char*, int> cases[] = {{"1f1b", 2}, {"gpipe", 1}};
-  for (const auto& [schedule, moe_every] : cases) {
-    GptJob job = Job();
-    job.mutable_model()->set_moe_every(moe_every);
-    job.mutable_train()->set_steps(8);
-    job.mutable_train()->set_micro_batch(4);
-    job.mutable_model()->set_moe_routing_groups(2);
-    auto single = testing::RunSingleProcess(job);
-    ASSERT_TRUE(single.ok()) << single.status();
-    job.mutable_model()->set_moe_routing_groups(1);
-    job.mutable_train()->set_micro_batch(2);
-    ParallelConfig* p = job.mutable_train()->mutable_parallel();
-    p->set_ep(2);
-    p->set_pp(2);
-    p->set_pp_schedule(schedule);
-    p->set_pp_split("layers");
-    p->set_strategy("expert,fsdp");
-    auto multi = testing::RunMultiProcess(job, 4);
-    ASSERT_TRUE(multi.ok()) << multi.status();
-    const std::string label = std::string("ep2 x pp2 x fsdp2 ") + schedule +
-                              " moe_every=" + std::to_string(moe_every);
-    testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, label);
-    testing::ExpectGradNormsMatch(*single, *multi, kLossRtol, label);
-    std::printf("%s: max loss rdiff %.2e, grad norm rdiff %.2e, param diff %.2e\n",
-                label.c_str(), testing::MaxLossRelDiff(*multi, *single),
-                testing::MaxGradNormRelDiff(*multi, *single),
-                testing::MaxRelativeDifference(multi->params, single->params));
-  }
-}
-
-// 8 ranks: pp2 x dp4 with ep2, so each expert block has two replicas per
-// stage whose gradients are all-reduced. The stage without experts (block 0)
-// used to fail there on the other stage's experts ("tensor is an undefined
-// tensor"). Micro-batches of 2 per data-parallel rank route like the
-// reference's micro-batches of 8 in 4 groups.
-TEST(ExpertPipelineParityTest, Ep2ReplicasPp2Fsdp4MatchesOneProcess) {
-  GptJob job = Job();
-  job.mutable_model()->set_moe_every(2);
-  job.mutable_train()->set_steps(3);
-  job.mutable_train()->set_global_batch(16);
-  job.mutable_train()->set_micro_batch(8);
-  job.mutable_model()->set_moe_routing_groups(4);
+// ep2 x pp2 x fsdp over `world` ranks against one process: each of the
+// world / 2 data-parallel ranks runs micro-batches of 2, routed like the
+// reference's micro-batches of 2 x dp in dp groups. Losses, gradient norms
+// and parameters.
+void ExpectEp2Pp2FsdpMatchesOneProcess(GptJob job, int world, const std::string& label) {
+  const int dp = world / 2;
+  job.mutable_train()->set_micro_batch(2 * dp);
+  job.mutable_model()->set_moe_routing_groups(dp);
   auto single = testing::RunSingleProcess(job);
   ASSERT_TRUE(single.ok()) << single.status();
   job.mutable_model()->set_moe_routing_groups(1);
@@ -167,10 +126,42 @@ TEST(ExpertPipelineParityTest, Ep2ReplicasPp2Fsdp4MatchesOneProcess) {
   p->set_pp(2);
   p->set_pp_split("layers");
   p->set_strategy("expert,fsdp");
-  auto multi = testing::RunMultiProcess(job, 8);
+  auto multi = testing::RunMultiProcess(job, world);
   ASSERT_TRUE(multi.ok()) << multi.status();
-  testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, "ep2 replicas x pp2 x fsdp4");
-  testing::ExpectGradNormsMatch(*single, *multi, kLossRtol, "ep2 replicas x pp2 x fsdp4");
+  testing::ExpectParity(*single, *multi, kLossRtol, kParamTol, label);
+  testing::ExpectGradNormsMatch(*single, *multi, kLossRtol, label);
+  std::printf("%s: max loss rdiff %.2e, grad norm rdiff %.2e, param diff %.2e\n", label.c_str(),
+              testing::MaxLossRelDiff(*multi, *single), testing::MaxGradNormRelDiff(*multi, *single),
+              testing::MaxRelativeDifference(multi->params, single->params));
+}
+
+// The clipping norm must hold every stage's experts once: fsdp used to
+// rebuild the norm from its own rank's pieces and drop the other stage's
+// sum (and ep's), so the stages clipped differently. 1f1b with experts on
+// the second stage only (block 1), gpipe with experts on both.
+TEST(ExpertPipelineParityTest, Ep2Pp2Fsdp2MatchesOneProcess) {
+  const std::pair<const char*, int> cases[] = {{"1f1b", 2}, {"gpipe", 1}};
+  for (const auto& [schedule, moe_every] : cases) {
+    GptJob job = Job();
+    job.mutable_model()->set_moe_every(moe_every);
+    job.mutable_train()->set_steps(8);
+    job.mutable_train()->mutable_parallel()->set_pp_schedule(schedule);
+    ExpectEp2Pp2FsdpMatchesOneProcess(job, 4,
+                                      std::string("ep2 x pp2 x fsdp2 ") + schedule +
+                                          " moe_every=" + std::to_string(moe_every));
+  }
+}
+
+// 8 ranks: pp2 x dp4 with ep2, so each expert block has two replicas per
+// stage whose gradients are all-reduced. The stage without experts (block 0)
+// used to fail there on the other stage's experts ("tensor is an undefined
+// tensor").
+TEST(ExpertPipelineParityTest, Ep2ReplicasPp2Fsdp4MatchesOneProcess) {
+  GptJob job = Job();
+  job.mutable_model()->set_moe_every(2);
+  job.mutable_train()->set_steps(3);
+  job.mutable_train()->set_global_batch(16);
+  ExpectEp2Pp2FsdpMatchesOneProcess(job, 8, "ep2 replicas x pp2 x fsdp4");
 }
 
 TEST(ExpertErrorsTest, BadSizes) {
