@@ -16,6 +16,7 @@
 #include "core/parallel/grad_norm.h"
 #include "core/runtime/job_dtypes.h"
 #include "core/runtime/parallel_setup.h"
+#include "core/runtime/worst_rank_peak.h"
 
 namespace weft {
 namespace {
@@ -329,6 +330,7 @@ absl::Status Trainer::Init() {
   if (!c.resume().empty()) {
     WEFT_ASSIGN_OR_RETURN(std::string dir, ckpt::ResolveResume(c.checkpoint_dir(), c.resume()));
     WEFT_ASSIGN_OR_RETURN(resume_from_, ckpt::OpenCheckpoint(dir));
+    if (options_.check_resumed) WEFT_RETURN_IF_ERROR(options_.check_resumed(resume_from_->meta));
   }
   const int64_t resumed_at = resume_from_ ? resume_from_->meta.step() : -1;
   WEFT_ASSIGN_OR_RETURN(MetricsLogger logger,
@@ -538,6 +540,25 @@ absl::StatusOr<std::vector<StatePiece>> Trainer::ExportState() const {
   return pieces;
 }
 
+absl::Status Trainer::LogWorstRankPeak() {
+  if (parallel_->world_size <= 1 || topology_.store == nullptr || history_.empty()) {
+    return absl::OkStatus();
+  }
+  WEFT_ASSIGN_OR_RETURN(
+      RankPeak worst,
+      WorstRankPeak(*topology_.store, parallel_->world_rank, parallel_->world_size,
+                    history_.back().peak_mem_mb, absl::Seconds(cfg().parallel().timeout_s())));
+  if (parallel_->world_rank != 0) return absl::OkStatus();
+  logger_->Print(absl::StrFormat("peak memory: %.2f MiB on rank %d, the most of %d ranks",
+                                 worst.peak_mem_mb, worst.rank, parallel_->world_size));
+  logger_->Log(MetricsLogger::Record()
+                   .Add("step", step_)
+                   .Add("peak_mem_mb_max", worst.peak_mem_mb)
+                   .Add("peak_mem_rank", worst.rank),
+               /*to_console=*/false);
+  return absl::OkStatus();
+}
+
 absl::Status Trainer::Run() {
   const TrainConfig& c = cfg();
   // A resumed trainer starts at its checkpoint's step.
@@ -574,6 +595,7 @@ absl::Status Trainer::Run() {
     WEFT_ASSIGN_OR_RETURN(double v, Evaluate(EvalSamples()));
     logger_->Log(MetricsLogger::Record().Add("step", step_).Add("val_loss", v));
   }
+  WEFT_RETURN_IF_ERROR(LogWorstRankPeak());
   return instruments_->Finish();
 }
 

@@ -106,6 +106,10 @@ class Trainer {
     // Called by Run after each step (after its log line, evaluation and
     // checkpoint), on every rank: e.g. sampling text from the model.
     std::function<absl::Status(Trainer& trainer, int64_t step)> after_step;
+    // Called with --resume's checkpoint before its tensors load: a job can
+    // refuse another architecture with the flag that differs, which a
+    // missing tensor or an equal shape would not name (e.g. tie_weights).
+    std::function<absl::Status(const ckpt::Metadata& resumed)> check_resumed;
     // Test hook: called at named points of every checkpoint save (see
     // checkpoint/checkpointer.h); the crash test kills the process there.
     std::function<void(absl::string_view point)> checkpoint_fault_point;
@@ -180,6 +184,9 @@ class Trainer {
   absl::Status Init();
   absl::Status ResolveDevice(const JobTopology& topology);
   absl::Status InitCheckpointing();
+  // At the end of Run, rank 0 logs the largest peak of any rank
+  // (worst_rank_peak.h); the step lines show rank 0's own.
+  absl::Status LogWorstRankPeak();
   absl::Status RefuseNewerCheckpoints() const;
   // Loads a checkpoint (resharding it to this rank's pieces) and continues
   // from its step: what --resume does at startup.

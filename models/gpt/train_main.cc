@@ -110,6 +110,14 @@ absl::Status Run(const GptJob& given) {
   SetGptJobCallbacks(job, path, resolved, &o);
   // --sample_every: the sampler needs the built trainer; the hook runs only
   // once Run starts, after it is set.
+  // Before the resumed tensors load: n_head and the like are in no shape,
+  // and an untied lm_head would fail as a missing tensor without the flag.
+  o.check_resumed = [resolved, resume = job.train().resume()](const ckpt::Metadata& meta) {
+    absl::StatusOr<GptJob> saved = ParseRecordedGptJob(meta.job_config(), "the resumed checkpoint");
+    if (!saved.ok()) return absl::OkStatus();  // another job's checkpoint: the tensors tell
+    return CheckSameArchitecture(saved->model(), resolved->model(),
+                                 absl::StrCat("the resumed checkpoint (--resume=", resume, ")"));
+  };
   auto sampler = std::make_shared<std::unique_ptr<TrainSampler>>();
   if (job.sample_every() > 0) {
     o.after_step = [sampler](Trainer& t, int64_t step) { return (*sampler)->AtStep(t, step); };
@@ -119,10 +127,6 @@ absl::Status Run(const GptJob& given) {
     WEFT_ASSIGN_OR_RETURN(*sampler, TrainSampler::Create(job, *trainer));
   }
   if (const std::optional<GptJob> saved = ResumedJob(*trainer)) {
-    // Shapes were checked on load; n_head and the like are not in them.
-    WEFT_RETURN_IF_ERROR(CheckSameArchitecture(
-        saved->model(), resolved->model(),
-        absl::StrCat("the resumed checkpoint (--resume=", job.train().resume(), ")")));
     NoteMoeRoutingOnResume(*resolved, *saved, *trainer);
   }
   if (!job.init_from().empty() && !job.train().resume().empty()) {

@@ -74,9 +74,10 @@ absl::Status CheckSameArchitecture(const GptConfig& recorded, const GptConfig& m
     expect_equal("top_k", recorded.top_k(), model.top_k());
   }
   if (recorded.tie_weights() != model.tie_weights()) {
-    diffs.push_back(absl::StrCat("tie_weights ", recorded.tie_weights(), " in ", what, " vs ",
-                                 model.tie_weights(), " in the model"));
-    flags.push_back(absl::StrCat("--model.tie_weights=", recorded.tie_weights()));
+    auto name = [](bool b) { return b ? "true" : "false"; };
+    diffs.push_back(absl::StrCat("tie_weights ", name(recorded.tie_weights()), " in ", what,
+                                 " vs ", name(model.tie_weights()), " in the model"));
+    flags.push_back(absl::StrCat("--model.tie_weights=", name(recorded.tie_weights())));
   }
   if (diffs.empty()) return absl::OkStatus();
   return FailedPrecondition(

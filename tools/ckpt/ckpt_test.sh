@@ -119,6 +119,11 @@ if "$train" "${common[@]}" --n_head=2 --resume="$tmp/ck/step_6" 2> "$tmp/resume_
   echo "FAIL: resumed a 4-head checkpoint as a 2-head model"; exit 1
 fi
 grep -q -- "--model.n_head=4" "$tmp/resume_heads.err" || { cat "$tmp/resume_heads.err"; exit 1; }
+# ...and so is one with an untied lm_head, by the flag (not as a missing tensor).
+if "$train" "${common[@]}" --tie_weights=false --resume="$tmp/ck/step_6" 2> "$tmp/resume_tie.err"; then
+  echo "FAIL: resumed a tied checkpoint with an untied lm_head"; exit 1
+fi
+grep -q -- "--model.tie_weights=true" "$tmp/resume_tie.err" || { cat "$tmp/resume_tie.err"; exit 1; }
 for layout in "--strategy=zero --zero_stage=1" "--strategy=fsdp" "--pp=2"; do
   # shellcheck disable=SC2086  # the layout is a flag list
   "$train" "${common[@]}" --steps=1 --init_from="$tmp/w.bin" --nproc_per_node=2 $layout \

@@ -80,7 +80,9 @@ grep -- "--strategy=auto on 4 ranks: " "$tmp/auto_train.txt" || {
 if grep -q -- "--strategy=auto on 4 ranks: ddp " "$tmp/auto_train.txt"; then
   echo "FAIL: auto picked ddp (peak $ddp_peak MiB) under a $budget MiB budget"; exit 1
 fi
-trained=$(grep '"step":2,.*peak_mem_mb' "$tmp/auto_m.jsonl" | sed 's/.*"peak_mem_mb":\([0-9.e+-]*\).*/\1/')
+# The worst rank's peak (the trainer gathers it at the end), not rank 0's.
+trained=$(sed -n 's/.*"peak_mem_mb_max":\([0-9.e+-]*\).*/\1/p' "$tmp/auto_m.jsonl")
+[[ -n "$trained" ]] || { echo "FAIL: no peak_mem_mb_max in $tmp/auto_m.jsonl"; exit 1; }
 awk -v m="$trained" -v b="$budget" 'BEGIN { exit !(m <= b) }' || {
   echo "FAIL: auto's layout peaked at $trained MiB over the $budget MiB budget"; exit 1; }
 echo "auto trained within the budget: peak $trained MiB of $budget MiB (ddp would peak at $ddp_peak)"
@@ -100,7 +102,9 @@ grep -q "^fits with the least communication after .*recompute" "$tmp/auto2b.txt"
     > "$tmp/auto2_train.txt" 2>&1 || { echo "FAIL: auto training with recompute"; cat "$tmp/auto2_train.txt"; exit 1; }
 grep -q -- "--recompute --strategy_options=recompute_policy=.*; no layout fits without" \
     "$tmp/auto2_train.txt" || { echo "FAIL: auto does not say it added recompute"; cat "$tmp/auto2_train.txt"; exit 1; }
-trained=$(grep '"step":2,.*peak_mem_mb' "$tmp/auto2_m.jsonl" | sed 's/.*"peak_mem_mb":\([0-9.e+-]*\).*/\1/')
+# The worst rank's peak (the trainer gathers it at the end), not rank 0's.
+trained=$(sed -n 's/.*"peak_mem_mb_max":\([0-9.e+-]*\).*/\1/p' "$tmp/auto2_m.jsonl")
+[[ -n "$trained" ]] || { echo "FAIL: no peak_mem_mb_max in $tmp/auto2_m.jsonl"; exit 1; }
 awk -v m="$trained" -v b="$tight" 'BEGIN { exit !(m <= b) }' || {
   echo "FAIL: the recompute layout peaked at $trained MiB over the $tight MiB budget"; exit 1; }
 echo "auto with recompute: peak $trained MiB of $tight MiB (the smallest layout as given: $smallest)"
