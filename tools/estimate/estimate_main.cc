@@ -133,9 +133,26 @@ absl::Status EstimateOne(const GptJob& job, const ToolFlags& f) {
     std::printf("the worst stage, rank %d:\n", worst.rank);
   }
   std::printf("%s", FormatMemoryEstimate(worst).c_str());
+  int64_t limit = worst.peak();
+  if (job.model().moe_every() > 0) {
+    // The rows an expert holds follow the data; a budget must hold the
+    // bound, as --strategy=auto's does.
+    WEFT_ASSIGN_OR_RETURN(std::vector<MemoryEstimate> bounded,
+                          EstimateJob(job, f.nproc, f.rank, /*moe_routing_bound=*/true));
+    const MemoryEstimate& b = WorstRank(bounded);
+    const double factor = job.model().capacity_factor();
+    std::printf(
+        "MoE layers above route evenly (what the balance loss aims for); with every rank's rows "
+        "routed to one rank's experts (%s), rank %d peaks at %s\n",
+        factor > 0 ? absl::StrCat("each expert up to its capacity, factor ", factor).c_str()
+                   : "all of them: --capacity_factor=0 drops none",
+        b.rank, FormatMiB(b.peak()).c_str());
+    limit = b.peak();
+  }
   if (f.budget > 0) {
-    std::printf("%s the budget of %s\n", worst.peak() <= f.budget ? "fits" : "exceeds",
-                FormatMiB(f.budget).c_str());
+    std::printf("%s the budget of %s%s\n", limit <= f.budget ? "fits" : "exceeds",
+                FormatMiB(f.budget).c_str(),
+                job.model().moe_every() > 0 ? " (at the routing bound)" : "");
   }
   return absl::OkStatus();
 }

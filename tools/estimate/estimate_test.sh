@@ -130,6 +130,25 @@ done
 grep -q "rank 1 of 2, strategy none \[pp=2 gpipe\]" "$tmp/pp1.txt" || {
   echo "FAIL: --rank=1 of a pipeline"; cat "$tmp/pp1.txt"; exit 1; }
 
+# MoE under expert parallelism: an expert rank's rows follow the data. The
+# estimate shows even routing and the bound; the worst rank trained (the
+# trainer gathers it) must stay within the bound, and a budget is checked
+# against the bound.
+moe=(--config="${config%/*}/tiny_moe.textproto" --data="$tmp/corpus.txt" --num_workers=1
+     --micro_batch=2 --strategy=expert,ddp --ep=4)
+"$estimate" "${moe[@]}" --nproc=4 --memory_budget=1GiB > "$tmp/moe.txt"
+even=$(awk '$1 == "peak" && $3 == "MiB" { print $2 }' "$tmp/moe.txt")
+bound=$(sed -n 's/^MoE layers above route evenly .*, rank [0-9]* peaks at \([0-9.]*\) MiB$/\1/p' "$tmp/moe.txt")
+[[ -n "$even" && -n "$bound" ]] && grep -q "^fits the budget of .* (at the routing bound)$" "$tmp/moe.txt" ||
+  { echo "FAIL: MoE estimate without its routing bound"; cat "$tmp/moe.txt"; exit 1; }
+"$train" "${moe[@]}" --nproc_per_node=4 --steps=3 --log_every=1 --quiet --eval_batches=0 \
+    --metrics_out="$tmp/moe_m.jsonl" > "$tmp/moe_train.txt" 2>&1 ||
+  { echo "FAIL: MoE training"; cat "$tmp/moe_train.txt"; exit 1; }
+worst=$(sed -n 's/.*"peak_mem_mb_max":\([0-9.e+-]*\).*/\1/p' "$tmp/moe_m.jsonl")
+awk -v w="$worst" -v b="$bound" 'BEGIN { exit !(w != "" && w <= b) }' ||
+  { echo "FAIL: MoE worst rank peaked at '$worst' MiB over the routing bound $bound"; exit 1; }
+echo "MoE ep4: worst rank $worst MiB; even routing $even, bound $bound"
+
 # A job that checkpoints estimates (and plans) like one that does not: the
 # dry run dropped the directory but kept --checkpoint_every and friends,
 # which alone are refused, so auto found no layout.
