@@ -1,8 +1,12 @@
 #include "strategies/dp/dp.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
+#include "core/nn/moe.h"
 #include "core/tensor/device_backend.h"
 #include "strategies/dp/data_parallel_model.h"
 
@@ -51,6 +55,18 @@ absl::Status DpStrategy::Apply(StrategyContext& ctx) {
     // host memory holds them (a CUDA job's replicas 1.. live on their own
     // GPUs: for its device 0 the figure is then an upper bound).
     devices.assign(n, master.is_meta() ? master : Device::Cpu());
+  }
+  // Routing is per batch of rows: each replica routes its contiguous share
+  // of a micro-batch alone, as one process would at micro_batch / n (not
+  // as --moe_routing_groups=n, whose groups are strided).
+  const std::vector<Module*> modules = ctx.model().Modules();
+  if (n > 1 && std::any_of(modules.begin(), modules.end(),
+                           [](Module* m) { return dynamic_cast<MoeLayer*>(m) != nullptr; })) {
+    ctx.state->notes.push_back(absl::StrCat(
+        "dp with MoE layers: each of the ", n,
+        " replicas routes its contiguous share of a micro-batch as its own group (capacity and "
+        "balance losses per share), which trains as one process at micro_batch / ", n,
+        "; ddp over ranks routes like --moe_routing_groups"));
   }
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<DataParallelModel> wrapped,
                         DataParallelModel::Create(std::move(*ctx.model_slot), devices, *ctx.run,
