@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <numeric>
 #include <thread>
 
@@ -191,6 +192,54 @@ TEST(CheckpointTest, CorruptAndTruncatedFilesNameTheEntryAndFile) {
 
   std::ofstream(dir + "/step_1/metadata.pb", std::ios::trunc) << "garbage";
   EXPECT_EQ(OpenCheckpoint(dir + "/step_1").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void WriteAll(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// A flipped bit in metadata.pb (here the loader position "batch=3" becomes
+// "batch=2") used to open as a valid checkpoint that resumes elsewhere in
+// the data; the file's own CRC-32C makes it an error naming the file.
+TEST(CheckpointTest, CorruptMetadataIsAChecksumErrorNotAnotherPosition) {
+  const std::string dir = FreshDir("corrupt_metadata");
+  const std::vector<float> w = Iota(16, 1.f);
+  SaveFromRanks(dir, 2, {{FlatPiece("w", {4, 4}, w, 0, 16)}});
+  const std::string path = dir + "/step_2/metadata.pb";
+  const std::string good = ReadAll(path);
+  ASSERT_TRUE(OpenCheckpoint(dir + "/step_2").ok());
+
+  std::string bad = good;
+  const size_t at = bad.find("batch=3");
+  ASSERT_NE(at, std::string::npos);
+  bad[at + 6] ^= 1;  // '3' -> '2'
+  WriteAll(path, bad);
+  auto ckpt = OpenCheckpoint(dir + "/step_2");
+  ASSERT_FALSE(ckpt.ok()) << "opened with train_loader " << ckpt->meta.ranks(0).train_loader();
+  EXPECT_EQ(ckpt.status().code(), absl::StatusCode::kDataLoss) << ckpt.status();
+  EXPECT_NE(ckpt.status().message().find("metadata.pb: checksum mismatch"), std::string::npos)
+      << ckpt.status();
+
+  // The checksum itself damaged: the same error.
+  bad = good;
+  bad.back() ^= 0x10;
+  WriteAll(path, bad);
+  EXPECT_EQ(OpenCheckpoint(dir + "/step_2").status().code(), absl::StatusCode::kDataLoss);
+
+  // Metadata written before the checksum existed still opens.
+  Metadata old;
+  ASSERT_TRUE(old.ParseFromString(good));
+  ASSERT_TRUE(old.has_metadata_crc32c());
+  old.clear_metadata_crc32c();
+  WriteAll(path, old.SerializeAsString());
+  ckpt = OpenCheckpoint(dir + "/step_2");
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status();
+  EXPECT_EQ(ckpt->meta.ranks(0).train_loader(), "weft-loader-state v1 epoch=0 batch=3");
 }
 
 TEST(CheckpointTest, ADifferentModelIsRejectedWithTheNamesThatDiffer) {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "checkpoint/layout.h"
+#include "checkpoint/metadata_file.h"
 #include "checkpoint/piece_runs.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
@@ -287,7 +288,7 @@ absl::Status Checkpointer::Commit(Job& job, std::vector<RankReport> reports) {
     WEFT_RETURN_IF_ERROR(CheckCoverage(e));
   }
   const std::string tmp = absl::StrCat(options_.dir, "/", StepDirName(job.step), ".tmp");
-  WEFT_RETURN_IF_ERROR(WriteFileDurably(absl::StrCat(tmp, "/", kMetadataFile), meta.SerializeAsString()));
+  WEFT_RETURN_IF_ERROR(WriteFileDurably(absl::StrCat(tmp, "/", kMetadataFile), SerializeMetadata(meta)));
   WEFT_RETURN_IF_ERROR(FsyncPath(tmp));
   Fault("metadata_written");
   WEFT_RETURN_IF_ERROR(DurableRename(tmp, absl::StrCat(options_.dir, "/", StepDirName(job.step))));

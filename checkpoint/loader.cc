@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "checkpoint/layout.h"
+#include "checkpoint/metadata_file.h"
 #include "checkpoint/piece_runs.h"
 #include "checkpoint/rank_file.h"
 #include "core/base/errors.h"
@@ -95,11 +96,7 @@ absl::StatusOr<Checkpoint> OpenCheckpoint(const std::string& step_dir) {
   bytes << in.rdbuf();
   Checkpoint c;
   c.dir = step_dir;
-  if (!c.meta.ParseFromString(bytes.str()) || c.meta.format() != "weft-checkpoint") {
-    return InvalidArgument(absl::StrCat(path, " is not weft checkpoint metadata"),
-                           "a metadata.pb written by weft (format \"weft-checkpoint\")",
-                           "the file is corrupt or truncated; resume from an earlier step");
-  }
+  WEFT_ASSIGN_OR_RETURN(c.meta, ParseMetadata(path, bytes.str()));
   if (c.meta.version() != 1) {
     return InvalidArgument(absl::StrCat(path, " has format version ", c.meta.version()),
                            "version 1", "read it with the weft that wrote it");
