@@ -109,9 +109,19 @@ TEST(ComposerTest, QualifiedKeysAndFlagValues) {
   EXPECT_TRUE(ValidateStrategies({"fake_dp"}, options, nullptr).ok());
   options.given.clear();
   EXPECT_FALSE(ValidateStrategies({"fake_dp"}, options, nullptr).ok());
-  // A flag no applied strategy declares is not an error.
+  // A flag no applied strategy declares is not an error, but it is noted.
   options.from_flags = {{"zero_stage", "2"}};
   EXPECT_TRUE(ValidateStrategies({"fake_dp"}, options, nullptr).ok());
+  std::vector<std::string> notes = UnreadFlagNotes({"fake_dp"}, options);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0], "--zero_stage=2 is read by no applied strategy (fake_dp) and changes nothing");
+  options.from_flags = {{"fail_fake_dp", "true"}};
+  EXPECT_TRUE(UnreadFlagNotes({"fake_dp"}, options).empty());
+  notes = UnreadFlagNotes({}, options);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("(none) and changes nothing; it is an option of fake_dp"),
+            std::string::npos)
+      << notes[0];
 }
 
 TEST(ComposerTest, RequiredAxesAndUnusedAxes) {

@@ -1,6 +1,7 @@
 #include "core/parallel/strategy_options.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -136,6 +137,31 @@ absl::StatusOr<std::vector<StrategyOptionSet>> ResolveStrategyOptions(
     sets.emplace_back(strategy, std::move(parsed));
   }
   return sets;
+}
+
+std::vector<std::string> UnreadFlagNotes(const std::vector<std::string>& names,
+                                         const StrategyOptionValues& values) {
+  std::vector<std::unique_ptr<Strategy>> owned;
+  std::vector<const Strategy*> applied;
+  for (const std::string& n : names) {
+    absl::StatusOr<std::unique_ptr<Strategy>> s = CreateStrategy(n);
+    if (!s.ok()) continue;
+    applied.push_back(s->get());
+    owned.push_back(*std::move(s));
+  }
+  std::vector<std::string> notes;
+  for (const auto& [key, value] : values.from_flags) {
+    if (std::any_of(applied.begin(), applied.end(),
+                    [&](const Strategy* s) { return s->Options().Find(key) != nullptr; })) {
+      continue;
+    }
+    const std::vector<std::string> owners = OtherOwners(key, applied);
+    notes.push_back(absl::StrCat(
+        "--", key, "=", value, " is read by no applied strategy (",
+        names.empty() ? "none" : absl::StrJoin(names, ","), ") and changes nothing",
+        owners.empty() ? "" : absl::StrCat("; it is an option of ", absl::StrJoin(owners, ", "))));
+  }
+  return notes;
 }
 
 std::string DescribeOptionSchema(const OptionSchema& schema) {

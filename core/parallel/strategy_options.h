@@ -6,7 +6,8 @@
 // strategy declares is an error that lists the valid keys per strategy.
 // The convenience flags (--zero_stage, --bucket_mb, ...) arrive as
 // `from_flags`: they go to the applied strategies that declare them and are
-// unused otherwise; --strategy_options wins over them.
+// unused otherwise (the run notes each unused one: UnreadFlagNotes);
+// --strategy_options wins over them.
 #ifndef WEFT_CORE_PARALLEL_STRATEGY_OPTIONS_H_
 #define WEFT_CORE_PARALLEL_STRATEGY_OPTIONS_H_
 
@@ -36,6 +37,13 @@ absl::StatusOr<OptionValue> ParseOptionValue(const std::string& strategy, const 
 // One set per strategy, in the order given.
 absl::StatusOr<std::vector<StrategyOptionSet>> ResolveStrategyOptions(
     const std::vector<const Strategy*>& strategies, const StrategyOptionValues& values);
+
+// A note for each convenience flag (from_flags) that no strategy in
+// `names` declares: it changes nothing, which the user should hear rather
+// than assume (--zero_stage=2 beside --strategy=ddp trains ddp). Names that
+// are not registered are skipped (composing reports them).
+std::vector<std::string> UnreadFlagNotes(const std::vector<std::string>& names,
+                                         const StrategyOptionValues& values);
 
 // "  bucket_mb (double, default 25): ..." lines for one schema.
 std::string DescribeOptionSchema(const OptionSchema& schema);

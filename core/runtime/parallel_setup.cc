@@ -216,9 +216,10 @@ absl::Status ApplyStrategies(const TrainConfig& config, std::unique_ptr<Model>& 
   if (config.recompute() && std::find(names.begin(), names.end(), "recompute") == names.end()) {
     names.push_back("recompute");
   }
-  if (names.empty()) return absl::OkStatus();
   WEFT_ASSIGN_OR_RETURN(const StrategyOptionValues options,
                         StrategyOptionsFromConfig(config.parallel()));
+  for (std::string& note : UnreadFlagNotes(names, options)) state.notes.push_back(std::move(note));
+  if (names.empty()) return absl::OkStatus();
   StrategyContext sc;
   sc.model_slot = &model;
   sc.mesh = state.mesh.get();

@@ -90,4 +90,9 @@ expect_error "empty" --data="$tmp/empty.txt"
 expect_error "not divisible by micro_batch" --global_batch=24
 expect_error "unknown flag --stepz" --stepz=3
 expect_error "dtype=bf16 on CPU" --dtype=bf16
+
+# A strategy flag no applied strategy reads is noted, not silently dropped.
+"$train" "${common[@]}" --steps=1 --zero_stage=2 --metrics_out="$tmp/unread.jsonl"
+grep -q '"note":"--zero_stage=2 is read by no applied strategy (none) and changes nothing; it is an option of zero"' \
+  "$tmp/unread.jsonl" || { echo "FAIL: --zero_stage=2 alone not noted"; cat "$tmp/unread.jsonl"; exit 1; }
 echo "PASS"

@@ -91,7 +91,13 @@ void ApplyLayout(const Layout& layout, ParallelConfig* config) {
   config->set_pp(layout.pp);
   config->set_cp(layout.cp);
   config->set_tp(layout.tp);
-  config->set_ep(layout.ep);
+  // Unset at 1, as the printed flags leave it: an explicit --ep=1 without
+  // the expert strategy is noted as a flag that changes nothing.
+  if (layout.ep > 1) {
+    config->set_ep(layout.ep);
+  } else {
+    config->clear_ep();
+  }
   // The data-parallel ranks are whatever the model-parallel axes leave.
   config->clear_dp_replicate();
   config->clear_dp_shard();
