@@ -48,6 +48,13 @@ constexpr char kUsage[] =
     "[--dtype=f32|bf16|f16]\n"
     "CHECKPOINT: a step_<N> directory, or a checkpoint directory (its newest step)";
 
+constexpr char kCommands[] =
+    "Inspects, verifies, consolidates and exports weft checkpoints.\n"
+    "  inspect      entries, shapes, placements, checksums, and the run it came from\n"
+    "  verify       reads every byte and checks every CRC-32C\n"
+    "  consolidate  one safetensors file with the full, unsharded state\n"
+    "  export       model weights (safetensors, or llm.c for GPTs), or the tokenizer\n";
+
 struct Args {
   std::string command, path, out, format = "safetensors", dtype = "F32";
   std::vector<std::string> given;  // the flags on the command line, for the commands' checks
@@ -262,10 +269,22 @@ absl::Status Run(const Args& a) {
 }  // namespace
 }  // namespace weft::ckpt
 
+// Exit status as the trainers': 2 for a command line that does not parse,
+// 1 for a command that fails, 0 otherwise.
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::printf("%s%s\n", weft::ckpt::kCommands, weft::ckpt::kUsage);
+      return 0;
+    }
+  }
   absl::StatusOr<weft::ckpt::Args> args = weft::ckpt::Parse(argc, argv);
-  absl::Status s = args.ok() ? weft::ckpt::Run(*args) : args.status();
-  if (!s.ok()) {
+  if (!args.ok()) {
+    std::fprintf(stderr, "ckpt: %s\n", std::string(args.status().message()).c_str());
+    return 2;
+  }
+  if (absl::Status s = weft::ckpt::Run(*args); !s.ok()) {
     std::fprintf(stderr, "ckpt: %s\n", std::string(s.message()).c_str());
     return 1;
   }

@@ -8,10 +8,16 @@ set -uo pipefail
 ckpt="$TEST_SRCDIR/weft/tools/ckpt/ckpt"
 tmp="$TEST_TMPDIR"
 
-# Fails with a message matching every later argument (grep -E patterns).
+# Fails with a message matching every later argument (grep -E patterns):
+# exit status 2 for a command line that does not parse, 1 for a missing
+# checkpoint (the command itself failed).
 expect_error() {
   local args=$1; shift
-  if $ckpt $args > "$tmp/out" 2> "$tmp/err"; then echo "FAIL: ckpt $args succeeded"; exit 1; fi
+  $ckpt $args > "$tmp/out" 2> "$tmp/err"
+  local code=$?
+  local want_code=2
+  grep -q "no checkpoint at" "$tmp/err" && want_code=1
+  [[ $code == "$want_code" ]] || { echo "FAIL: ckpt $args exited $code, expected $want_code"; cat "$tmp/err"; exit 1; }
   for want in "$@"; do
     grep -qE -- "$want" "$tmp/err" || { echo "FAIL: ckpt $args: no '$want' in:"; cat "$tmp/err"; exit 1; }
   done
@@ -33,4 +39,8 @@ expect_error "export /nonexistent --out=x --format=llmc --dtype=f16" "llm.c's fi
 for dtype in bf16 BF16 f16 F32; do
   expect_error "export /nonexistent --out=x --dtype=$dtype" "no checkpoint at /nonexistent"
 done
+# --help lists the commands and the usage, on stdout, and succeeds.
+$ckpt --help > "$tmp/help" || { echo "FAIL: ckpt --help failed"; exit 1; }
+grep -q "usage: ckpt inspect|verify CHECKPOINT" "$tmp/help" && grep -q "^  export " "$tmp/help" ||
+  { echo "FAIL: ckpt --help:"; cat "$tmp/help"; exit 1; }
 echo "PASS"
