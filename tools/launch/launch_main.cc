@@ -50,7 +50,9 @@ int main(int argc, char** argv) {
   auto code = weft::launch::Launch(parsed->options, parsed->rest);
   if (!code.ok()) {
     std::fprintf(stderr, "launch: %s\n", code.status().ToString().c_str());
-    return 2;
+    // Flags that do not fit together are usage errors (2), as for the
+    // trainers; a launch that fails (a port in use) is 1.
+    return code.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
   }
   return *code;
 }

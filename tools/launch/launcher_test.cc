@@ -205,6 +205,26 @@ TEST(LauncherTest, AMissingRankTimesOutWithTheRichError) {
       << r.err;
 }
 
+// The store's port is taken: the launch fails (exit 1, not the usage
+// errors' 2) and says which port.
+TEST(LauncherTest, AStorePortInUseIsALaunchFailure) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+  Result r = RunCommand(Launch({"--nproc_per_node=2", "--master_addr=127.0.0.1",
+                                absl::StrCat("--master_port=", port)},
+                               {"collectives"}));
+  ::close(fd);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.err, absl::StrCat(port))) << r.err;
+}
+
 // Two launchers on this host play two nodes of 2 workers each: node 0 hosts
 // the store, global ranks follow the node rank.
 TEST(LauncherTest, TwoNodesOnOneHost) {

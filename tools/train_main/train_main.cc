@@ -54,7 +54,8 @@ int TrainMain(int argc, char** argv, const std::string& usage, google::protobuf:
   absl::StatusOr<launch::RelaunchResult> relaunch = launch::MaybeRelaunchSelf(&argc, argv);
   if (!relaunch.ok()) {
     std::fprintf(stderr, "error: %s\n", std::string(relaunch.status().message()).c_str());
-    return 2;
+    // Launch flags that do not fit are usage errors; a failed launch is 1.
+    return relaunch.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
   }
   if (relaunch->relaunched) return relaunch->exit_code;
   std::vector<std::string> args;
