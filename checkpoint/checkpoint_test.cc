@@ -320,6 +320,24 @@ TEST(CheckpointTest, AsyncSaveReturnsAfterTheCopyAndLaterChangesDoNotLeakIn) {
   EXPECT_EQ(full->at("w").values, w);
 }
 
+// A background write that fails is reported at the next save: the error
+// names the step whose save failed, not the step reporting it.
+TEST(CheckpointTest, AFailedAsyncSaveNamesItsOwnStep) {
+  const std::string dir = FreshDir("async_fail");
+  std::vector<float> w = Iota(64, 0.f);
+  std::vector<StatePiece> pieces = {FlatPiece("w", {64}, w, 0, 64)};
+  auto c = Checkpointer::Create({.dir = dir, .async = true});
+  ASSERT_TRUE(c.ok());
+  // The directory becomes a file: step 4's write cannot create step_4.tmp/.
+  fs::remove_all(dir);
+  { std::ofstream(dir) << "not a directory"; }
+  ASSERT_TRUE((*c)->Save(Request(4, pieces)).ok());  // returns after the copy
+  absl::Status s = (*c)->Save(Request(6, pieces));
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("the asynchronous save of step 4: "), std::string::npos) << s;
+  fs::remove(dir);
+}
+
 TEST(CheckpointTest, ResumeWithoutACheckpointSaysWhatWasSearched) {
   const std::string dir = FreshDir("empty");
   absl::StatusOr<std::string> r = ResolveResume(dir, "latest");

@@ -128,10 +128,12 @@ absl::Status Checkpointer::Wait() {
   if (!thread_.joinable()) return absl::OkStatus();
   thread_.join();
   last_ = pending_->stats;
+  const int64_t step = pending_->step;
   pending_.reset();
   absl::Status s = thread_status_;
   thread_status_ = absl::OkStatus();
-  return s;
+  // Reported at the next save or at the end: name the step that failed.
+  return Annotate(s, absl::StrCat("the asynchronous save of step ", step));
 }
 
 absl::Status Checkpointer::Save(const SaveRequest& request) {
