@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
 #include "tools/launch/launch_options.h"
 #include "tools/launch/launcher.h"
@@ -32,7 +33,27 @@ absl::StatusOr<RelaunchResult> MaybeRelaunchSelf(int* argc, char** argv) {
   argv[kept] = nullptr;
   *argc = kept;
 
-  if (!parsed->saw_nproc_per_node || std::getenv("RANK") != nullptr) return RelaunchResult{};
+  if (!parsed->saw_nproc_per_node) return RelaunchResult{};
+  if (const char* rank = std::getenv("RANK"); rank != nullptr) {
+    // A worker (of this relaunch, or of tools/launch given the same flags)
+    // has WORLD_SIZE = --nproc_per_node x --nnodes. Anything else is a RANK
+    // left in the environment by another launcher or a shell, and dropping
+    // --nproc_per_node would run the job with that launcher's world instead.
+    const char* world = std::getenv("WORLD_SIZE");
+    const std::string expected = absl::StrCat(parsed->options.world_size());
+    if (world == nullptr || expected != world) {
+      return FailedPrecondition(
+          absl::StrCat("--nproc_per_node=", parsed->options.nproc_per_node,
+                       " --nnodes=", parsed->options.nnodes, " asks for ", expected,
+                       " ranks, but the environment already names this process a rank: RANK=",
+                       rank, " WORLD_SIZE=", world == nullptr ? "(unset)" : world),
+          absl::StrCat("either a launcher's variables with WORLD_SIZE=", expected,
+                       ", or none (then --nproc_per_node starts the ranks)"),
+          "unset RANK, WORLD_SIZE and LOCAL_RANK (left over from torchrun or a shell) to let "
+          "--nproc_per_node launch the ranks, or drop --nproc_per_node under a launcher");
+    }
+    return RelaunchResult{};
+  }
 
   char self[4096];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
