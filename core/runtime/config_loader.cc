@@ -46,7 +46,10 @@ void CollectLeaves(const Descriptor* d, const std::string& prefix,
 struct ErrorText : google::protobuf::io::ErrorCollector {
   std::string errors;
   void AddError(int line, int column, const std::string& msg) override {
-    absl::StrAppend(&errors, "line ", line + 1, ":", column + 1, ": ", msg, "; ");
+    // Several errors are joined with "; " (none trailing: the status adds
+    // "; expected ..." after them).
+    absl::StrAppend(&errors, errors.empty() ? "" : "; ", "line ", line + 1, ":", column + 1,
+                    ": ", msg);
   }
 };
 

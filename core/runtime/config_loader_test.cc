@@ -86,6 +86,8 @@ TEST(ConfigLoaderTest, BadValuesAndFilesAreErrors) {
   const std::string path = WriteTemp("steps: ten\n");
   absl::Status s = LoadConfigFromArgs({"--config=" + path}, &c);
   EXPECT_NE(s.message().find("line 1"), std::string::npos);
+  // One separator between the parser's text and "expected ...", not "; ;".
+  EXPECT_EQ(s.message().find("; ;"), std::string::npos) << s;
   EXPECT_FALSE(LoadConfigFromArgs({"positional"}, &c).ok());
 }
 
