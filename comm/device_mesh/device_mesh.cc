@@ -79,6 +79,7 @@ absl::StatusOr<std::shared_ptr<ProcessGroup>> DeviceMesh::FlatGroup(
                     absl::StrCat("creating the '", key, "' group of ", ToString(), " (ranks [",
                                  absl::StrJoin(*ranks, ", "), "])"));
   }
+  (*group)->set_global_ranks(*ranks);
   groups_.emplace(key, *group);
   return *group;
 }
@@ -99,6 +100,7 @@ absl::StatusOr<std::shared_ptr<ProcessGroup>> DeviceMesh::NewGroup(const std::ve
   if (!group.ok()) {
     return Annotate(group.status(), absl::StrCat("creating group '", label, "' of ", ToString()));
   }
+  (*group)->set_global_ranks(ranks);
   return *group;
 }
 

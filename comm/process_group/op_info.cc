@@ -1,5 +1,6 @@
 #include "comm/process_group/op_info.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
 
@@ -11,8 +12,13 @@ std::string OpInfo::Describe() const {
 
 absl::Status OpInfo::Error(absl::StatusCode code, absl::string_view cause, int failed_peer) const {
   const int who = failed_peer >= 0 ? failed_peer : peer;
+  // "rank 1 of the group (global rank 2)" where a subgroup's ranks differ.
+  std::string peer_name = absl::StrCat("rank ", who);
+  if (who >= 0 && global_ranks != nullptr && who < static_cast<int>(global_ranks->size())) {
+    absl::StrAppend(&peer_name, " of the group (global rank ", (*global_ranks)[who], ")");
+  }
   std::string what = absl::StrCat(Describe(), " failed");
-  if (who >= 0) absl::StrAppend(&what, " (peer rank ", who, ")");
+  if (who >= 0) absl::StrAppend(&what, " (peer ", peer_name, ")");
   absl::StrAppend(&what, ": ", cause);
   const std::string expected =
       point_to_point
@@ -30,7 +36,9 @@ absl::Status OpInfo::Error(absl::StatusCode code, absl::string_view cause, int f
     hint = "the program issued different collectives (or sizes) on different ranks at this "
            "point: make every rank take the same code path";
   } else if (who >= 0) {
-    hint = absl::StrCat("rank ", who, " of this group failed or closed its connection; "
+    const bool mapped = absl::StrContains(peer_name, "global rank");
+    hint = absl::StrCat(peer_name, mapped ? "" : " of this group",
+                        " failed or closed its connection; "
                         "check its log for the first error");
   } else {
     hint = "check the other ranks' logs for the first error";

@@ -6,8 +6,10 @@
 #define WEFT_COMM_PROCESS_GROUP_OP_INFO_H_
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -30,6 +32,9 @@ struct OpInfo {
   std::string fingerprint;
   absl::Duration timeout = absl::ZeroDuration();
   int peer = -1;  // group rank of the other side for send/recv, else -1
+  // The job-wide rank of each group rank, when the group is a subgroup
+  // (null: group ranks are the job's ranks), so errors name the process.
+  std::shared_ptr<const std::vector<int>> global_ranks;
 
   // "all_reduce #3 (sum, f32[1000] = 4000 B) on group 'world' (gloo, rank 1 of 4)"
   std::string Describe() const;

@@ -87,6 +87,7 @@ OpInfo ProcessGroup::Unissued(absl::string_view op, std::string detail) const {
   info.op = std::string(op);
   info.detail = std::move(detail);
   info.timeout = timeout_;
+  info.global_ranks = global_ranks_;
   return info;
 }
 

@@ -69,6 +69,12 @@ class ProcessGroup {
   absl::Duration timeout() const { return timeout_; }
   // "group 'world' (gloo, rank 1 of 4)"
   const std::string& description() const { return description_; }
+  // The job-wide rank of each group rank, named in errors beside the group
+  // rank; set by whoever creates a subgroup (DeviceMesh) before first use.
+  void set_global_ranks(std::vector<int> ranks) {
+    global_ranks_ = std::make_shared<const std::vector<int>>(std::move(ranks));
+  }
+  const std::vector<int>* global_ranks() const { return global_ranks_.get(); }
 
   // Reduces `tensor` across ranks in place; every rank gets the result.
   // Collective. Reads and overwrites `tensor`: leave it alone until Wait.
@@ -194,6 +200,7 @@ class ProcessGroup {
   const Device device_;
   const absl::Duration timeout_;
   const std::string description_;
+  std::shared_ptr<const std::vector<int>> global_ranks_;  // null: group ranks are global
   std::atomic<int64_t> next_collective_seq_{0};
   std::atomic<int64_t> next_p2p_seq_{0};
   CommStatsRecorder stats_;

@@ -71,6 +71,17 @@ TEST(OpInfoTest, ErrorNamesGroupSequenceOpSizesAndPeer) {
   }
 }
 
+// In a subgroup the peer's group rank is not its process: the error names
+// the job-wide rank too (group rank 1 of 'dp/pp_grad_even[0,2]' is rank 2).
+TEST(OpInfoTest, ASubgroupsPeerIsNamedByItsGlobalRankToo) {
+  OpInfo info = TestInfo();
+  info.global_ranks = std::make_shared<const std::vector<int>>(std::vector<int>{0, 2});
+  absl::Status s = info.Error(absl::StatusCode::kUnavailable, "connection closed", 1);
+  EXPECT_TRUE(absl::StrContains(s.message(), "(peer rank 1 of the group (global rank 2))")) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "Hint: rank 1 of the group (global rank 2) failed"))
+      << s;
+}
+
 // Records what the group's observer is told, for the test below.
 class RecordingObserver : public OpObserver {
  public:
