@@ -139,8 +139,10 @@ TEST(GlooFailureTest, ImpatientWaitBreaksTheGroup) {
   EXPECT_TRUE(testing::AllRanksOk(results).ok()) << testing::AllRanksOk(results);
 }
 
-// Without the consistency check gloo may abort a rank on mismatched sizes;
-// what matters here is that nothing hangs.
+// Without the consistency check, ranks that issue different sizes wait on
+// different gloo slots (the tag carries the op's fingerprint) and time out
+// with weft's error, each naming its own op and sizes; gloo used to abort a
+// rank instead (SIGABRT: "op.preamble.length <= op.nbytes").
 TEST(GlooFailureTest, MismatchedSizesFailInsteadOfHanging) {
   constexpr absl::Duration kTimeout = absl::Seconds(2);
   const auto start = Clock::now();
@@ -156,6 +158,11 @@ TEST(GlooFailureTest, MismatchedSizesFailInsteadOfHanging) {
   for (const RankResult& r : results) {
     EXPECT_FALSE(r.status.ok()) << "rank " << r.rank;
     EXPECT_FALSE(r.timed_out) << "rank " << r.rank;
+    EXPECT_EQ(r.signal, 0) << "rank " << r.rank << " was killed";
+    EXPECT_EQ(r.status.code(), absl::StatusCode::kDeadlineExceeded) << r.status;
+    const std::string sizes = r.rank == 0 ? "f32[8] = 32 B" : "f32[64] = 256 B";
+    EXPECT_TRUE(absl::StrContains(r.status.message(), "all_reduce #1 (sum, " + sizes))
+        << r.status;
   }
 }
 

@@ -77,7 +77,20 @@ std::vector<int64_t> EvenCounts(int64_t numel, int n) {
   return counts;
 }
 
-uint32_t Tag(const OpInfo& info) { return static_cast<uint32_t>(info.seq); }
+// gloo's slot tag: the sequence number in the low 20 bits (unique among
+// the ops in flight), a hash of the op's fingerprint (op, dtype, sizes: what
+// every rank must agree on) in the high 12. Ranks that issue different
+// collectives at the same point then wait on different slots and time out
+// with weft's error naming each rank's op and sizes; with equal tags gloo
+// aborted the process on mismatched sizes (SIGABRT in its own thread).
+// FNV-1a: the same on every rank and build, unlike a seeded hash.
+uint32_t Tag(const OpInfo& info) {
+  uint32_t h = 2166136261u;
+  for (const char c : info.fingerprint) {
+    h = (h ^ static_cast<uint8_t>(c)) * 16777619u;
+  }
+  return (static_cast<uint32_t>(info.seq) & 0xFFFFFu) | (h << 20);
+}
 
 // "[./gloo/transport/tcp/pair.cc:598] Connection closed" -> "Connection closed"
 std::string StripGlooLocation(const std::string& what) {
@@ -244,7 +257,9 @@ absl::Status GlooProcessGroup::CheckConsistency(const OpInfo& info) {
   ::gloo::AllgatherOptions ag(context_);
   ag.setInput(local.data(), local.size());
   ag.setOutput(all.data(), all.size());
-  ag.setTag(Tag(info));
+  // The sequence number alone: the ranks' fingerprints, hence their Tags,
+  // may differ, which is what this exchange is there to show.
+  ag.setTag(static_cast<uint32_t>(info.seq) & 0xFFFFFu);
   ag.setTimeout(GlooTimeout(info.timeout));
   ::gloo::allgather(ag);
   std::string views;
