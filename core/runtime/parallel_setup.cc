@@ -11,6 +11,7 @@
 #include "core/base/status_macros.h"
 #include "core/parallel/composer.h"
 #include "core/parallel/strategy_registry.h"
+#include "core/runtime/job_agreement.h"
 
 namespace weft {
 
@@ -105,7 +106,7 @@ absl::StatusOr<StrategyOptionValues> StrategyOptionsFromConfig(const ParallelCon
 
 absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(
     const TrainConfig& config, JobTopology& topology, Device device,
-    std::shared_ptr<comm::OpObserver> observer) {
+    std::shared_ptr<comm::OpObserver> observer, const std::string& job_text) {
   const ParallelConfig& pc = config.parallel();
   for (absl::string_view plugin : absl::StrSplit(pc.plugin(), ',', absl::SkipEmpty())) {
     WEFT_RETURN_IF_ERROR(LoadStrategyPlugin(std::string(plugin)));
@@ -162,6 +163,13 @@ absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(
     state->keep_alive.push_back(dist.world);
   } else if (!pc.gloo_iface().empty()) {
     WEFT_ASSIGN_OR_RETURN(bind_address, comm::InterfaceAddress(pc.gloo_iface()));
+  }
+  // Before any mesh group: a rank with other flags is named, not left to
+  // time out or train out of step. A dry run (meta) simulates one rank.
+  if (backend != "meta" && !job_text.empty()) {
+    WEFT_RETURN_IF_ERROR(CheckSameJobAsRankZero(*topology.store, topology.rank,
+                                                topology.world_size, AgreementText(job_text),
+                                                timeout));
   }
   comm::DeviceMeshOptions mesh_options;
   mesh_options.backend = backend;

@@ -40,10 +40,12 @@ absl::StatusOr<JobTopology> ResolveTopology(const std::optional<JobTopology>& in
 // The mesh sizes the parallel flags ask for (0: the ranks the others leave).
 comm::MeshSizes MeshSizesOf(const ParallelConfig& config);
 
-// `observer` (may be null) sees every op of the mesh's groups.
+// `observer` (may be null) sees every op of the mesh's groups. `job_text`
+// (the job in protobuf text; empty skips the check) must agree with rank
+// 0's on every rank (job_agreement.h).
 absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(
     const TrainConfig& config, JobTopology& topology, Device device,
-    std::shared_ptr<comm::OpObserver> observer = nullptr);
+    std::shared_ptr<comm::OpObserver> observer = nullptr, const std::string& job_text = "");
 
 // --strategy_options plus the convenience flags that were set.
 absl::StatusOr<StrategyOptionValues> StrategyOptionsFromConfig(const ParallelConfig& config);

@@ -236,7 +236,9 @@ absl::Status Trainer::Init() {
       .progress =
           Progress::PickMode(topology_.rank == 0, Progress::StdoutIsTerminal(), c.quiet())});
   WEFT_ASSIGN_OR_RETURN(parallel_,
-                        InitParallel(c, topology_, ctx_.device, instruments_->comm_observer()));
+                        InitParallel(c, topology_, ctx_.device, instruments_->comm_observer(),
+                                     options_.describe_job ? options_.describe_job()
+                                                           : c.DebugString()));
   const int64_t per_step = c.micro_batch() * parallel_->dp_size;
   if (c.global_batch() % per_step != 0) {
     return InvalidArgument(

@@ -1,0 +1,32 @@
+// Every rank of a job must run the same job: a rank started by hand with
+// another --lr or --seed would otherwise train silently out of step (ddp
+// averages gradients of different models). At startup each rank compares
+// its job (protobuf text, less what may differ per rank) with rank 0's
+// through the rendezvous store.
+#ifndef WEFT_CORE_RUNTIME_JOB_AGREEMENT_H_
+#define WEFT_CORE_RUNTIME_JOB_AGREEMENT_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "comm/store/store.h"
+
+namespace weft {
+
+// `job_text` without the lines that may differ between ranks: paths each
+// rank reads or writes (data, metrics, traces, plugins, init weights), the
+// device index, and knobs that leave the math alone (threads, loader
+// workers, logging, timeouts, rank 0's samples).
+std::string AgreementText(const std::string& job_text);
+
+// Rank 0 posts `text`; every other rank reads it (up to `timeout`) and
+// fails naming the first line that differs. Each call on a store is a new
+// round (its keys carry a generation), so jobs that share a store one
+// after another do not read each other's text.
+absl::Status CheckSameJobAsRankZero(comm::Store& store, int rank, int world_size,
+                                    const std::string& text, absl::Duration timeout);
+
+}  // namespace weft
+
+#endif  // WEFT_CORE_RUNTIME_JOB_AGREEMENT_H_
