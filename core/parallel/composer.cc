@@ -179,6 +179,7 @@ absl::Status ComposeStrategies(const std::vector<std::string>& names,
     ctx.options = nullptr;
     if (!a.ok()) return Annotate(a, absl::StrCat("applying strategy '", s.Name(), "'"));
     ctx.state->strategy_names.push_back(s.Name());
+    ctx.state->strategy_options.push_back(ordered.options[i]);
   }
   return absl::OkStatus();
 }

@@ -15,6 +15,7 @@
 #include "comm/device_mesh/device_mesh.h"
 #include "core/nn/parameter.h"
 #include "core/nn/stage.h"
+#include "core/parallel/option_schema.h"
 #include "core/parallel/step_participant.h"
 #include "core/parallel/step_schedule.h"
 
@@ -62,6 +63,11 @@ struct ParallelState {
   std::function<absl::StatusOr<StageTensor>(const StageTensor&)> stage_boundary;
   // Keeps communication objects alive for the job (process groups, mesh).
   std::vector<std::shared_ptr<void>> keep_alive;
+  // The applied strategies' options as the job resolved them
+  // (--strategy_options over the convenience flags over the defaults), in
+  // the order of strategy_names. Last, so plugins built against the
+  // members above keep their offsets.
+  std::vector<StrategyOptionSet> strategy_options;
 };
 
 }  // namespace weft

@@ -53,6 +53,17 @@ if "$train" "${common[@]}" --checkpoint_dir="$tmp/fsdp_sample" --strategy=fsdp -
 fi
 grep -q "sample_every with fsdp" "$tmp/fsdp_sample.txt" || {
   cat "$tmp/fsdp_sample.txt"; echo "FAIL: no clear error for --sample_every with fsdp"; exit 1; }
+# The same for zero-3 set through --strategy_options, which wins over
+# --zero_stage (the check read only the flag; 2 ranks trained, then the
+# sample aborted on rank 0's shard).
+if "$train" "${common[@]}" --checkpoint_dir="$tmp/zero3_sample" --strategy=zero \
+    --strategy_options=zero_stage=3 --nproc_per_node=2 --micro_batch=8 --sample_every=10 \
+    --sample_prompt="the quick" \
+    > "$tmp/zero3_sample.txt" 2>&1; then
+  echo "FAIL: --sample_every with zero_stage=3 was accepted"; exit 1
+fi
+grep -q "sample_every with zero" "$tmp/zero3_sample.txt" || {
+  cat "$tmp/zero3_sample.txt"; echo "FAIL: no clear error for --sample_every with zero_stage=3"; exit 1; }
 # A bad sampling temperature stops the job before training, not at the
 # first sample step.
 if "$train" "${common[@]}" --checkpoint_dir="$tmp/nan_sample" --sample_every=60 \

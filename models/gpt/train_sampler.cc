@@ -24,9 +24,12 @@ absl::StatusOr<std::unique_ptr<TrainSampler>> TrainSampler::Create(const GptJob&
   WEFT_RETURN_IF_ERROR(CheckGenerateOptions({.temperature = job.sample_temperature()}, "--sample_"));
   const ParallelState& p = trainer.parallel();
   std::vector<std::string> sharding;
-  for (const std::string& name : p.strategy_names) {
+  for (size_t i = 0; i < p.strategy_names.size(); ++i) {
+    const std::string& name = p.strategy_names[i];
+    // The stage the job runs: --strategy_options=zero_stage=3 wins over
+    // --zero_stage, which alone let zero-3 through to crash at the sample.
     const bool whole = name == "ddp" || name == "dp" || name == "recompute" ||
-                       (name == "zero" && job.train().parallel().zero_stage() <= 2);
+                       (name == "zero" && p.strategy_options[i].GetInt("zero_stage") <= 2);
     if (!whole) sharding.push_back(name);
   }
   // Every rank a data-parallel replica: no model-parallel axis (also one a
