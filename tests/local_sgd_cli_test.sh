@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The local_sgd plugin from the command line, as a user runs it: --help
 # lists it with its option, 2 gloo ranks (--nproc_per_node=2) train with it
-# and average every sync_every steps, and a bad sync_every stops the job
-# with an error naming the option.
+# and average every sync_every steps, a bad sync_every stops the job with
+# an error naming the option, and --ep=2 composes it with expert.
 set -uo pipefail
 train="$TEST_SRCDIR/weft/models/gpt/train"
 plugin="$TEST_SRCDIR/weft/strategies/local_sgd/libweft_local_sgd.so"
@@ -32,4 +32,12 @@ rc=$?
 [ "$rc" = 1 ] || { cat "$tmp/bad.txt"; fail "sync_every=0 exited $rc, expected 1"; }
 grep -q "local_sgd.sync_every=0; expected sync_every >= 1" "$tmp/bad.txt" ||
   { cat "$tmp/bad.txt"; fail "no clear error for sync_every=0"; }
+# --ep=2 implies the expert strategy, which adds ddp only when no
+# data-parallel strategy is named: local_sgd is one (it was taken for none,
+# and the job failed on "local_sgd and ddp both reduce gradients").
+moe="$TEST_SRCDIR/weft/models/gpt/configs/tiny_moe.textproto"
+"$train" --config="$moe" --plugin="$plugin" --strategy=local_sgd --ep=2 --nproc_per_node=2 \
+    --data="$tmp/corpus.txt" --micro_batch=8 --steps=2 --eval_every=0 > "$tmp/moe.txt" 2>&1 ||
+  { cat "$tmp/moe.txt"; fail "local_sgd with --ep=2"; }
+grep -q "strategy expert,local_sgd |" "$tmp/moe.txt" || { cat "$tmp/moe.txt"; fail "not expert,local_sgd"; }
 echo PASS

@@ -64,8 +64,10 @@ absl::StatusOr<std::vector<std::string>> StrategyNames(const ParallelConfig& c, 
     names.push_back("expert");
   }
   if (world_size > 1 && std::find(names.begin(), names.end(), "expert") != names.end()) {
+    // Any data-parallel strategy, a plugin's (loaded by now) included.
     const bool has_dp = std::any_of(names.begin(), names.end(), [](const std::string& n) {
-      return n == "dp" || n == "ddp" || n == "zero" || n == "fsdp";
+      absl::StatusOr<std::unique_ptr<Strategy>> s = CreateStrategy(n);
+      return s.ok() && (*s)->Phase() == StrategyPhase::kDataParallel;
     });
     if (!has_dp) names.push_back("ddp");
   }
