@@ -39,8 +39,11 @@ TEST(StrategyErrorsTest, ZeroStageFourIsRejected) {
 TEST(StrategyErrorsTest, TwoDataParallelStrategiesAreRejected) {
   GptJob job = Job();
   job.mutable_train()->mutable_parallel()->set_strategy("ddp,fsdp");
-  EXPECT_NE(testing::MakeGptTrainer(job).status().message().find("at most one of"),
-            std::string::npos);
+  const absl::Status s = testing::MakeGptTrainer(job).status();
+  EXPECT_NE(s.message().find("at most one data-parallel strategy (ddp, dp, fsdp, zero)"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.message().find("hybrid sharding (HSDP)"), std::string::npos) << s;
 }
 
 TEST(StrategyErrorsTest, WorldSizeThatDoesNotDivideTheBatch) {

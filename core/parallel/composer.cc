@@ -108,11 +108,21 @@ absl::StatusOr<Ordered> CreateOrdered(const std::vector<std::string>& names,
     if (s->Phase() == StrategyPhase::kDataParallel) data_parallel.push_back(s->Name());
   }
   if (data_parallel.size() > 1) {
+    // Plugins register data-parallel strategies too: list what this build has.
+    std::vector<std::string> known;
+    for (const std::string& name : RegisteredStrategies()) {
+      absl::StatusOr<std::unique_ptr<Strategy>> s = CreateStrategy(name);
+      if (s.ok() && (*s)->Phase() == StrategyPhase::kDataParallel) known.push_back(name);
+    }
+    const bool built_in = std::all_of(data_parallel.begin(), data_parallel.end(), [](auto& n) {
+      return n == "dp" || n == "ddp" || n == "zero" || n == "fsdp";
+    });
     return InvalidArgument(
         absl::StrCat("data-parallel strategies ", absl::StrJoin(data_parallel, " and "),
                      " both reduce gradients over the same ranks"),
-        "at most one of dp, ddp, zero, fsdp",
-        "fsdp with dp_replicate > 1 already gives hybrid sharding (HSDP)");
+        absl::StrCat("at most one data-parallel strategy (", absl::StrJoin(known, ", "), ")"),
+        built_in ? "fsdp with dp_replicate > 1 already gives hybrid sharding (HSDP)"
+                 : "keep one of them in --strategy");
   }
   std::vector<const Strategy*> raw;
   for (const auto& s : strategies) raw.push_back(s.get());

@@ -13,7 +13,15 @@
 //   OptimizerTargets (once, at setup)
 //   ReduceGradNormSq              only when clipping
 //   optimizer update
-//   AfterOptimizerStep            e.g. all-gather updated shards
+//   AfterOptimizerStep            e.g. all-gather updated shards; also
+//                                 called once after a checkpoint loads
+//                                 (no step ran), to publish loaded state
+//
+// Gradient scale: each micro-batch's loss is divided by the global batch's
+// target count, so after the backwards a rank holds the sum over its own
+// samples divided by the global count: 1/dp of its local mean. Summing over
+// the data-parallel ranks (as ddp does) gives the global mean; a strategy
+// that steps on one rank's gradients alone multiplies them by dp.
 //
 // All methods default to doing nothing, so a strategy overrides only what it
 // changes. Work is stream-ordered on CUDA: "final" means final in stream
