@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "data/file_util.h"
 #include "data/idx_file.h"
 #include "data/test_util.h"
@@ -87,6 +88,66 @@ TEST(OpenTextDataTest, ShardDirectoryWithTokenizer) {
   auto refused = OpenTextData(opt);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(refused.status().message(), HasSubstr("--tokenizer=bpe:1024 with token shards"));
+}
+
+// A data set whose name contains "val" (or "train") names its splits as
+// words: medieval_train_* is training data only, never validation data.
+TEST(OpenTextDataTest, SplitNamesAreWordsInShardFileNames) {
+  const std::string dir = testing::MakeTempDir("medieval");
+  std::vector<int32_t> train(401, 1), val(101, 2);
+  const ShardWriteOptions vocab8 = {.vocab_size = 8};
+  ASSERT_TRUE(WriteTokenShard(JoinPath(dir, "medieval_train_000000.bin"), train, vocab8).ok());
+  ASSERT_TRUE(WriteTokenShard(JoinPath(dir, "medieval_val_000000.bin"), val, vocab8).ok());
+  TextDataOptions opt;
+  opt.path = dir;
+  opt.seq_len = 100;
+  opt.loader.batch_size = 1;
+  auto data = OpenTextData(opt);
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_EQ(data->train->dataset().num_samples(), 4);
+  ASSERT_NE(data->val, nullptr);
+  EXPECT_EQ(data->val->dataset().num_samples(), 1);
+  EXPECT_EQ(data->val->Next()->Get("inputs").data<int32_t>()[0], 2);
+
+  ASSERT_TRUE(WriteTokenShard(JoinPath(dir, "extra_train_val.bin"), val, vocab8).ok());
+  auto ambiguous = OpenTextData(opt);
+  EXPECT_EQ(ambiguous.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(ambiguous.status().message(), HasSubstr("extra_train_val.bin' could belong to"));
+}
+
+// Shards record their tokenizer's vocabulary size: a directory mixing
+// prepare_data outputs, or shards beside another tokenizer, is refused.
+TEST(OpenTextDataTest, ShardsOfAnotherTokenizerAreRefused) {
+  const std::string text = *ReadFileToString(testing::TestdataPath("sample.txt"));
+  auto chars = BuildTokenizer("char", {text});
+  auto bpe = BuildTokenizer("bpe:300", {text});
+  ASSERT_TRUE(chars.ok() && bpe.ok());
+  const std::vector<int32_t> char_ids = *(*chars)->Encode(text);
+  const std::vector<int32_t> bpe_ids = *(*bpe)->Encode(text);
+  TextDataOptions opt;
+  opt.seq_len = 16;
+  opt.loader.batch_size = 2;
+
+  // Char shards beside a BPE tokenizer.txt.
+  opt.path = testing::MakeTempDir("char_shards_bpe_tokenizer");
+  ASSERT_TRUE((*bpe)->Save(JoinPath(opt.path, "tokenizer.txt")).ok());
+  ASSERT_TRUE(WriteTokenShard(JoinPath(opt.path, "train_000000.bin"), char_ids,
+                              {.vocab_size = (*chars)->vocab_size()}).ok());
+  auto wrong_tokenizer = OpenTextData(opt);
+  EXPECT_EQ(wrong_tokenizer.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(wrong_tokenizer.status().message(),
+              HasSubstr(absl::StrCat("train_000000.bin was written by a tokenizer of ",
+                                     (*chars)->vocab_size(), " ids, but the tokenizer '")));
+
+  // Char and BPE shards in one directory (no tokenizer file).
+  opt.path = testing::MakeTempDir("mixed_shards");
+  ASSERT_TRUE(WriteTokenShard(JoinPath(opt.path, "train_000000.bin"), char_ids,
+                              {.vocab_size = (*chars)->vocab_size()}).ok());
+  ASSERT_TRUE(WriteTokenShard(JoinPath(opt.path, "train_000001.bin"), bpe_ids,
+                              {.vocab_size = 300}).ok());
+  auto mixed = OpenTextData(opt);
+  EXPECT_EQ(mixed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(mixed.status().message(), HasSubstr("shards of different tokenizers"));
 }
 
 TEST(OpenTextDataTest, LlmcShardsNeedAVocabularySize) {

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -22,6 +23,7 @@ constexpr char kTokenizerFileName[] = "tokenizer.txt";
 
 struct Sources {
   std::shared_ptr<const Tokenizer> tokenizer;
+  std::string tokenizer_path;  // the file it came from, when it came from one
   std::vector<TokenBuffer> train;
   std::vector<TokenBuffer> val;
 };
@@ -37,7 +39,8 @@ absl::StatusOr<std::vector<TokenBuffer>> OpenAll(const std::vector<std::string>&
 
 // A tokenizer file named by the options, else `fallback` if it exists.
 absl::StatusOr<std::shared_ptr<const Tokenizer>> MaybeLoadTokenizer(const std::string& spec,
-                                                                    const std::string& fallback) {
+                                                                    const std::string& fallback,
+                                                                    std::string* used_path) {
   // Shards hold token ids already: a spec that would build a tokenizer from
   // text ("bpe:1024") cannot apply to them. "char" is the flag's default.
   if (IsTokenizerSpec(spec) && spec != "char") {
@@ -56,13 +59,64 @@ absl::StatusOr<std::shared_ptr<const Tokenizer>> MaybeLoadTokenizer(const std::s
     return std::shared_ptr<const Tokenizer>();
   }
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, LoadTokenizer(path));
+  *used_path = path;
   return std::shared_ptr<const Tokenizer>(std::move(tok));
+}
+
+// Whether `word` appears in the file name of `path` delimited by
+// non-alphanumeric characters: "fineweb_val_000000.bin" names the val split,
+// "medieval_train_000000.bin" does not.
+bool NamesSplitAsWord(absl::string_view path, absl::string_view word) {
+  const absl::string_view name = path.substr(path.rfind('/') + 1);
+  for (size_t pos = 0; (pos = name.find(word, pos)) != absl::string_view::npos; ++pos) {
+    const size_t end = pos + word.size();
+    if ((pos == 0 || !absl::ascii_isalnum(name[pos - 1])) &&
+        (end == name.size() || !absl::ascii_isalnum(name[end]))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A file whose name contains both "train" and "val" ("medieval_train_0.bin",
+// "interval_val_0.bin") goes to the split it names as a word; validating on
+// training shards would report a loss the model was trained on.
+absl::Status SeparateSplits(std::vector<std::string>* train, std::vector<std::string>* val) {
+  const auto in = [](const std::vector<std::string>& files, const std::string& f) {
+    return std::find(files.begin(), files.end(), f) != files.end();
+  };
+  std::vector<std::string> only_train, only_val;
+  for (const std::string& f : *train) {
+    if (!in(*val, f)) only_train.push_back(f);
+  }
+  for (const std::string& f : *val) {
+    if (!in(*train, f)) only_val.push_back(f);
+  }
+  for (const std::string& f : *train) {
+    if (!in(*val, f)) continue;
+    const bool t = NamesSplitAsWord(f, "train");
+    const bool v = NamesSplitAsWord(f, "val");
+    if (t == v) {
+      return InvalidArgument(
+          absl::StrCat("shard '", f, "' could belong to the train or the val split"),
+          "a file name with exactly one of 'train' and 'val' as a word (train_000000.bin, "
+          "fineweb_val_000001.bin)",
+          "rename the file");
+    }
+    (t ? only_train : only_val).push_back(f);
+  }
+  std::sort(only_train.begin(), only_train.end());
+  std::sort(only_val.begin(), only_val.end());
+  *train = std::move(only_train);
+  *val = std::move(only_val);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Sources> FromShardDir(const TextDataOptions& options) {
   Sources s;
   WEFT_ASSIGN_OR_RETURN(std::vector<std::string> train, ListFiles(options.path, "train", ".bin"));
   WEFT_ASSIGN_OR_RETURN(std::vector<std::string> val, ListFiles(options.path, "val", ".bin"));
+  WEFT_RETURN_IF_ERROR(SeparateSplits(&train, &val));
   if (train.empty()) {
     return NotFound(absl::StrCat("no training shards in '", options.path, "'"),
                     "files named *train*.bin (and *val*.bin for validation)",
@@ -70,8 +124,10 @@ absl::StatusOr<Sources> FromShardDir(const TextDataOptions& options) {
   }
   WEFT_ASSIGN_OR_RETURN(s.train, OpenAll(train));
   WEFT_ASSIGN_OR_RETURN(s.val, OpenAll(val));
-  WEFT_ASSIGN_OR_RETURN(s.tokenizer, MaybeLoadTokenizer(options.tokenizer,
-                                                        JoinPath(options.path, kTokenizerFileName)));
+  WEFT_ASSIGN_OR_RETURN(s.tokenizer,
+                        MaybeLoadTokenizer(options.tokenizer,
+                                           JoinPath(options.path, kTokenizerFileName),
+                                           &s.tokenizer_path));
   return s;
 }
 
@@ -90,7 +146,8 @@ absl::StatusOr<Sources> FromTextFiles(const TextDataOptions& options) {
                           BuildTokenizer(options.tokenizer, is_char ? all : split.train));
     s.tokenizer = std::move(tok);
   } else {
-    WEFT_ASSIGN_OR_RETURN(s.tokenizer, MaybeLoadTokenizer(options.tokenizer, ""));
+    WEFT_ASSIGN_OR_RETURN(s.tokenizer,
+                          MaybeLoadTokenizer(options.tokenizer, "", &s.tokenizer_path));
   }
   const auto encode = [&](const std::vector<absl::string_view>& part, absl::string_view name,
                           std::vector<TokenBuffer>* out) -> absl::Status {
@@ -112,6 +169,42 @@ absl::StatusOr<Sources> FromTextFiles(const TextDataOptions& options) {
   return s;
 }
 
+// Shards record the vocabulary size of the tokenizer that wrote them (0 for
+// llm.c's). Two sizes in one data set, or a size other than the tokenizer's,
+// mean ids from different tokenizers: training would mix ids that mean
+// different text, and the checkpoint would carry a tokenizer that decodes
+// the model's ids wrongly.
+absl::Status CheckOneVocabulary(const Sources& s) {
+  const TokenBuffer* first = nullptr;
+  for (const std::vector<TokenBuffer>* part : {&s.train, &s.val}) {
+    for (const TokenBuffer& b : *part) {
+      if (b.vocab_size() == 0) continue;
+      if (s.tokenizer != nullptr && b.vocab_size() != s.tokenizer->vocab_size()) {
+        return InvalidArgument(
+            absl::StrCat("shard ", b.name(), " was written by a tokenizer of ", b.vocab_size(),
+                         " ids, but the tokenizer ",
+                         s.tokenizer_path.empty() ? "" : absl::StrCat("'", s.tokenizer_path, "' "),
+                         "has ", s.tokenizer->vocab_size()),
+            "the tokenizer the shards were made with",
+            "keep each prepare_data output directory whole, or pass --tokenizer=FILE with the "
+            "tokenizer.txt written beside these shards");
+      }
+      if (first == nullptr) {
+        first = &b;
+      } else if (b.vocab_size() != first->vocab_size()) {
+        return InvalidArgument(
+            absl::StrCat("shards of different tokenizers: ", first->name(), " records a ",
+                         first->vocab_size(), "-id vocabulary, ", b.name(), " one of ",
+                         b.vocab_size()),
+            "every shard written with the same tokenizer",
+            "keep each prepare_data output directory whole (it writes tokenizer.txt and its "
+            "shards together)");
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<TextData> OpenTextData(const TextDataOptions& options) {
@@ -123,10 +216,13 @@ absl::StatusOr<TextData> OpenTextData(const TextDataOptions& options) {
     WEFT_ASSIGN_OR_RETURN(sources, FromShardDir(options));
   } else if (absl::EndsWith(options.path, ".bin")) {
     WEFT_ASSIGN_OR_RETURN(sources.train, OpenAll({options.path}));
-    WEFT_ASSIGN_OR_RETURN(sources.tokenizer, MaybeLoadTokenizer(options.tokenizer, ""));
+    WEFT_ASSIGN_OR_RETURN(sources.tokenizer,
+                          MaybeLoadTokenizer(options.tokenizer, "", &sources.tokenizer_path));
   } else {
     WEFT_ASSIGN_OR_RETURN(sources, FromTextFiles(options));
   }
+
+  WEFT_RETURN_IF_ERROR(CheckOneVocabulary(sources));
 
   TextData out;
   out.tokenizer = sources.tokenizer;
