@@ -4,13 +4,17 @@
 // the full state unchanged, exactly; and resuming under another mesh
 // (fsdp to zero, tp to one process and back, ep2 x tp2 to one process)
 // matches within the parity tolerance.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "checkpoint/layout.h"
 #include "checkpoint/loader.h"
 #include "core/runtime/trainer.h"
+#include "data/data.h"
 #include "gtest/gtest.h"
 #include "tests/parity.h"
 #include "tests/tiny_gpt.h"
@@ -184,6 +188,59 @@ TEST(CheckpointDirTest, StepsPastTheStartAreRefusedBeforeTraining) {
   latest.mutable_train()->set_resume("latest");
   t = Trainer::Create(testing::GptTrainerOptions(latest));
   EXPECT_TRUE(t.ok()) << t.status();
+}
+
+// Trainer options that, like //models/gpt:train, record the data's
+// tokenizer in checkpoints.
+Trainer::Options WithTokenizer(const GptJob& job) {
+  Trainer::Options o = testing::GptTrainerOptions(job);
+  o.open_data = [job](const data::DataLoader::Options& base) -> absl::StatusOr<DataLoaders> {
+    data::TextDataOptions t;
+    t.path = job.train().data().data();
+    t.val_fraction = job.train().data().val_fraction();
+    t.seq_len = job.train().seq_len();
+    t.loader = base;
+    absl::StatusOr<data::TextData> d = data::OpenTextData(t);
+    if (!d.ok()) return d.status();
+    return DataLoaders{std::move(d->train), std::move(d->val), d->vocab_size,
+                       d->tokenizer->Serialize()};
+  };
+  return o;
+}
+
+// A resume on data that tokenizes differently is refused: here one letter of
+// the corpus is replaced by one it lacked, so the text, the windows and the
+// vocabulary keep their sizes, but the ids of the letters between the two
+// shift by one and would train embedding rows that meant other letters.
+TEST(ResumeTokenizerTest, DataThatTokenizesDifferentlyIsRefused) {
+  GptJob job = BaseJob();
+  job.mutable_train()->set_steps(2);
+  const std::string dir = FreshDir("resume_tokenizer");
+  job.mutable_train()->set_checkpoint_dir(dir);
+  {
+    absl::StatusOr<std::unique_ptr<Trainer>> first = Trainer::Create(WithTokenizer(job));
+    ASSERT_TRUE(first.ok()) << first.status();
+    ASSERT_TRUE((*first)->Run().ok());
+  }
+  GptJob resumed = job;
+  resumed.mutable_train()->set_steps(4);
+  resumed.mutable_train()->set_resume("latest");
+  {
+    absl::StatusOr<std::unique_ptr<Trainer>> same = Trainer::Create(WithTokenizer(resumed));
+    EXPECT_TRUE(same.ok()) << same.status();
+  }
+  std::stringstream text;
+  text << std::ifstream(job.train().data().data()).rdbuf();
+  std::string edited = text.str();
+  ASSERT_EQ(edited.find('X'), std::string::npos);
+  std::replace(edited.begin(), edited.end(), 'q', 'X');
+  const std::string path = absl::StrCat(std::getenv("TEST_TMPDIR"), "/edited_corpus.txt");
+  std::ofstream(path) << edited;
+  resumed.mutable_train()->mutable_data()->set_data(path);
+  absl::StatusOr<std::unique_ptr<Trainer>> other = Trainer::Create(WithTokenizer(resumed));
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(other.status().message().find("was trained with another tokenizer"), std::string::npos)
+      << other.status();
 }
 
 // Each hop loads the previous hop's checkpoint under a new world size and

@@ -176,6 +176,18 @@ absl::Status Trainer::ResumeFrom(const ckpt::Checkpoint& ck) {
                            absl::StrCat("the same seed (this run has --seed=", c.seed(), ")"),
                            "the seed fixes the data order and dropout masks: resume with its seed");
   }
+  // Token ids index the embedding rows: data tokenized another way (an
+  // edited corpus reorders a char vocabulary, shards re-made with another
+  // BPE) would go on training rows that meant other tokens.
+  if (!m.tokenizer().empty() && !loaders_.tokenizer.empty() &&
+      m.tokenizer() != loaders_.tokenizer) {
+    return FailedPrecondition(
+        absl::StrCat("checkpoint ", step_dir,
+                     " was trained with another tokenizer than this run's data gives"),
+        "the tokenizer the checkpoint was trained with: token ids index the embedding rows",
+        "resume on the data it was trained on, or pass --tokenizer=FILE with its tokenizer "
+        "(//tools:ckpt export CHECKPOINT --format=tokenizer --out=FILE writes it)");
+  }
   WEFT_ASSIGN_OR_RETURN(std::vector<StatePiece> pieces, ExportState());
   // The job's entries: every parameter (held here or on another pipeline
   // rank) and the optimizer's state for it.
