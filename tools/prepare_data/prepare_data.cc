@@ -85,7 +85,7 @@ absl::Status WriteSplit(const std::string& dir, absl::string_view split,
                         const std::vector<int32_t>& ids, const PrepareOptions& options,
                         int64_t vocab_size, PrepareSummary* summary) {
   const int64_t n = static_cast<int64_t>(ids.size());
-  const int64_t per_shard = std::clamp<int64_t>(options.shard_tokens, 1, data::kMaxShardTokens);
+  const int64_t per_shard = options.shard_tokens;  // checked by PrepareData
   for (int64_t start = 0, index = 0; start < n; start += per_shard, ++index) {
     const std::string path = data::JoinPath(dir, absl::StrFormat("%s_%06d.bin", split, index));
     const int64_t count = std::min(per_shard, n - start);
@@ -114,6 +114,21 @@ absl::StatusOr<std::vector<int32_t>> Encode(const Tokenizer& tokenizer,
 absl::StatusOr<PrepareSummary> PrepareData(const PrepareOptions& options) {
   if (options.out_dir.empty()) {
     return InvalidArgument("no output directory", "--out=<dir>");
+  }
+  if (options.shard_tokens < 1 || options.shard_tokens > data::kMaxShardTokens) {
+    return InvalidArgument(absl::StrCat("--shard_tokens=", options.shard_tokens),
+                           absl::StrCat("1 to ", data::kMaxShardTokens,
+                                        " tokens per shard (an int32 count)"),
+                           "the default, 100000000, is llm.c's shard size");
+  }
+  for (const std::string& input : options.inputs) {
+    std::error_code ec;
+    if (data::IsDirectory(input) && fs::equivalent(input, options.out_dir, ec)) {
+      // A rerun would read the previous run's tokenizer.txt and shards as text.
+      return InvalidArgument(
+          absl::StrCat("input directory '", input, "' is the output directory"),
+          "an --out directory apart from the text", "write the shards to another directory");
+    }
   }
   WEFT_ASSIGN_OR_RETURN(std::vector<std::string> paths, ExpandInputs(options.inputs));
   WEFT_ASSIGN_OR_RETURN(std::vector<TextDocument> docs, data::ReadTextDocuments(paths));

@@ -120,5 +120,32 @@ TEST(PrepareDataTest, BadInputsGetClearErrors) {
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);  // taken as a file path
 }
 
+// A shard size that cannot hold a token used to become 1 token per shard
+// (a file per token, none long enough for a training window); an input
+// directory that is also the output made a rerun read the previous run's
+// tokenizer.txt and binary shards as text.
+TEST(PrepareDataTest, RefusesBadShardSizesAndItsOwnOutputAsInput) {
+  PrepareOptions options;
+  options.inputs = {kSample};
+  options.out_dir = TempDir("shard_sizes");
+  for (int64_t bad : {int64_t{0}, int64_t{-5}, int64_t{1} << 31}) {
+    options.shard_tokens = bad;
+    auto refused = PrepareData(options);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(refused.status().message(), HasSubstr("--shard_tokens="));
+  }
+  EXPECT_FALSE(data::FileExists(data::JoinPath(options.out_dir, "train_000000.bin")));
+
+  const std::string dir = TempDir("in_place");
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(data::WriteFileAtomically(dir + "/a.txt", *data::ReadFileToString(kSample)).ok());
+  PrepareOptions in_place;
+  in_place.inputs = {dir};
+  in_place.out_dir = dir + "/";
+  auto same = PrepareData(in_place);
+  EXPECT_EQ(same.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(same.status().message(), HasSubstr("is the output directory"));
+}
+
 }  // namespace
 }  // namespace weft::tools
