@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "data/file_util.h"
@@ -84,7 +85,15 @@ absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
                              "a size in [1, 2^30]");
     }
     out.dims.push_back(n);
-    count *= n;
+    // Dimensions whose product wraps around size_t (16 x 2^30 x 2^30 is 2^64,
+    // i.e. 0) would match an empty file and describe images of 2^60 pixels.
+    if (__builtin_mul_overflow(count, size_t{n}, &count) || count > bytes.size()) {
+      return InvalidArgument(
+          absl::StrCat("truncated IDX file '", path, "': its dimensions ",
+                       absl::StrJoin(out.dims, " x "), (d + 1 < ndims ? " x ..." : ""),
+                       " need more bytes than the file's ", bytes.size()),
+          "dimensions whose product is the number of data bytes", kHint);
+    }
   }
   const size_t have = bytes.size() - header;
   if (have != count) {

@@ -62,6 +62,16 @@ TEST_F(IdxFileTest, TruncatedAndTrailingDataAreRejected) {
   EXPECT_THAT(a.status().message(), HasSubstr("trailing bytes"));
 }
 
+// 16 x 2^30 x 2^30 bytes is 2^64: a product that wraps to 0 must not pass
+// for an empty data section.
+TEST_F(IdxFileTest, DimensionsThatOverflowAreRejected) {
+  const std::string header("\x00\x00\x08\x03\x00\x00\x00\x10\x40\x00\x00\x00\x40\x00\x00\x00", 16);
+  ASSERT_TRUE(WriteFileAtomically(Path("wrap"), header).ok());
+  auto a = ReadIdxFile(Path("wrap"));
+  ASSERT_FALSE(a.ok());
+  EXPECT_THAT(a.status().message(), HasSubstr("truncated IDX file"));
+}
+
 TEST_F(IdxFileTest, CutOffGzipStreamIsAnError) {
   std::vector<uint8_t> values(5000, 7);
   ASSERT_TRUE(WriteIdxFile(Path("full.gz"), {5000}, values).ok());
