@@ -9,6 +9,7 @@
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "data/data.h"
+#include "data/tokenizer_factory.h"
 #include "models/gpt/gpt.h"
 #include "tools/train_main/train_main.h"
 
@@ -48,7 +49,10 @@ void SetGptJobCallbacks(const GptJob& job, const std::string& data_path,
                            const data::DataLoader::Options& base) -> absl::StatusOr<DataLoaders> {
     data::TextDataOptions t;
     t.path = data_path;
-    t.tokenizer = job.train().data().tokenizer();
+    // A tokenizer file is a user path like --data (bazel run starts in the
+    // runfiles tree); a spec (char, bpe:N) is not a path.
+    const std::string& tokenizer = job.train().data().tokenizer();
+    t.tokenizer = data::IsTokenizerSpec(tokenizer) ? tokenizer : ResolveUserPath(tokenizer);
     t.val_fraction = job.train().data().val_fraction();
     t.seq_len = job.train().seq_len();
     t.vocab_size = job.model().vocab_size();

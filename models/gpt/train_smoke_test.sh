@@ -40,6 +40,16 @@ if grep -q '"val_loss"' "$tmp/noeval.jsonl"; then
   echo "FAIL: --eval_batches=0 still evaluated: $(grep val_loss "$tmp/noeval.jsonl")"; exit 1
 fi
 
+# Under `bazel run` (BUILD_WORKING_DIRECTORY) a relative tokenizer file is
+# found where the command was typed, as a relative --data is.
+mkdir -p "$tmp/wd"
+cp "$tmp/corpus.txt" "$tmp/wd/corpus.txt"
+units=$(od -An -tu1 -v "$tmp/corpus.txt" | tr -s ' ' '\n' | grep -v '^$' | sort -n -u)
+{ echo "weft-tokenizer char v1"; wc -l <<<"$units"; echo "$units"; } > "$tmp/wd/tok.txt"
+(cd "$tmp" && BUILD_WORKING_DIRECTORY="$tmp/wd" "$train" --config="$config" --data=corpus.txt \
+    --tokenizer=tok.txt --steps=1 --quiet --num_workers=1 --eval_batches=0) || {
+  echo "FAIL: relative --tokenizer not resolved against BUILD_WORKING_DIRECTORY"; exit 1; }
+
 # The console: an unknown MFU (CPU, no --peak_tflops) reads "mfu -", never
 # nan; the banner names where the ranks came from.
 console=$("$train" --config="$config" --data="$tmp/corpus.txt" --steps=2 --log_every=1 \
