@@ -327,7 +327,9 @@ absl::StatusOr<ParityRun> RunMultiProcess(GptJob job, int world, const RunOption
         topo.local_rank = rc.rank;
         topo.store = rc.store;
         topo.description = absl::StrCat("test rank ", rc.rank, " of ", rc.world_size);
-        WEFT_ASSIGN_OR_RETURN(ParityRun r, Train(job, topo, PiecesPath(out, rc.rank), options));
+        GptJob mine = job;
+        if (options.per_rank) options.per_rank(rc.rank, &mine);
+        WEFT_ASSIGN_OR_RETURN(ParityRun r, Train(mine, topo, PiecesPath(out, rc.rank), options));
         if (rc.rank == 0) Write(r, out);
         ParityRun memory_only;
         memory_only.memory = r.memory;

@@ -4,6 +4,7 @@
 #ifndef WEFT_TESTS_PARITY_H_
 #define WEFT_TESTS_PARITY_H_
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -59,6 +60,9 @@ struct RunOptions {
   // eval_samples > 0, to evaluate after training (ParityRun::val_loss).
   int eval_batches = 0;
   int64_t eval_samples = 0;
+  // RunMultiProcess: changes one rank's job (ranks started with other
+  // flags or data); null runs the same job everywhere.
+  std::function<void(int rank, GptJob* job)> per_rank;
 };
 
 // One process, no strategy: the reference.

@@ -1,6 +1,9 @@
 // Bad parallel configurations end with clear errors on every rank, never a
 // hang or a wrong result.
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,6 +47,45 @@ TEST(StrategyErrorsTest, TwoDataParallelStrategiesAreRejected) {
             std::string::npos)
       << s;
   EXPECT_NE(s.message().find("hybrid sharding (HSDP)"), std::string::npos) << s;
+}
+
+// Ranks started by hand with another flag, or another copy of the data,
+// fail at startup naming the difference (job_agreement.h), instead of
+// training out of step. Rank 0 then times out; the status holds both.
+TEST(StrategyErrorsTest, RanksWithAnotherJobOrOtherDataAreNamed) {
+  GptJob job = Job();
+  job.mutable_train()->mutable_parallel()->set_strategy("ddp");
+  job.mutable_train()->mutable_parallel()->set_timeout_s(3);
+  job.mutable_train()->set_micro_batch(4);
+  testing::RunOptions lr;
+  lr.per_rank = [](int rank, GptJob* j) {
+    if (rank == 1) j->mutable_train()->mutable_optim()->set_lr(0.03f);
+  };
+  absl::Status s = testing::RunMultiProcess(job, 2, lr).status();
+  EXPECT_NE(s.message().find("rank 1 runs another job than rank 0: 'lr: 0.03' here"),
+            std::string::npos)
+      << s;
+  // The same text with one character swapped for another it lacks: the
+  // character vocabulary, hence every later token id, moves.
+  const std::string other = std::string(std::getenv("TEST_TMPDIR")) + "/other_copy";
+  std::filesystem::create_directories(other);
+  const std::string copy = testing::WriteCorpus(other);
+  std::string text;
+  {
+    std::ifstream in(copy);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_NE(text.find('q'), std::string::npos);
+  std::replace(text.begin(), text.end(), 'q', '#');
+  std::ofstream(copy, std::ios::trunc) << text;
+  testing::RunOptions data;
+  data.per_rank = [&copy](int rank, GptJob* j) {
+    if (rank == 1) j->mutable_train()->mutable_data()->set_data(copy);
+  };
+  s = testing::RunMultiProcess(job, 2, data).status();
+  EXPECT_NE(s.message().find("rank 1 reads other data than rank 0: 'training data: "),
+            std::string::npos)
+      << s;
 }
 
 TEST(StrategyErrorsTest, WorldSizeThatDoesNotDivideTheBatch) {

@@ -44,15 +44,34 @@ std::string AgreementText(const std::string& job_text) {
   return absl::StrJoin(kept, "\n");
 }
 
-absl::Status CheckSameJobAsRankZero(comm::Store& store, int rank, int world_size,
-                                    const std::string& text, absl::Duration timeout) {
+AgreementRound JobRound() {
+  return {.name = "job",
+          .differs = "runs another job",
+          .expected = "every rank of a job with the same flags and config",
+          .hint = "start every rank with the same command line (a launcher does); per-rank "
+                  "paths such as --data may differ"};
+}
+
+AgreementRound DataRound() {
+  return {.name = "data",
+          .differs = "reads other data",
+          .expected = "every rank reading the same data (same tokenizer and samples; each rank "
+                      "takes its share of the one sample order)",
+          .hint = "give every rank the same --data and --tokenizer contents (copies on each node "
+                  "must be identical)"};
+}
+
+absl::Status CheckSameAsRankZero(comm::Store& store, const AgreementRound& round, int rank,
+                                 int world_size, const std::string& text, absl::Duration timeout) {
   if (world_size <= 1) return absl::OkStatus();
-  WEFT_ASSIGN_OR_RETURN(const int64_t ticket, store.Add("weft_job/tickets", 1));
+  WEFT_ASSIGN_OR_RETURN(const int64_t ticket,
+                        store.Add(absl::StrCat("weft_agree/", round.name, "/tickets"), 1));
   const int64_t generation = (ticket - 1) / world_size;
-  const std::string key = absl::StrCat("weft_job/", generation, "/rank0");
+  const std::string key = absl::StrCat("weft_agree/", round.name, "/", generation, "/rank0");
   if (rank == 0) return store.Set(key, text);
   absl::StatusOr<std::string> theirs = store.Get(key, timeout);
-  WEFT_RETURN_IF_ERROR(Annotate(theirs.status(), "waiting for rank 0's job to compare with"));
+  WEFT_RETURN_IF_ERROR(Annotate(theirs.status(),
+                                absl::StrCat("waiting for rank 0's ", round.name, " to compare")));
   if (*theirs == text) return absl::OkStatus();
   const std::vector<std::string> mine_lines = absl::StrSplit(text, '\n');
   const std::vector<std::string> their_lines = absl::StrSplit(*theirs, '\n');
@@ -62,12 +81,10 @@ absl::Status CheckSameJobAsRankZero(comm::Store& store, int rank, int world_size
     return i < lines.size() ? std::string(absl::StripAsciiWhitespace(lines[i]))
                             : std::string("(nothing)");
   };
-  return FailedPrecondition(
-      absl::StrCat("rank ", rank, " runs another job than rank 0: '", at(mine_lines, i),
-                   "' here, '", at(their_lines, i), "' on rank 0"),
-      "every rank of a job with the same flags and config",
-      "start every rank with the same command line (a launcher does); per-rank paths such as "
-      "--data may differ");
+  return FailedPrecondition(absl::StrCat("rank ", rank, " ", round.differs, " than rank 0: '",
+                                         at(mine_lines, i), "' here, '", at(their_lines, i),
+                                         "' on rank 0"),
+                            round.expected, round.hint);
 }
 
 }  // namespace weft

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "comm/store/store.h"
 
@@ -20,12 +21,25 @@ namespace weft {
 // workers, logging, timeouts, rank 0's samples).
 std::string AgreementText(const std::string& job_text);
 
+// What one comparison is about, for its keys and its error.
+struct AgreementRound {
+  std::string name;      // "job": keys weft_agree/job/...
+  std::string differs;   // "runs another job": "rank 1 <differs> than rank 0: ..."
+  std::string expected;  // the error's "expected ..."
+  std::string hint;
+};
+
+// The job (AgreementText of it), before any mesh group.
+AgreementRound JobRound();
+// What the data gives (tokenizer, sample counts), once the loaders open.
+AgreementRound DataRound();
+
 // Rank 0 posts `text`; every other rank reads it (up to `timeout`) and
-// fails naming the first line that differs. Each call on a store is a new
-// round (its keys carry a generation), so jobs that share a store one
+// fails naming the first line that differs. Each call of a round on a
+// store is a new generation of its keys, so jobs that share a store one
 // after another do not read each other's text.
-absl::Status CheckSameJobAsRankZero(comm::Store& store, int rank, int world_size,
-                                    const std::string& text, absl::Duration timeout);
+absl::Status CheckSameAsRankZero(comm::Store& store, const AgreementRound& round, int rank,
+                                 int world_size, const std::string& text, absl::Duration timeout);
 
 }  // namespace weft
 

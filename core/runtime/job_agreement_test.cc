@@ -38,8 +38,8 @@ std::string With(std::string text, const std::string& from, const std::string& t
 absl::Status RankOneAgainstRankZero(comm::Store& store, const std::string& zero,
                                     const std::string& one) {
   absl::Status status0, status1;
-  std::thread r0([&] { status0 = CheckSameJobAsRankZero(store, 0, 2, zero, absl::Seconds(5)); });
-  std::thread r1([&] { status1 = CheckSameJobAsRankZero(store, 1, 2, one, absl::Seconds(5)); });
+  std::thread r0([&] { status0 = CheckSameAsRankZero(store, JobRound(), 0, 2, zero, absl::Seconds(5)); });
+  std::thread r1([&] { status1 = CheckSameAsRankZero(store, JobRound(), 1, 2, one, absl::Seconds(5)); });
   r0.join();
   r1.join();
   EXPECT_TRUE(status0.ok()) << status0;
@@ -77,7 +77,7 @@ TEST(JobAgreementTest, PathsAndLocalKnobsMayDifferTheMathMayNot) {
 
 TEST(JobAgreementTest, ASingleRankChecksNothing) {
   comm::HashStore store;
-  EXPECT_TRUE(CheckSameJobAsRankZero(store, 0, 1, "x", absl::Seconds(1)).ok());
+  EXPECT_TRUE(CheckSameAsRankZero(store, JobRound(), 0, 1, "x", absl::Seconds(1)).ok());
 }
 
 }  // namespace

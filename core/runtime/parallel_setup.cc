@@ -169,9 +169,9 @@ absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(
   // Before any mesh group: a rank with other flags is named, not left to
   // time out or train out of step. A dry run (meta) simulates one rank.
   if (backend != "meta" && !job_text.empty()) {
-    WEFT_RETURN_IF_ERROR(CheckSameJobAsRankZero(*topology.store, topology.rank,
-                                                topology.world_size, AgreementText(job_text),
-                                                timeout));
+    WEFT_RETURN_IF_ERROR(CheckSameAsRankZero(*topology.store, JobRound(), topology.rank,
+                                             topology.world_size, AgreementText(job_text),
+                                             timeout));
   }
   comm::DeviceMeshOptions mesh_options;
   mesh_options.backend = backend;
