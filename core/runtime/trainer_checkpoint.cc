@@ -219,6 +219,10 @@ absl::Status Trainer::ResumeFrom(const ckpt::Checkpoint& ck) {
       step_dir, m.step(), m.world_size(), m.world_size() == 1 ? "" : "s",
       mesh.empty() ? "" : " on ", absl::StrJoin(mesh, " x "),
       m.strategies().empty() ? "none" : m.strategies(), stats.bytes_read / 1e6, ms));
+  if (step_ == c.steps()) {
+    logger_->Print(absl::StrCat("the checkpoint is at --steps=", c.steps(),
+                                ": no steps left to train (raise --steps to continue)"));
+  }
   return absl::OkStatus();
 }
 

@@ -119,6 +119,11 @@ if "$train" "${common[@]}" --n_head=2 --resume="$tmp/ck/step_6" 2> "$tmp/resume_
   echo "FAIL: resumed a 4-head checkpoint as a 2-head model"; exit 1
 fi
 grep -q -- "--model.n_head=4" "$tmp/resume_heads.err" || { cat "$tmp/resume_heads.err"; exit 1; }
+# A resume at the last step says there is nothing left to train.
+"$train" "${common[@]}" --quiet=false --resume="$tmp/ck/step_12" > "$tmp/resume_end.out" 2>&1 ||
+  { cat "$tmp/resume_end.out"; exit 1; }
+grep -q "no steps left to train (raise --steps to continue)" "$tmp/resume_end.out" ||
+  { echo "FAIL: a resume at --steps says nothing"; cat "$tmp/resume_end.out"; exit 1; }
 # ...and so is one with an untied lm_head, by the flag (not as a missing tensor).
 if "$train" "${common[@]}" --tie_weights=false --resume="$tmp/ck/step_6" 2> "$tmp/resume_tie.err"; then
   echo "FAIL: resumed a tied checkpoint with an untied lm_head"; exit 1
