@@ -66,12 +66,7 @@ absl::StatusOr<Trace> RunRanksTraced(const GptJob& job) {
   const auto results = comm::testing::RunRanks(
       comm::testing::RankMode::kProcesses, kWorld,
       [&](const comm::testing::RankContext& rc) -> absl::Status {
-        JobTopology topo;
-        topo.rank = rc.rank;
-        topo.world_size = rc.world_size;
-        topo.local_rank = rc.rank;
-        topo.store = rc.store;
-        topo.description = absl::StrCat("test rank ", rc.rank, " of ", rc.world_size);
+        const JobTopology topo = testing::RankTopology(rc);
         WEFT_ASSIGN_OR_RETURN(auto trainer, testing::MakeGptTrainer(job, topo));
         FILE* f = std::fopen(TracePath(run, rc.rank).c_str(), "wb");
         for (int s = 0; s < steps; ++s) {

@@ -95,11 +95,7 @@ std::vector<std::vector<StepStats>> RunTwoRanks(const GptJob& job, const std::st
   const auto results = comm::testing::RunRanks(
       comm::testing::RankMode::kProcesses, 2,
       [&](const comm::testing::RankContext& rc) -> absl::Status {
-        JobTopology topo;
-        topo.rank = rc.rank;
-        topo.world_size = rc.world_size;
-        topo.local_rank = rc.rank;
-        topo.store = rc.store;
+        const JobTopology topo = RankTopology(rc);
         WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> t, MakeGptTrainer(job, topo));
         WEFT_RETURN_IF_ERROR(t->Run());
         WriteSteps(t->history(), absl::StrCat(TmpDir(), "/", name, ".rank", rc.rank));

@@ -321,12 +321,7 @@ absl::StatusOr<ParityRun> RunMultiProcess(GptJob job, int world, const RunOption
   const auto results = comm::testing::RunRanks(
       comm::testing::RankMode::kProcesses, world,
       [&](const comm::testing::RankContext& rc) -> absl::Status {
-        JobTopology topo;
-        topo.rank = rc.rank;
-        topo.world_size = rc.world_size;
-        topo.local_rank = rc.rank;
-        topo.store = rc.store;
-        topo.description = absl::StrCat("test rank ", rc.rank, " of ", rc.world_size);
+        const JobTopology topo = RankTopology(rc);
         GptJob mine = job;
         if (options.per_rank) options.per_rank(rc.rank, &mine);
         WEFT_ASSIGN_OR_RETURN(ParityRun r, Train(mine, topo, PiecesPath(out, rc.rank), options));

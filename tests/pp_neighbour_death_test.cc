@@ -25,11 +25,7 @@ TEST(PipelineFailureTest, NeighbourDeathFailsTheOtherStageNamingPeerAndOp) {
   const auto results = comm::testing::RunRanks(
       comm::testing::RankMode::kProcesses, 2,
       [&](const comm::testing::RankContext& rc) -> absl::Status {
-        JobTopology topo;
-        topo.rank = rc.rank;
-        topo.world_size = rc.world_size;
-        topo.local_rank = rc.rank;
-        topo.store = rc.store;
+        const JobTopology topo = testing::RankTopology(rc);
         WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer,
                               testing::MakeGptTrainer(job, topo));
         for (int step = 1; step <= 10; ++step) {

@@ -11,6 +11,16 @@
 
 namespace weft::testing {
 
+JobTopology RankTopology(const comm::testing::RankContext& rc) {
+  JobTopology topo;
+  topo.rank = rc.rank;
+  topo.world_size = rc.world_size;
+  topo.local_rank = rc.rank;
+  topo.store = rc.store;
+  topo.description = absl::StrCat("test rank ", rc.rank, " of ", rc.world_size);
+  return topo;
+}
+
 std::string WriteCorpus(const std::string& dir) {
   const std::string path = dir + "/corpus.txt";
   std::ofstream out(path);

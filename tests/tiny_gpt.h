@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
 #include <optional>
+
+#include "absl/status/statusor.h"
+#include "comm/testing/multiprocess.h"
 #include "core/runtime/trainer.h"
 #include "models/gpt/gpt_config.pb.h"
 
@@ -30,6 +32,10 @@ Trainer::Options GptTrainerOptions(const GptJob& job,
 
 // The number of training windows (samples) the job's data holds.
 absl::StatusOr<int64_t> TrainSamples(const GptJob& job);
+
+// The topology of a rank of comm::testing::RunRanks: its rank, the world,
+// and the ranks' shared store.
+JobTopology RankTopology(const comm::testing::RankContext& rc);
 
 // `topology` injects ranks and a shared store (multi-process tests).
 // `customize` may set further trainer options (test hooks).
