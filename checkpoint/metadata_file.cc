@@ -39,12 +39,12 @@ absl::StatusOr<Metadata> ParseMetadata(const std::string& path, const std::strin
   const size_t body = at_end ? bytes.size() - field.size() : bytes.size();
   const uint32_t crc = Crc32c(bytes.data(), body);
   if (!at_end || crc != meta.metadata_crc32c()) {
-    return absl::DataLossError(absl::StrCat(
-        path, ": checksum mismatch (CRC-32C ", crc, " of its first ", body,
-        " bytes, the file says ", meta.metadata_crc32c(),
-        at_end ? "" : " but not as its last field",
-        "); expected metadata.pb exactly as weft wrote it. Hint: the file is corrupt; "
-        "resume from an earlier step"));
+    return MakeError(absl::StatusCode::kDataLoss,
+                     absl::StrCat(path, ": checksum mismatch (CRC-32C ", crc, " of its first ", body,
+                                  " bytes, the file says ", meta.metadata_crc32c(),
+                                  at_end ? "" : " but not as its last field", ")"),
+                     "metadata.pb exactly as weft wrote it",
+                     "the file is corrupt; resume from an earlier step");
   }
   return meta;
 }

@@ -4,7 +4,10 @@
 // requires identical replicas of the optimizer state, which local_sgd keeps
 // per rank, so this test runs the ranks itself and records every rank's
 // parameters after every step.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -69,6 +72,7 @@ absl::StatusOr<Trace> RunRanksTraced(const GptJob& job) {
         const JobTopology topo = testing::RankTopology(rc);
         WEFT_ASSIGN_OR_RETURN(auto trainer, testing::MakeGptTrainer(job, topo));
         FILE* f = std::fopen(TracePath(run, rc.rank).c_str(), "wb");
+        if (f == nullptr) return absl::InternalError("cannot write " + TracePath(run, rc.rank));
         for (int s = 0; s < steps; ++s) {
           WEFT_ASSIGN_OR_RETURN(StepStats st, trainer->TrainStep());
           std::vector<float> all;
@@ -89,6 +93,7 @@ absl::StatusOr<Trace> RunRanksTraced(const GptJob& job) {
   Trace trace;
   for (int r = 0; r < kWorld; ++r) {
     FILE* f = std::fopen(TracePath(run, r).c_str(), "rb");
+    if (f == nullptr) return absl::InternalError("cannot read " + TracePath(run, r));
     for (int s = 0; s < steps; ++s) {
       double loss = 0;
       int64_t n = 0;

@@ -33,9 +33,14 @@ absl::Status MeshCollectives(const RankContext& ctx) {
   WEFT_RETURN_IF_ERROR(ExpectTrue(dp->size() == 2 && dp->rank() == dp_coord, "dp group rank"));
   WEFT_ASSIGN_OR_RETURN(std::vector<int> tp_ranks, mesh->GroupRanks("tp"));
   WEFT_ASSIGN_OR_RETURN(std::vector<int> dp_ranks, mesh->GroupRanks("dp"));
-  // Errors name a subgroup's peers by their job-wide ranks too.
-  WEFT_RETURN_IF_ERROR(ExpectTrue(tp->global_ranks() != nullptr && *tp->global_ranks() == tp_ranks,
-                                  "tp group's global ranks"));
+  // Errors name a subgroup's peers by their job-wide ranks too, where those
+  // differ from the group ranks (dp's [0, 2] and [1, 3]; an identity
+  // mapping such as tp's [0, 1] is left unset).
+  const bool identity = dp_ranks[0] == 0 && dp_ranks[1] == 1;
+  WEFT_RETURN_IF_ERROR(ExpectTrue(identity ? dp->global_ranks() == nullptr
+                                           : dp->global_ranks() != nullptr &&
+                                                 *dp->global_ranks() == dp_ranks,
+                                  "dp group's global ranks"));
 
   // all_reduce: each group sums its members' global ranks.
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kI64}) {

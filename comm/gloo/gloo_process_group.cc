@@ -27,6 +27,7 @@
 #include "comm/gloo/store_adapter.h"
 #include "comm/util/deadline.h"
 #include "core/base/errors.h"
+#include "core/base/fnv1a.h"
 
 namespace weft::comm {
 namespace {
@@ -85,11 +86,8 @@ std::vector<int64_t> EvenCounts(int64_t numel, int n) {
 // aborted the process on mismatched sizes (SIGABRT in its own thread).
 // FNV-1a: the same on every rank and build, unlike a seeded hash.
 uint32_t Tag(const OpInfo& info) {
-  uint32_t h = 2166136261u;
-  for (const char c : info.fingerprint) {
-    h = (h ^ static_cast<uint8_t>(c)) * 16777619u;
-  }
-  return (static_cast<uint32_t>(info.seq) & 0xFFFFFu) | (h << 20);
+  const uint64_t h = Fnv1a(info.fingerprint.data(), info.fingerprint.size());
+  return (static_cast<uint32_t>(info.seq) & 0xFFFFFu) | static_cast<uint32_t>(h >> 52) << 20;
 }
 
 // "[./gloo/transport/tcp/pair.cc:598] Connection closed" -> "Connection closed"

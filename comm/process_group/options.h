@@ -106,9 +106,10 @@ struct ProcessGroupOptions {
   // Default op timeout, also the bound on creating the group.
   absl::Duration timeout = absl::Seconds(300);
   // Debugging aid: before each collective, the ranks all-gather a
-  // fingerprint of it (op, sequence number, dtype, sizes) and fail with
-  // every rank's view when they disagree, instead of timing out or (gloo,
-  // on mismatched sizes) aborting. Costs one small all_gather per op.
+  // fingerprint of it (op, sequence number, dtype, sizes) and fail at once
+  // with every rank's view when they disagree, instead of timing out (gloo
+  // waits on per-fingerprint slots; NCCL has no such separation). Costs one
+  // small all_gather per op.
   bool check_consistency = false;
   GlooOptions gloo;
   NcclOptions nccl;

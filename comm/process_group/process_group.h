@@ -71,8 +71,11 @@ class ProcessGroup {
   const std::string& description() const { return description_; }
   // The job-wide rank of each group rank, named in errors beside the group
   // rank; set by whoever creates a subgroup (DeviceMesh) before first use.
+  // Left unset where group ranks are the global ones (nothing to add).
   void set_global_ranks(std::vector<int> ranks) {
-    global_ranks_ = std::make_shared<const std::vector<int>>(std::move(ranks));
+    bool identity = true;
+    for (size_t i = 0; i < ranks.size(); ++i) identity &= ranks[i] == static_cast<int>(i);
+    if (!identity) global_ranks_ = std::make_shared<const std::vector<int>>(std::move(ranks));
   }
   const std::vector<int>* global_ranks() const { return global_ranks_.get(); }
 

@@ -121,8 +121,13 @@ TEST(ComposerTest, QualifiedKeysAndFlagValues) {
   EXPECT_EQ(notes[0], "--zero_stage=2 is read by no applied strategy (fake_dp) and changes nothing");
   options.from_flags = {{"fail_fake_dp", "true"}};
   EXPECT_TRUE(UnreadFlagNotes({"fake_dp"}, options).empty());
+  options.given = {{"zero_stage", "3"}};  // --strategy_options without a strategy
   notes = UnreadFlagNotes({}, options);
-  ASSERT_EQ(notes.size(), 1u);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(notes[0],
+            "--strategy_options zero_stage=3 is read by no applied strategy (none) and changes "
+            "nothing");
+  notes.erase(notes.begin());
   EXPECT_NE(notes[0].find("(none) and changes nothing; it is an option of fake_dp"),
             std::string::npos)
       << notes[0];

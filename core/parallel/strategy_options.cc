@@ -150,6 +150,14 @@ std::vector<std::string> UnreadFlagNotes(const std::vector<std::string>& names,
     owned.push_back(*std::move(s));
   }
   std::vector<std::string> notes;
+  // With strategies, an unknown --strategy_options key is an error
+  // (ResolveStrategyOptions); with none, nothing reads any of them.
+  if (names.empty()) {
+    for (const auto& [key, value] : values.given) {
+      notes.push_back(absl::StrCat("--strategy_options ", key, "=", value,
+                                   " is read by no applied strategy (none) and changes nothing"));
+    }
+  }
   for (const auto& [key, value] : values.from_flags) {
     if (std::any_of(applied.begin(), applied.end(),
                     [&](const Strategy* s) { return s->Options().Find(key) != nullptr; })) {

@@ -6,9 +6,11 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/base/errors.h"
+#include "core/base/fnv1a.h"
 #include "core/base/status_macros.h"
 
 namespace weft {
@@ -18,9 +20,9 @@ namespace {
 const std::set<std::string>& PerRankFields() {
   static const auto* fields = new std::set<std::string>{
       "data",        "metrics_out", "trace_dir",    "trace_steps", "report",
-      "plugin",      "gloo_iface",  "device",       "cpu_threads", "num_workers",
+      "plugin",      "gloo_iface",  "cpu_threads", "num_workers",
       "prefetch_depth", "quiet",    "log_every",    "timeout_s",   "gpu_sample_s",
-      "peak_tflops", "init_from"};
+      "peak_tflops"};
   return *fields;
 }
 
@@ -37,11 +39,47 @@ bool MayDiffer(absl::string_view line) {
 }  // namespace
 
 std::string AgreementText(const std::string& job_text) {
-  std::vector<absl::string_view> kept;
+  std::vector<std::string> kept;
   for (absl::string_view line : absl::StrSplit(job_text, '\n')) {
-    if (!line.empty() && !MayDiffer(line)) kept.push_back(line);
+    if (line.empty() || MayDiffer(line)) continue;
+    std::string l(line);
+    // device: "cuda:1" compares as "cuda" (each rank its own GPU).
+    if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(l), "device: \"")) {
+      const size_t index = l.find(':', l.find('"'));
+      if (index != std::string::npos) l = l.substr(0, index) + "\"";
+    }
+    kept.push_back(std::move(l));
   }
   return absl::StrJoin(kept, "\n");
+}
+
+absl::StatusOr<std::string> DataAgreementText(const std::string& tokenizer, int64_t vocab_size,
+                                              const data::Dataset& train,
+                                              const data::Dataset* val) {
+  auto digest = [](const data::Dataset& d) -> absl::StatusOr<std::string> {
+    std::vector<std::vector<uint8_t>> bufs;
+    std::vector<void*> dst;
+    for (const data::FieldSpec& f : d.fields()) bufs.emplace_back(f.SampleBytes());
+    for (auto& b : bufs) dst.push_back(b.data());
+    uint64_t h = kFnv1aBasis;
+    const int64_t n = d.num_samples();
+    for (const int64_t index : {int64_t{0}, n / 2, n - 1}) {
+      if (index < 0 || index >= n) continue;
+      WEFT_RETURN_IF_ERROR(d.Fill(index, dst));
+      for (const auto& b : bufs) h = Fnv1a(b.data(), b.size(), h);
+    }
+    return absl::StrFormat("%d samples, first/middle/last %016x", n, h);
+  };
+  WEFT_ASSIGN_OR_RETURN(const std::string train_text, digest(train));
+  std::string val_text = "none";
+  if (val != nullptr) {
+    WEFT_ASSIGN_OR_RETURN(val_text, digest(*val));
+  }
+  return absl::StrCat(
+      "tokenizer: ",
+      tokenizer.empty() ? "none" : absl::StrFormat("%016x", Fnv1a(tokenizer.data(), tokenizer.size())),
+      "\nvocab_size: ", vocab_size, "\ntraining data: ", train_text,
+      "\nvalidation data: ", val_text);
 }
 
 AgreementRound JobRound() {
@@ -64,10 +102,9 @@ AgreementRound DataRound() {
 absl::Status CheckSameAsRankZero(comm::Store& store, const AgreementRound& round, int rank,
                                  int world_size, const std::string& text, absl::Duration timeout) {
   if (world_size <= 1) return absl::OkStatus();
-  WEFT_ASSIGN_OR_RETURN(const int64_t ticket,
-                        store.Add(absl::StrCat("weft_agree/", round.name, "/tickets"), 1));
-  const int64_t generation = (ticket - 1) / world_size;
-  const std::string key = absl::StrCat("weft_agree/", round.name, "/", generation, "/rank0");
+  const std::string prefix = absl::StrCat("weft_agree/", round.name, "/w", world_size, "/");
+  WEFT_ASSIGN_OR_RETURN(const int64_t ticket, store.Add(prefix + "tickets", 1));
+  const std::string key = absl::StrCat(prefix, (ticket - 1) / world_size, "/rank0");
   if (rank == 0) return store.Set(key, text);
   absl::StatusOr<std::string> theirs = store.Get(key, timeout);
   WEFT_RETURN_IF_ERROR(Annotate(theirs.status(),

@@ -9,17 +9,26 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "comm/store/store.h"
+#include "data/dataset.h"
 
 namespace weft {
 
 // `job_text` without the lines that may differ between ranks: paths each
-// rank reads or writes (data, metrics, traces, plugins, init weights), the
-// device index, and knobs that leave the math alone (threads, loader
+// rank reads or writes (data, metrics, traces, plugins), the device
+// index, and knobs that leave the math alone (threads, loader
 // workers, logging, timeouts, rank 0's samples).
 std::string AgreementText(const std::string& job_text);
+
+// What ranks must agree on about their data: the tokenizer, the vocabulary
+// size, and each split's sample count and the bytes of its first, middle
+// and last samples (an edit elsewhere that keeps those passes).
+absl::StatusOr<std::string> DataAgreementText(const std::string& tokenizer, int64_t vocab_size,
+                                              const data::Dataset& train,
+                                              const data::Dataset* val);
 
 // What one comparison is about, for its keys and its error.
 struct AgreementRound {
@@ -35,9 +44,10 @@ AgreementRound JobRound();
 AgreementRound DataRound();
 
 // Rank 0 posts `text`; every other rank reads it (up to `timeout`) and
-// fails naming the first line that differs. Each call of a round on a
-// store is a new generation of its keys, so jobs that share a store one
-// after another do not read each other's text.
+// fails naming the first line that differs. A launched job has a store of
+// its own; jobs that share one in turn (tests) get keys of a new
+// generation per call of a round and world size, which holds while each
+// earlier job of that world size reached the check on every rank.
 absl::Status CheckSameAsRankZero(comm::Store& store, const AgreementRound& round, int rank,
                                  int world_size, const std::string& text, absl::Duration timeout);
 

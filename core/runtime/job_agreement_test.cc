@@ -68,6 +68,11 @@ TEST(JobAgreementTest, PathsAndLocalKnobsMayDifferTheMathMayNot) {
                              "on rank 0"),
             std::string::npos)
       << s;
+  // The device type is, its index not (above).
+  s = RankOneAgainstRankZero(store, zero, AgreementText(With(kJob, "cuda:0", "cpu")));
+  EXPECT_NE(s.message().find("'device: \"cpu\"' here, 'device: \"cuda\"' on rank 0"),
+            std::string::npos)
+      << s;
   // A tokenizer spec (not a path) is part of the job.
   const std::string bpe = With(kJob, "\"/node0/tok.txt\"", "\"bpe:4096\"");
   s = RankOneAgainstRankZero(store, AgreementText(bpe),

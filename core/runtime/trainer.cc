@@ -22,44 +22,6 @@
 namespace weft {
 namespace {
 
-// FNV-1a, the same on every rank and build.
-uint64_t Fnv1a(const void* data, size_t n, uint64_t h = 14695981039346656037ull) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
-
-// A few samples' bytes (first, middle, last) and the sample count: equal
-// on ranks that read the same data, different for an edited copy.
-absl::StatusOr<std::string> DatasetDigest(const data::Dataset& d) {
-  const std::vector<data::FieldSpec> fields = d.fields();
-  std::vector<std::vector<uint8_t>> bufs;
-  std::vector<void*> dst;
-  for (const data::FieldSpec& f : fields) bufs.emplace_back(f.SampleBytes());
-  for (auto& b : bufs) dst.push_back(b.data());
-  uint64_t h = Fnv1a(nullptr, 0);
-  const int64_t n = d.num_samples();
-  for (int64_t index : {int64_t{0}, n / 2, n - 1}) {
-    if (index < 0 || index >= n) continue;
-    WEFT_RETURN_IF_ERROR(d.Fill(index, dst));
-    for (const auto& b : bufs) h = Fnv1a(b.data(), b.size(), h);
-  }
-  return absl::StrFormat("%d samples, digest %016x", n, h);
-}
-
-// What ranks must agree on about their data (job_agreement.h).
-absl::StatusOr<std::string> DataAgreementText(const DataLoaders& d) {
-  const uint64_t tokenizer = Fnv1a(d.tokenizer.data(), d.tokenizer.size());
-  WEFT_ASSIGN_OR_RETURN(std::string train, DatasetDigest(d.train->dataset()));
-  std::string val = "none";
-  if (d.val != nullptr) {
-    WEFT_ASSIGN_OR_RETURN(val, DatasetDigest(d.val->dataset()));
-  }
-  return absl::StrCat("tokenizer: ",
-                      d.tokenizer.empty() ? "none" : absl::StrFormat("%016x", tokenizer),
-                      "\nvocab_size: ", d.vocab_size, "\ntraining data: ", train,
-                      "\nvalidation data: ", val);
-}
 
 uint64_t MixSeed(uint64_t a, uint64_t b) {
   uint64_t x = a ^ (b + 0x9E3779B97F4A7C15ull + (a << 6) + (a >> 2));
@@ -306,7 +268,10 @@ absl::Status Trainer::Init() {
   // Each rank takes its share of one sample order: that needs the same data
   // everywhere (a per-node copy that differs would train other token ids).
   if (parallel_->world_size > 1 && topology_.store != nullptr && !ctx_.device.is_meta()) {
-    WEFT_ASSIGN_OR_RETURN(const std::string data_text, DataAgreementText(loaders_));
+    WEFT_ASSIGN_OR_RETURN(
+        const std::string data_text,
+        DataAgreementText(loaders_.tokenizer, loaders_.vocab_size, loaders_.train->dataset(),
+                          loaders_.val ? &loaders_.val->dataset() : nullptr));
     WEFT_RETURN_IF_ERROR(CheckSameAsRankZero(*topology_.store, DataRound(),
                                              parallel_->world_rank, parallel_->world_size,
                                              data_text, absl::Seconds(c.parallel().timeout_s())));
