@@ -15,6 +15,7 @@
 #include "comm/testing/multiprocess.h"
 #include "core/base/status_macros.h"
 #include "gtest/gtest.h"
+#include "tests/parity.h"
 #include "tests/tiny_gpt.h"
 
 namespace weft {
@@ -142,6 +143,21 @@ TEST(LocalSgdTest, SyncEveryStepMatchesDdpUnderSgd) {
   EXPECT_LE(loss_rel, 1e-5);
   EXPECT_LE(param_diff, 1e-5);
   EXPECT_LT(local->losses.back(), local->losses.front());
+  // And single-process training of the same global batch (the contract
+  // every strategy is held to), not only ddp.
+  GptJob one = SgdJob("", "", kSteps);
+  one.mutable_train()->set_micro_batch(8);
+  one.mutable_train()->mutable_parallel()->clear_plugin();
+  auto single = testing::RunSingleProcess(one);
+  ASSERT_TRUE(single.ok()) << single.status();
+  ASSERT_EQ(single->losses.size(), static_cast<size_t>(kSteps));
+  double single_rel = 0;
+  for (int s = 0; s < kSteps; ++s) {
+    single_rel = std::max(single_rel,
+                          std::fabs(local->losses[s] - single->losses[s]) / single->losses[s]);
+  }
+  std::printf("sgd, sync_every=1 vs one process: max loss rel diff %.3g\n", single_rel);
+  EXPECT_LE(single_rel, 1e-5);
 }
 
 // AdamW (the default), clipping on, sync_every=3: the replicas drift apart
