@@ -69,16 +69,6 @@ absl::StatusOr<GptJob> ResolveAutoLayout(const GptJob& job) {
   return planned;
 }
 
-// The GPT job the resumed checkpoint records; none without a resume, or
-// for a checkpoint without a readable GPT job.
-std::optional<GptJob> ResumedJob(const Trainer& trainer) {
-  const ckpt::Metadata* meta = trainer.resumed_from();
-  if (meta == nullptr) return std::nullopt;
-  absl::StatusOr<GptJob> saved = ParseRecordedGptJob(meta->job_config(), "the resumed checkpoint");
-  if (!saved.ok()) return std::nullopt;
-  return *std::move(saved);
-}
-
 // After a resume: says when MoE routing groups changed with the layout
 // (moe_resume_note.h).
 void NoteMoeRoutingOnResume(const GptJob& job, const GptJob& saved, Trainer& trainer) {
@@ -108,16 +98,20 @@ absl::Status Run(const GptJob& given) {
   o.describe_job = [resolved] { return resolved->DebugString(); };
   report::PrepareRunReport(&o.config);
   SetGptJobCallbacks(job, path, resolved, &o);
-  // --sample_every: the sampler needs the built trainer; the hook runs only
-  // once Run starts, after it is set.
   // Before the resumed tensors load: n_head and the like are in no shape,
   // and an untied lm_head would fail as a missing tensor without the flag.
-  o.check_resumed = [resolved, resume = job.train().resume()](const ckpt::Metadata& meta) {
+  // The recorded job is kept for the MoE note after the trainer is built.
+  auto saved_job = std::make_shared<std::optional<GptJob>>();
+  o.check_resumed = [resolved, saved_job,
+                     resume = job.train().resume()](const ckpt::Metadata& meta) {
     absl::StatusOr<GptJob> saved = ParseRecordedGptJob(meta.job_config(), "the resumed checkpoint");
     if (!saved.ok()) return absl::OkStatus();  // another job's checkpoint: the tensors tell
+    *saved_job = *saved;
     return CheckSameArchitecture(saved->model(), resolved->model(),
                                  absl::StrCat("the resumed checkpoint (--resume=", resume, ")"));
   };
+  // --sample_every: the sampler needs the built trainer; the hook runs only
+  // once Run starts, after it is set.
   auto sampler = std::make_shared<std::unique_ptr<TrainSampler>>();
   if (job.sample_every() > 0) {
     o.after_step = [sampler](Trainer& t, int64_t step) { return (*sampler)->AtStep(t, step); };
@@ -126,9 +120,7 @@ absl::Status Run(const GptJob& given) {
   if (job.sample_every() > 0) {
     WEFT_ASSIGN_OR_RETURN(*sampler, TrainSampler::Create(job, *trainer));
   }
-  if (const std::optional<GptJob> saved = ResumedJob(*trainer)) {
-    NoteMoeRoutingOnResume(*resolved, *saved, *trainer);
-  }
+  if (saved_job->has_value()) NoteMoeRoutingOnResume(*resolved, **saved_job, *trainer);
   if (!job.init_from().empty() && !job.train().resume().empty()) {
     trainer->logger().Print(absl::StrCat("--init_from=", job.init_from(),
                                          " is not read: --resume continues its checkpoint"));
