@@ -17,6 +17,7 @@
 #include "core/runtime/job_agreement.h"
 #include "core/runtime/job_dtypes.h"
 #include "core/runtime/parallel_setup.h"
+#include "core/runtime/stop_signals.h"
 
 namespace weft {
 namespace {
@@ -206,6 +207,10 @@ absl::Status Trainer::Init() {
         absl::StrCat("eval_batches=", c.eval_batches(), " eval_samples=", c.eval_samples()),
         "both >= 0", "--eval_batches=0 turns evaluation off");
   }
+  // Before anything starts a thread (the store client, data workers), so
+  // they all inherit the blocked stop signals.
+  stop_on_signal_ = c.save_on_signal() && !c.checkpoint_dir().empty();
+  if (stop_on_signal_) WEFT_RETURN_IF_ERROR(InstallStopSignals());
   WEFT_ASSIGN_OR_RETURN(topology_, ResolveTopology(options_.topology));
   WEFT_RETURN_IF_ERROR(ResolveDevice(topology_));
   WEFT_ASSIGN_OR_RETURN(Allocator * device_alloc, DefaultAllocator(ctx_.device));
@@ -334,11 +339,18 @@ absl::Status Trainer::Init() {
   WEFT_ASSIGN_OR_RETURN(LrSchedule sched, LrSchedule::Create(o.lr(), o.min_lr(), o.warmup_steps(),
                                                              c.steps(), o.lr_schedule()));
   schedule_.emplace(sched);
-  // Loss sum and squared gradient norm side by side, so the step's one host
-  // read fetches both.
-  WEFT_ASSIGN_OR_RETURN(step_scalars_, ctx_.Zeros({2}, DType::kF32));
+  // Loss sum, squared gradient norm and the stop signal side by side, so
+  // the step's one host read fetches them all.
+  WEFT_ASSIGN_OR_RETURN(step_scalars_, ctx_.Zeros({3}, DType::kF32));
   loss_sum_ = step_scalars_.Slice(0, 0, 1);
   grad_norm_sq_ = step_scalars_.Slice(0, 1, 2);
+  stop_signal_ = step_scalars_.Slice(0, 2, 3);
+  if (stop_on_signal_ && parallel_->world_size > 1) {
+    if (parallel_->mesh == nullptr) return Internal("several ranks without a device mesh");
+    std::vector<std::string> axes;
+    for (const comm::MeshAxis& a : parallel_->mesh->layout().axes()) axes.push_back(a.name);
+    WEFT_ASSIGN_OR_RETURN(stop_group_, parallel_->mesh->FlatGroup(axes));
+  }
   // --resume's checkpoint, read once: its step is where the metrics file
   // continues, and InitCheckpointing loads it.
   if (!c.resume().empty()) {
@@ -414,6 +426,9 @@ absl::Status Trainer::IssueStep(StepRunner& runner, float lr) {
   }
   if (!zeroed) WEFT_RETURN_IF_ERROR(ZeroGrads(*model_, ctx_.stream));
   WEFT_RETURN_IF_ERROR(loss_sum_.Zero(ctx_.stream));
+  // Issued first, on a group of its own, and waited for at the end: the
+  // exchange runs beside the step's compute.
+  WEFT_RETURN_IF_ERROR(ShareStopSignal());
   ctx_.training = true;
   WEFT_RETURN_IF_ERROR(step_schedule_->Run(static_cast<int>(accum_steps_), runner,
                                            parallel_->participants));
@@ -439,6 +454,22 @@ absl::Status Trainer::IssueStep(StepRunner& runner, float lr) {
   for (auto& p : parallel_->participants) WEFT_RETURN_IF_ERROR(p->AfterOptimizerStep());
   optimizer_part.reset();
   if (parallel_->dp_sum) WEFT_RETURN_IF_ERROR(parallel_->dp_sum(loss_sum_, ctx_.stream));
+  if (stop_work_ != nullptr) {
+    const absl::Status shared = stop_work_->Wait();
+    stop_work_.reset();
+    WEFT_RETURN_IF_ERROR(shared);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::ShareStopSignal() {
+  if (stop_group_ == nullptr) return absl::OkStatus();
+  WEFT_RETURN_IF_ERROR(stop_signal_.Zero(ctx_.stream));
+  if (const int sig = PendingStopSignal(); sig != 0) {
+    WEFT_ASSIGN_OR_RETURN(Tensor host, Tensor::FromFloats({static_cast<float>(sig)}, {1}));
+    WEFT_RETURN_IF_ERROR(stop_signal_.CopyFrom(host, ctx_.stream));
+  }
+  stop_work_ = stop_group_->AllReduce(stop_signal_, {.op = comm::ReduceOp::kMax, .stream = ctx_.stream});
   return absl::OkStatus();
 }
 
@@ -509,6 +540,10 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
   s.loss = scalars[0] / global_targets;
   s.lr = lr;
   s.grad_norm = grad_norm;
+  if (stop_on_signal_) {
+    // One rank reads its own; several read the job's, shared in the step.
+    s.stop_signal = stop_group_ != nullptr ? static_cast<int>(scalars[2]) : PendingStopSignal();
+  }
   s.step_ms = HostMs(t0, t1);
   s.host_issue_ms = HostMs(t0, t_issued);
   WEFT_ASSIGN_OR_RETURN(const Instruments::StepReport parts, instruments_->EndStep(s.step_ms));

@@ -78,6 +78,9 @@ struct StepStats {
   // Host time from the step's start to its one synchronization: the time to
   // enqueue the step. Close to step_ms means the device waits on the host.
   double host_issue_ms = 0;
+  // SIGTERM or SIGUSR1 that some rank received before this step's end
+  // (--save_on_signal), the same on every rank; 0: none.
+  int stop_signal = 0;
   // Strategy-specific numbers (e.g. ddp_wait_ms).
   std::vector<std::pair<std::string, double>> extra;
 };
@@ -119,7 +122,10 @@ class Trainer {
   ~Trainer();
 
   // The whole job: config.steps optimizer steps with logging and evaluation.
+  // A stop signal (--save_on_signal) ends it early after a checkpoint; it
+  // returns OK then, with stopped_by_signal() set.
   absl::Status Run();
+  int stopped_by_signal() const { return stopped_by_signal_; }
   // One optimizer step.
   absl::StatusOr<StepStats> TrainStep();
   // Mean loss over the first `samples` validation samples of the one-process
@@ -210,6 +216,14 @@ class Trainer {
   // A --cuda_graph step after the eager warm-up: the batch into the static
   // buffers, then the captured step (captured first if it is not yet).
   absl::Status RunGraphStep(float lr);
+  // Several ranks with stop_on_signal_: puts this rank's pending stop signal
+  // into stop_signal_ and starts taking the maximum over the job (stop_work_,
+  // waited for at the step's end), so every rank reads the same value with
+  // the step's loss, without another host wait.
+  absl::Status ShareStopSignal();
+  // After a stop signal: the checkpoint (unless `saved` at this step
+  // already), the async save joined, and a line saying how to continue.
+  absl::Status StopForSignal(int signal, bool saved);
   // The dropout masks' step seed (RunContext::dropout_seed).
   uint64_t StepDropoutSeed() const;
 
@@ -238,9 +252,17 @@ class Trainer {
   std::optional<LrSchedule> schedule_;
   std::shared_ptr<const StepSchedule> step_schedule_;
   std::optional<MetricsLogger> logger_;
-  Tensor step_scalars_;  // f32 [2] on the device: read once per step
+  Tensor step_scalars_;  // f32 [3] on the device: read once per step
   Tensor loss_sum_;      // view of step_scalars_[0]
   Tensor grad_norm_sq_;  // view of step_scalars_[1]
+  Tensor stop_signal_;   // view of step_scalars_[2]: the job's stop signal
+  // --save_on_signal with a checkpoint directory: stop signals save and stop.
+  bool stop_on_signal_ = false;
+  // Several ranks: every rank's pending stop signal, maximised over them
+  // inside each step (null otherwise).
+  std::shared_ptr<comm::ProcessGroup> stop_group_;
+  std::shared_ptr<comm::Work> stop_work_;
+  int stopped_by_signal_ = 0;
   JobTopology topology_;
   DType grad_dtype_ = DType::kF32;
   int64_t accum_steps_ = 1;

@@ -2,11 +2,16 @@
 // checkpoints, and the end-of-run report (trainer.h).
 #include "core/runtime/trainer.h"
 
+#include <string.h>
+
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "checkpoint/layout.h"
 #include "core/base/status_macros.h"
+#include "core/runtime/stop_signals.h"
 #include "core/runtime/worst_rank_peak.h"
 
 namespace weft {
@@ -30,6 +35,30 @@ absl::Status Trainer::LogWorstRankPeak() {
   return absl::OkStatus();
 }
 
+absl::Status Trainer::StopForSignal(int signal, bool saved) {
+  // Slurm kills the job KillWait seconds (30 by default) after its SIGTERM:
+  // no evaluation, sampling or end-of-run gathering, only the state.
+  if (!saved) WEFT_RETURN_IF_ERROR(SaveCheckpoint());
+  WEFT_RETURN_IF_ERROR(FinishCheckpoints());
+  stopped_by_signal_ = signal;
+  NoteStoppedBySignal(signal);
+  logger_->Print(absl::StrFormat(
+      "stopped by %s after step %d of %d: checkpoint %s/%s saved; continue with --resume=latest",
+      sigabbrev_np(signal) != nullptr ? absl::StrCat("SIG", sigabbrev_np(signal)) : "a signal",
+      step_, cfg().steps(), cfg().checkpoint_dir(), ckpt::StepDirName(step_)));
+  logger_->Log(MetricsLogger::Record().Add("step", step_).Add("stopped_by_signal", signal),
+               /*to_console=*/false);
+  WEFT_RETURN_IF_ERROR(instruments_->Finish());
+  // The other ranks leave after rank 0 has said so: srun --kill-on-bad-exit
+  // kills the rest of a step as soon as one task exits non-zero.
+  if (parallel_->world_size > 1 && topology_.store != nullptr) {
+    const std::string key = absl::StrCat("weft_stopped/", step_);
+    if (parallel_->world_rank == 0) return topology_.store->Set(key, "1");
+    return topology_.store->Wait({key}, absl::Seconds(cfg().parallel().timeout_s()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Trainer::Run() {
   const TrainConfig& c = cfg();
   // A resumed trainer starts at its checkpoint's step.
@@ -49,13 +78,16 @@ absl::Status Trainer::Run() {
       logger_->Log(r, instruments_->progress().mode() != Progress::Mode::kBar);
     }
     instruments_->AfterStep(s.step, s.loss, s.tokens_per_s);
+    // The last step ends the run as usual; before it, a stop signal saves
+    // and stops (every rank reads the same s.stop_signal).
+    const bool periodic = c.checkpoint_every() > 0 && s.step % c.checkpoint_every() == 0;
+    if (s.stop_signal != 0 && s.step < c.steps()) return StopForSignal(s.stop_signal, periodic);
     if (loaders_.val != nullptr && EvalSamples() > 0 && c.eval_every() > 0 &&
         s.step % c.eval_every() == 0 && s.step != c.steps()) {
       WEFT_ASSIGN_OR_RETURN(double v, Evaluate(EvalSamples()));
       logger_->Log(MetricsLogger::Record().Add("step", s.step).Add("val_loss", v));
     }
     // A checkpoint directory always gets the end state, periodic saves or not.
-    const bool periodic = c.checkpoint_every() > 0 && s.step % c.checkpoint_every() == 0;
     if (!c.checkpoint_dir().empty() && (periodic || s.step == c.steps())) {
       WEFT_RETURN_IF_ERROR(SaveCheckpoint());
     }

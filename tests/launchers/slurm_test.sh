@@ -3,7 +3,9 @@
 # (munge, slurmctld, slurmd) with a throw-away config in the test's temp
 # dir. It submits the repository's CPU sbatch example and checks the job's
 # losses against one process, then kills one task mid-run and checks that
-# the job ends within the timeout, naming the rank. Installs nothing.
+# the job ends within the timeout, naming the rank, and cancels a third
+# (scancel, as preemption does) to check it saves a checkpoint first.
+# Installs nothing.
 set -euo pipefail
 source "$TEST_SRCDIR/weft/tests/launchers/common.sh"
 
@@ -128,4 +130,29 @@ fi
 echo "killed rank 1 (pid $victim): job $jobid ended after ${elapsed}s"
 grep -E "rank 1|task 1" "$tmp"/kill_*.out | head -3 ||
   { echo "FAIL: the job's output does not name rank 1:"; cat "$tmp"/kill_*.out; exit 1; }
+
+# Preemption: scancel sends every task SIGTERM (and SIGKILL KillWait=5 s
+# later); the ranks finish the step, save a checkpoint there and stop.
+start=$SECONDS
+BIN="$train" CONFIG="$config" sbatch --oversubscribe --cpus-per-task=1 \
+  --output="$tmp/preempt_%j.out" --chdir="$tmp" "$sbatch_file" \
+  "${job[@]:1}" --steps=100000 --micro_batch=4 --strategy=ddp \
+  --checkpoint_dir="$tmp/preempt_ck" --metrics_out="$tmp/slurm_preempt.jsonl" > "$tmp/sbatch3.out" 2>&1
+jobid=$(grep -oE '[0-9]+' "$tmp/sbatch3.out" | tail -1)
+for _ in $(seq 1 120); do
+  grep -q '"step":3,' "$tmp/slurm_preempt.jsonl" 2> /dev/null && break
+  sleep 0.5
+done
+grep -q '"step":3,' "$tmp/slurm_preempt.jsonl" || { echo "FAIL: job $jobid never started"; cat "$tmp"/preempt_*.out; exit 1; }
+scancel "$jobid"
+for _ in $(seq 1 120); do
+  squeue -h -j "$jobid" 2> /dev/null | grep -q . || break
+  sleep 0.5
+done
+stopped=$(grep -oE '"step":[0-9]+,"stopped_by_signal":15' "$tmp/slurm_preempt.jsonl" | grep -oE '[0-9]+' | head -1)
+[ -n "$stopped" ] && [ -f "$tmp/preempt_ck/step_$stopped/metadata.pb" ] ||
+  { echo "FAIL: scancel: no checkpoint saved on SIGTERM"; ls "$tmp/preempt_ck"; cat "$tmp"/preempt_*.out | tail -20; exit 1; }
+grep -q "stopped by SIGTERM after step $stopped of 100000" "$tmp"/preempt_*.out ||
+  { echo "FAIL: scancel: no 'stopped by SIGTERM' line"; cat "$tmp"/preempt_*.out | tail -20; exit 1; }
+echo "scancel: job $jobid saved step_$stopped and stopped after $((SECONDS - start))s"
 echo "PASS"

@@ -17,7 +17,8 @@ namespace {
 constexpr char kUsage[] =
     "usage: launch --nproc_per_node=N [--nnodes=M --node_rank=R --master_addr=A "
     "--master_port=P]\n"
-    "              [--output=prefix|rank0|raw] [--teardown_grace_s=S] -- <program> [args...]\n"
+    "              [--output=prefix|rank0|raw] [--teardown_grace_s=S] [--stop_grace_s=S]\n"
+    "              -- <program> [args...]\n"
     "Starts N local workers with the torchrun environment (RANK, LOCAL_RANK, WORLD_SIZE,\n"
     "LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), forwards signals, stops every worker\n"
     "when one fails and exits with that worker's code.\n";

@@ -48,6 +48,9 @@ absl::Status LaunchOptions::Validate() const {
   if (teardown_grace < absl::ZeroDuration()) {
     return InvalidArgument("a negative --teardown_grace_s", "seconds >= 0");
   }
+  if (stop_grace < absl::ZeroDuration()) {
+    return InvalidArgument("a negative --stop_grace_s", "seconds >= 0");
+  }
   return absl::OkStatus();
 }
 
@@ -76,7 +79,7 @@ absl::StatusOr<ParsedLaunchArgs> ParseLaunchArgs(const std::vector<std::string>&
     const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     const bool known = name == "nproc_per_node" || name == "nnodes" || name == "node_rank" ||
                        name == "master_addr" || name == "master_port" || name == output_flag ||
-                       name == "teardown_grace_s";
+                       name == "teardown_grace_s" || name == "stop_grace_s";
     if (!known) {
       if (stop_at_first_positional) {
         return InvalidArgument(absl::StrCat("unknown launcher flag '", arg, "'"),
@@ -105,12 +108,12 @@ absl::StatusOr<ParsedLaunchArgs> ParseLaunchArgs(const std::vector<std::string>&
       o.master_addr = value;
     } else if (name == "master_port") {
       WEFT_ASSIGN_OR_RETURN(o.master_port, ParseInt(name, value));
-    } else if (name == "teardown_grace_s") {
+    } else if (name == "teardown_grace_s" || name == "stop_grace_s") {
       double seconds = 0;
       if (!absl::SimpleAtod(value, &seconds)) {
-        return InvalidArgument(absl::StrCat("--teardown_grace_s=", value), "a number of seconds");
+        return InvalidArgument(absl::StrCat("--", name, "=", value), "a number of seconds");
       }
-      o.teardown_grace = absl::Seconds(seconds);
+      (name == "stop_grace_s" ? o.stop_grace : o.teardown_grace) = absl::Seconds(seconds);
     } else {
       WEFT_ASSIGN_OR_RETURN(o.output, ParseOutputMode(value));
     }

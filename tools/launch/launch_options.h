@@ -8,7 +8,10 @@
 //   --master_port=P      store port (default: a free port; required when M > 1)
 //   --output=prefix|rank0|raw   prefix lines with "[rank N] " (default), show
 //                        only rank 0, or pass output through untouched
-//   --teardown_grace_s=S seconds between SIGTERM and SIGKILL (default 5)
+//   --teardown_grace_s=S seconds between SIGTERM and SIGKILL when a worker
+//                        failed, or after a forwarded SIGINT/SIGHUP (default 5)
+//   --stop_grace_s=S     seconds between forwarding SIGTERM/SIGUSR1 and
+//                        SIGKILL: time for the workers to save (default 120)
 // Both "--flag=value" and "--flag value" work. Parsing stops at "--".
 #ifndef WEFT_TOOLS_LAUNCH_LAUNCH_OPTIONS_H_
 #define WEFT_TOOLS_LAUNCH_LAUNCH_OPTIONS_H_
@@ -34,6 +37,9 @@ struct LaunchOptions {
   OutputMode output = OutputMode::kPrefix;
   // Between SIGTERM and SIGKILL when tearing workers down.
   absl::Duration teardown_grace = absl::Seconds(5);
+  // Between forwarding SIGTERM/SIGUSR1 to the workers and SIGKILL: trainers
+  // with --save_on_signal finish the step and save a checkpoint first.
+  absl::Duration stop_grace = absl::Seconds(120);
   // Node 0's launcher hosts the TCP store (workers get WEFT_LAUNCHER_STORE=1);
   // when false, rank 0 hosts it.
   bool host_store = true;

@@ -28,7 +28,7 @@ namespace {
 
 using comm::Deadline;
 
-constexpr int kHandledSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
+constexpr int kHandledSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGCHLD};
 int g_signal_pipe = -1;  // write end; the handler only writes to it
 
 void OnSignal(int sig) {
@@ -145,7 +145,7 @@ absl::Status Spawn(const std::vector<std::string>& command,
     if (::getppid() != parent) ::_exit(1);
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE}) sigaction(sig, &dfl, nullptr);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGCHLD, SIGPIPE}) sigaction(sig, &dfl, nullptr);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -184,6 +184,7 @@ class Supervisor {
   std::optional<int> first_failure_;  // exit code of the first failed worker
   int launcher_signal_ = 0;
   std::optional<Deadline> kill_at_;   // SIGKILL whatever is left then
+  absl::Duration kill_grace_;         // how long before kill_at_ it was set
   std::optional<Deadline> drain_until_;
 };
 
@@ -217,6 +218,7 @@ void Supervisor::OnWorkerExit(Worker& w, int wstatus) {
   if (others > 0) {
     SignalLive(SIGTERM);
     kill_at_ = Deadline::After(options_.teardown_grace);
+    kill_grace_ = options_.teardown_grace;
   }
 }
 
@@ -238,7 +240,13 @@ void Supervisor::OnLauncherSignal(int sig) {
   if (launcher_signal_ == 0) launcher_signal_ = sig;
   Note(absl::StrCat("got ", strsignal(sig), "; forwarding it to the workers"));
   SignalLive(sig);
-  if (!kill_at_.has_value()) kill_at_ = Deadline::After(options_.teardown_grace);
+  // SIGTERM and SIGUSR1 ask trainers to save and stop (--save_on_signal),
+  // which takes a step and a checkpoint; SIGINT and SIGHUP end them now.
+  const bool stop = sig == SIGTERM || sig == SIGUSR1;
+  if (!kill_at_.has_value()) {
+    kill_at_ = Deadline::After(stop ? options_.stop_grace : options_.teardown_grace);
+    kill_grace_ = stop ? options_.stop_grace : options_.teardown_grace;
+  }
 }
 
 int Supervisor::Run() {
@@ -270,7 +278,7 @@ int Supervisor::Run() {
     if (kill_at_.has_value() && live > 0) {
       if (kill_at_->Expired()) {
         Note(absl::StrCat("killing ", live, " worker(s) that did not stop within ",
-                          absl::FormatDuration(options_.teardown_grace)));
+                          absl::FormatDuration(kill_grace_)));
         SignalLive(SIGKILL);
         kill_at_.reset();
       } else {

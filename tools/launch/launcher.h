@@ -11,8 +11,11 @@
 // While the job runs:
 //   - worker output is prefixed "[rank N] " per line, or only rank 0 is
 //     shown (the last stderr lines of a failed worker are printed anyway);
-//   - SIGINT/SIGTERM/SIGHUP to the launcher are forwarded to every worker's
-//     process group; a second SIGINT kills them at once;
+//   - SIGINT/SIGTERM/SIGHUP/SIGUSR1 to the launcher are forwarded to every
+//     worker's process group, then SIGKILL follows after
+//     options.stop_grace for SIGTERM/SIGUSR1 (trainers save a checkpoint
+//     first, see core/runtime/stop_signals.h) or options.teardown_grace for
+//     the others; a second SIGINT kills them at once;
 //   - when a worker fails (non-zero exit or a signal), the others get
 //     SIGTERM, then SIGKILL after options.teardown_grace;
 //   - workers die with the launcher (PR_SET_PDEATHSIG), so a killed

@@ -160,6 +160,33 @@ TEST(LauncherTest, ForwardsSigtermToTheWorkers) {
   EXPECT_TRUE(absl::StrContains(r.err, "forwarding it to the workers")) << r.err;
 }
 
+// SIGTERM and SIGUSR1 ask trainers to save and stop, which takes longer
+// than a teardown: they get --stop_grace_s, SIGINT only --teardown_grace_s.
+Result SignalWhenReady(int sig, const std::vector<std::string>& flags) {
+  bool sent = false;
+  return RunCommand(Launch(flags, {"slow_stop", "1500"}), absl::Seconds(40),
+                    [&](pid_t pid, const std::string& out) {
+                      if (!sent && absl::StrContains(out, "[rank 0] ready") &&
+                          absl::StrContains(out, "[rank 1] ready")) {
+                        ::kill(pid, sig);
+                        sent = true;
+                      }
+                    });
+}
+
+TEST(LauncherTest, StopSignalsWaitTheStopGraceNotTheTeardownGrace) {
+  const std::vector<std::string> flags = {"--nproc_per_node=2", "--teardown_grace_s=0.3",
+                                          "--stop_grace_s=20"};
+  for (int sig : {SIGTERM, SIGUSR1}) {
+    Result r = SignalWhenReady(sig, flags);
+    EXPECT_EQ(r.exit_code, 128 + sig) << r.err;
+    EXPECT_FALSE(absl::StrContains(r.err, "did not stop within")) << r.err;
+    EXPECT_TRUE(absl::StrContains(r.err, "forwarding it to the workers")) << r.err;
+  }
+  Result killed = SignalWhenReady(SIGTERM, {"--nproc_per_node=2", "--stop_grace_s=0.3"});
+  EXPECT_TRUE(absl::StrContains(killed.err, "did not stop within 300ms")) << killed.err;
+}
+
 TEST(LauncherTest, MissingProgramIsExitCode127) {
   Result r = RunCommand({Runfile("launch"), "--nproc_per_node=2", "--", "/nonexistent/program"});
   EXPECT_EQ(r.exit_code, 127);

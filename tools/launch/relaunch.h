@@ -10,7 +10,8 @@
 //     ...
 //
 // It removes the launcher's flags (--nproc_per_node, --nnodes, --node_rank,
-// --master_addr, --master_port, --launch_output, --teardown_grace_s) from
+// --master_addr, --master_port, --launch_output, --teardown_grace_s,
+// --stop_grace_s) from
 // argv in every case, so the program's own flag parser never sees them.
 // With --nproc_per_node present and no RANK in the environment, it runs
 // this executable (/proc/self/exe) with the remaining arguments as the

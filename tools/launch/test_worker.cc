@@ -3,6 +3,8 @@
 //   exit <rank> <code>  that rank exits with <code> after 200 ms; others sleep
 //   stubborn <code>     everyone ignores SIGTERM; rank 0 exits with <code>
 //   sleep               print "ready" and sleep
+//   slow_stop <ms>      print "ready"; on SIGTERM/SIGUSR1 take <ms> (a save),
+//                       then exit with 128 + the signal, as a trainer does
 //   partial             print a line without a trailing newline
 //   collectives         gloo all_reduce/all_gather/barrier over the env's store
 //   die <rank>          collectives where <rank> is SIGKILLed inside #3
@@ -93,6 +95,18 @@ int main(int argc, char** argv) {
     std::printf("ready\n");
     sleep(30);
     return 0;
+  }
+  if (mode == "slow_stop" && argc >= 3) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &set, nullptr);
+    std::printf("ready\n");
+    int sig = 0;
+    sigwait(&set, &sig);
+    usleep(std::atoi(argv[2]) * 1000);
+    return 128 + sig;
   }
   if (mode == "partial") {
     std::printf("no newline at end");

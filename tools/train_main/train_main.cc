@@ -10,6 +10,7 @@
 #include "core/parallel/strategy_options.h"
 #include "core/parallel/strategy_registry.h"
 #include "core/runtime/config_loader.h"
+#include "core/runtime/stop_signals.h"
 #include "tools/launch/relaunch.h"
 
 namespace weft {
@@ -97,6 +98,9 @@ int TrainMain(int argc, char** argv, const std::string& usage, google::protobuf:
     std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
     return 1;
   }
+  // Stopped early by SIGTERM/SIGUSR1 after a checkpoint: the status a shell
+  // gives a process the signal ended, so a script sees the run unfinished.
+  if (const int sig = StoppedBySignal(); sig != 0) return 128 + sig;
   return 0;
 }
 

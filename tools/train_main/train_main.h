@@ -2,7 +2,9 @@
 // binary relaunches itself as N ranks, see tools/launch/relaunch.h), parses
 // --config and flag overrides into the job message, handles --help, runs the
 // job and maps errors to exit codes (0 ok, 1 runtime error, 2 bad command
-// line) with the Status message on stderr. Relative paths are resolved
+// line, 128 + the signal when SIGTERM/SIGUSR1 stopped the run after a
+// checkpoint, see core/runtime/stop_signals.h) with the Status message on
+// stderr. Relative paths are resolved
 // against the directory `bazel run` was invoked from.
 #ifndef WEFT_TOOLS_TRAIN_MAIN_TRAIN_MAIN_H_
 #define WEFT_TOOLS_TRAIN_MAIN_TRAIN_MAIN_H_
