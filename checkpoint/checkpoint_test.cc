@@ -104,6 +104,7 @@ TEST(CheckpointTest, SavesAndLoadsExactlyWithTheMetadataItNeeds) {
   auto latest = ResolveResume(dir, "latest");
   ASSERT_TRUE(latest.ok()) << latest.status();
   EXPECT_EQ(*latest, dir + "/step_5");
+  EXPECT_EQ(ResolveResume(dir, "auto").value_or("?"), dir + "/step_5");
   auto ckpt = OpenCheckpoint(*latest);
   ASSERT_TRUE(ckpt.ok()) << ckpt.status();
   EXPECT_EQ(ckpt->meta.step(), 5);
@@ -344,6 +345,9 @@ TEST(CheckpointTest, ResumeWithoutACheckpointSaysWhatWasSearched) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(r.status().message().find(dir), std::string::npos);
   EXPECT_EQ(ResolveResume(dir, dir + "/step_3").status().code(), absl::StatusCode::kNotFound);
+  // "auto" starts a new run there instead (a preemptible job's first start).
+  EXPECT_EQ(ResolveResume(dir, "auto").value_or("?"), "");
+  EXPECT_EQ(ResolveResume("", "auto").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

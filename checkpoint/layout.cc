@@ -57,22 +57,23 @@ absl::StatusOr<std::vector<CheckpointDir>> ListCheckpoints(const std::string& ro
 }
 
 absl::StatusOr<std::string> ResolveResume(const std::string& root, const std::string& resume) {
-  if (resume != "latest") {
+  if (resume != "latest" && resume != "auto") {
     std::error_code ec;
     if (!fs::exists(fs::path(resume) / kMetadataFile, ec)) {
       return NotFound(absl::StrCat("--resume=", resume, " has no ", kMetadataFile),
-                      "a complete checkpoint directory (step_<N>/) or \"latest\"",
+                      "a complete checkpoint directory (step_<N>/), \"latest\" or \"auto\"",
                       "list the checkpoints with: bazel run //tools:ckpt -- inspect DIR");
     }
     return resume;
   }
   if (root.empty()) {
-    return InvalidArgument("--resume=latest without --checkpoint_dir",
+    return InvalidArgument(absl::StrCat("--resume=", resume, " without --checkpoint_dir"),
                            "--checkpoint_dir=DIR to search for the latest checkpoint");
   }
   absl::StatusOr<std::vector<CheckpointDir>> all = ListCheckpoints(root);
   if (!all.ok()) return all.status();
   if (all->empty()) {
+    if (resume == "auto") return std::string();
     return NotFound(absl::StrCat("no complete checkpoint under ", root),
                     "a step_<N>/ directory holding metadata.pb",
                     "train with --checkpoint_every=K first, or drop --resume");

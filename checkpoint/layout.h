@@ -35,6 +35,9 @@ absl::StatusOr<std::vector<CheckpointDir>> ListCheckpoints(const std::string& ro
 
 // --resume: "latest" (the newest complete checkpoint under `root`) or a
 // path to a step directory. NotFound, with what was searched, if none.
+// "auto" is "latest" when `root` holds a complete checkpoint and "" (a new
+// run) when it holds none: one command line for a job's first start and
+// its restarts after preemption.
 absl::StatusOr<std::string> ResolveResume(const std::string& root, const std::string& resume);
 
 // Removes leftover .tmp and .old directories under `root`.

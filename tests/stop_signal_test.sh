@@ -3,7 +3,8 @@
 # checkpoint and stop, as a user meets them: a signal to the launcher of 2
 # gloo ranks (or to one of its workers only) stops every rank after the same
 # step with a checkpoint there, exit status 128 + the signal, and a resume
-# from it trains the same losses as a run never stopped. Without
+# from it (--resume=auto, the command that started the run) trains the
+# same losses as a run never stopped. Without
 # --checkpoint_dir, or with --save_on_signal=false, the signal ends the
 # process at once as before.
 set -uo pipefail
@@ -40,8 +41,11 @@ stopped_step() {
 }
 loss_at() { grep -o "step $2 | loss [0-9.e+-]*" "$1" | awk '{print $5}'; }
 
-# 1. SIGTERM to the launcher: forwarded, both ranks save at one step.
-start_run "$tmp/term.txt" --nproc_per_node=2 --strategy=ddp --checkpoint_dir="$tmp/ck"
+# 1. SIGTERM to the launcher: forwarded, both ranks save at one step. The
+#    same command (--resume=auto) starts the run and continues it.
+start_run "$tmp/term.txt" --nproc_per_node=2 --strategy=ddp --checkpoint_dir="$tmp/ck" --resume=auto
+grep -q "resume=auto: no checkpoint under $tmp/ck yet, a new run from step 0" "$tmp/term.txt" ||
+  { cat "$tmp/term.txt"; fail "no note that --resume=auto found nothing to resume"; }
 kill -TERM "$run_pid"
 wait "$run_pid"; rc=$?
 [ "$rc" = 143 ] || { cat "$tmp/term.txt"; fail "exit $rc after SIGTERM, expected 143"; }
@@ -49,7 +53,7 @@ s=$(stopped_step "$tmp/term.txt" "$tmp/ck" SIGTERM) || exit 1
 
 # The resume continues exactly: its losses are those of an unstopped run.
 "$train" "${common[@]}" --nproc_per_node=2 --strategy=ddp --checkpoint_dir="$tmp/ck" \
-    --resume=latest > "$tmp/resumed.txt" 2>&1 || { cat "$tmp/resumed.txt"; fail "resume"; }
+    --resume=auto > "$tmp/resumed.txt" 2>&1 || { cat "$tmp/resumed.txt"; fail "resume"; }
 grep -q "resumed from .*step_$s at step $s (saved by 2 ranks" "$tmp/resumed.txt" ||
   { cat "$tmp/resumed.txt"; fail "did not resume from step_$s"; }
 "$train" "${common[@]}" --nproc_per_node=2 --strategy=ddp > "$tmp/whole.txt" 2>&1 ||

@@ -355,8 +355,13 @@ absl::Status Trainer::Init() {
   // continues, and InitCheckpointing loads it.
   if (!c.resume().empty()) {
     WEFT_ASSIGN_OR_RETURN(std::string dir, ckpt::ResolveResume(c.checkpoint_dir(), c.resume()));
-    WEFT_ASSIGN_OR_RETURN(resume_from_, ckpt::OpenCheckpoint(dir));
-    if (options_.check_resumed) WEFT_RETURN_IF_ERROR(options_.check_resumed(resume_from_->meta));
+    if (dir.empty()) {  // --resume=auto before the first save
+      startup_notes_.push_back(absl::StrCat("--resume=auto: no checkpoint under ",
+                                            c.checkpoint_dir(), " yet, a new run from step 0"));
+    } else {
+      WEFT_ASSIGN_OR_RETURN(resume_from_, ckpt::OpenCheckpoint(dir));
+      if (options_.check_resumed) WEFT_RETURN_IF_ERROR(options_.check_resumed(resume_from_->meta));
+    }
   }
   const int64_t resumed_at = resume_from_ ? resume_from_->meta.step() : -1;
   WEFT_ASSIGN_OR_RETURN(MetricsLogger logger,

@@ -93,7 +93,9 @@ absl::Status Run(const GptJob& given) {
   // `bazel run` starts in the runfiles tree: user paths are relative to
   // where the command was typed.
   o.config.set_checkpoint_dir(ResolveUserPath(o.config.checkpoint_dir()));
-  if (o.config.resume() != "latest") o.config.set_resume(ResolveUserPath(o.config.resume()));
+  if (o.config.resume() != "latest" && o.config.resume() != "auto") {
+    o.config.set_resume(ResolveUserPath(o.config.resume()));
+  }
   auto resolved = std::make_shared<GptJob>(job);  // with the vocabulary filled in
   o.describe_job = [resolved] { return resolved->DebugString(); };
   report::PrepareRunReport(&o.config);
@@ -121,11 +123,13 @@ absl::Status Run(const GptJob& given) {
     WEFT_ASSIGN_OR_RETURN(*sampler, TrainSampler::Create(job, *trainer));
   }
   if (saved_job->has_value()) NoteMoeRoutingOnResume(*resolved, **saved_job, *trainer);
-  if (!job.init_from().empty() && !job.train().resume().empty()) {
+  // --resume=auto with nothing saved yet starts from --init_from.
+  const bool resumed = trainer->resumed_from() != nullptr;
+  if (!job.init_from().empty() && resumed) {
     trainer->logger().Print(absl::StrCat("--init_from=", job.init_from(),
                                          " is not read: --resume continues its checkpoint"));
   }
-  if (!job.init_from().empty() && job.train().resume().empty()) {
+  if (!job.init_from().empty() && !resumed) {
     const std::string from = ResolveUserPath(job.init_from());
     std::string file_tokenizer;
     WEFT_ASSIGN_OR_RETURN(GptWeights weights,

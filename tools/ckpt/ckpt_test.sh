@@ -3,7 +3,8 @@
 # prunes and resumes bitwise from a step directory; //tools:ckpt inspects,
 # verifies (and catches a flipped byte), consolidates and exports to
 # safetensors and llm.c (a tp checkpoint in the model's own shapes), and
-# train --init_from loads the llm.c export.
+# train --init_from loads the llm.c export (with --resume=auto only on a
+# first start).
 set -euo pipefail
 
 train="$TEST_SRCDIR/weft/models/gpt/train"
@@ -94,6 +95,17 @@ awk 'NR == FNR { a = $2; next } { d = a - $2; if (d < 0) d = -d; exit !(d > 0 &&
 "$train" "${common[@]}" --steps=1 --init_from="$tmp/w.safetensors" --metrics_out="$tmp/init_st.jsonl"
 [ "$(losses "$tmp/init_st.jsonl")" = "$(losses "$tmp/init1.jsonl")" ] ||
   { echo "FAIL: --init_from=w.safetensors: loss $(losses "$tmp/init_st.jsonl") vs llm.c's $(losses "$tmp/init1.jsonl")"; exit 1; }
+# --resume=auto with --init_from, as a preemptible fine-tune runs: the first
+# start loads the weights (the same first loss), a restart with the same
+# command continues the checkpoint and leaves the weights unread.
+"$train" "${common[@]}" --steps=1 --init_from="$tmp/w.bin" --resume=auto \
+  --checkpoint_dir="$tmp/ck_auto" --metrics_out="$tmp/auto1.jsonl"
+[ "$(losses "$tmp/auto1.jsonl")" = "$(losses "$tmp/init1.jsonl")" ] ||
+  { echo "FAIL: --resume=auto --init_from: loss $(losses "$tmp/auto1.jsonl") vs $(losses "$tmp/init1.jsonl")"; exit 1; }
+"$train" "${common[@]}" --steps=2 --init_from="$tmp/w.bin" --resume=auto \
+  --checkpoint_dir="$tmp/ck_auto" --quiet=false > "$tmp/auto2.txt" 2>&1
+grep -q "resumed from .*step_1 at step 1" "$tmp/auto2.txt" && grep -q "is not read: --resume continues" "$tmp/auto2.txt" ||
+  { cat "$tmp/auto2.txt"; echo "FAIL: --resume=auto did not continue the checkpoint"; exit 1; }
 if "$train" "${common[@]}" --steps=1 --init_from="$tmp/w.safetensors" --n_head=2 2> "$tmp/st_heads.err"; then
   echo "FAIL: a safetensors file of another n_head loaded"; exit 1
 fi
