@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "core/parallel/strategy_registry.h"
 #include "gtest/gtest.h"
 #include "tests/parity.h"
@@ -51,17 +53,20 @@ TEST(StrategyErrorsTest, TwoDataParallelStrategiesAreRejected) {
 
 // Ranks started by hand with another flag, or another copy of the data,
 // fail at startup naming the difference (job_agreement.h), instead of
-// training out of step. Rank 0 then times out; the status holds both.
+// training out of step. Rank 0 learns it from rank 1's report and fails
+// at once with the same message, not at its timeout (60 s here).
 TEST(StrategyErrorsTest, RanksWithAnotherJobOrOtherDataAreNamed) {
   GptJob job = Job();
   job.mutable_train()->mutable_parallel()->set_strategy("ddp");
-  job.mutable_train()->mutable_parallel()->set_timeout_s(3);
+  job.mutable_train()->mutable_parallel()->set_timeout_s(60);
   job.mutable_train()->set_micro_batch(4);
   testing::RunOptions lr;
   lr.per_rank = [](int rank, GptJob* j) {
     if (rank == 1) j->mutable_train()->mutable_optim()->set_lr(0.03f);
   };
+  const absl::Time start = absl::Now();
   absl::Status s = testing::RunMultiProcess(job, 2, lr).status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30)) << s;
   EXPECT_NE(s.message().find("rank 1 runs another job than rank 0: 'lr: 0.03' here"),
             std::string::npos)
       << s;

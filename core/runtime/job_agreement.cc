@@ -82,6 +82,28 @@ absl::StatusOr<std::string> DataAgreementText(const std::string& tokenizer, int6
       "\nvalidation data: ", val_text);
 }
 
+namespace {
+
+// This rank's `text` against rank 0's: the first line that differs.
+absl::Status Compare(const AgreementRound& round, int rank, const std::string& text,
+                     const std::string& theirs) {
+  if (theirs == text) return absl::OkStatus();
+  const std::vector<std::string> mine_lines = absl::StrSplit(text, '\n');
+  const std::vector<std::string> their_lines = absl::StrSplit(theirs, '\n');
+  size_t i = 0;
+  while (i < mine_lines.size() && i < their_lines.size() && mine_lines[i] == their_lines[i]) ++i;
+  auto at = [](const std::vector<std::string>& lines, size_t i) {
+    return i < lines.size() ? std::string(absl::StripAsciiWhitespace(lines[i]))
+                            : std::string("(nothing)");
+  };
+  return FailedPrecondition(absl::StrCat("rank ", rank, " ", round.differs, " than rank 0: '",
+                                         at(mine_lines, i), "' here, '", at(their_lines, i),
+                                         "' on rank 0"),
+                            round.expected, round.hint);
+}
+
+}  // namespace
+
 AgreementRound JobRound() {
   return {.name = "job",
           .differs = "runs another job",
@@ -104,24 +126,33 @@ absl::Status CheckSameAsRankZero(comm::Store& store, const AgreementRound& round
   if (world_size <= 1) return absl::OkStatus();
   const std::string prefix = absl::StrCat("weft_agree/", round.name, "/w", world_size, "/");
   WEFT_ASSIGN_OR_RETURN(const int64_t ticket, store.Add(prefix + "tickets", 1));
-  const std::string key = absl::StrCat(prefix, (ticket - 1) / world_size, "/rank0");
-  if (rank == 0) return store.Set(key, text);
-  absl::StatusOr<std::string> theirs = store.Get(key, timeout);
+  const std::string base = absl::StrCat(prefix, (ticket - 1) / world_size, "/");
+  if (rank == 0) {
+    WEFT_RETURN_IF_ERROR(store.Set(base + "rank0", text));
+    // Every rank reports its comparison, so rank 0 names one that disagreed
+    // instead of waiting at its first collective for a rank that has left;
+    // the others learn the outcome and stop too.
+    std::string outcome;
+    for (int r = 1; r < world_size; ++r) {
+      absl::StatusOr<std::string> verdict = store.Get(absl::StrCat(base, "verdict/", r), timeout);
+      WEFT_RETURN_IF_ERROR(Annotate(verdict.status(), absl::StrCat("waiting for rank ", r, "'s ",
+                                                                   round.name, " comparison")));
+      if (outcome.empty()) outcome = *verdict;
+    }
+    WEFT_RETURN_IF_ERROR(store.Set(base + "outcome", outcome));
+    return outcome.empty() ? absl::OkStatus() : absl::FailedPreconditionError(outcome);
+  }
+  absl::StatusOr<std::string> theirs = store.Get(base + "rank0", timeout);
   WEFT_RETURN_IF_ERROR(Annotate(theirs.status(),
                                 absl::StrCat("waiting for rank 0's ", round.name, " to compare")));
-  if (*theirs == text) return absl::OkStatus();
-  const std::vector<std::string> mine_lines = absl::StrSplit(text, '\n');
-  const std::vector<std::string> their_lines = absl::StrSplit(*theirs, '\n');
-  size_t i = 0;
-  while (i < mine_lines.size() && i < their_lines.size() && mine_lines[i] == their_lines[i]) ++i;
-  auto at = [](const std::vector<std::string>& lines, size_t i) {
-    return i < lines.size() ? std::string(absl::StripAsciiWhitespace(lines[i]))
-                            : std::string("(nothing)");
-  };
-  return FailedPrecondition(absl::StrCat("rank ", rank, " ", round.differs, " than rank 0: '",
-                                         at(mine_lines, i), "' here, '", at(their_lines, i),
-                                         "' on rank 0"),
-                            round.expected, round.hint);
+  const absl::Status mine = Compare(round, rank, text, *theirs);
+  WEFT_RETURN_IF_ERROR(
+      store.Set(absl::StrCat(base, "verdict/", rank), mine.ok() ? "" : std::string(mine.message())));
+  if (!mine.ok()) return mine;
+  absl::StatusOr<std::string> outcome = store.Get(base + "outcome", timeout);
+  WEFT_RETURN_IF_ERROR(Annotate(outcome.status(), absl::StrCat("waiting for the ", round.name,
+                                                                " comparisons of every rank")));
+  return outcome->empty() ? absl::OkStatus() : absl::FailedPreconditionError(*outcome);
 }
 
 }  // namespace weft

@@ -43,8 +43,11 @@ AgreementRound JobRound();
 // What the data gives (tokenizer, sample counts), once the loaders open.
 AgreementRound DataRound();
 
-// Rank 0 posts `text`; every other rank reads it (up to `timeout`) and
-// fails naming the first line that differs. A launched job has a store of
+// Rank 0 posts `text`; every other rank reads it (up to `timeout`), fails
+// naming the first line that differs, and reports its outcome to rank 0.
+// Rank 0 waits for every report and posts the first disagreement (the
+// lowest rank's), so it and the ranks that agreed fail with that message
+// at once rather than at a later collective's timeout. A launched job has a store of
 // its own; jobs that share one in turn (tests) get keys of a new
 // generation per call of a round and world size, which holds while each
 // earlier job of that world size reached the check on every rank.

@@ -4,6 +4,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "comm/store/hash_store.h"
 #include "gtest/gtest.h"
 
@@ -34,16 +36,26 @@ std::string With(std::string text, const std::string& from, const std::string& t
   return text;
 }
 
-// Runs rank 0 and rank 1 with their own job texts on one store; rank 1's status.
+// Runs one thread per rank, each with its own job text, on one store.
+std::vector<absl::Status> RunRanks(comm::Store& store, const std::vector<std::string>& texts) {
+  const int n = static_cast<int>(texts.size());
+  std::vector<absl::Status> status(n);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < n; ++r) {
+    ranks.emplace_back([&, r] {
+      status[r] = CheckSameAsRankZero(store, JobRound(), r, n, texts[r], absl::Seconds(5));
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  return status;
+}
+
+// Rank 1's status; rank 0 ends with the same one.
 absl::Status RankOneAgainstRankZero(comm::Store& store, const std::string& zero,
                                     const std::string& one) {
-  absl::Status status0, status1;
-  std::thread r0([&] { status0 = CheckSameAsRankZero(store, JobRound(), 0, 2, zero, absl::Seconds(5)); });
-  std::thread r1([&] { status1 = CheckSameAsRankZero(store, JobRound(), 1, 2, one, absl::Seconds(5)); });
-  r0.join();
-  r1.join();
-  EXPECT_TRUE(status0.ok()) << status0;
-  return status1;
+  const std::vector<absl::Status> s = RunRanks(store, {zero, one});
+  EXPECT_EQ(s[0].message(), s[1].message()) << "rank 0 learns rank 1's outcome";
+  return s[1];
 }
 
 TEST(JobAgreementTest, PathsAndLocalKnobsMayDifferTheMathMayNot) {
@@ -78,6 +90,28 @@ TEST(JobAgreementTest, PathsAndLocalKnobsMayDifferTheMathMayNot) {
   s = RankOneAgainstRankZero(store, AgreementText(bpe),
                              AgreementText(With(bpe, "bpe:4096", "bpe:8192")));
   EXPECT_NE(s.message().find("'tokenizer: \"bpe:8192\"' here"), std::string::npos) << s;
+}
+
+// Rank 0 names the rank that disagreed, at once (it used to return OK and
+// wait at its first collective for the rank that had left), and a rank
+// that agreed stops with it.
+TEST(JobAgreementTest, EveryRankFailsNamingTheFirstRankThatDisagreed) {
+  comm::HashStore store;
+  const std::string zero = AgreementText(kJob);
+  const std::string other = AgreementText(With(kJob, "seed: 1337", "seed: 7"));
+  const absl::Time start = absl::Now();
+  const std::vector<absl::Status> s = RunRanks(store, {zero, zero, other, other});
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(s[r].code(), absl::StatusCode::kFailedPrecondition) << "rank " << r;
+  }
+  EXPECT_NE(s[0].message().find("rank 2 runs another job than rank 0: 'seed: 7' here"),
+            std::string::npos)
+      << s[0];
+  EXPECT_EQ(s[1].message(), s[0].message());
+  EXPECT_NE(s[3].message().find("rank 3 runs another job"), std::string::npos) << s[3];
+  // All agreeing: every rank goes on.
+  for (const absl::Status& ok : RunRanks(store, {zero, zero, zero})) EXPECT_TRUE(ok.ok()) << ok;
 }
 
 TEST(JobAgreementTest, ASingleRankChecksNothing) {
