@@ -252,6 +252,12 @@ TEST(DataLoaderTest, RestoreRejectsAStateFromAnotherConfiguration) {
   ASSERT_TRUE(old.ok()) << old.status();
   EXPECT_EQ(old->global_batch, 0);
   EXPECT_FALSE(LoaderState::Parse("weft-loader-state v1 epoch=1").ok());
+  // batch= twice and no seed=: eight keys, one of them missing.
+  absl::StatusOr<LoaderState> twice = LoaderState::Parse(
+      "weft-loader-state v1 epoch=1 batch=2 batch=3 samples=50 batch_size=5 world=1 shuffle=1 "
+      "drop_last=1");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_THAT(twice.status().message(), HasSubstr("repeated key 'batch'"));
   EXPECT_TRUE(Take(*loader, 2).size() == 2) << "a rejected Restore leaves the loader running";
 }
 

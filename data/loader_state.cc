@@ -1,5 +1,6 @@
 #include "data/loader_state.h"
 
+#include <set>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -28,9 +29,12 @@ absl::StatusOr<LoaderState> LoaderState::Parse(absl::string_view text) {
   if (!absl::ConsumePrefix(&text, kHeader)) return bad("missing header");
   LoaderState s;
   int found = 0;
+  // A repeated key would count for a missing one.
+  std::set<absl::string_view> seen;
   for (absl::string_view kv : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
     std::vector<absl::string_view> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
     if (p.size() != 2) return bad(absl::StrCat("bad item '", kv, "'"));
+    if (!seen.insert(p[0]).second) return bad(absl::StrCat("repeated key '", p[0], "'"));
     bool ok = false;
     if (p[0] == "epoch") ok = absl::SimpleAtoi(p[1], &s.epoch);
     else if (p[0] == "batch") ok = absl::SimpleAtoi(p[1], &s.batch);
@@ -47,7 +51,7 @@ absl::StatusOr<LoaderState> LoaderState::Parse(absl::string_view text) {
     if (!ok) return bad(absl::StrCat("bad value in '", kv, "'"));
     ++found;
   }
-  if (found != 8) return bad("missing or repeated keys");
+  if (found != 8) return bad("missing keys");
   if (s.epoch < 0 || s.batch < 0) return bad("negative position");
   return s;
 }
