@@ -8,17 +8,23 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "comm/env/outer_launcher.h"
 #include "comm/store/tcp_store_server.h"
 #include "comm/util/deadline.h"
 #include "comm/util/socket.h"
 #include "core/base/errors.h"
+#include "tools/launch/error_file.h"
 #include "tools/launch/line_prefixer.h"
 
 extern char** environ;
@@ -81,6 +87,31 @@ struct Worker {
   std::unique_ptr<LinePrefixer> err;
   bool exited = false;
   int exit_code = 0;  // 128 + signal when killed
+  int64_t exit_unix_ns = 0;  // when the launcher reaped it
+  std::string error_file;    // its WEFT_ERROR_FILE (error_file.h); "" for none
+};
+
+// A directory for the workers' error files, removed with it.
+class ErrorDir {
+ public:
+  ErrorDir() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp",
+                                       "/weft-launch-XXXXXX");
+    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~ErrorDir() {
+    if (path_.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  // "" when the directory could not be made: the workers then get none.
+  std::string FileFor(int rank) const {
+    return path_.empty() ? "" : absl::StrCat(path_, "/rank_", rank);
+  }
+
+ private:
+  std::string path_;
 };
 
 void Note(absl::string_view message) { WriteAll(2, absl::StrCat("[launch] ", message, "\n")); }
@@ -176,12 +207,17 @@ class Supervisor {
   void OnWorkerExit(Worker& w, int wstatus);
   void SignalLive(int sig);
   void OnLauncherSignal(int sig);
+  // When a worker other than the first one reaped failed first, by the
+  // time it recorded (error_file.h) or else its exit's: names it and its
+  // error, which the other ranks' errors only echo.
+  void NoteEarliestFailure() const;
   int LiveCount() const;
 
   const LaunchOptions& options_;
   std::vector<Worker>& workers_;
   const int signal_fd_;
   std::optional<int> first_failure_;  // exit code of the first failed worker
+  int first_failed_rank_ = -1;
   int launcher_signal_ = 0;
   std::optional<Deadline> kill_at_;   // SIGKILL whatever is left then
   absl::Duration kill_grace_;         // how long before kill_at_ it was set
@@ -203,8 +239,10 @@ void Supervisor::SignalLive(int sig) {
 void Supervisor::OnWorkerExit(Worker& w, int wstatus) {
   w.exited = true;
   w.exit_code = WIFSIGNALED(wstatus) ? 128 + WTERMSIG(wstatus) : WEXITSTATUS(wstatus);
+  w.exit_unix_ns = absl::ToUnixNanos(absl::Now());
   if (w.exit_code == 0 || first_failure_.has_value() || launcher_signal_ != 0) return;
   first_failure_ = w.exit_code;
+  first_failed_rank_ = w.rank;
   const int others = LiveCount();
   Note(absl::StrCat("rank ", w.rank, " ", DescribeExit(wstatus),
                     others > 0 ? absl::StrCat("; stopping the other ", others, " worker(s)") : ""));
@@ -247,6 +285,30 @@ void Supervisor::OnLauncherSignal(int sig) {
     kill_at_ = Deadline::After(stop ? options_.stop_grace : options_.teardown_grace);
     kill_grace_ = stop ? options_.stop_grace : options_.teardown_grace;
   }
+}
+
+void Supervisor::NoteEarliestFailure() const {
+  const Worker* earliest = nullptr;
+  int64_t earliest_ns = 0;
+  std::string message;
+  for (const Worker& w : workers_) {
+    if (w.exit_code == 0) continue;
+    const std::optional<RecordedFailure> f =
+        w.error_file.empty() ? std::nullopt : ReadFailure(w.error_file);
+    const int64_t at = f.has_value() ? f->unix_ns : w.exit_unix_ns;
+    if (earliest == nullptr || at < earliest_ns) {
+      earliest = &w;
+      earliest_ns = at;
+      message = f.has_value() ? f->message : "";
+    }
+  }
+  if (earliest == nullptr || earliest->rank == first_failed_rank_) return;
+  constexpr size_t kMaxMessage = 2000;
+  if (message.size() > kMaxMessage) message = message.substr(0, kMaxMessage) + "...";
+  Note(absl::StrCat("the first rank to fail was rank ", earliest->rank, " (exit code ",
+                    earliest->exit_code, "), before rank ", first_failed_rank_,
+                    message.empty() ? ""
+                                    : absl::StrCat(":\n", absl::StripTrailingAsciiWhitespace(message))));
 }
 
 int Supervisor::Run() {
@@ -316,7 +378,10 @@ int Supervisor::Run() {
     if (w.out_fd >= 0) ::close(w.out_fd);
     if (w.err_fd >= 0) ::close(w.err_fd);
   }
-  if (first_failure_.has_value()) return *first_failure_;
+  if (first_failure_.has_value()) {
+    NoteEarliestFailure();
+    return *first_failure_;
+  }
   if (launcher_signal_ != 0) return 128 + launcher_signal_;
   for (const Worker& w : workers_) {
     if (w.exit_code != 0) return w.exit_code;  // failed while the launcher was stopping
@@ -368,9 +433,16 @@ absl::StatusOr<int> Launch(const LaunchOptions& options, const std::vector<std::
     Note("setting OMP_NUM_THREADS=1 for each worker (as torchrun does); set it to override");
   }
   std::vector<Worker> workers(options.nproc_per_node);
+  const ErrorDir error_dir;
   for (int local = 0; local < options.nproc_per_node; ++local) {
     Worker& w = workers[local];
     w.rank = options.node_rank * options.nproc_per_node + local;
+    w.error_file = error_dir.FileFor(w.rank);
+    if (w.error_file.empty()) {
+      env.erase(kErrorFileEnv);
+    } else {
+      env[kErrorFileEnv] = w.error_file;
+    }
     const bool raw = options.output == OutputMode::kRaw;
     const std::string prefix = raw ? "" : absl::StrCat("[rank ", w.rank, "] ");
     const bool show = options.output != OutputMode::kRank0 || w.rank == 0;

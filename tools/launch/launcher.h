@@ -20,6 +20,9 @@
 //     SIGTERM, then SIGKILL after options.teardown_grace;
 //   - workers die with the launcher (PR_SET_PDEATHSIG), so a killed
 //     launcher leaves no orphans.
+//   - each worker gets WEFT_ERROR_FILE (error_file.h); when a rank other
+//     than the first one reaped failed first (its peers then fail on the
+//     lost connection), the launcher names it with its error at the end.
 // Returns the job's exit code: the first failed worker's code (128 + signal
 // for a signal), else 128 + the signal that stopped the launcher, else 0.
 #ifndef WEFT_TOOLS_LAUNCH_LAUNCHER_H_

@@ -137,6 +137,19 @@ TEST(LauncherTest, AFailedWorkerStopsTheOthersAndSetsTheExitCode) {
       << r.err;
 }
 
+// Rank 1 fails first but exits last; ranks 0 and 2 fail on its account and
+// are reaped first. The launcher names rank 1 and its error at the end.
+TEST(LauncherTest, NamesTheRankThatFailedFirstNotTheFirstReaped) {
+  Result r = RunCommand(Launch({"--nproc_per_node=3", "--teardown_grace_s=5"}, {"fail_first", "1"}));
+  EXPECT_EQ(r.exit_code, 4) << r.err;  // the first reaped worker's code
+  EXPECT_TRUE(absl::StrContains(r.err, "the first rank to fail was rank 1 (exit code"))
+      << r.err;
+  EXPECT_TRUE(absl::StrContains(r.err, "error: the root cause, on rank 1")) << r.err;
+  // One failure alone needs no such line.
+  Result one = RunCommand(Launch({"--nproc_per_node=2"}, {"exit", "1", "7"}));
+  EXPECT_FALSE(absl::StrContains(one.err, "the first rank to fail")) << one.err;
+}
+
 TEST(LauncherTest, WorkersIgnoringSigtermAreKilledAfterTheGrace) {
   Result r = RunCommand(Launch({"--nproc_per_node=2", "--teardown_grace_s=0.5"}, {"stubborn", "3"}));
   EXPECT_EQ(r.exit_code, 3) << r.err;

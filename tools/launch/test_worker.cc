@@ -5,6 +5,8 @@
 //   sleep               print "ready" and sleep
 //   slow_stop <ms>      print "ready"; on SIGTERM/SIGUSR1 take <ms> (a save),
 //                       then exit with 128 + the signal, as a trainer does
+//   fail_first <rank>   <rank> records its failure first but exits last (after
+//                       1 s); the others record theirs 300 ms in and exit 4
 //   partial             print a line without a trailing newline
 //   collectives         gloo all_reduce/all_gather/barrier over the env's store
 //   die <rank>          collectives where <rank> is SIGKILLed inside #3
@@ -21,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "comm/env/init.h"
 #include "core/base/status_macros.h"
+#include "tools/launch/error_file.h"
 #include "tools/launch/relaunch.h"
 
 namespace {
@@ -107,6 +110,16 @@ int main(int argc, char** argv) {
     sigwait(&set, &sig);
     usleep(std::atoi(argv[2]) * 1000);
     return 128 + sig;
+  }
+  if (mode == "fail_first" && argc >= 3) {
+    if (rank == std::atoi(argv[2])) {
+      weft::launch::RecordFailure(absl::StrCat("error: the root cause, on rank ", rank));
+      usleep(1000 * 1000);
+      return 3;
+    }
+    usleep(300 * 1000);
+    weft::launch::RecordFailure(absl::StrCat("error: connection closed (rank ", rank, ")"));
+    return 4;
   }
   if (mode == "partial") {
     std::printf("no newline at end");

@@ -5,12 +5,14 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/parallel/strategy_options.h"
 #include "core/parallel/strategy_registry.h"
 #include "core/runtime/config_loader.h"
 #include "core/runtime/stop_signals.h"
+#include "tools/launch/error_file.h"
 #include "tools/launch/relaunch.h"
 
 namespace weft {
@@ -96,6 +98,8 @@ int TrainMain(int argc, char** argv, const std::string& usage, google::protobuf:
   absl::Status s = run();
   if (!s.ok()) {
     std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
+    // For a launcher: when peers fail because this rank did, this is first.
+    launch::RecordFailure(absl::StrCat("error: ", s.ToString()));
     return 1;
   }
   // Stopped early by SIGTERM/SIGUSR1 after a checkpoint: the status a shell
