@@ -1,5 +1,7 @@
 #include "models/mlp/classifier_evaluation.h"
 
+#include <algorithm>
+
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 
@@ -18,6 +20,14 @@ absl::StatusOr<ClassificationResult> EvaluateClassifier(Trainer& trainer) {
   ctx.training = false;
   Model& model = trainer.model();
   int64_t correct = 0, total = 0;
+  // The sampler pads the test order to a multiple of the ranks by wrapping
+  // to its start; rank r of w holds samples r, r + w, ..., so its real ones
+  // are a prefix of its share. The padding repeated images in the counts
+  // (10002 of 10000 at 3 ranks).
+  const int64_t n = loader->dataset().num_samples();
+  const int rank = loader->options().rank, world = loader->options().world_size;
+  const int64_t batch_size = loader->options().batch_size;
+  const int64_t mine = n > rank ? (n - rank + world - 1) / world : 0;
   for (int64_t i = 0; i < loader->batches_per_epoch(); ++i) {
     WEFT_ASSIGN_OR_RETURN(data::Batch batch, loader->Next());
     WEFT_RETURN_IF_ERROR(batch.WaitOn(trainer.compute_stream()));
@@ -26,7 +36,8 @@ absl::StatusOr<ClassificationResult> EvaluateClassifier(Trainer& trainer) {
     WEFT_ASSIGN_OR_RETURN(std::vector<float> host, logits.ToFloats());
     WEFT_ASSIGN_OR_RETURN(std::vector<int32_t> labels, batch.Get("label").ToVector<int32_t>());
     const int64_t classes = logits.dim(-1);
-    for (size_t r = 0; r < labels.size(); ++r) {
+    const int64_t keep = std::clamp<int64_t>(mine - i * batch_size, 0, labels.size());
+    for (int64_t r = 0; r < keep; ++r) {
       int64_t best = 0;
       for (int64_t k = 1; k < classes; ++k) {
         if (host[r * classes + k] > host[r * classes + best]) best = k;

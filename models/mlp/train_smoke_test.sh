@@ -12,6 +12,13 @@ total=$(grep '"test_total"' "$out" | sed 's/.*"test_total":\([0-9]*\).*/\1/')
 echo "test accuracy after 300 steps: $acc on $total images"
 [ "$total" = "10000" ] || { echo "FAIL: expected the full 10000-image test set"; exit 1; }
 awk -v a="$acc" 'BEGIN { exit !(a > 0.78) }' || { echo "FAIL: accuracy $acc <= 0.78"; exit 1; }
+# 3 ranks pad the test order to 10002 by repeating images: each is still
+# counted once (the repeats were counted as well).
+out3="$TEST_TMPDIR/m3.jsonl"
+"$train" --steps=5 --eval_every=0 --eval_batches=1 --num_workers=1 --quiet \
+  --nproc_per_node=3 --strategy=ddp --global_batch=63 --micro_batch=21 --metrics_out="$out3"
+total3=$(grep '"test_total"' "$out3" | sed 's/.*"test_total":\([0-9]*\).*/\1/')
+[ "$total3" = "10000" ] || { echo "FAIL: 3 ranks evaluated $total3 test images, expected 10000"; exit 1; }
 # A wrong data directory is a clear error, not a crash.
 set +e
 msg=$("$train" --steps=1 --data="$TEST_TMPDIR/nope" 2>&1); rc=$?
