@@ -1,5 +1,6 @@
 #include "models/gpt/weights_file.h"
 
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <utility>
@@ -41,6 +42,19 @@ absl::StatusOr<SafetensorsWeights> ReadSafetensorsWeights(const std::string& pat
   const auto tok = file.metadata.find("tokenizer");
   if (tok != file.metadata.end()) out.tokenizer = tok->second;
   return out;
+}
+
+// A directory is most likely a weft checkpoint given where a weights file
+// goes; read as llm.c's it failed as "shorter than the header ... truncated".
+absl::Status CheckNotDirectory(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return absl::OkStatus();
+  return FailedPrecondition(
+      absl::StrCat("'", path, "' is a directory (a weft checkpoint?), not a weights file"),
+      "an llm.c model file or a .safetensors file",
+      absl::StrCat("write one with: bazel run //tools:ckpt -- export ", path,
+                   " --format=safetensors --out=FILE; or continue the run with "
+                   "--resume=DIR, or sample it with --checkpoint=DIR"));
 }
 
 }  // namespace
@@ -88,6 +102,7 @@ absl::Status CheckSameArchitecture(const GptConfig& recorded, const GptConfig& m
 absl::StatusOr<GptWeights> ReadInitWeights(const std::string& path, const GptConfig& model,
                                            std::string* tokenizer) {
   if (tokenizer != nullptr) tokenizer->clear();
+  WEFT_RETURN_IF_ERROR(CheckNotDirectory(path));
   if (!IsSafetensorsFile(path)) return ReadLlmcCheckpoint(path, model);
   WEFT_ASSIGN_OR_RETURN(SafetensorsWeights file, ReadSafetensorsWeights(path));
   if (file.job) WEFT_RETURN_IF_ERROR(CheckSameArchitecture(file.job->model(), model, path));
@@ -97,6 +112,7 @@ absl::StatusOr<GptWeights> ReadInitWeights(const std::string& path, const GptCon
 
 absl::StatusOr<WeightsFile> ReadWeightsFile(const std::string& path) {
   WeightsFile out;
+  WEFT_RETURN_IF_ERROR(CheckNotDirectory(path));
   if (!IsSafetensorsFile(path)) {
     WEFT_ASSIGN_OR_RETURN(out.model, LlmcConfig(path));
     WEFT_ASSIGN_OR_RETURN(out.weights, ReadLlmcCheckpoint(path, out.model));

@@ -1,6 +1,7 @@
 #include "models/gpt/weights_file.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -48,6 +49,21 @@ std::string WriteExport(const std::string& name, const GptWeights& w, const GptC
   const std::string path = TempPath(name);
   WEFT_CHECK_OK(ckpt::WriteSafetensors(path, w, {.metadata = md}));
   return path;
+}
+
+// A checkpoint directory given as --init_from is named as one, with the
+// export that makes a weights file of it (it was "the file is truncated").
+TEST(WeightsFileTest, DirectoryIsNamedAsOne) {
+  const std::string dir = TempPath("ckpt_dir");
+  std::filesystem::create_directories(dir);
+  absl::StatusOr<GptWeights> init = ReadInitWeights(dir, Tiny());
+  ASSERT_FALSE(init.ok());
+  EXPECT_NE(init.status().message().find("is a directory"), std::string::npos) << init.status();
+  EXPECT_NE(init.status().message().find("ckpt -- export"), std::string::npos) << init.status();
+  absl::StatusOr<WeightsFile> sample = ReadWeightsFile(dir);
+  ASSERT_FALSE(sample.ok());
+  EXPECT_NE(sample.status().message().find("is a directory"), std::string::npos)
+      << sample.status();
 }
 
 TEST(WeightsFileTest, SafetensorsExportGivesBackEveryWeight) {
