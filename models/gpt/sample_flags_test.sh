@@ -7,7 +7,7 @@ set -uo pipefail
 sample="$TEST_SRCDIR/weft/models/gpt/sample"
 tmp="$TEST_TMPDIR"
 
-for bad in "--temperature=-1" "--temperature=nan" "--temperature=inf" "--tokens=-5" "--top_k=-3"; do
+for bad in "--temperature=-1" "--temperature=nan" "--temperature=inf" "--tokens=-5" "--top_k=-3" "--seq_len=-3"; do
   if "$sample" --checkpoint=/nonexistent "$bad" > /dev/null 2> "$tmp/err"; then
     echo "FAIL: sample $bad succeeded"; exit 1
   fi

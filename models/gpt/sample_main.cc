@@ -125,6 +125,11 @@ absl::Status Run(const SampleJob& job) {
                     .kv_cache = job.kv_cache()};
   // Before the weights are read, so a bad flag fails at once.
   WEFT_RETURN_IF_ERROR(CheckGenerateOptions(g, "--"));
+  // A negative window was taken as 0 (the checkpoint's), without a word.
+  if (job.seq_len() < 0) {
+    return InvalidArgument(absl::StrCat("--seq_len=", job.seq_len()),
+                           ">= 0 (0: the window the model was trained with)");
+  }
   WEFT_ASSIGN_OR_RETURN(Source src, OpenSource(job));
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<data::Tokenizer> tokenizer,
                         data::ParseTokenizer(src.tokenizer, "the tokenizer"));
