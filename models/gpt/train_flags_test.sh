@@ -26,4 +26,7 @@ expect_error "--strategy=auto,fsdp --memory_budget=100MiB" "auto combined with o
 if grep -q "this program does not run" "$tmp/err"; then
   echo "FAIL: says the planner is not in //models/gpt:train:"; cat "$tmp/err"; exit 1
 fi
+# auto sets the mesh axes itself: one given is refused (it was replaced
+# by the pick without a word), before any data is read.
+expect_error "--strategy=auto --memory_budget=100MiB --tp=2" "--strategy=auto with --tp=2"
 echo "PASS"

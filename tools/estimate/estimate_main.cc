@@ -80,6 +80,7 @@ std::string Short(const absl::Status& s) {
 // rows are what the planner tried (PlanLayouts): when nothing fits as
 // given, the same layouts with recompute, then with smaller micro-batches.
 absl::Status EstimateAll(const GptJob& job, const ToolFlags& f) {
+  WEFT_RETURN_IF_ERROR(CheckAutoAxes(job.train().parallel()));
   std::printf("%-30s %12s %12s %12s %12s %12s %5s %5s  %s\n", "layout", "params", "grads",
               "optimizer", "activations", "peak", "rank", "micro",
               f.budget > 0 ? ("budget " + FormatMiB(f.budget)).c_str() : "");

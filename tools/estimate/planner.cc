@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "models/gpt/gpt_job.h"
@@ -204,7 +206,24 @@ std::string PickFlags(const GptJob& job, const LayoutEstimate& pick) {
   return flags;
 }
 
+absl::Status CheckAutoAxes(const ParallelConfig& p) {
+  // The pick replaced them without a word: --tp=2 trained zero-1.
+  std::vector<std::string> set;
+  for (const auto& [name, value, unset] :
+       {std::tuple{"pp", p.pp(), 1}, {"cp", p.cp(), 1}, {"tp", p.tp(), 1}, {"ep", p.ep(), 1},
+        {"dp_replicate", p.dp_replicate(), 1}, {"dp_shard", p.dp_shard(), 0}}) {
+    if (value != unset) set.push_back(absl::StrCat("--", name, "=", value));
+  }
+  if (set.empty()) return absl::OkStatus();
+  return InvalidArgument(
+      absl::StrCat("--strategy=auto with ", absl::StrJoin(set, " ")),
+      "no mesh axes with auto: it sets --pp, --cp, --tp, --ep and the data-parallel axes itself",
+      "drop them to let auto choose; to keep them, name the strategies yourself "
+      "(//tools:estimate with the same flags and --memory_budget=B checks that layout)");
+}
+
 absl::StatusOr<GptJob> PlanAutoLayout(const GptJob& job, int nproc, std::string* summary) {
+  WEFT_RETURN_IF_ERROR(CheckAutoAxes(job.train().parallel()));
   const std::string& given = job.train().parallel().memory_budget();
   if (given.empty()) {
     return InvalidArgument(

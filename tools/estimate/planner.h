@@ -77,6 +77,11 @@ GptJob WithLayout(const GptJob& job, const LayoutEstimate& pick);
 // "--strategy=zero --zero_stage=3 --micro_batch=2 --recompute".
 std::string PickFlags(const GptJob& job, const LayoutEstimate& pick);
 
+// OK unless `parallel` sets a mesh axis (--pp, --cp, --tp, --ep,
+// --dp_replicate, --dp_shard) that --strategy=auto would overwrite with its
+// own pick; the error names them.
+absl::Status CheckAutoAxes(const ParallelConfig& parallel);
+
 // --strategy=auto for training: `job` on `nproc` ranks, planned against its
 // --memory_budget (required). Returns the job to train and, in *summary, a
 // line saying what was picked and why.

@@ -56,6 +56,23 @@ TEST(PlannerTest, AutoNeedsABudget) {
       << planned.status();
 }
 
+// A mesh axis given with auto is refused, not replaced by the pick.
+TEST(PlannerTest, AutoRefusesTheAxesItSets) {
+  GptJob job;
+  ParallelConfig* p = job.mutable_train()->mutable_parallel();
+  p->set_strategy("auto");
+  p->set_memory_budget("1GiB");
+  EXPECT_TRUE(CheckAutoAxes(*p).ok());
+  p->set_tp(2);
+  p->set_dp_shard(2);
+  std::string summary;
+  absl::StatusOr<GptJob> planned = PlanAutoLayout(job, 4, &summary);
+  ASSERT_FALSE(planned.ok());
+  EXPECT_NE(planned.status().message().find("--strategy=auto with --tp=2 --dp_shard=2"),
+            std::string::npos)
+      << planned.status();
+}
+
 // A small GPT on 2 ranks over a corpus of its own, planned for real (dry
 // runs on the meta device).
 GptJob SmallJob() {
