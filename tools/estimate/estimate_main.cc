@@ -174,6 +174,22 @@ int Main(int argc, char** argv) {
     if (a.rfind("--config=", 0) == 0) a = "--config=" + ResolveUserPath(a.substr(9));
     args.push_back(a);
   }
+  // The trainer's launch flags, copied from a train command line: named,
+  // with --nproc, instead of "unknown flag" and unrelated field names.
+  for (const std::string& a : args) {
+    for (const char* launch : {"--nproc_per_node", "--nnodes", "--node_rank", "--master_addr",
+                               "--master_port"}) {
+      if (a.rfind(launch, 0) == 0 && (a.size() == std::strlen(launch) ||
+                                      a[std::strlen(launch)] == '=')) {
+        std::fprintf(stderr,
+                     "error: %s: estimate launches nothing; expected --nproc=N, the job's world "
+                     "size (nodes x processes per node). Hint: drop the launch flags and add "
+                     "--nproc\n",
+                     a.c_str());
+        return 2;
+      }
+    }
+  }
   GptJob job;
   std::vector<std::string> tool_args;
   absl::Status parsed =

@@ -166,6 +166,13 @@ code=$?
 set -e
 [[ $code == 2 ]] || { echo "FAIL: --nproc=0 exited $code, expected 2"; exit 1; }
 grep -q "N >= 1" "$tmp/err.txt" || { echo "FAIL: no hint for --nproc=0"; cat "$tmp/err.txt"; exit 1; }
+# A train command line's --nproc_per_node is named, with --nproc.
+set +e
+"$estimate" "${common[@]}" --strategy=fsdp --nproc_per_node=4 2> "$tmp/err_launch.txt"
+code=$?
+set -e
+[[ $code == 2 ]] && grep -q -- "--nproc_per_node=4: estimate launches nothing; expected --nproc=N" \
+  "$tmp/err_launch.txt" || { echo "FAIL: --nproc_per_node exited $code"; cat "$tmp/err_launch.txt"; exit 1; }
 set +e
 "$estimate" "${common[@]}" --pp=2 --nproc=2 --pp_split=time 2> "$tmp/err_pp.txt"
 code=$?
