@@ -53,6 +53,15 @@ if "$train" "${common[@]}" --checkpoint_dir="$tmp/fsdp_sample" --strategy=fsdp -
 fi
 grep -q "sample_every with fsdp" "$tmp/fsdp_sample.txt" || {
   cat "$tmp/fsdp_sample.txt"; echo "FAIL: no clear error for --sample_every with fsdp"; exit 1; }
+# dp keeps the whole model too (the master replica, under dp's wrapper,
+# which the sampler took for another model and refused).
+"$train" "${common[@]}" --steps=20 --checkpoint_dir="$tmp/dp" --strategy=dp --dp_devices=2 \
+    --sample_every=20 --sample_prompt="the quick" --sample_tokens=30 --sample_temperature=0 \
+    > "$tmp/dp_train.txt" || { echo "FAIL: --sample_every with dp"; exit 1; }
+"$sample" --checkpoint="$tmp/dp" --prompt="the quick" --tokens=30 --temperature=0 \
+    2>/dev/null | head -1 > "$tmp/dp.txt"
+grep "^sample at step 20: " "$tmp/dp_train.txt" | sed 's/^sample at step 20: //' \
+    | cmp - "$tmp/dp.txt" || { echo "FAIL: dp's sample while training differs from its checkpoint's"; exit 1; }
 # The same for zero-3 set through --strategy_options, which wins over
 # --zero_stage (the check read only the flag; 2 ranks trained, then the
 # sample aborted on rank 0's shard).

@@ -14,6 +14,20 @@
 #include "models/gpt/prompt.h"
 
 namespace weft {
+namespace {
+
+// The GPT the trainer steps: its root, or under dp (which wraps the root in
+// its replicas) the master replica, the wrapper's child. It was only the
+// root, so dp, which keeps the whole model, was refused as "this model".
+Gpt* TrainedGpt(Trainer& trainer) {
+  if (auto* gpt = dynamic_cast<Gpt*>(&trainer.model())) return gpt;
+  for (Module* child : trainer.model().children()) {
+    if (auto* gpt = dynamic_cast<Gpt*>(child)) return gpt;
+  }
+  return nullptr;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<TrainSampler>> TrainSampler::Create(const GptJob& job,
                                                                    Trainer& trainer) {
@@ -38,11 +52,11 @@ absl::StatusOr<std::unique_ptr<TrainSampler>> TrainSampler::Create(const GptJob&
     sharding.push_back(absl::StrCat("model parallelism (", p.world_size / p.dp_size,
                                     " ranks per replica)"));
   }
-  if (!sharding.empty() || dynamic_cast<Gpt*>(&trainer.model()) == nullptr) {
+  if (!sharding.empty() || TrainedGpt(trainer) == nullptr) {
     return FailedPrecondition(
         absl::StrCat("--sample_every with ",
                      sharding.empty() ? "this model" : absl::StrJoin(sharding, ", ")),
-        "the whole model on rank 0: no strategy, ddp, or zero stages 1-2",
+        "the whole model on rank 0: no strategy, dp, ddp, or zero stages 1-2",
         "save checkpoints (--checkpoint_every) and sample from them with //models/gpt:sample, "
         "which reads any layout whole");
   }
@@ -67,7 +81,7 @@ absl::Status TrainSampler::AtStep(Trainer& trainer, int64_t step) {
                           .stop_id = tokenizer_->eot_id(),
                           .vocab = tokenizer_->vocab_size()};
   std::vector<int32_t> tokens = prompt_;
-  WEFT_RETURN_IF_ERROR(Generate(*static_cast<Gpt*>(&trainer.model()), job_.train().seq_len(),
+  WEFT_RETURN_IF_ERROR(Generate(*TrainedGpt(trainer), job_.train().seq_len(),
                                 trainer.context(), g, &tokens));
   std::vector<int32_t> made(tokens.begin() + prompt_.size(), tokens.end());
   if (!made.empty() && made.back() == g.stop_id) made.pop_back();

@@ -20,7 +20,7 @@ namespace weft {
 class TrainSampler {
  public:
   // Before training: sampling needs the whole model on rank 0 (no
-  // strategy, ddp, or zero stages 1-2) and a tokenizer; an error says what
+  // strategy, dp, ddp, or zero stages 1-2) and a tokenizer; an error says what
   // to do else. The tokenizer is parsed and the prompt encoded here, once.
   static absl::StatusOr<std::unique_ptr<TrainSampler>> Create(const GptJob& job,
                                                               Trainer& trainer);
