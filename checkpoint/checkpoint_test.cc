@@ -350,5 +350,21 @@ TEST(CheckpointTest, ResumeWithoutACheckpointSaysWhatWasSearched) {
   EXPECT_EQ(ResolveResume("", "auto").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// --resume=<a run's checkpoint directory> names it as one and gives the
+// newest step; the hint was to list the steps with ckpt inspect, which shows
+// only the newest.
+TEST(CheckpointTest, ResumeFromARunDirectoryNamesItsNewestStep) {
+  const std::string dir = FreshDir("run_dir");
+  SaveFromRanks(dir, 2, {{FlatPiece("w", {4}, Iota(4, 0.f), 0, 4)}});
+  SaveFromRanks(dir, 4, {{FlatPiece("w", {4}, Iota(4, 1.f), 0, 4)}});
+  absl::StatusOr<std::string> r = ResolveResume("", dir);
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kNotFound) << r.status();
+  EXPECT_NE(r.status().message().find("is a directory of 2 checkpoint(s)"), std::string::npos)
+      << r.status();
+  EXPECT_NE(r.status().message().find(absl::StrCat("--resume=", dir, "/step_4")),
+            std::string::npos)
+      << r.status();
+}
+
 }  // namespace
 }  // namespace weft::ckpt

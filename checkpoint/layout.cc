@@ -60,9 +60,22 @@ absl::StatusOr<std::string> ResolveResume(const std::string& root, const std::st
   if (resume != "latest" && resume != "auto") {
     std::error_code ec;
     if (!fs::exists(fs::path(resume) / kMetadataFile, ec)) {
+      // A run's checkpoint directory (what sample and ckpt accept) is named
+      // as one, with its newest step; `ckpt inspect DIR`, the old hint,
+      // shows only that step, not a list.
+      absl::StatusOr<std::vector<CheckpointDir>> inside = ListCheckpoints(resume);
+      if (inside.ok() && !inside->empty()) {
+        return NotFound(
+            absl::StrCat("--resume=", resume, " is a directory of ", inside->size(),
+                         " checkpoint(s), not one checkpoint"),
+            "a complete checkpoint directory (step_<N>/), \"latest\" or \"auto\"",
+            absl::StrCat("pass --resume=", inside->back().path, " (its newest), or --checkpoint_dir=",
+                         resume, " --resume=latest"));
+      }
       return NotFound(absl::StrCat("--resume=", resume, " has no ", kMetadataFile),
                       "a complete checkpoint directory (step_<N>/), \"latest\" or \"auto\"",
-                      "list the checkpoints with: bazel run //tools:ckpt -- inspect DIR");
+                      "a complete checkpoint is a step_<N>/ directory holding metadata.pb; "
+                      "bazel run //tools:ckpt -- inspect DIR shows a directory's newest");
     }
     return resume;
   }
