@@ -260,6 +260,24 @@ TEST(CheckpointTest, ADifferentModelIsRejectedWithTheNamesThatDiffer) {
   EXPECT_NE(s.message().find("a [3,4] in the checkpoint, [4,3] here"), std::string::npos) << s;
 }
 
+// Only the optimizer state differs (adamw saved, sgd resumes): named as
+// another optimizer, with the flag and the way to keep only the weights.
+TEST(CheckpointTest, AnotherOptimizerIsNamedAsOne) {
+  const std::string dir = FreshDir("optimizer");
+  const std::vector<float> w = Iota(4, 0.f);
+  SaveFromRanks(dir, 1, {{FlatPiece("w", {4}, w, 0, 4), FlatPiece("w:exp_avg", {4}, w, 0, 4),
+                          FlatPiece("w:exp_avg_sq", {4}, w, 0, 4)}});
+  auto ckpt = OpenCheckpoint(dir + "/step_1");
+  ASSERT_TRUE(ckpt.ok());
+  std::vector<StatePiece> sgd = {FlatPiece("w", {4}, w, 0, 4), FlatPiece("w:exp_avg", {4}, w, 0, 4)};
+  const std::set<std::string> job = {"w", "w:exp_avg"};
+  absl::Status s = LoadState(*ckpt, sgd, Stream::Default(Device::Cpu()), {.job_entries = &job}, nullptr);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("holds the state of optimizer 'adamw'"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("--optim.name=adamw"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("--init_from=FILE"), std::string::npos) << s;
+}
+
 TEST(CheckpointTest, OverlappingReplicaZeroPiecesFailTheSaveOnEveryRank) {
   const std::string dir = FreshDir("overlap");
   const std::vector<float> w = Iota(8, 0.f);

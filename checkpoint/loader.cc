@@ -165,13 +165,31 @@ absl::Status CheckCompatible(const Checkpoint& ckpt, const std::vector<StatePiec
   if (!missing.empty()) parts.push_back(absl::StrCat("not in the checkpoint: ", list(missing)));
   if (!extra.empty()) parts.push_back(absl::StrCat("only in the checkpoint: ", list(extra)));
   if (!shapes.empty()) parts.push_back(absl::StrCat("shapes differ: ", list(shapes)));
+  // How to keep the weights under another optimizer: the hint said "a
+  // weights-only load", which no flag asks for.
+  const std::string fresh_start = absl::StrCat(
+      "start from its weights alone: bazel run //tools:ckpt -- export ", ckpt.dir,
+      " --format=safetensors --out=FILE, then --init_from=FILE (the optimizer and the step "
+      "start over)");
+  // Only optimizer entries differ: another optimizer (adamw keeps two
+  // moments, sgd one), not another model.
+  const auto is_state = [](const std::string& n) { return IsOptimizerState(n); };
+  if (shapes.empty() && std::all_of(missing.begin(), missing.end(), is_state) &&
+      std::all_of(extra.begin(), extra.end(), is_state)) {
+    return FailedPrecondition(
+        absl::StrCat("checkpoint ", ckpt.dir, " holds the state of optimizer '",
+                     ckpt.meta.optimizer(), "', not this run's: ", absl::StrJoin(parts, "; ")),
+        absl::StrCat("the optimizer it was trained with (--optim.name=", ckpt.meta.optimizer(),
+                     ")"),
+        absl::StrCat("resume with it; to change optimizers of a GPT, ", fresh_start));
+  }
   const std::string what = absl::StrCat("checkpoint ", ckpt.dir, " does not match this model: ",
                                         absl::StrJoin(parts, "; "));
   return FailedPrecondition(
       what, "the same model config and optimizer as the run that saved it",
       absl::StrCat("the checkpoint's job config is in its metadata (bazel run //tools:ckpt -- "
                    "inspect ",
-                   ckpt.dir, "); an optimizer change needs a weights-only load"));
+                   ckpt.dir, "); to change the optimizer of a GPT, ", fresh_start));
 }
 
 absl::Status LoadState(const Checkpoint& ckpt, const std::vector<StatePiece>& local,
