@@ -347,8 +347,15 @@ absl::Status DataLoader::Restore(const LoaderState& state) {
                      ", world size ", options_.world_size, ", shuffle ", options_.shuffle,
                      ", drop_last ", options_.drop_last, ", global batch ",
                      options_.global_batch, " (this loader)"),
-        "resume with the checkpointed run's data, --shuffle and --global_batch (the global batch "
-        "sets the epochs' length); the micro-batch and world size may change");
+        absl::StrCat(
+            "resume with the checkpointed run's data, --shuffle and --global_batch (the global "
+            "batch sets the epochs' length); the micro-batch and world size may change",
+            // The count alone differing was not traced to the flags that
+            // make it (--seq_len=32 resuming a 64-token run: 28091 vs 14045).
+            state.num_samples != dataset_->num_samples()
+                ? ". The sample count differs: it follows the data files and, for text, "
+                  "--seq_len and --val_fraction"
+                : ""));
   }
   if (state.epoch < 0 || state.batch < 0 || state.batch >= batches_per_epoch_) {
     return InvalidArgument(absl::StrCat("loader position epoch ", state.epoch, " batch ",

@@ -19,6 +19,7 @@ namespace weft::data {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::SyntheticDataset;
 
 DataLoader::Options Opts(int64_t batch, int workers, int prefetch = 2) {
@@ -231,6 +232,14 @@ TEST(DataLoaderTest, RestoreRejectsAStateFromAnotherConfiguration) {
   absl::Status status = loader->Restore(s);
   ASSERT_FALSE(status.ok());
   EXPECT_THAT(status.message(), HasSubstr("batch size 6"));
+  EXPECT_THAT(status.message(), Not(HasSubstr("sample count differs")));
+  // Another sample count names what sets it (text windows: --seq_len).
+  s = loader->State();
+  s.num_samples = 100;
+  status = loader->Restore(s);
+  ASSERT_FALSE(status.ok());
+  EXPECT_THAT(status.message(), HasSubstr("The sample count differs"));
+  EXPECT_THAT(status.message(), HasSubstr("--seq_len"));
   s = loader->State();
   s.shuffle = false;
   EXPECT_FALSE(loader->Restore(s).ok());
