@@ -1,5 +1,6 @@
 #include "data/data.h"
 
+#include <cstdio>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -56,6 +57,34 @@ TEST(OpenTextDataTest, BpeSpecTrainsOnTheTrainingSplit) {
   ASSERT_TRUE(data.ok()) << data.status();
   EXPECT_EQ(data->vocab_size, 300);
   EXPECT_TRUE(data->train->Next().ok());
+}
+
+// A cache reads and tokenizes the text once: later opens with the same
+// files, tokenizer and split take it from there (the file is gone by then),
+// with loaders of their own; other options read the files again.
+TEST(OpenTextDataTest, ACacheTokenizesTheTextOnce) {
+  const std::string path = JoinPath(testing::MakeTempDir("cache"), "cached.txt");
+  ASSERT_TRUE(
+      WriteFileAtomically(path, *ReadFileToString(testing::TestdataPath("sample.txt"))).ok());
+  TextDataOptions opt;
+  opt.path = path;
+  opt.tokenizer = "bpe:300";
+  opt.seq_len = 8;
+  opt.loader.batch_size = 2;
+  opt.cache = MakeTextSourceCache();
+  auto first = OpenTextData(opt);
+  ASSERT_TRUE(first.ok()) << first.status();
+  std::remove(path.c_str());
+  opt.seq_len = 4;  // windows and loaders are made anew from the kept tokens
+  opt.loader.batch_size = 3;
+  auto again = OpenTextData(opt);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->tokenizer->Serialize(), first->tokenizer->Serialize());
+  EXPECT_GT(again->train->dataset().num_samples(), first->train->dataset().num_samples());
+  Batch b = *again->train->Next();
+  EXPECT_EQ(b.Get("inputs").shape(), (Shape{3, 4}));
+  opt.val_fraction = 0.2;  // another split: the file is read again (and is gone)
+  EXPECT_FALSE(OpenTextData(opt).ok());
 }
 
 // What //tools:prepare_data writes: train/val shards and tokenizer.txt.

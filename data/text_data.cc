@@ -1,11 +1,14 @@
 // OpenTextData (data.h): text files, a shard, or a shard directory -> loaders.
 #include <algorithm>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
@@ -207,6 +210,31 @@ absl::Status CheckOneVocabulary(const Sources& s) {
 
 }  // namespace
 
+class TextSourceCache {
+ public:
+  // The sources of text files for `options`: kept from the first call whose
+  // path, tokenizer and split they share, else read now.
+  absl::StatusOr<Sources> Get(const TextDataOptions& options) {
+    const std::string key = absl::StrCat(options.path, "\n", options.tokenizer, "\n",
+                                         absl::StrFormat("%.17g", options.val_fraction));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (key != key_) {
+      WEFT_ASSIGN_OR_RETURN(sources_, FromTextFiles(options));
+      key_ = key;
+    }
+    return sources_;  // a copy: token buffers share their memory
+  }
+
+ private:
+  std::mutex mu_;
+  std::string key_;
+  Sources sources_;
+};
+
+std::shared_ptr<TextSourceCache> MakeTextSourceCache() {
+  return std::make_shared<TextSourceCache>();
+}
+
 absl::StatusOr<TextData> OpenTextData(const TextDataOptions& options) {
   if (options.path.empty()) {
     return InvalidArgument("empty data path", "text files, a .bin shard or a shard directory");
@@ -218,6 +246,8 @@ absl::StatusOr<TextData> OpenTextData(const TextDataOptions& options) {
     WEFT_ASSIGN_OR_RETURN(sources.train, OpenAll({options.path}));
     WEFT_ASSIGN_OR_RETURN(sources.tokenizer,
                           MaybeLoadTokenizer(options.tokenizer, "", &sources.tokenizer_path));
+  } else if (options.cache != nullptr) {
+    WEFT_ASSIGN_OR_RETURN(sources, options.cache->Get(options));
   } else {
     WEFT_ASSIGN_OR_RETURN(sources, FromTextFiles(options));
   }

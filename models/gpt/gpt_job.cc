@@ -44,8 +44,9 @@ absl::StatusOr<std::string> GptDataPath(const GptJob& job) {
 }
 
 void SetGptJobCallbacks(const GptJob& job, const std::string& data_path,
-                        std::shared_ptr<GptJob> resolved, Trainer::Options* options) {
-  options->open_data = [job, data_path](
+                        std::shared_ptr<GptJob> resolved, Trainer::Options* options,
+                        std::shared_ptr<data::TextSourceCache> text_cache) {
+  options->open_data = [job, data_path, text_cache](
                            const data::DataLoader::Options& base) -> absl::StatusOr<DataLoaders> {
     data::TextDataOptions t;
     t.path = data_path;
@@ -57,6 +58,7 @@ void SetGptJobCallbacks(const GptJob& job, const std::string& data_path,
     t.seq_len = job.train().seq_len();
     t.vocab_size = job.model().vocab_size();
     t.loader = base;
+    t.cache = text_cache;
     WEFT_ASSIGN_OR_RETURN(data::TextData d, data::OpenTextData(t));
     return DataLoaders{std::move(d.train), std::move(d.val), d.vocab_size,
                        d.tokenizer != nullptr ? d.tokenizer->Serialize() : std::string()};

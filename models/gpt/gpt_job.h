@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/runtime/trainer.h"
+#include "data/data.h"
 #include "models/gpt/gpt_config.pb.h"
 
 namespace weft {
@@ -19,9 +20,11 @@ absl::StatusOr<std::string> GptDataPath(const GptJob& job);
 
 // Sets options->open_data and options->make_model for `job` over the text
 // or token data at `data_path`. `resolved` (may be null) receives the job
-// with the vocabulary size the data decided.
+// with the vocabulary size the data decided. `text_cache` (may be null)
+// keeps tokenized text files across the jobs that share it (dry runs).
 void SetGptJobCallbacks(const GptJob& job, const std::string& data_path,
-                        std::shared_ptr<GptJob> resolved, Trainer::Options* options);
+                        std::shared_ptr<GptJob> resolved, Trainer::Options* options,
+                        std::shared_ptr<data::TextSourceCache> text_cache = nullptr);
 
 }  // namespace weft
 

@@ -17,7 +17,8 @@ namespace {
 
 // The row of `layout` at micro-batch m (0: none splits the global batch).
 LayoutEstimate EstimateAt(const GptJob& job, int nproc, const Layout& layout, int m,
-                          const std::string& recompute) {
+                          const std::string& recompute,
+                          const std::shared_ptr<data::TextSourceCache>& text_cache) {
   LayoutEstimate row{.layout = layout, .micro_batch = m, .recompute = recompute};
   if (m == 0) {
     const int dp = DataParallelRanks(layout, nproc);
@@ -30,7 +31,7 @@ LayoutEstimate EstimateAt(const GptJob& job, int nproc, const Layout& layout, in
   }
   // A budget is a limit: MoE layers at their routing bound, not balanced.
   absl::StatusOr<std::vector<MemoryEstimate>> all =
-      EstimateJob(WithLayout(job, row), nproc, -1, /*moe_routing_bound=*/true);
+      EstimateJob(WithLayout(job, row), nproc, -1, /*moe_routing_bound=*/true, text_cache);
   if (all.ok()) {
     row.worst = WorstRank(*all);
   } else {
@@ -48,7 +49,8 @@ bool Fits(const LayoutEstimate& e, int64_t budget) {
 // smallest, for the error. Stops at the first layout that fits.
 std::vector<LayoutEstimate> SmallerMicroBatches(const GptJob& job, int nproc, int64_t budget,
                                                 const std::vector<LayoutEstimate>& first,
-                                                const std::string& recompute) {
+                                                const std::string& recompute,
+                                                const std::shared_ptr<data::TextSourceCache>& text_cache) {
   const int64_t global = job.train().global_batch();
   std::vector<LayoutEstimate> out;
   for (const LayoutEstimate& f : first) {
@@ -57,7 +59,7 @@ std::vector<LayoutEstimate> SmallerMicroBatches(const GptJob& job, int nproc, in
     std::optional<LayoutEstimate> last;
     for (int m = f.micro_batch - 1; m >= 1; --m) {
       if (FitMicroBatch(global, m, dp, f.layout.pp) != m) continue;
-      last = EstimateAt(job, nproc, f.layout, m, recompute);
+      last = EstimateAt(job, nproc, f.layout, m, recompute, text_cache);
       if (!last->status.ok() || Fits(*last, budget)) break;
     }
     if (!last) continue;
@@ -69,13 +71,14 @@ std::vector<LayoutEstimate> SmallerMicroBatches(const GptJob& job, int nproc, in
 
 }  // namespace
 
-absl::StatusOr<std::vector<MemoryEstimate>> EstimateJob(const GptJob& job, int nproc, int rank,
-                                                        bool moe_routing_bound) {
+absl::StatusOr<std::vector<MemoryEstimate>> EstimateJob(
+    const GptJob& job, int nproc, int rank, bool moe_routing_bound,
+    std::shared_ptr<data::TextSourceCache> text_cache) {
   WEFT_ASSIGN_OR_RETURN(std::string path, GptDataPath(job));
   MemoryEstimateOptions o;
   o.moe_routing_bound = moe_routing_bound;
   o.job.config = job.train();
-  SetGptJobCallbacks(job, path, nullptr, &o.job);
+  SetGptJobCallbacks(job, path, nullptr, &o.job, std::move(text_cache));
   o.world_size = nproc;
   o.rank = std::max(rank, 0);
   if (rank < 0) return EstimatePipelineStages(o);
@@ -84,14 +87,18 @@ absl::StatusOr<std::vector<MemoryEstimate>> EstimateJob(const GptJob& job, int n
 }
 
 std::vector<LayoutEstimate> EstimateLayouts(const GptJob& job, int nproc,
-                                            const std::string& recompute) {
+                                            const std::string& recompute,
+                                            std::shared_ptr<data::TextSourceCache> text_cache) {
+  // Every layout (and pipeline stage) opens the job's data: tokenizing a
+  // 20 MB text once per dry run made a planning of 4 ranks take minutes.
+  if (text_cache == nullptr) text_cache = data::MakeTextSourceCache();
   const int64_t global = job.train().global_batch();
   const int micro = static_cast<int>(job.train().micro_batch());
   std::vector<LayoutEstimate> out;
   const int experts = job.model().moe_every() > 0 ? job.model().num_experts() : 0;
   for (const Layout& l : CandidateLayouts(nproc, experts)) {
     const int m = FitMicroBatch(global, micro, DataParallelRanks(l, nproc), l.pp);
-    out.push_back(EstimateAt(job, nproc, l, m, recompute));
+    out.push_back(EstimateAt(job, nproc, l, m, recompute, text_cache));
   }
   return out;
 }
@@ -137,8 +144,9 @@ Plan PlanLayouts(const GptJob& job, int nproc, int64_t budget) {
     steps.push_back({"full", "full recompute"});
   }
   std::vector<LayoutEstimate> first;
+  const std::shared_ptr<data::TextSourceCache> text_cache = data::MakeTextSourceCache();
   for (const Step& s : steps) {
-    std::vector<LayoutEstimate> rows = EstimateLayouts(job, nproc, s.recompute);
+    std::vector<LayoutEstimate> rows = EstimateLayouts(job, nproc, s.recompute, text_cache);
     plan.tried.insert(plan.tried.end(), rows.begin(), rows.end());
     if (first.empty()) first = rows;
     absl::StatusOr<LayoutEstimate> pick = PickLayout(rows, budget);
@@ -149,7 +157,8 @@ Plan PlanLayouts(const GptJob& job, int nproc, int64_t budget) {
     }
   }
   const std::string recompute = own_recompute ? "" : "full";
-  std::vector<LayoutEstimate> rows = SmallerMicroBatches(job, nproc, budget, first, recompute);
+  std::vector<LayoutEstimate> rows =
+      SmallerMicroBatches(job, nproc, budget, first, recompute, text_cache);
   plan.tried.insert(plan.tried.end(), rows.begin(), rows.end());
   absl::StatusOr<LayoutEstimate> pick = PickLayout(rows, budget);
   if (pick.ok()) {

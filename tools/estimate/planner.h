@@ -10,11 +10,14 @@
 #define WEFT_TOOLS_ESTIMATE_PLANNER_H_
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/runtime/memory_estimate.h"
+#include "data/data.h"
 #include "models/gpt/gpt_config.pb.h"
 #include "tools/estimate/layouts.h"
 
@@ -24,8 +27,11 @@ namespace weft {
 // of rank 0's pipeline (one estimate without pp). MoE layers route balanced,
 // or at their bound (MemoryEstimateOptions::moe_routing_bound), as the
 // planner's layouts do.
-absl::StatusOr<std::vector<MemoryEstimate>> EstimateJob(const GptJob& job, int nproc, int rank,
-                                                        bool moe_routing_bound = false);
+// `text_cache` (may be null) keeps the job's tokenized text between the
+// estimates that share it.
+absl::StatusOr<std::vector<MemoryEstimate>> EstimateJob(
+    const GptJob& job, int nproc, int rank, bool moe_routing_bound = false,
+    std::shared_ptr<data::TextSourceCache> text_cache = nullptr);
 
 struct LayoutEstimate {
   Layout layout;
@@ -40,8 +46,10 @@ struct LayoutEstimate {
 // Every candidate layout of `nproc` ranks, in order of communication, at
 // the largest micro-batch that keeps the global batch; with `recompute`
 // ("attention" or "full") the planner's recompute added to the job.
-std::vector<LayoutEstimate> EstimateLayouts(const GptJob& job, int nproc,
-                                            const std::string& recompute = "");
+// The text is tokenized once (in `text_cache` when given).
+std::vector<LayoutEstimate> EstimateLayouts(
+    const GptJob& job, int nproc, const std::string& recompute = "",
+    std::shared_ptr<data::TextSourceCache> text_cache = nullptr);
 
 // The first estimate that is admitted and whose worst rank's peak fits
 // `budget` bytes; an error naming the smallest peak when none does, with
