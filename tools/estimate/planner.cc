@@ -78,6 +78,8 @@ absl::StatusOr<std::vector<MemoryEstimate>> EstimateJob(
   MemoryEstimateOptions o;
   o.moe_routing_bound = moe_routing_bound;
   o.job.config = job.train();
+  // Each pipeline stage is a dry run of its own: one tokenization for all.
+  if (text_cache == nullptr) text_cache = data::MakeTextSourceCache();
   SetGptJobCallbacks(job, path, nullptr, &o.job, std::move(text_cache));
   o.world_size = nproc;
   o.rank = std::max(rank, 0);
