@@ -202,6 +202,12 @@ absl::Status Trainer::Init() {
     return InvalidArgument(absl::StrCat("--grad_clip=", c.optim().grad_clip()),
                            "a global norm > 0, or 0 for no clipping");
   }
+  // A negative period would silently mean "never".
+  if (c.log_every() < 0 || c.eval_every() < 0) {
+    return InvalidArgument(
+        absl::StrCat("--log_every=", c.log_every(), " --eval_every=", c.eval_every()),
+        "both >= 0", "0 turns per-step lines off (--log_every) or evaluates only at the end");
+  }
   if (c.eval_batches() < 0 || c.eval_samples() < 0) {
     return InvalidArgument(
         absl::StrCat("eval_batches=", c.eval_batches(), " eval_samples=", c.eval_samples()),
@@ -364,8 +370,10 @@ absl::Status Trainer::Init() {
     }
   }
   const int64_t resumed_at = resume_from_ ? resume_from_->meta.step() : -1;
+  // --quiet drops only the per-step lines (trainer_run.cc): evaluations,
+  // checkpoints and notes still print. Dry runs (meta) print nothing.
   WEFT_ASSIGN_OR_RETURN(MetricsLogger logger,
-                        MetricsLogger::Open(c.metrics_out(), !c.quiet(),
+                        MetricsLogger::Open(c.metrics_out(), /*console=*/!ctx_.device.is_meta(),
                                             /*enabled=*/parallel_->world_rank == 0, resumed_at));
   logger_.emplace(std::move(logger));
   instruments_->set_logger(&*logger_);

@@ -75,7 +75,7 @@ absl::Status Trainer::Run() {
       if (c.optim().grad_clip() > 0) r.Add("grad_norm", s.grad_norm);
       for (const auto& [k, v] : s.extra) r.Add(k, v);
       // The bar shows progress on a terminal; the file keeps every line.
-      logger_->Log(r, instruments_->progress().mode() != Progress::Mode::kBar);
+      logger_->Log(r, !c.quiet() && instruments_->progress().mode() != Progress::Mode::kBar);
     }
     instruments_->AfterStep(s.step, s.loss, s.tokens_per_s);
     // The last step ends the run as usual; before it, a stop signal saves

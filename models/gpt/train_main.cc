@@ -86,6 +86,10 @@ void NoteMoeRoutingOnResume(const GptJob& job, const GptJob& saved, Trainer& tra
 }
 
 absl::Status Run(const GptJob& given) {
+  if (given.sample_every() < 0) {
+    return InvalidArgument(absl::StrCat("--sample_every=", given.sample_every()), "a step count >= 0",
+                           "0 samples no text while training");
+  }
   WEFT_ASSIGN_OR_RETURN(const GptJob job, ResolveAutoLayout(given));
   WEFT_ASSIGN_OR_RETURN(std::string path, GptDataPath(job));
   Trainer::Options o;

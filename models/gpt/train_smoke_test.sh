@@ -40,6 +40,22 @@ if grep -q '"val_loss"' "$tmp/noeval.jsonl"; then
   echo "FAIL: --eval_batches=0 still evaluated: $(grep val_loss "$tmp/noeval.jsonl")"; exit 1
 fi
 
+# --quiet drops the per-step lines, not the results: the banner, the
+# evaluation and the checkpoint still print (it used to hide them all).
+quiet=$("$train" --config="$config" --data="$tmp/corpus.txt" --steps=3 --log_every=1 --quiet \
+        --num_workers=1 --eval_batches=1 --checkpoint_dir="$tmp/quiet_ck" 2>&1)
+for want in "world 1 (dp 1)" "val_loss" "ckpt_saved_step 3"; do
+  grep -q "$want" <<<"$quiet" || { echo "FAIL: --quiet hid '$want':"; echo "$quiet"; exit 1; }
+done
+if grep -q "step 2 | loss" <<<"$quiet"; then echo "FAIL: --quiet printed a step line"; exit 1; fi
+# A negative period is an error, not "never".
+for flag in --log_every=-1 --eval_every=-5 --sample_every=-1; do
+  if "$train" --config="$config" --data="$tmp/corpus.txt" --steps=1 $flag > "$tmp/neg.txt" 2>&1; then
+    echo "FAIL: $flag ran"; exit 1
+  fi
+  grep -q -- "${flag%%=*}" "$tmp/neg.txt" || { echo "FAIL: $flag not named:"; cat "$tmp/neg.txt"; exit 1; }
+done
+
 # Under `bazel run` (BUILD_WORKING_DIRECTORY) a relative tokenizer file is
 # found where the command was typed, as a relative --data is.
 mkdir -p "$tmp/wd"
