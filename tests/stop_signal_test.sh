@@ -6,7 +6,8 @@
 # from it (--resume=auto, the command that started the run) trains the
 # same losses as a run never stopped. Without
 # --checkpoint_dir, or with --save_on_signal=false, the signal ends the
-# process at once as before.
+# process at once as before. A second job on a checkpoint directory in
+# use is refused.
 set -uo pipefail
 train="$TEST_SRCDIR/weft/models/gpt/train"
 config="$TEST_SRCDIR/weft/models/gpt/configs/tiny.textproto"
@@ -76,8 +77,13 @@ wait "$run_pid"; rc=$?
 [ "$rc" = 138 ] || { cat "$tmp/usr1.txt"; fail "exit $rc after SIGUSR1 to rank 1, expected 138"; }
 stopped_step "$tmp/usr1.txt" "$tmp/ck_usr1" SIGUSR1 > /dev/null || exit 1
 
-# 3. One process, no launcher.
+# 3. One process, no launcher. While it runs, a second job on its
+#    directory is refused naming it (it would delete the first one's saves).
 start_run "$tmp/one.txt" --checkpoint_dir="$tmp/ck_one"
+"$train" "${common[@]}" --checkpoint_dir="$tmp/ck_one" --steps=2 > "$tmp/second.txt" 2>&1 &&
+  fail "a second job on a directory in use ran"
+grep -q "ck_one is in use by another job (pid $run_pid on host" "$tmp/second.txt" ||
+  { cat "$tmp/second.txt"; fail "the second job's error does not name the first"; }
 kill -TERM "$run_pid"
 wait "$run_pid"; rc=$?
 [ "$rc" = 143 ] || { cat "$tmp/one.txt"; fail "one process: exit $rc, expected 143"; }

@@ -28,6 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "checkpoint/checkpointer.h"
+#include "checkpoint/dir_lock.h"
 #include "checkpoint/host_tensor.h"
 #include "checkpoint/loader.h"
 #include "core/nn/model.h"
@@ -272,6 +273,8 @@ class Trainer {
   double flops_per_target_ = 0;
   double peak_flops_ = 0;
   std::vector<StepStats> history_;
+  // Rank 0's lock on --checkpoint_dir (dir_lock.h); outlives the saves.
+  std::unique_ptr<ckpt::DirLock> checkpoint_lock_;
   std::unique_ptr<ckpt::Checkpointer> checkpointer_;
   std::optional<ckpt::Checkpoint> resume_from_;  // --resume's, read once in Init
   int64_t logged_save_step_ = 0;

@@ -60,7 +60,12 @@ absl::Status Trainer::InitCheckpointing() {
                                           " is relative in a multi-node job"),
                              "an absolute path on a filesystem every node shares");
     }
-    if (parallel_->world_rank == 0) WEFT_RETURN_IF_ERROR(ckpt::RemoveLeftovers(c.checkpoint_dir()));
+    if (parallel_->world_rank == 0) {
+      // Before anything is removed: the leftovers may be another job's save.
+      WEFT_ASSIGN_OR_RETURN(checkpoint_lock_, ckpt::DirLock::Acquire(c.checkpoint_dir()));
+      if (!checkpoint_lock_->note().empty()) logger_->Print(checkpoint_lock_->note());
+      WEFT_RETURN_IF_ERROR(ckpt::RemoveLeftovers(c.checkpoint_dir()));
+    }
     // No rank may start a step_<N>.tmp/ before rank 0 has removed the old
     // ones (a job that saves before any collective raced it and lost files).
     if (parallel_->world_size > 1 && topology_.store != nullptr) {
