@@ -323,6 +323,43 @@ TEST(ReshardedResumeTest, AnEvaluationBeforeTheSaveDoesNotPinTheLayout) {
   testing::ExpectParity(*straight, joined, 1e-4, 1e-3, "one process, evaluated -> ddp@2");
 }
 
+// --eval_samples unset means eval_batches x micro_batch: a resume under
+// another micro_batch keeps the checkpoint's count, so it evaluates the
+// same validation samples (the val_loss curve jumped, 2.600 -> 2.517).
+TEST(ResumedEvaluationTest, AnotherMicroBatchEvaluatesTheSameSamples) {
+  GptJob job = BaseJob();
+  job.mutable_model()->set_dropout(0.0f);
+  job.mutable_train()->set_steps(2);
+  job.mutable_train()->set_micro_batch(4);
+  job.mutable_train()->set_eval_batches(3);
+  const std::string dir = FreshDir("eval_count");
+  job.mutable_train()->set_checkpoint_dir(dir);
+  double before = 0;
+  {
+    auto first = testing::MakeGptTrainer(job);
+    ASSERT_TRUE(first.ok()) << first.status();
+    ASSERT_TRUE((*first)->Run().ok());
+    ASSERT_EQ((*first)->EvalSamples(), 12);
+    auto v = (*first)->Evaluate(12);
+    ASSERT_TRUE(v.ok()) << v.status();
+    before = *v;
+  }
+  job.mutable_train()->set_micro_batch(2);
+  job.mutable_train()->set_resume("latest");
+  {
+    auto second = testing::MakeGptTrainer(job);
+    ASSERT_TRUE(second.ok()) << second.status();
+    EXPECT_EQ((*second)->EvalSamples(), 12) << "not 3 batches of the new micro_batch 2";
+    auto v = (*second)->Evaluate((*second)->EvalSamples());
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_NEAR(*v, before, 1e-5 * before);
+  }
+  job.mutable_train()->set_eval_samples(5);  // given: it wins
+  auto third = testing::MakeGptTrainer(job);
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_EQ((*third)->EvalSamples(), 5);
+}
+
 // Resuming under another mesh continues the same run: the math differs
 // from the straight run only in f32 summation order.
 TEST(ReshardedResumeTest, FsdpFourThenZeroTwoOnTwoMatchesTheStraightRun) {

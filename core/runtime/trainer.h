@@ -137,7 +137,8 @@ class Trainer {
   // whole validation split.
   absl::StatusOr<double> Evaluate(int64_t samples);
   // The configured evaluation's size: eval_samples, or eval_batches x
-  // micro_batch when it is 0. 0: no evaluation.
+  // micro_batch when it is 0 (a resume keeps its checkpoint's count then).
+  // 0: no evaluation.
   int64_t EvalSamples() const;
 
   const std::vector<StepStats>& history() const { return history_; }
@@ -278,6 +279,8 @@ class Trainer {
   std::unique_ptr<ckpt::Checkpointer> checkpointer_;
   std::optional<ckpt::Checkpoint> resume_from_;  // --resume's, read once in Init
   int64_t logged_save_step_ = 0;
+  // The resumed run's evaluation size when --eval_samples is unset (0: none).
+  int64_t resumed_eval_samples_ = 0;
 };
 
 }  // namespace weft

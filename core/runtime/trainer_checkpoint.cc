@@ -139,6 +139,7 @@ absl::Status Trainer::SaveCheckpoint() {
   r.state.set_seed(static_cast<uint64_t>(cfg().seed()));
   r.state.set_step(step_);
   r.state.set_train_loader(loaders_.train->State().Serialize());
+  r.state.set_eval_samples(EvalSamples());
   if (loaders_.val != nullptr) r.state.set_val_loader(loaders_.val->State().Serialize());
   r.strategies = absl::StrJoin(parallel_->strategy_names, ",");
   r.job_config = options_.describe_job ? options_.describe_job() : cfg().DebugString();
@@ -213,6 +214,14 @@ absl::Status Trainer::ResumeFrom(const ckpt::Checkpoint& ck) {
   // The validation loader's position is not restored: every evaluation
   // starts it over (Evaluate), and restoring it only tied the checkpoint to
   // layouts its leftover position divides.
+  // eval_samples unset means eval_batches x micro_batch: under another
+  // micro_batch that is another validation set, and the curve would jump.
+  if (c.eval_samples() == 0 && rs.eval_samples() > 0 && rs.eval_samples() != EvalSamples()) {
+    logger_->Print(absl::StrCat("evaluations keep the checkpoint's ", rs.eval_samples(),
+                                " validation samples, not --eval_batches x --micro_batch = ",
+                                EvalSamples(), " (set --eval_samples to choose)"));
+    resumed_eval_samples_ = rs.eval_samples();
+  }
   step_ = m.step();
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::vector<std::string> mesh;

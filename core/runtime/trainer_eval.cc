@@ -12,7 +12,9 @@ namespace weft {
 
 int64_t Trainer::EvalSamples() const {
   const TrainConfig& c = cfg();
-  return c.eval_samples() > 0 ? c.eval_samples() : c.eval_batches() * c.micro_batch();
+  if (c.eval_samples() > 0) return c.eval_samples();
+  if (resumed_eval_samples_ > 0) return resumed_eval_samples_;
+  return c.eval_batches() * c.micro_batch();
 }
 
 namespace {
