@@ -15,9 +15,12 @@
 namespace weft::launch {
 
 inline constexpr char kErrorFileEnv[] = "WEFT_ERROR_FILE";
+// Set by torchrun for each worker; read into its failure summary.
+inline constexpr char kTorchrunErrorFileEnv[] = "TORCHELASTIC_ERROR_FILE";
 
-// Writes the current time and `message` to $WEFT_ERROR_FILE, when set.
-// Best effort: a worker that cannot write it still fails the same way.
+// Writes the current time and `message` to $WEFT_ERROR_FILE, and as JSON
+// ({"message": ..., "timestamp": seconds}) to $TORCHELASTIC_ERROR_FILE,
+// when set. Best effort: a worker that cannot write them fails the same way.
 void RecordFailure(absl::string_view message);
 
 struct RecordedFailure {
