@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -32,6 +33,14 @@ absl::StatusOr<int64_t> ParseByteSize(absl::string_view text) {
     return InvalidArgument(absl::StrCat("memory size '", text, "'"),
                            "a positive number with an optional unit",
                            "e.g. --memory_budget=80GiB, 512MiB or 1.5GB");
+  }
+  // "--memory_budget=80" meant 80 GiB, not 80 bytes: a bare number is
+  // bytes, and below a MiB it is surely missing its unit.
+  const bool has_unit = scale != 1 || absl::EndsWithIgnoreCase(text, "b");
+  if (!has_unit && value < 1048576) {
+    return InvalidArgument(absl::StrCat("memory size '", text, "' without a unit: ", text, " bytes"),
+                           "a size with its unit (a bare number is bytes)",
+                           absl::StrCat("e.g. --memory_budget=", text, "GiB or ", text, "MiB"));
   }
   return static_cast<int64_t>(value * scale);
 }

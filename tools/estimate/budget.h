@@ -11,7 +11,8 @@
 namespace weft {
 
 // Bytes in `text`: a number with an optional unit (B, KiB, MiB, GiB, TiB,
-// or KB, MB, GB, TB as powers of 1000; K, M, G, T as binary).
+// or KB, MB, GB, TB as powers of 1000; K, M, G, T as binary). A bare
+// number below 1 MiB is refused as missing its unit ("80" meant 80 GiB).
 absl::StatusOr<int64_t> ParseByteSize(absl::string_view text);
 
 // "12.3 MiB": sizes in the estimate tool's tables and the planner's lines.
