@@ -200,6 +200,12 @@ int Main(int argc, char** argv) {
     if (budget.ok()) flags->budget = *budget; else flags = budget.status();
   }
   if (parsed.ok() && !flags.ok()) parsed = flags.status();
+  // auto shows every layout at its worst rank; one rank of which layout?
+  if (parsed.ok() && flags->rank >= 0 && job.train().parallel().strategy() == "auto") {
+    parsed = InvalidArgument(absl::StrCat("--rank=", flags->rank, " with --strategy=auto"),
+                             "--rank with one layout: auto lists each layout at its worst rank",
+                             "pick a layout from auto's table, then pass its flags with --rank");
+  }
   if (!parsed.ok()) {
     std::fprintf(stderr, "error: %s\n", std::string(parsed.message()).c_str());
     return 2;

@@ -179,4 +179,11 @@ code=$?
 set -e
 [[ $code == 1 ]] || { echo "FAIL: --pp_split=time exited $code, expected 1"; exit 1; }
 grep -q "pp_split=params" "$tmp/err_pp.txt" || { echo "FAIL: no hint for --pp_split=time"; cat "$tmp/err_pp.txt"; exit 1; }
+# --rank with auto (whose table shows each layout's worst rank) was ignored.
+set +e
+"$estimate" "${common[@]}" --strategy=auto --nproc=2 --rank=1 2> "$tmp/err_auto_rank.txt"
+code=$?
+set -e
+[[ $code == 2 ]] && grep -q -- "--rank=1 with --strategy=auto" "$tmp/err_auto_rank.txt" ||
+  { echo "FAIL: --rank with auto exited $code"; cat "$tmp/err_auto_rank.txt"; exit 1; }
 echo PASS
