@@ -1,6 +1,7 @@
 #include "core/base/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,11 +13,22 @@
 namespace weft {
 
 absl::StatusOr<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::Open(const std::string &path) {
+  // Found before the file is written, not as a rename error after it.
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return InvalidArgument(absl::StrCat("'", path, "' is a directory"), "a file to write",
+                           absl::StrCat("name a file inside it, e.g. '", path, "/out'"));
+  }
   std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
   std::FILE *f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) {
-    return InvalidArgument(absl::StrCat("cannot create '", tmp, "': ", std::strerror(errno)),
-                           "a writable directory", "create the output directory first");
+    const int err = errno;
+    // The hint for what the error says: a missing directory, or one this
+    // process may not write (permissions, a read-only filesystem).
+    return InvalidArgument(absl::StrCat("cannot create '", tmp, "': ", std::strerror(err)),
+                           "a writable directory",
+                           err == ENOENT ? "create the output directory first"
+                                         : "write the output to a directory this user can write");
   }
   return std::unique_ptr<AtomicFileWriter>(new AtomicFileWriter(path, std::move(tmp), f));
 }

@@ -55,5 +55,26 @@ TEST(AtomicFileTest, MissingDirectoryIsAClearError) {
   EXPECT_NE(w.status().message().find("create the output directory"), std::string::npos);
 }
 
+// --out=<an existing directory> failed after the whole write, on rename.
+TEST(AtomicFileTest, ADirectoryIsRefusedBeforeAnythingIsWritten) {
+  const std::string dir = TempPath("a_dir");
+  std::filesystem::create_directories(dir);
+  auto w = AtomicFileWriter::Open(dir);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.status().message().find("is a directory"), std::string::npos) << w.status();
+  EXPECT_NE(w.status().message().find("name a file inside it"), std::string::npos) << w.status();
+}
+
+// A directory that exists but may not be written: not "create it first".
+// /sys refuses new files even to root (EACCES), as a read-only mount would.
+TEST(AtomicFileTest, AnUnwritableDirectoryIsNotCalledMissing) {
+  auto w = AtomicFileWriter::Open("/sys/weft_atomic_file_test.bin");
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().message().find("create the output directory"), std::string::npos)
+      << w.status();
+  EXPECT_NE(w.status().message().find("a directory this user can write"), std::string::npos)
+      << w.status();
+}
+
 }  // namespace
 }  // namespace weft
