@@ -5,21 +5,21 @@
 namespace weft {
 
 SavedActivations& ActivationStore::Get(const void* owner, int slot) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   std::unique_ptr<SavedActivations>& entry = entries_[Key(owner, slot)];
   if (entry == nullptr) entry = std::make_unique<SavedActivations>();
   return *entry;
 }
 
 SavedActivations* ActivationStore::Find(const void* owner, int slot) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(Key(owner, slot));
   return it == entries_.end() ? nullptr : it->second.get();
 }
 
 void ActivationStore::Drop(const void* owner, int slot) {
   std::unique_ptr<SavedActivations> dropped;  // freed outside the lock
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(Key(owner, slot));
   if (it == entries_.end()) return;
   dropped = std::move(it->second);
@@ -27,25 +27,25 @@ void ActivationStore::Drop(const void* owner, int slot) {
 }
 
 void ActivationStore::DropSlot(int slot) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   absl::erase_if(entries_, [slot](const auto& kv) { return kv.first.second == slot; });
 }
 
 void ActivationStore::Clear() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   entries_.clear();
   deferred_.clear();
 }
 
 void ActivationStore::Defer(int slot, DeferredWork work) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   deferred_[slot].push_back(std::move(work));
 }
 
 absl::Status ActivationStore::RunDeferred(int slot) {
   std::vector<DeferredWork> work;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     auto it = deferred_.find(slot);
     if (it == deferred_.end()) return absl::OkStatus();
     work = std::move(it->second);
@@ -58,13 +58,13 @@ absl::Status ActivationStore::RunDeferred(int slot) {
 }
 
 int64_t ActivationStore::NumDeferred(int slot) const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = deferred_.find(slot);
   return it == deferred_.end() ? 0 : static_cast<int64_t>(it->second.size());
 }
 
 int64_t ActivationStore::BytesWhere(bool all_slots, int slot) const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   // Distinct storages, each counted at the largest extent any view reaches.
   absl::flat_hash_map<const void*, int64_t> extent;
   for (const auto& [key, saved] : entries_) {
@@ -85,7 +85,7 @@ int64_t ActivationStore::SlotBytes(int slot) const { return BytesWhere(false, sl
 int64_t ActivationStore::TotalBytes() const { return BytesWhere(true, 0); }
 
 int64_t ActivationStore::NumEntries() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int64_t>(entries_.size());
 }
 

@@ -14,12 +14,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "core/tensor/tensor.h"
 
 namespace weft {
@@ -67,9 +67,12 @@ class ActivationStore {
   using Key = std::pair<const void*, int>;
   int64_t BytesWhere(bool all_slots, int slot) const;
 
-  mutable absl::Mutex mu_;
-  absl::flat_hash_map<Key, std::unique_ptr<SavedActivations>> entries_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<int, std::vector<DeferredWork>> deferred_ ABSL_GUARDED_BY(mu_);
+  // std::mutex, not absl::Mutex: Debian's abseil is not built for
+  // ThreadSanitizer, which then cannot see an absl::Mutex and reports the
+  // maps below as racing (--config=tsan, activation_store_test).
+  mutable std::mutex mu_;  // guards both maps
+  absl::flat_hash_map<Key, std::unique_ptr<SavedActivations>> entries_;
+  absl::flat_hash_map<int, std::vector<DeferredWork>> deferred_;
 };
 
 }  // namespace weft
