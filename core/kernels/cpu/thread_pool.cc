@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace weft::cpu {
@@ -86,14 +88,18 @@ class Pool {
 };
 
 std::mutex g_mu;
-Pool* g_pool = nullptr;  // leaked: kernels may run during static destruction
+// Shared, so that SetKernelThreads on one thread cannot destroy a pool that
+// a ParallelFor on another is running in: the old pool goes (joining its
+// workers) when its last caller lets go. Leaked: kernels may run during
+// static destruction.
+std::shared_ptr<Pool>* g_pool = new std::shared_ptr<Pool>();
 
-Pool& GetPool() {
+std::shared_ptr<Pool> GetPool() {
   std::lock_guard<std::mutex> l(g_mu);
-  if (g_pool == nullptr) {
+  if (*g_pool == nullptr) {
     // The pool takes over OpenBLAS's threads: sgemm runs single-threaded
     // inside pool chunks from now on.
-    g_pool = new Pool(std::max(1, openblas_get_num_threads()));
+    *g_pool = std::make_shared<Pool>(std::max(1, openblas_get_num_threads()));
     openblas_set_num_threads(1);
   }
   return *g_pool;
@@ -101,26 +107,26 @@ Pool& GetPool() {
 
 }  // namespace
 
-int KernelThreads() { return GetPool().threads(); }
+int KernelThreads() { return GetPool()->threads(); }
 
 void SetKernelThreads(int threads) {
   if (threads <= 0) return;
+  std::shared_ptr<Pool> old;  // joined outside the lock, if this was the last user
   std::lock_guard<std::mutex> l(g_mu);
-  if (g_pool != nullptr && g_pool->threads() == threads) return;
-  delete g_pool;
-  g_pool = new Pool(threads);
+  if (*g_pool != nullptr && (*g_pool)->threads() == threads) return;
+  old = std::exchange(*g_pool, std::make_shared<Pool>(threads));
   openblas_set_num_threads(1);
 }
 
 void ParallelFor(int64_t n, int64_t min_per_thread,
                  const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  Pool& pool = GetPool();
-  if (pool.threads() == 1 || n < 2 * std::max<int64_t>(1, min_per_thread)) {
+  const std::shared_ptr<Pool> pool = GetPool();
+  if (pool->threads() == 1 || n < 2 * std::max<int64_t>(1, min_per_thread)) {
     fn(0, n);
     return;
   }
-  pool.Run(n, fn);
+  pool->Run(n, fn);
 }
 
 }  // namespace weft::cpu

@@ -16,6 +16,8 @@
 namespace weft::cpu {
 
 // Threads used by ParallelFor (>= 1). Defaults to OpenBLAS's thread count.
+// Any thread may set it at any time; a ParallelFor already running on
+// another thread finishes on the old pool.
 int KernelThreads();
 void SetKernelThreads(int threads);
 
