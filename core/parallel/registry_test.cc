@@ -1,3 +1,9 @@
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 #include "core/parallel/composer.h"
 #include "core/parallel/strategy_registry.h"
 #include "gtest/gtest.h"
@@ -186,6 +192,31 @@ TEST(ComposerTest, ParseStrategyList) {
   EXPECT_EQ(*ParseStrategyList(" ddp , fsdp"), (std::vector<std::string>{"ddp", "fsdp"}));
   EXPECT_TRUE(ParseStrategyList("")->empty());
   EXPECT_FALSE(ParseStrategyList("ddp,,fsdp").ok());
+}
+
+std::string TestPlugin(const std::string& name) {
+  return absl::StrCat(std::getenv("TEST_SRCDIR"), "/weft/core/parallel/", name);
+}
+
+// A plugin compiled against another weft would read ParallelState and the
+// others at other offsets: refused at load, and none of its strategies stays.
+TEST(PluginTest, APluginOfAnotherAbiIsRefusedAndUnregistered) {
+  absl::Status s = LoadStrategyPlugin(TestPlugin("libold_abi_test_plugin.so"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find(absl::StrCat("built against another weft: old_abi_test (ABI 0); "
+                                          "this binary has plugin ABI ",
+                                          kStrategyAbiVersion)),
+            std::string::npos)
+      << s;
+  const std::vector<std::string> names = RegisteredStrategies();
+  EXPECT_EQ(std::find(names.begin(), names.end(), "old_abi_test"), names.end());
+}
+
+TEST(PluginTest, AnUndefinedWeftSymbolIsNamedInCpp) {
+  absl::Status s = LoadStrategyPlugin(TestPlugin("libmissing_symbol_test_plugin.so"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("(weft::FunctionThisBinaryLacks(int))"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("rebuild the plugin against this weft"), std::string::npos) << s;
 }
 
 TEST(PluginTest, MissingLibraryIsAClearError) {

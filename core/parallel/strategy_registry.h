@@ -6,7 +6,9 @@
 // Out-of-tree plugins are shared objects loaded with LoadStrategyPlugin
 // (--plugin=path.so); their registration runs when the library loads.
 // A duplicate name is a hard error (abort at load time); an unknown name is
-// NotFound and lists the registered names.
+// NotFound and lists the registered names. Each registration records the
+// plugin ABI it was compiled against, and a plugin of another ABI is
+// refused at load, before any of its code runs on weft's structs.
 #ifndef WEFT_CORE_PARALLEL_STRATEGY_REGISTRY_H_
 #define WEFT_CORE_PARALLEL_STRATEGY_REGISTRY_H_
 
@@ -23,8 +25,16 @@ namespace weft {
 
 using StrategyFactory = std::function<std::unique_ptr<Strategy>()>;
 
+// The plugin ABI: what a strategy compiled elsewhere relies on (Strategy,
+// StepParticipant, StrategyContext, ParallelState, the tensor and comm
+// types in plugin_sdk). Bump it when one of them changes layout or meaning.
+inline constexpr int kStrategyAbiVersion = 1;
+
 // Aborts on a duplicate name (a programmer error: two plugins claim it).
 void RegisterStrategy(absl::string_view name, StrategyFactory factory);
+// `abi`: the kStrategyAbiVersion the registering code was compiled with.
+bool RegisterStrategyAtStartup(absl::string_view name, StrategyFactory factory, int abi);
+// Plugins built before ABI versions call this one: ABI 0.
 bool RegisterStrategyAtStartup(absl::string_view name, StrategyFactory factory);
 
 absl::StatusOr<std::unique_ptr<Strategy>> CreateStrategy(absl::string_view name);
@@ -35,10 +45,15 @@ absl::Status LoadStrategyPlugin(const std::string& path);
 
 }  // namespace weft
 
+// Tests build a plugin of another ABI by defining this.
+#ifndef WEFT_STRATEGY_ABI_BUILT
+#define WEFT_STRATEGY_ABI_BUILT ::weft::kStrategyAbiVersion
+#endif
+
 #define WEFT_STRATEGY_CONCAT_INNER_(a, b) a##b
 #define WEFT_STRATEGY_CONCAT_(a, b) WEFT_STRATEGY_CONCAT_INNER_(a, b)
 #define WEFT_REGISTER_STRATEGY(name, factory)                                        \
   static const bool WEFT_STRATEGY_CONCAT_(weft_strategy_registered_, __COUNTER__) = \
-      ::weft::RegisterStrategyAtStartup(#name, factory)
+      ::weft::RegisterStrategyAtStartup(#name, factory, WEFT_STRATEGY_ABI_BUILT)
 
 #endif  // WEFT_CORE_PARALLEL_STRATEGY_REGISTRY_H_
