@@ -78,6 +78,30 @@ sinfo -h -o '%t' | grep -qE '^(idle|mix)' ||
 reference
 sbatch_file="$TEST_SRCDIR/weft/tools/slurm_example_cpu.sbatch"
 
+# submit_long NAME [flags]: the CPU example as a long ddp job writing
+# $tmp/NAME.jsonl and $tmp/NAME_<jobid>.out; waits for its step 3 and
+# sets $jobid.
+submit_long() {
+  local name=$1; shift
+  BIN="$train" CONFIG="$config" sbatch --oversubscribe --cpus-per-task=1 \
+    --output="$tmp/${name}_%j.out" --chdir="$tmp" "$sbatch_file" \
+    "${job[@]:1}" --steps=100000 --micro_batch=4 --strategy=ddp \
+    --metrics_out="$tmp/$name.jsonl" "$@" > "$tmp/$name.sbatch" 2>&1
+  jobid=$(grep -oE '[0-9]+' "$tmp/$name.sbatch" | tail -1)
+  for _ in $(seq 1 120); do
+    grep -q '"step":3,' "$tmp/$name.jsonl" 2> /dev/null && return 0
+    sleep 0.5
+  done
+  echo "FAIL: job $jobid never started"; cat "$tmp/${name}"_*.out; exit 1
+}
+# Waits (up to 60 s) for $jobid to leave the queue.
+wait_gone() {
+  for _ in $(seq 1 120); do
+    squeue -h -j "$jobid" 2> /dev/null | grep -q . || return 0
+    sleep 0.5
+  done
+}
+
 # The repository's CPU example, 2 tasks, ddp; --wait returns the job's exit code.
 start=$SECONDS
 if ! BIN="$train" CONFIG="$config" sbatch --wait --oversubscribe --cpus-per-task=1 \
@@ -105,54 +129,30 @@ grep -q "inside an srun step (SLURM_STEP_NUM_TASKS=2)" "$tmp/split.out" ||
 # Kill one task mid-run: the job ends within the timeout and names the rank.
 rm -f "$tmp"/job_*.out
 start=$SECONDS
-BIN="$train" CONFIG="$config" sbatch --oversubscribe --cpus-per-task=1 \
-  --output="$tmp/kill_%j.out" --chdir="$tmp" "$sbatch_file" \
-  "${job[@]:1}" --steps=100000 --micro_batch=4 --strategy=ddp --timeout_s=15 \
-  --metrics_out="$tmp/slurm_kill.jsonl" > "$tmp/sbatch2.out" 2>&1
-jobid=$(grep -oE '[0-9]+' "$tmp/sbatch2.out" | tail -1)
-for _ in $(seq 1 120); do
-  grep -q '"step":3,' "$tmp/slurm_kill.jsonl" 2> /dev/null && break
-  sleep 0.5
-done
-grep -q '"step":3,' "$tmp/slurm_kill.jsonl" || { echo "FAIL: job $jobid never started"; cat "$tmp"/kill_*.out; exit 1; }
+submit_long slurm_kill --timeout_s=15
 victim=$(pgrep -f -- "--metrics_out=$tmp/slurm_kill.jsonl" | while read -r pid; do
   grep -qz '^SLURM_PROCID=1$' "/proc/$pid/environ" 2> /dev/null && echo "$pid"; done | head -1)
 [ -n "$victim" ] || { echo "FAIL: no rank 1 process found"; exit 1; }
 kill -9 "$victim"
-for _ in $(seq 1 120); do
-  squeue -h -j "$jobid" 2> /dev/null | grep -q . || break
-  sleep 0.5
-done
+wait_gone
 elapsed=$((SECONDS - start))
 if squeue -h -j "$jobid" 2> /dev/null | grep -q .; then
   echo "FAIL: job $jobid still running ${elapsed}s after a task was killed"; exit 1
 fi
 echo "killed rank 1 (pid $victim): job $jobid ended after ${elapsed}s"
-grep -E "rank 1|task 1" "$tmp"/kill_*.out | head -3 ||
-  { echo "FAIL: the job's output does not name rank 1:"; cat "$tmp"/kill_*.out; exit 1; }
+grep -E "rank 1|task 1" "$tmp"/slurm_kill_*.out | head -3 ||
+  { echo "FAIL: the job's output does not name rank 1:"; cat "$tmp"/slurm_kill_*.out; exit 1; }
 
 # Preemption: scancel sends every task SIGTERM (and SIGKILL KillWait=5 s
 # later); the ranks finish the step, save a checkpoint there and stop.
 start=$SECONDS
-BIN="$train" CONFIG="$config" sbatch --oversubscribe --cpus-per-task=1 \
-  --output="$tmp/preempt_%j.out" --chdir="$tmp" "$sbatch_file" \
-  "${job[@]:1}" --steps=100000 --micro_batch=4 --strategy=ddp \
-  --checkpoint_dir="$tmp/preempt_ck" --metrics_out="$tmp/slurm_preempt.jsonl" > "$tmp/sbatch3.out" 2>&1
-jobid=$(grep -oE '[0-9]+' "$tmp/sbatch3.out" | tail -1)
-for _ in $(seq 1 120); do
-  grep -q '"step":3,' "$tmp/slurm_preempt.jsonl" 2> /dev/null && break
-  sleep 0.5
-done
-grep -q '"step":3,' "$tmp/slurm_preempt.jsonl" || { echo "FAIL: job $jobid never started"; cat "$tmp"/preempt_*.out; exit 1; }
+submit_long slurm_preempt --checkpoint_dir="$tmp/preempt_ck"
 scancel "$jobid"
-for _ in $(seq 1 120); do
-  squeue -h -j "$jobid" 2> /dev/null | grep -q . || break
-  sleep 0.5
-done
+wait_gone
 stopped=$(grep -oE '"step":[0-9]+,"stopped_by_signal":15' "$tmp/slurm_preempt.jsonl" | grep -oE '[0-9]+' | head -1)
 [ -n "$stopped" ] && [ -f "$tmp/preempt_ck/step_$stopped/metadata.pb" ] ||
-  { echo "FAIL: scancel: no checkpoint saved on SIGTERM"; ls "$tmp/preempt_ck"; cat "$tmp"/preempt_*.out | tail -20; exit 1; }
-grep -q "stopped by SIGTERM after step $stopped of 100000" "$tmp"/preempt_*.out ||
-  { echo "FAIL: scancel: no 'stopped by SIGTERM' line"; cat "$tmp"/preempt_*.out | tail -20; exit 1; }
+  { echo "FAIL: scancel: no checkpoint saved on SIGTERM"; ls "$tmp/preempt_ck"; cat "$tmp"/slurm_preempt_*.out | tail -20; exit 1; }
+grep -q "stopped by SIGTERM after step $stopped of 100000" "$tmp"/slurm_preempt_*.out ||
+  { echo "FAIL: scancel: no 'stopped by SIGTERM' line"; cat "$tmp"/slurm_preempt_*.out | tail -20; exit 1; }
 echo "scancel: job $jobid saved step_$stopped and stopped after $((SECONDS - start))s"
 echo "PASS"
