@@ -351,12 +351,7 @@ absl::Status Trainer::Init() {
   loss_sum_ = step_scalars_.Slice(0, 0, 1);
   grad_norm_sq_ = step_scalars_.Slice(0, 1, 2);
   stop_signal_ = step_scalars_.Slice(0, 2, 3);
-  if (stop_on_signal_ && parallel_->world_size > 1) {
-    if (parallel_->mesh == nullptr) return Internal("several ranks without a device mesh");
-    std::vector<std::string> axes;
-    for (const comm::MeshAxis& a : parallel_->mesh->layout().axes()) axes.push_back(a.name);
-    WEFT_ASSIGN_OR_RETURN(stop_group_, parallel_->mesh->FlatGroup(axes));
-  }
+  WEFT_RETURN_IF_ERROR(InitStopGroup());
   // --resume's checkpoint, read once: its step is where the metrics file
   // continues, and InitCheckpointing loads it.
   if (!c.resume().empty()) {
@@ -467,23 +462,7 @@ absl::Status Trainer::IssueStep(StepRunner& runner, float lr) {
   for (auto& p : parallel_->participants) WEFT_RETURN_IF_ERROR(p->AfterOptimizerStep());
   optimizer_part.reset();
   if (parallel_->dp_sum) WEFT_RETURN_IF_ERROR(parallel_->dp_sum(loss_sum_, ctx_.stream));
-  if (stop_work_ != nullptr) {
-    const absl::Status shared = stop_work_->Wait();
-    stop_work_.reset();
-    WEFT_RETURN_IF_ERROR(shared);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Trainer::ShareStopSignal() {
-  if (stop_group_ == nullptr) return absl::OkStatus();
-  WEFT_RETURN_IF_ERROR(stop_signal_.Zero(ctx_.stream));
-  if (const int sig = PendingStopSignal(); sig != 0) {
-    WEFT_ASSIGN_OR_RETURN(Tensor host, Tensor::FromFloats({static_cast<float>(sig)}, {1}));
-    WEFT_RETURN_IF_ERROR(stop_signal_.CopyFrom(host, ctx_.stream));
-  }
-  stop_work_ = stop_group_->AllReduce(stop_signal_, {.op = comm::ReduceOp::kMax, .stream = ctx_.stream});
-  return absl::OkStatus();
+  return FinishStopSignalShare();
 }
 
 absl::Status Trainer::RunGraphStep(float lr) {

@@ -223,6 +223,10 @@ class Trainer {
   // waited for at the step's end), so every rank reads the same value with
   // the step's loss, without another host wait.
   absl::Status ShareStopSignal();
+  // Waits for ShareStopSignal's exchange (the step's end).
+  absl::Status FinishStopSignalShare();
+  // Several ranks with stop_on_signal_: the group over the whole mesh.
+  absl::Status InitStopGroup();
   // After a stop signal: the checkpoint (unless `saved` at this step
   // already), the async save joined, and a line saying how to continue.
   absl::Status StopForSignal(int signal, bool saved);

@@ -2,16 +2,11 @@
 // checkpoints, and the end-of-run report (trainer.h).
 #include "core/runtime/trainer.h"
 
-#include <string.h>
-
 #include <string>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
-#include "checkpoint/layout.h"
 #include "core/base/status_macros.h"
-#include "core/runtime/stop_signals.h"
 #include "core/runtime/worst_rank_peak.h"
 
 namespace weft {
@@ -32,30 +27,6 @@ absl::Status Trainer::LogWorstRankPeak() {
                    .Add("peak_mem_mb_max", worst.peak_mem_mb)
                    .Add("peak_mem_rank", worst.rank),
                /*to_console=*/false);
-  return absl::OkStatus();
-}
-
-absl::Status Trainer::StopForSignal(int signal, bool saved) {
-  // Slurm kills the job KillWait seconds (30 by default) after its SIGTERM:
-  // no evaluation, sampling or end-of-run gathering, only the state.
-  if (!saved) WEFT_RETURN_IF_ERROR(SaveCheckpoint());
-  WEFT_RETURN_IF_ERROR(FinishCheckpoints());
-  stopped_by_signal_ = signal;
-  NoteStoppedBySignal(signal);
-  logger_->Print(absl::StrFormat(
-      "stopped by %s after step %d of %d: checkpoint %s/%s saved; continue with --resume=latest",
-      sigabbrev_np(signal) != nullptr ? absl::StrCat("SIG", sigabbrev_np(signal)) : "a signal",
-      step_, cfg().steps(), cfg().checkpoint_dir(), ckpt::StepDirName(step_)));
-  logger_->Log(MetricsLogger::Record().Add("step", step_).Add("stopped_by_signal", signal),
-               /*to_console=*/false);
-  WEFT_RETURN_IF_ERROR(instruments_->Finish());
-  // The other ranks leave after rank 0 has said so: srun --kill-on-bad-exit
-  // kills the rest of a step as soon as one task exits non-zero.
-  if (parallel_->world_size > 1 && topology_.store != nullptr) {
-    const std::string key = absl::StrCat("weft_stopped/", step_);
-    if (parallel_->world_rank == 0) return topology_.store->Set(key, "1");
-    return topology_.store->Wait({key}, absl::Seconds(cfg().parallel().timeout_s()));
-  }
   return absl::OkStatus();
 }
 

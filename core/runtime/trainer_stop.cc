@@ -1,0 +1,70 @@
+// The trainer's stop signals (stop_signals.h, --save_on_signal): the job's
+// group that shares them, the exchange inside each step, and the stop.
+#include <string.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "checkpoint/layout.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "core/runtime/stop_signals.h"
+#include "core/runtime/trainer.h"
+
+namespace weft {
+
+absl::Status Trainer::InitStopGroup() {
+  if (!stop_on_signal_ || parallel_->world_size <= 1) return absl::OkStatus();
+  if (parallel_->mesh == nullptr) return Internal("several ranks without a device mesh");
+  std::vector<std::string> axes;
+  for (const comm::MeshAxis& a : parallel_->mesh->layout().axes()) axes.push_back(a.name);
+  WEFT_ASSIGN_OR_RETURN(stop_group_, parallel_->mesh->FlatGroup(axes));
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::ShareStopSignal() {
+  if (stop_group_ == nullptr) return absl::OkStatus();
+  WEFT_RETURN_IF_ERROR(stop_signal_.Zero(ctx_.stream));
+  if (const int sig = PendingStopSignal(); sig != 0) {
+    WEFT_ASSIGN_OR_RETURN(Tensor host, Tensor::FromFloats({static_cast<float>(sig)}, {1}));
+    WEFT_RETURN_IF_ERROR(stop_signal_.CopyFrom(host, ctx_.stream));
+  }
+  stop_work_ = stop_group_->AllReduce(stop_signal_, {.op = comm::ReduceOp::kMax, .stream = ctx_.stream});
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::FinishStopSignalShare() {
+  if (stop_work_ == nullptr) return absl::OkStatus();
+  const absl::Status shared = stop_work_->Wait();
+  stop_work_.reset();
+  return shared;
+}
+
+absl::Status Trainer::StopForSignal(int signal, bool saved) {
+  // Slurm kills the job KillWait seconds (30 by default) after its SIGTERM:
+  // no evaluation, sampling or end-of-run gathering, only the state.
+  if (!saved) WEFT_RETURN_IF_ERROR(SaveCheckpoint());
+  WEFT_RETURN_IF_ERROR(FinishCheckpoints());
+  stopped_by_signal_ = signal;
+  NoteStoppedBySignal(signal);
+  logger_->Print(absl::StrFormat(
+      "stopped by %s after step %d of %d: checkpoint %s/%s saved; continue with --resume=latest",
+      sigabbrev_np(signal) != nullptr ? absl::StrCat("SIG", sigabbrev_np(signal)) : "a signal",
+      step_, cfg().steps(), cfg().checkpoint_dir(), ckpt::StepDirName(step_)));
+  logger_->Log(MetricsLogger::Record().Add("step", step_).Add("stopped_by_signal", signal),
+               /*to_console=*/false);
+  WEFT_RETURN_IF_ERROR(instruments_->Finish());
+  // The other ranks leave after rank 0 has said so: srun --kill-on-bad-exit
+  // kills the rest of a step as soon as one task exits non-zero.
+  if (parallel_->world_size > 1 && topology_.store != nullptr) {
+    const std::string key = absl::StrCat("weft_stopped/", step_);
+    if (parallel_->world_rank == 0) return topology_.store->Set(key, "1");
+    return topology_.store->Wait({key}, absl::Seconds(cfg().parallel().timeout_s()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace weft
