@@ -35,6 +35,16 @@ sigset_t StopSet() {
   return set;
 }
 
+// A child forked after Install has no sigwait thread and the signals
+// blocked: unblocked, the handler records them there. The parent's signal
+// is not the child's.
+void InChildAfterFork() {
+  pending.store(0);
+  stopped_by.store(0);
+  const sigset_t set = StopSet();
+  ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
+
 absl::Status Install() {
   struct sigaction sa;
   std::memset(&sa, 0, sizeof(sa));
@@ -50,6 +60,9 @@ absl::Status Install() {
   const sigset_t set = StopSet();
   if (const int rc = ::pthread_sigmask(SIG_BLOCK, &set, nullptr); rc != 0) {
     return Internal(absl::StrCat("pthread_sigmask: ", std::strerror(rc)), "the stop signals blocked");
+  }
+  if (const int rc = ::pthread_atfork(nullptr, nullptr, InChildAfterFork); rc != 0) {
+    return Internal(absl::StrCat("pthread_atfork: ", std::strerror(rc)), "a fork handler");
   }
   // Started after the mask, so it inherits it: sigwait needs the signals blocked.
   std::thread([set] {

@@ -17,7 +17,9 @@ namespace weft {
 // calling thread, so the threads it starts later (data workers, comm
 // threads) inherit the mask and none of their blocking calls is interrupted,
 // and starts a thread that takes them with sigwait. A handler that only
-// records the signal covers threads already running.
+// records the signal covers threads already running, and a child forked
+// later (which has no such thread) starts with nothing pending and the
+// signals unblocked, so the handler records its own.
 absl::Status InstallStopSignals();
 
 // The first stop signal this process received, or 0.

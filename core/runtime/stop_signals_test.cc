@@ -1,6 +1,7 @@
 #include "core/runtime/stop_signals.h"
 
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -42,6 +43,19 @@ TEST(StopSignalsTest, RecordsTheFirstSignalAndTheProcessLives) {
 
   NoteStoppedBySignal(SIGTERM);
   EXPECT_EQ(StoppedBySignal(), SIGTERM);
+
+  // A forked child (the test harness's ranks) starts with nothing pending
+  // and still records its own signal, though no sigwait thread came along.
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (PendingStopSignal() != 0 || StoppedBySignal() != 0) ::_exit(2);
+    ::kill(::getpid(), SIGTERM);
+    ::_exit(WaitForPending(SIGTERM) ? 0 : 3);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of its SIGTERM";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: inherited the parent's signal; 3: never recorded its own";
 }
 
 }  // namespace
