@@ -77,9 +77,10 @@ wait "$run_pid"; rc=$?
 [ "$rc" = 138 ] || { cat "$tmp/usr1.txt"; fail "exit $rc after SIGUSR1 to rank 1, expected 138"; }
 stopped_step "$tmp/usr1.txt" "$tmp/ck_usr1" SIGUSR1 > /dev/null || exit 1
 
-# 3. One process, no launcher. While it runs, a second job on its
-#    directory is refused naming it (it would delete the first one's saves).
-start_run "$tmp/one.txt" --checkpoint_dir="$tmp/ck_one"
+# 3. One process, no launcher, saving every step: the stop step's save is
+#    its periodic one (that save was skipped, and the line said "saved").
+#    While it runs, a second job on its directory is refused naming it.
+start_run "$tmp/one.txt" --checkpoint_dir="$tmp/ck_one" --checkpoint_every=1
 "$train" "${common[@]}" --checkpoint_dir="$tmp/ck_one" --steps=2 > "$tmp/second.txt" 2>&1 &&
   fail "a second job on a directory in use ran"
 grep -q "ck_one is in use by another job (pid $run_pid on host" "$tmp/second.txt" ||

@@ -227,9 +227,9 @@ class Trainer {
   absl::Status FinishStopSignalShare();
   // Several ranks with stop_on_signal_: the group over the whole mesh.
   absl::Status InitStopGroup();
-  // After a stop signal: the checkpoint (unless `saved` at this step
-  // already), the async save joined, and a line saying how to continue.
-  absl::Status StopForSignal(int signal, bool saved);
+  // After a stop signal: the checkpoint, the async save joined, and a line
+  // saying how to continue.
+  absl::Status StopForSignal(int signal);
   // The dropout masks' step seed (RunContext::dropout_seed).
   uint64_t StepDropoutSeed() const;
 

@@ -50,15 +50,16 @@ absl::Status Trainer::Run() {
     }
     instruments_->AfterStep(s.step, s.loss, s.tokens_per_s);
     // The last step ends the run as usual; before it, a stop signal saves
-    // and stops (every rank reads the same s.stop_signal).
-    const bool periodic = c.checkpoint_every() > 0 && s.step % c.checkpoint_every() == 0;
-    if (s.stop_signal != 0 && s.step < c.steps()) return StopForSignal(s.stop_signal, periodic);
+    // and stops (every rank reads the same s.stop_signal), in place of
+    // this step's periodic save.
+    if (s.stop_signal != 0 && s.step < c.steps()) return StopForSignal(s.stop_signal);
     if (loaders_.val != nullptr && EvalSamples() > 0 && c.eval_every() > 0 &&
         s.step % c.eval_every() == 0 && s.step != c.steps()) {
       WEFT_ASSIGN_OR_RETURN(double v, Evaluate(EvalSamples()));
       logger_->Log(MetricsLogger::Record().Add("step", s.step).Add("val_loss", v));
     }
     // A checkpoint directory always gets the end state, periodic saves or not.
+    const bool periodic = c.checkpoint_every() > 0 && s.step % c.checkpoint_every() == 0;
     if (!c.checkpoint_dir().empty() && (periodic || s.step == c.steps())) {
       WEFT_RETURN_IF_ERROR(SaveCheckpoint());
     }

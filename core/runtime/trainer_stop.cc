@@ -43,10 +43,10 @@ absl::Status Trainer::FinishStopSignalShare() {
   return shared;
 }
 
-absl::Status Trainer::StopForSignal(int signal, bool saved) {
+absl::Status Trainer::StopForSignal(int signal) {
   // Slurm kills the job KillWait seconds (30 by default) after its SIGTERM:
   // no evaluation, sampling or end-of-run gathering, only the state.
-  if (!saved) WEFT_RETURN_IF_ERROR(SaveCheckpoint());
+  WEFT_RETURN_IF_ERROR(SaveCheckpoint());
   WEFT_RETURN_IF_ERROR(FinishCheckpoints());
   stopped_by_signal_ = signal;
   NoteStoppedBySignal(signal);
