@@ -90,7 +90,26 @@ wait "$run_pid"; rc=$?
 [ "$rc" = 143 ] || { cat "$tmp/one.txt"; fail "one process: exit $rc, expected 143"; }
 stopped_step "$tmp/one.txt" "$tmp/ck_one" SIGTERM > /dev/null || exit 1
 
-# 4. Off: the default action ends the run at once, with no checkpoint.
+# 4. Ranks started by hand with torchrun's variables: rank 0 hosts the
+#    store, so it must leave last; every rank stops with 143.
+# A port of its own: RANDOM differs between concurrent runs, $$ may not.
+port=$(( 20000 + (RANDOM * 32768 + RANDOM + 10#$(date +%N) / 1000) % 20000 ))
+for rank in 0 1; do
+  RANK=$rank WORLD_SIZE=2 LOCAL_RANK=$rank LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
+    MASTER_PORT=$port "$train" "${common[@]}" --strategy=ddp --checkpoint_dir="$tmp/ck_hand" \
+    > "$tmp/hand.$rank.txt" 2>&1 &
+  pids[$rank]=$!
+done
+for _ in $(seq 1 600); do grep -q "step 3 |" "$tmp/hand.0.txt" && break; sleep 0.05; done
+grep -q "step 3 |" "$tmp/hand.0.txt" || { cat "$tmp"/hand.*.txt; fail "by hand: no step 3"; }
+kill -TERM "${pids[0]}" "${pids[1]}"
+for rank in 0 1; do
+  wait "${pids[$rank]}"; rc=$?
+  [ "$rc" = 143 ] || { cat "$tmp/hand.$rank.txt"; fail "by hand: rank $rank exited $rc, expected 143"; }
+done
+stopped_step "$tmp/hand.0.txt" "$tmp/ck_hand" SIGTERM > /dev/null || exit 1
+
+# 5. Off: the default action ends the run at once, with no checkpoint.
 start_run "$tmp/off.txt" --checkpoint_dir="$tmp/ck_off" --save_on_signal=false
 kill -TERM "$run_pid"
 wait "$run_pid"; rc=$?

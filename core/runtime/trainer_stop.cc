@@ -57,12 +57,20 @@ absl::Status Trainer::StopForSignal(int signal) {
   logger_->Log(MetricsLogger::Record().Add("step", step_).Add("stopped_by_signal", signal),
                /*to_console=*/false);
   WEFT_RETURN_IF_ERROR(instruments_->Finish());
-  // The other ranks leave after rank 0 has said so: srun --kill-on-bad-exit
-  // kills the rest of a step as soon as one task exits non-zero.
-  if (parallel_->world_size > 1 && topology_.store != nullptr) {
-    const std::string key = absl::StrCat("weft_stopped/", step_);
-    if (parallel_->world_rank == 0) return topology_.store->Set(key, "1");
-    return topology_.store->Wait({key}, absl::Seconds(cfg().parallel().timeout_s()));
+  // The other ranks leave after rank 0 has said so (srun --kill-on-bad-exit
+  // kills the rest of a step as soon as one task exits non-zero), and rank
+  // 0, which hosts the store without a launcher, after they have read it.
+  if (parallel_->world_size <= 1 || topology_.store == nullptr) return absl::OkStatus();
+  comm::Store& store = *topology_.store;
+  const std::string said = absl::StrCat("weft_stopped/", step_);
+  const absl::Duration timeout = absl::Seconds(cfg().parallel().timeout_s());
+  if (parallel_->world_rank != 0) {
+    WEFT_RETURN_IF_ERROR(store.Wait({said}, timeout));
+    return store.Set(absl::StrCat(said, "/left/", parallel_->world_rank), "1");
+  }
+  WEFT_RETURN_IF_ERROR(store.Set(said, "1"));
+  for (int r = 1; r < parallel_->world_size; ++r) {
+    WEFT_RETURN_IF_ERROR(store.Get(absl::StrCat(said, "/left/", r), timeout).status());
   }
   return absl::OkStatus();
 }
