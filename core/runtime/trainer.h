@@ -124,9 +124,8 @@ class Trainer {
 
   // The whole job: config.steps optimizer steps with logging and evaluation.
   // A stop signal (--save_on_signal) ends it early after a checkpoint; it
-  // returns OK then, with stopped_by_signal() set.
+  // returns OK then, with StoppedBySignal() (stop_signals.h) set.
   absl::Status Run();
-  int stopped_by_signal() const { return stopped_by_signal_; }
   // One optimizer step.
   absl::StatusOr<StepStats> TrainStep();
   // Mean loss over the first `samples` validation samples of the one-process
@@ -268,7 +267,6 @@ class Trainer {
   // inside each step (null otherwise).
   std::shared_ptr<comm::ProcessGroup> stop_group_;
   std::shared_ptr<comm::Work> stop_work_;
-  int stopped_by_signal_ = 0;
   JobTopology topology_;
   DType grad_dtype_ = DType::kF32;
   int64_t accum_steps_ = 1;

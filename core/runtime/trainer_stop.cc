@@ -48,7 +48,6 @@ absl::Status Trainer::StopForSignal(int signal) {
   // no evaluation, sampling or end-of-run gathering, only the state.
   WEFT_RETURN_IF_ERROR(SaveCheckpoint());
   WEFT_RETURN_IF_ERROR(FinishCheckpoints());
-  stopped_by_signal_ = signal;
   NoteStoppedBySignal(signal);
   logger_->Print(absl::StrFormat(
       "stopped by %s after step %d of %d: checkpoint %s/%s saved; continue with --resume=latest",
