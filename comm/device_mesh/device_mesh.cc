@@ -54,6 +54,12 @@ absl::StatusOr<std::shared_ptr<ProcessGroup>> DeviceMesh::Group(absl::string_vie
   return FlatGroup({&a, 1});
 }
 
+absl::StatusOr<std::shared_ptr<ProcessGroup>> DeviceMesh::WorldGroup() {
+  std::vector<std::string> axes;
+  for (const MeshAxis& a : layout_.axes()) axes.push_back(a.name);
+  return FlatGroup(axes);
+}
+
 absl::StatusOr<std::shared_ptr<ProcessGroup>> DeviceMesh::FlatGroup(
     absl::Span<const std::string> axes) {
   absl::StatusOr<std::vector<std::string>> canonical = layout_.CanonicalAxes(axes);

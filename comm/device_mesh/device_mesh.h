@@ -66,6 +66,8 @@ class DeviceMesh {
   absl::StatusOr<std::shared_ptr<ProcessGroup>> Group(absl::string_view axis);
   // This rank's group spanning every axis in `axes` (created on first use).
   absl::StatusOr<std::shared_ptr<ProcessGroup>> FlatGroup(absl::Span<const std::string> axes);
+  // Every rank of the mesh: FlatGroup over all its axes.
+  absl::StatusOr<std::shared_ptr<ProcessGroup>> WorldGroup();
 
   // A new group of the given global ranks (this rank among them), named
   // "<label>" so two groups of the same ranks get separate communicators

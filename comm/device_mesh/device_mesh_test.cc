@@ -89,7 +89,9 @@ absl::Status MeshCollectives(const RankContext& ctx) {
   // Cached: asking again returns the same groups.
   WEFT_ASSIGN_OR_RETURN(auto tp_again, mesh->Group("tp"));
   WEFT_ASSIGN_OR_RETURN(auto world_again, mesh->FlatGroup({"dp", "tp"}));
-  WEFT_RETURN_IF_ERROR(ExpectTrue(tp_again == tp && world_again == world, "groups cached"));
+  WEFT_ASSIGN_OR_RETURN(auto world_group, mesh->WorldGroup());
+  WEFT_RETURN_IF_ERROR(ExpectTrue(tp_again == tp && world_again == world && world_group == world,
+                                  "groups cached; WorldGroup is the flat group of every axis"));
   return ExpectTrue(absl::StrContains(tp->name(), "mesh/tp#"), "group name: " + tp->name());
 }
 

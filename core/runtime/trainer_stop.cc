@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include <string>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -19,9 +18,7 @@ namespace weft {
 absl::Status Trainer::InitStopGroup() {
   if (!stop_on_signal_ || parallel_->world_size <= 1) return absl::OkStatus();
   if (parallel_->mesh == nullptr) return Internal("several ranks without a device mesh");
-  std::vector<std::string> axes;
-  for (const comm::MeshAxis& a : parallel_->mesh->layout().axes()) axes.push_back(a.name);
-  WEFT_ASSIGN_OR_RETURN(stop_group_, parallel_->mesh->FlatGroup(axes));
+  WEFT_ASSIGN_OR_RETURN(stop_group_, parallel_->mesh->WorldGroup());
   return absl::OkStatus();
 }
 

@@ -72,9 +72,7 @@ absl::StatusOr<std::vector<double>> MeasuredCosts(Model& model, const std::vecto
                         Tensor::FromVector<float>(f, {static_cast<int64_t>(f.size())}));
   // On the job's device: NCCL groups take device tensors only.
   WEFT_ASSIGN_OR_RETURN(Tensor t, host.To(run.device, run.stream));
-  std::vector<std::string> axes;
-  for (const comm::MeshAxis& a : mesh.layout().axes()) axes.push_back(a.name);
-  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> world, mesh.FlatGroup(axes));
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> world, mesh.WorldGroup());
   WEFT_RETURN_IF_ERROR(Annotate(world->Broadcast(t, {.root = 0, .stream = run.stream})->Wait(),
                                 "pp: sharing rank 0's stage times"));
   WEFT_ASSIGN_OR_RETURN(f, t.ToFloats());
