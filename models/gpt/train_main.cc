@@ -96,10 +96,7 @@ absl::Status Run(const GptJob& given) {
   o.config = job.train();
   // `bazel run` starts in the runfiles tree: user paths are relative to
   // where the command was typed.
-  o.config.set_checkpoint_dir(ResolveUserPath(o.config.checkpoint_dir()));
-  if (o.config.resume() != "latest" && o.config.resume() != "auto") {
-    o.config.set_resume(ResolveUserPath(o.config.resume()));
-  }
+  ResolveCheckpointPaths(&o.config);
   auto resolved = std::make_shared<GptJob>(job);  // with the vocabulary filled in
   o.describe_job = [resolved] { return resolved->DebugString(); };
   report::PrepareRunReport(&o.config);

@@ -24,10 +24,7 @@ namespace {
 absl::Status Run(const MlpJob& job) {
   Trainer::Options o;
   o.config = job.train();
-  o.config.set_checkpoint_dir(ResolveUserPath(o.config.checkpoint_dir()));
-  if (o.config.resume() != "latest" && o.config.resume() != "auto") {
-    o.config.set_resume(ResolveUserPath(o.config.resume()));
-  }
+  ResolveCheckpointPaths(&o.config);
   // No planner here (models/gpt's train has one): a budget would be ignored.
   if (!job.train().parallel().memory_budget().empty()) {
     return InvalidArgument(

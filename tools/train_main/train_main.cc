@@ -23,6 +23,13 @@ std::string ResolveUserPath(const std::string& path) {
   return cwd != nullptr ? std::string(cwd) + "/" + path : path;
 }
 
+void ResolveCheckpointPaths(TrainConfig* config) {
+  config->set_checkpoint_dir(ResolveUserPath(config->checkpoint_dir()));
+  if (config->resume() != "latest" && config->resume() != "auto") {
+    config->set_resume(ResolveUserPath(config->resume()));
+  }
+}
+
 namespace {
 
 // Resolves the job's train.parallel.plugin paths against the user's

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "core/runtime/train_config.pb.h"
 #include "google/protobuf/message.h"
 
 namespace weft {
@@ -23,6 +24,10 @@ int TrainMain(int argc, char** argv, const std::string& usage, google::protobuf:
 // `path` made absolute against BUILD_WORKING_DIRECTORY (set by bazel run)
 // when it is relative; unchanged otherwise.
 std::string ResolveUserPath(const std::string& path);
+
+// --checkpoint_dir and --resume through ResolveUserPath; --resume's
+// keywords ("latest", "auto": checkpoint/layout.h) stay as they are.
+void ResolveCheckpointPaths(TrainConfig* config);
 
 }  // namespace weft
 
