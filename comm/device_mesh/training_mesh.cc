@@ -10,7 +10,9 @@ namespace weft::comm {
 namespace {
 
 std::string Requested(const MeshSizes& s) {
-  return absl::StrCat("--pp=", s.pp, " --dp_replicate=", s.dp_replicate,
+  std::string outer;
+  for (const MeshAxis& a : s.outer) absl::StrAppend(&outer, a.name, "=", a.size, " ");
+  return absl::StrCat(outer.empty() ? "" : absl::StrCat("--mesh_axes ", outer), "--pp=", s.pp, " --dp_replicate=", s.dp_replicate,
                       " --dp_shard=", s.dp_shard, " --cp=", s.cp, " --tp=", s.tp);
 }
 
@@ -23,8 +25,16 @@ const std::vector<std::string>& TrainingMeshAxes() {
 }
 
 absl::StatusOr<TrainingMesh> TrainingMesh::Create(const MeshSizes& sizes, int world_size) {
-  std::vector<int> v = {sizes.pp, sizes.dp_replicate, sizes.dp_shard, sizes.cp, sizes.tp};
-  const std::vector<std::string>& names = TrainingMeshAxes();
+  std::vector<int> v;
+  std::vector<std::string> names;
+  for (const MeshAxis& a : sizes.outer) {
+    v.push_back(a.size);
+    names.push_back(a.name);
+  }
+  // Offset of the training axes (pp ...) in v, after the outer ones.
+  const size_t t = v.size();
+  for (int s : {sizes.pp, sizes.dp_replicate, sizes.dp_shard, sizes.cp, sizes.tp}) v.push_back(s);
+  for (const std::string& n : TrainingMeshAxes()) names.push_back(n);
   int zeros = 0;
   int64_t known = 1;
   for (size_t i = 0; i < v.size(); ++i) {
@@ -49,7 +59,8 @@ absl::StatusOr<TrainingMesh> TrainingMesh::Create(const MeshSizes& sizes, int wo
                      zeros ? " (before the 0 axis)" : "", " but the world size is ",
                      world_size),
         zeros ? absl::StrCat("sizes whose product divides ", world_size)
-              : absl::StrCat("pp x dp_replicate x dp_shard x cp x tp = ", world_size),
+              : absl::StrCat(t > 0 ? "the outer axes x " : "",
+                             "pp x dp_replicate x dp_shard x cp x tp = ", world_size),
         world_size % known == 0
             ? absl::StrCat("set one axis to 0 to give it the remaining ", world_size / known,
                            "x, e.g. --dp_shard=0")
@@ -59,10 +70,10 @@ absl::StatusOr<TrainingMesh> TrainingMesh::Create(const MeshSizes& sizes, int wo
   for (int& s : v) {
     if (s == 0) s = static_cast<int>(world_size / known);
   }
-  const int shard_cp = v[2] * v[3];
+  const int shard_cp = v[t + 2] * v[t + 3];
   if (sizes.ep < 1 || shard_cp % sizes.ep != 0) {
     return InvalidArgument(
-        absl::StrCat("--ep=", sizes.ep, " with dp_shard=", v[2], " x cp=", v[3], " = ",
+        absl::StrCat("--ep=", sizes.ep, " with dp_shard=", v[t + 2], " x cp=", v[t + 3], " = ",
                      shard_cp, " ranks to carve it from"),
         absl::StrCat("an ep >= 1 that divides dp_shard x cp = ", shard_cp),
         "expert parallelism reuses the dp_shard and cp ranks: raise --dp_shard or lower --ep");

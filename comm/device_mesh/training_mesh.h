@@ -1,6 +1,7 @@
 // TrainingMesh: the 5-D mesh of a training job, pure arithmetic.
 //
-// Axes, outermost to innermost: pp, dp_replicate, dp_shard, cp, tp. tp is
+// Axes, outermost to innermost: pp, dp_replicate, dp_shard, cp, tp (after
+// any axes of strategies' own, MeshSizes::outer). tp is
 // innermost so a tp group holds adjacent ranks (one node). Expert
 // parallelism does not get an axis of its own: ep is carved from the
 // flattened dp_shard x cp ranks (f = dp_shard * cp_size + cp), in blocks of
@@ -31,6 +32,9 @@ struct MeshSizes {
   int cp = 1;
   int tp = 1;
   int ep = 1;  // must divide dp_shard * cp
+  // Axes strategies declare as their own (--mesh_axes), outermost, in
+  // this order. Their ranks read the same samples, like tp's and pp's.
+  std::vector<MeshAxis> outer;
 };
 
 // The axis names in mesh order.

@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/nn/module.h"
-#include "core/nn/parallel_plan.h"
+#include "core/nn/tp_plan.h"
 #include "core/nn/stage.h"
 
 namespace weft {

@@ -13,11 +13,6 @@
 namespace weft {
 namespace {
 
-struct Ordered {
-  std::vector<std::unique_ptr<Strategy>> strategies;
-  std::vector<StrategyOptionSet> options;  // parallel to strategies
-};
-
 // Registered strategies that list `axis` in RequiredAxes (for hints).
 std::vector<std::string> StrategiesUsing(const std::string& axis) {
   std::vector<std::string> users;
@@ -87,10 +82,76 @@ absl::Status CheckAxes(const std::vector<std::unique_ptr<Strategy>>& strategies,
   return absl::OkStatus();
 }
 
-absl::StatusOr<Ordered> CreateOrdered(const std::vector<std::string>& names,
-                                      const StrategyOptionValues& values,
-                                      const comm::MeshLayout* mesh) {
-  Ordered out;
+// Chains `next` after `before` (either may be null).
+StageBoundaryFn Chain(StageBoundaryFn before, StageBoundaryFn next) {
+  if (!before) return next;
+  if (!next) return before;
+  return [before, next](const StageTensor& t) -> absl::StatusOr<StageTensor> {
+    WEFT_ASSIGN_OR_RETURN(StageTensor mid, before(t));
+    return next(mid);
+  };
+}
+
+void Fold(const std::string& name, const StrategyOptionSet& options, StrategyResult r,
+          ParallelState& state) {
+  for (auto& p : r.participants) state.participants.push_back(std::move(p));
+  for (std::string& n : r.notes) state.notes.push_back(std::move(n));
+  if (r.step_schedule != nullptr) state.step_schedule = std::move(r.step_schedule);
+  state.stage_boundary = Chain(std::move(state.stage_boundary), std::move(r.stage_boundary));
+  if (r.loss_group != nullptr) state.loss_groups.push_back(std::move(r.loss_group));
+  state.replica_copy = state.replica_copy * r.replica_copies + r.replica_copy;
+  state.replica_copies *= r.replica_copies;
+  state.grad_norm_sums_dp_shard |= r.grad_norm_sums_dp_shard;
+  for (auto& k : r.keep_alive) state.keep_alive.push_back(std::move(k));
+  state.strategy_names.push_back(name);
+  state.strategy_options.push_back(options);
+}
+
+absl::Status ApplyOrdered(OrderedStrategies& ordered, StrategyContext& ctx,
+                          ParallelState& state) {
+  ctx.applied = &state;
+  for (size_t i = 0; i < ordered.strategies.size(); ++i) {
+    Strategy& s = *ordered.strategies[i];
+    ctx.options = &ordered.options[i];
+    absl::StatusOr<StrategyResult> r = s.Apply(ctx);
+    ctx.options = nullptr;
+    if (!r.ok()) return Annotate(r.status(), absl::StrCat("applying strategy '", s.Name(), "'"));
+    Fold(s.Name(), ordered.options[i], *std::move(r), state);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void ApplicationOrder(std::vector<std::unique_ptr<Strategy>>& strategies) {
+  // Stable: strategies of one phase keep the order the user gave.
+  std::stable_sort(strategies.begin(), strategies.end(),
+                   [](const auto& a, const auto& b) { return a->Phase() < b->Phase(); });
+  // Then each strategy moves behind the last of its phase it must follow
+  // (bounded: two strategies that each list the other settle somewhere).
+  size_t moves = 0;
+  const size_t max_moves = strategies.size() * strategies.size();
+  for (size_t i = 0; i < strategies.size() && moves <= max_moves; ++i) {
+    const std::vector<std::string> after = strategies[i]->After();
+    size_t last = i;
+    for (size_t j = i + 1; j < strategies.size(); ++j) {
+      if (strategies[j]->Phase() == strategies[i]->Phase() &&
+          std::find(after.begin(), after.end(), strategies[j]->Name()) != after.end()) {
+        last = j;
+      }
+    }
+    if (last == i) continue;
+    std::rotate(strategies.begin() + i, strategies.begin() + i + 1,
+                strategies.begin() + last + 1);
+    ++moves;
+    --i;  // the strategy now at i has not been looked at
+  }
+}
+
+absl::StatusOr<OrderedStrategies> OrderAndValidate(const std::vector<std::string>& names,
+                                                   const StrategyOptionValues& values,
+                                                   const comm::MeshLayout* mesh) {
+  OrderedStrategies out;
   std::vector<std::unique_ptr<Strategy>>& strategies = out.strategies;
   for (const std::string& n : names) {
     if (std::count(names.begin(), names.end(), n) > 1) {
@@ -100,9 +161,7 @@ absl::StatusOr<Ordered> CreateOrdered(const std::vector<std::string>& names,
     WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Strategy> s, CreateStrategy(n));
     strategies.push_back(std::move(s));
   }
-  // Stable: strategies of one phase keep the order the user gave.
-  std::stable_sort(strategies.begin(), strategies.end(),
-                   [](const auto& a, const auto& b) { return a->Phase() < b->Phase(); });
+  ApplicationOrder(strategies);
   std::vector<std::string> data_parallel;
   for (const auto& s : strategies) {
     if (s->Phase() == StrategyPhase::kDataParallel) data_parallel.push_back(s->Name());
@@ -134,8 +193,6 @@ absl::StatusOr<Ordered> CreateOrdered(const std::vector<std::string>& names,
   }
   return out;
 }
-
-}  // namespace
 
 absl::StatusOr<std::vector<std::string>> ParseStrategyList(const std::string& list) {
   std::vector<std::string> names;
@@ -175,23 +232,26 @@ absl::Status CheckAxisUsed(const std::vector<std::string>& names, const std::str
 absl::Status ValidateStrategies(const std::vector<std::string>& names,
                                 const StrategyOptionValues& options,
                                 const comm::MeshLayout* mesh) {
-  return CreateOrdered(names, options, mesh).status();
+  return OrderAndValidate(names, options, mesh).status();
+}
+
+absl::Status ApplyPlan(const ParallelPlan& plan, StrategyContext& ctx, ParallelState& state) {
+  for (const std::string& note : plan.notes()) state.notes.push_back(note);
+  OrderedStrategies ordered;
+  for (const std::string& name : plan.strategies()) {
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Strategy> s, CreateStrategy(name));
+    ordered.strategies.push_back(std::move(s));
+  }
+  ordered.options = plan.options();
+  return ApplyOrdered(ordered, ctx, state);
 }
 
 absl::Status ComposeStrategies(const std::vector<std::string>& names,
-                               const StrategyOptionValues& options, StrategyContext& ctx) {
-  WEFT_ASSIGN_OR_RETURN(Ordered ordered,
-                        CreateOrdered(names, options, ctx.mesh ? &ctx.mesh->layout() : nullptr));
-  for (size_t i = 0; i < ordered.strategies.size(); ++i) {
-    Strategy& s = *ordered.strategies[i];
-    ctx.options = &ordered.options[i];
-    absl::Status a = s.Apply(ctx);
-    ctx.options = nullptr;
-    if (!a.ok()) return Annotate(a, absl::StrCat("applying strategy '", s.Name(), "'"));
-    ctx.state->strategy_names.push_back(s.Name());
-    ctx.state->strategy_options.push_back(ordered.options[i]);
-  }
-  return absl::OkStatus();
+                               const StrategyOptionValues& options, StrategyContext& ctx,
+                               ParallelState& state) {
+  WEFT_ASSIGN_OR_RETURN(OrderedStrategies ordered,
+                        OrderAndValidate(names, options, ctx.mesh ? &ctx.mesh->layout() : nullptr));
+  return ApplyOrdered(ordered, ctx, state);
 }
 
 }  // namespace weft

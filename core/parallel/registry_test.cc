@@ -28,10 +28,14 @@ class Fake : public Strategy {
     if (o.GetBool("fail_" + name_)) return absl::InvalidArgumentError("nope");
     return absl::OkStatus();
   }
-  absl::Status Apply(StrategyContext&) override {
+  std::vector<std::string> After() const override { return after_; }
+  absl::StatusOr<StrategyResult> Apply(StrategyContext&) override {
     log_->push_back(name_);
-    return absl::OkStatus();
+    StrategyResult r;
+    r.notes.push_back("applied " + name_);
+    return r;
   }
+  std::vector<std::string> after_;
 
  private:
   std::string name_;
@@ -56,6 +60,27 @@ WEFT_REGISTER_STRATEGY(fake_tp_axis, [] {
                                 std::vector<std::string>{"tp"});
 });
 
+std::unique_ptr<Strategy> MakeFakeAfterTp() {
+  auto s = std::make_unique<Fake>("fake_after_tp", StrategyPhase::kTensorParallel, &applied);
+  s->after_ = {"fake_tp", "fake_tp_axis"};
+  return s;
+}
+WEFT_REGISTER_STRATEGY(fake_after_tp, MakeFakeAfterTp);
+
+TEST(ComposerTest, AfterMovesAStrategyBehindThoseItFollowsInItsPhase) {
+  applied.clear();
+  ParallelState state;
+  StrategyContext ctx;
+  ASSERT_TRUE(
+      ComposeStrategies({"fake_dp", "fake_after_tp", "fake_tp"}, {}, ctx, state).ok());
+  EXPECT_EQ(applied, (std::vector<std::string>{"fake_tp", "fake_after_tp", "fake_dp"}));
+  // Without the strategies it follows, it keeps its place.
+  applied.clear();
+  ParallelState alone;
+  ASSERT_TRUE(ComposeStrategies({"fake_dp", "fake_after_tp"}, {}, ctx, alone).ok());
+  EXPECT_EQ(applied, (std::vector<std::string>{"fake_after_tp", "fake_dp"}));
+}
+
 TEST(StrategyRegistryTest, UnknownNameListsRegistered) {
   auto s = CreateStrategy("fsdpp");
   EXPECT_EQ(s.status().code(), absl::StatusCode::kNotFound);
@@ -71,14 +96,16 @@ TEST(ComposerTest, AppliesInPhaseOrderAfterValidatingAll) {
   applied.clear();
   ParallelState state;
   StrategyOptionValues options;
-  StrategyContext ctx{.state = &state};
-  ASSERT_TRUE(ComposeStrategies({"fake_dp", "fake_tp"}, options, ctx).ok());
+  StrategyContext ctx;
+  ASSERT_TRUE(ComposeStrategies({"fake_dp", "fake_tp"}, options, ctx, state).ok());
   EXPECT_EQ(applied, (std::vector<std::string>{"fake_tp", "fake_dp"}));
   EXPECT_EQ(state.strategy_names, applied);
+  // Each strategy's result is folded into the state, in order.
+  EXPECT_EQ(state.notes, (std::vector<std::string>{"applied fake_tp", "applied fake_dp"}));
 
   applied.clear();
   options.given["fail_fake_dp"] = "true";
-  absl::Status s = ComposeStrategies({"fake_tp", "fake_dp"}, options, ctx);
+  absl::Status s = ComposeStrategies({"fake_tp", "fake_dp"}, options, ctx, state);
   EXPECT_NE(s.message().find("strategy 'fake_dp': nope"), std::string::npos);
   EXPECT_TRUE(applied.empty());  // nothing applied when any validation fails
 }

@@ -88,7 +88,7 @@ std::string SplitMlpNote(Model& model, const std::vector<Module*>& wrapped,
 }  // namespace
 
 absl::StatusOr<ShardedUnitsParticipant::Config> ShardedUnitsParticipant::ConfigFromOptions(
-    StrategyContext& ctx, std::string strategy, std::string wrap_option,
+    StrategyContext& ctx, StrategyResult& result, std::string strategy, std::string wrap_option,
     const std::string& default_wrap) {
   Config config;
   const std::string& value = ctx.options->GetString(wrap_option);
@@ -96,7 +96,7 @@ absl::StatusOr<ShardedUnitsParticipant::Config> ShardedUnitsParticipant::ConfigF
     config.wrap_types.insert(std::string(t));
   }
   if (value != default_wrap && config.wrap_types.empty()) {
-    ctx.state->notes.push_back(absl::StrCat(
+    result.notes.push_back(absl::StrCat(
         strategy, ": ", wrap_option, " is empty: the whole model is one unit, gathered whole "
         "for every forward and backward (parameters take ddp's memory while it runs)"));
   }
@@ -152,7 +152,7 @@ absl::Status ShardedUnitsParticipant::AddUnit(const std::string& name, std::vect
   return absl::OkStatus();
 }
 
-absl::Status ShardedUnitsParticipant::Build(StrategyContext& ctx) {
+absl::Status ShardedUnitsParticipant::Build(StrategyContext& ctx, StrategyResult& result) {
   Model& model = ctx.model();
   // Wrapped modules in forward (pre-)order; nested wraps are not split.
   std::vector<Module*> wrapped;
@@ -167,10 +167,10 @@ absl::Status ShardedUnitsParticipant::Build(StrategyContext& ctx) {
   // (Over one rank gradients stay resident whatever the units: no note.)
   if (std::string note = SplitMlpNote(model, wrapped, config_);
       !note.empty() && shard_->size() > 1) {
-    ctx.state->notes.push_back(std::move(note));
+    result.notes.push_back(std::move(note));
   }
   if (shard_->size() == 1) {
-    ctx.state->notes.push_back(config_.strategy +
+    result.notes.push_back(config_.strategy +
                                " over a dp_shard group of one rank: parameters and gradients "
                                "stay whole (nothing to shard)");
   }
@@ -250,7 +250,7 @@ absl::Status ShardedUnitsParticipant::Build(StrategyContext& ctx) {
     if (mine.empty()) add_stages_of(unit_module_[u], &mine);  // as before: its module's
   }
   InstallHooks(model);
-  ctx.state->grad_norm_sums_dp_shard = true;
+  result.grad_norm_sums_dp_shard = true;
   return absl::OkStatus();
 }
 

@@ -45,7 +45,9 @@ class ShardedUnitsParticipant : public StepParticipant {
   // reduce_dtype option. A type the user listed (the option differs from
   // `default_wrap`) that names no module of the model is an error: a typo
   // would silently make the whole model one unit.
-  static absl::StatusOr<Config> ConfigFromOptions(StrategyContext& ctx, std::string strategy,
+  // Notes for the user go into `result`.
+  static absl::StatusOr<Config> ConfigFromOptions(StrategyContext& ctx, StrategyResult& result,
+                                                  std::string strategy,
                                                   std::string wrap_option,
                                                   const std::string& default_wrap);
 
@@ -56,7 +58,8 @@ class ShardedUnitsParticipant : public StepParticipant {
         replicate_(std::move(replicate)),
         stream_(stream) {}
 
-  absl::Status Build(StrategyContext& ctx);
+  // Notes go into `result`, which also says the norm sums over dp_shard.
+  absl::Status Build(StrategyContext& ctx, StrategyResult& result);
 
   absl::Status ZeroGrad() override;
   // Every gradient lives in a group's buffers (or is unbound between steps).

@@ -3,7 +3,14 @@
 // A strategy may do three things to the model: hook modules (before/after
 // forward and backward), swap a module for a parallel version (including
 // the root, through StrategyContext::model_slot), or re-place parameters.
-// Its part in the training step beyond hooks is a StepParticipant.
+// What it hands back to the trainer (its StepParticipant, notes, a step
+// schedule, ...) is the StrategyResult that Apply returns.
+//
+// A strategy declares its own place in a job (parallel_plan.h reads it):
+// its mesh axes, the strategies it follows (After), when it joins a plan
+// without being named (JoinsUnnamed: pp when the pp axis has ranks) and
+// what it implies (Implies: expert brings a data-parallel strategy). So no
+// file outside a strategy's folder needs to name it.
 //
 // Strategies compose on one device mesh in a fixed order, by phase:
 //   tensor/sequence parallel, expert, pipeline split, recompute, then the
@@ -25,8 +32,11 @@
 #include "core/nn/run_context.h"
 #include "core/parallel/option_schema.h"
 #include "core/parallel/parallel_state.h"
+#include "core/parallel/strategy_result.h"
 
 namespace weft {
+
+class PlanView;  // parallel_plan.h
 
 // The composer applies strategies in this order. Later phases build on the
 // model the earlier ones left: a pipeline splits the Stages() of the tp/cp
@@ -54,7 +64,11 @@ struct StrategyContext {
   DType grad_dtype = DType::kF32;
   // The applied strategy's own options (set by the composer per strategy).
   const StrategyOptionSet* options = nullptr;
-  ParallelState* state = nullptr;     // participants, dp_sum, full_value
+  // What the strategies applied so far handed back, composed (the
+  // composer writes it from their StrategyResults; a strategy only reads
+  // it). It outlives the job, so a participant may keep the pointer and
+  // read it at step time (what later strategies added).
+  const ParallelState* applied = nullptr;
 };
 
 class Strategy {
@@ -64,8 +78,26 @@ class Strategy {
   virtual StrategyPhase Phase() const = 0;
   // Mesh axes the strategy works on (e.g. {"dp_shard"}). The composer
   // checks each exists in a multi-rank mesh, and rejects a mesh axis of
-  // size > 1 that no applied strategy lists.
+  // size > 1 that no applied strategy lists. An axis that is not one of
+  // the training mesh's (comm/device_mesh/training_mesh.h) is the
+  // strategy's own: the plan adds it outermost, sized by --mesh_axes.
   virtual std::vector<std::string> RequiredAxes() const = 0;
+  // Strategies of the same phase this one is applied after, when the plan
+  // holds them (cp after tp and sp, so ring attention adopts their layers).
+  virtual std::vector<std::string> After() const { return {}; }
+  // True when the plan should apply this strategy although --strategy does
+  // not name it (pp when the pp axis has more than one rank).
+  virtual bool JoinsUnnamed(const PlanView& plan) const {
+    (void)plan;
+    return false;
+  }
+  // Strategies this one needs beside it: each is added unless the plan
+  // already holds a strategy of its phase (expert brings ddp for the dense
+  // weights unless a data-parallel strategy is named).
+  virtual std::vector<std::string> Implies(const PlanView& plan) const {
+    (void)plan;
+    return {};
+  }
   // The options the strategy reads, with types, defaults and help; the
   // composer parses the job's values against it (option_schema.h).
   virtual OptionSchema Options() const { return OptionSchema(); }
@@ -73,7 +105,7 @@ class Strategy {
   // is applied; errors say what was wrong, what was expected and a hint.
   virtual absl::Status Validate(const StrategyOptionSet& options,
                                 const comm::MeshLayout* mesh) const = 0;
-  virtual absl::Status Apply(StrategyContext& ctx) = 0;
+  virtual absl::StatusOr<StrategyResult> Apply(StrategyContext& ctx) = 0;
 };
 
 }  // namespace weft

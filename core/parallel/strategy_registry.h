@@ -28,7 +28,9 @@ using StrategyFactory = std::function<std::unique_ptr<Strategy>()>;
 // The plugin ABI: what a strategy compiled elsewhere relies on (Strategy,
 // StepParticipant, StrategyContext, ParallelState, the tensor and comm
 // types in plugin_sdk). Bump it when one of them changes layout or meaning.
-inline constexpr int kStrategyAbiVersion = 1;
+// 2: Apply returns a StrategyResult; StrategyContext::applied replaced
+// the writable state; After, JoinsUnnamed and Implies were added.
+inline constexpr int kStrategyAbiVersion = 2;
 
 // Aborts on a duplicate name (a programmer error: two plugins claim it).
 void RegisterStrategy(absl::string_view name, StrategyFactory factory);

@@ -40,48 +40,6 @@ comm::MeshSizes MeshSizesOf(const ParallelConfig& c) {
           .ep = c.ep()};
 }
 
-// A mesh axis's size on world_size ranks: the flag, or for 0 ("the ranks
-// the other axes leave") what the mesh resolves it to; 1 when the sizes do
-// not resolve (building the mesh reports why).
-int ResolvedAxisSize(const ParallelConfig& c, int world_size, const std::string& axis) {
-  absl::StatusOr<comm::TrainingMesh> mesh =
-      comm::TrainingMesh::Create(MeshSizesOf(c), world_size);
-  return mesh.ok() ? mesh->size(axis) : 1;
-}
-
-// --strategy, plus pp when the mesh has pipeline ranks (--pp > 1, or --pp=0
-// resolving to more than one) and cp when --cp > 1 asks for context-parallel
-// ranks.
-absl::StatusOr<std::vector<std::string>> StrategyNames(const ParallelConfig& c, int world_size) {
-  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> names, ParseStrategyList(c.strategy()));
-  const int pp = c.pp() == 0 ? ResolvedAxisSize(c, world_size, "pp") : c.pp();
-  if (pp > 1 && std::find(names.begin(), names.end(), "pp") == names.end()) {
-    names.insert(names.begin(), "pp");
-  }
-  // --ep > 1 implies the expert strategy; expert, named or implied, brings
-  // ddp for the dense weights unless a data-parallel strategy is named.
-  if (c.ep() > 1 && std::find(names.begin(), names.end(), "expert") == names.end()) {
-    names.push_back("expert");
-  }
-  if (world_size > 1 && std::find(names.begin(), names.end(), "expert") != names.end()) {
-    // Any data-parallel strategy, a plugin's (loaded by now) included.
-    const bool has_dp = std::any_of(names.begin(), names.end(), [](const std::string& n) {
-      absl::StatusOr<std::unique_ptr<Strategy>> s = CreateStrategy(n);
-      return s.ok() && (*s)->Phase() == StrategyPhase::kDataParallel;
-    });
-    if (!has_dp) names.push_back("ddp");
-  }
-  if (c.cp() > 1 && std::find(names.begin(), names.end(), "cp") == names.end()) {
-    // After tp/sp: ring attention then adopts their parallel qkv and proj.
-    auto at = names.begin();
-    for (auto it = names.begin(); it != names.end(); ++it) {
-      if (*it == "tp" || *it == "sp") at = it + 1;
-    }
-    names.insert(at, "cp");
-  }
-  return names;
-}
-
 absl::StatusOr<StrategyOptionValues> StrategyOptionsFromConfig(const ParallelConfig& c) {
   StrategyOptionValues o;
   WEFT_ASSIGN_OR_RETURN(o.given, ParseOptionList(c.strategy_options()));
@@ -106,43 +64,37 @@ absl::StatusOr<StrategyOptionValues> StrategyOptionsFromConfig(const ParallelCon
   return o;
 }
 
-absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(
-    const TrainConfig& config, JobTopology& topology, Device device,
-    std::shared_ptr<comm::OpObserver> observer, const std::string& job_text) {
+absl::StatusOr<PlanRequest> PlanRequestFromConfig(const TrainConfig& config,
+                                                  const JobTopology& topology) {
   const ParallelConfig& pc = config.parallel();
-  for (absl::string_view plugin : absl::StrSplit(pc.plugin(), ',', absl::SkipEmpty())) {
+  PlanRequest r;
+  r.strategy = pc.strategy();
+  r.mesh = MeshSizesOf(pc);
+  WEFT_ASSIGN_OR_RETURN(r.own_axes, ParseMeshAxes(pc.mesh_axes()));
+  WEFT_ASSIGN_OR_RETURN(r.options, StrategyOptionsFromConfig(pc));
+  r.switches["recompute"] = config.recompute();
+  r.world_size = topology.world_size;
+  r.description = topology.description;
+  return r;
+}
+
+absl::StatusOr<ParallelPlan> ResolvePlan(const TrainConfig& config, const JobTopology& topology) {
+  for (absl::string_view plugin :
+       absl::StrSplit(config.parallel().plugin(), ',', absl::SkipEmpty())) {
     WEFT_RETURN_IF_ERROR(LoadStrategyPlugin(std::string(plugin)));
   }
-  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> names,
-                        StrategyNames(pc, topology.world_size));
+  WEFT_ASSIGN_OR_RETURN(PlanRequest request, PlanRequestFromConfig(config, topology));
+  return ParallelPlan::Resolve(request);
+}
+
+absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(
+    const ParallelPlan& plan, const ParallelConfig& pc, JobTopology& topology, Device device,
+    std::shared_ptr<comm::OpObserver> observer, const std::string& job_text) {
   auto state = std::make_unique<ParallelState>();
   state->world_rank = topology.rank;
   state->world_size = topology.world_size;
-  if (names.empty()) {
-    if (topology.world_size > 1) {
-      // --tp alone names the axis, not the strategy: tp and sp both use it.
-      const std::string hint =
-          pc.tp() > 1 ? absl::StrCat("--tp=", pc.tp(), " takes effect with --strategy=tp or sp",
-                                     topology.world_size > pc.tp()
-                                         ? " plus a data-parallel strategy (e.g. tp,fsdp)"
-                                         : "")
-                      : "add --strategy=ddp (or fsdp, zero), or run a single process";
-      return FailedPrecondition(
-          absl::StrCat("this job has ", topology.world_size, " ranks (", topology.description,
-                       ") but no --strategy"),
-          "a strategy for every rank: data-parallel, or tp/sp over --tp", hint);
-    }
-    return state;
-  }
-
-  // The mesh [pp, dp_replicate, dp_shard, cp, tp], ep carved from dp_shard x cp.
-  absl::StatusOr<comm::TrainingMesh> shape =
-      comm::TrainingMesh::Create(MeshSizesOf(pc), topology.world_size);
-  if (!shape.ok()) {
-    return Annotate(shape.status(), absl::StrCat("the mesh of ", topology.world_size, " ranks (",
-                                                 topology.description, ")"));
-  }
-  if (shape->ep() > 1) WEFT_RETURN_IF_ERROR(CheckAxisUsed(names, "ep", shape->ep()));
+  if (plan.mesh() == nullptr) return state;  // one process, no strategy
+  const comm::TrainingMesh& shape = *plan.mesh();
   std::string backend = pc.backend();
   if (backend == "auto") backend = device.is_cuda() ? "nccl" : "gloo";
   if (backend == "nccl" && !device.is_cuda()) {
@@ -183,21 +135,21 @@ absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(
   // Groups on first use: most axes have size 1 and are never asked for.
   mesh_options.eager = false;
   absl::StatusOr<std::unique_ptr<comm::DeviceMesh>> mesh =
-      comm::DeviceMesh::Create(shape->layout().axes(), topology.rank, topology.world_size,
+      comm::DeviceMesh::Create(shape.layout().axes(), topology.rank, topology.world_size,
                                topology.store, mesh_options);
   if (!mesh.ok()) {
-    return Annotate(mesh.status(), "building the mesh " + shape->ToString());
+    return Annotate(mesh.status(), "building the mesh " + shape.ToString());
   }
   state->mesh = std::move(*mesh);
   // The data-parallel coordinates, not the world rank: ranks of one tp, cp
   // or pp group read the same samples.
-  state->dp_rank = shape->DataParallelRank(topology.rank);
-  state->dp_size = shape->DataParallelSize();
+  state->dp_rank = shape.DataParallelRank(topology.rank);
+  state->dp_size = shape.DataParallelSize();
   // Parameters sharded by dimension (tp) have their squared gradient norms
   // summed over the tp ranks; replicated ones are counted once (grad_norm.h).
   // Not over cp: every cp rank holds the same shards, which a sum over cp
   // would count cp times.
-  if (shape->size("tp") > 1) {
+  if (shape.size("tp") > 1) {
     // A group of its own, so tp's traffic counters stay the layers' own.
     WEFT_ASSIGN_OR_RETURN(std::vector<int> tp_ranks, state->mesh->GroupRanks("tp"));
     WEFT_ASSIGN_OR_RETURN(state->model_parallel, state->mesh->NewGroup(tp_ranks, "tp_norm"));
@@ -205,31 +157,15 @@ absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(
   if (state->dp_size > 1) {
     WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> dp,
                           state->mesh->FlatGroup({"dp_replicate", "dp_shard"}));
-    // Ordered after the work already queued on `stream` (the compute stream
-    // that produced `t`), and `stream` waits for the result; without the
-    // stream NCCL would order the op on the legacy default stream, which the
-    // non-blocking compute stream does not synchronize with. The caller's
-    // host read of `t` (ToFloats) is then the one host wait.
-    state->dp_sum = [dp](Tensor& t, NativeStream stream) -> absl::Status {
-      return dp->AllReduce(t, {.op = comm::ReduceOp::kSum, .stream = stream})->Wait();
-    };
+    // The logged loss is summed over them first (ParallelState::SumLoss).
+    state->loss_groups.push_back(std::move(dp));
   }
   return state;
 }
 
-absl::Status ApplyStrategies(const TrainConfig& config, std::unique_ptr<Model>& model,
+absl::Status ApplyStrategies(const ParallelPlan& plan, std::unique_ptr<Model>& model,
                              RunContext& ctx, Allocator* param_allocator,
                              Allocator* grad_allocator, DType grad_dtype, ParallelState& state) {
-  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> names,
-                        StrategyNames(config.parallel(), state.world_size));
-  // --recompute is shorthand for the recompute strategy; it needs no mesh.
-  if (config.recompute() && std::find(names.begin(), names.end(), "recompute") == names.end()) {
-    names.push_back("recompute");
-  }
-  WEFT_ASSIGN_OR_RETURN(const StrategyOptionValues options,
-                        StrategyOptionsFromConfig(config.parallel()));
-  for (std::string& note : UnreadFlagNotes(names, options)) state.notes.push_back(std::move(note));
-  if (names.empty()) return absl::OkStatus();
   StrategyContext sc;
   sc.model_slot = &model;
   sc.mesh = state.mesh.get();
@@ -237,8 +173,7 @@ absl::Status ApplyStrategies(const TrainConfig& config, std::unique_ptr<Model>& 
   sc.param_allocator = param_allocator;
   sc.grad_allocator = grad_allocator;
   sc.grad_dtype = grad_dtype;
-  sc.state = &state;
-  return ComposeStrategies(names, options, sc);
+  return ApplyPlan(plan, sc, state);
 }
 
 }  // namespace weft

@@ -34,6 +34,7 @@
 #include "core/nn/model.h"
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
+#include "core/parallel/parallel_plan.h"
 #include "core/parallel/parallel_state.h"
 #include "core/parallel/sharding_export.h"
 #include "core/parallel/step_schedule.h"
@@ -148,6 +149,7 @@ class Trainer {
   Model& model() { return *model_; }
   data::DataLoader* train_loader() { return loaders_.train.get(); }
   ParallelState& parallel() { return *parallel_; }
+  const ParallelPlan& plan() const { return *plan_; }
   data::DataLoader* val_loader() { return loaders_.val.get(); }
   int64_t accum_steps() const { return accum_steps_; }
   // Memory on this rank by category (exact allocator stats): model state,
@@ -188,7 +190,17 @@ class Trainer {
 
  private:
   explicit Trainer(Options options) : options_(std::move(options)) {}
+  // Init runs these phases in order (trainer_init.cc); each builds one thing.
   absl::Status Init();
+  absl::Status CheckConfig() const;
+  absl::Status InitDevice();        // stop signals, topology, device, allocators
+  absl::Status InitParallelPlan();  // the plan, mesh, dp coordinates, accumulation
+  absl::Status InitData();          // this rank's loaders
+  absl::Status InitModel();         // model, parameters, strategies applied
+  absl::Status InitOptimizer();     // targets, optimizer, LR schedule
+  absl::Status InitResumeAndLog();  // --resume's checkpoint, the metrics logger
+  absl::Status InitStepSchedule();  // the order of forwards and backwards
+  void LogStartup();
   absl::Status ResolveDevice(const JobTopology& topology);
   absl::Status InitCheckpointing();
   // At the end of Run, rank 0 logs the largest peak of any rank
@@ -249,6 +261,7 @@ class Trainer {
   std::unique_ptr<StepGraph> graph_;
   RunContext ctx_;
   std::unique_ptr<Model> model_;
+  std::optional<ParallelPlan> plan_;  // resolved once, read by everyone
   std::unique_ptr<ParallelState> parallel_;
   DataLoaders loaders_;
   data::LoaderState val_start_;  // the validation loader's first batch

@@ -102,7 +102,7 @@ absl::StatusOr<double> Trainer::Evaluate(int64_t samples) {
   }
   ctx_.training = true;
   WEFT_RETURN_IF_ERROR(status);
-  if (parallel_->dp_sum) WEFT_RETURN_IF_ERROR(parallel_->dp_sum(sum, ctx_.stream));
+  WEFT_RETURN_IF_ERROR(parallel_->SumLoss(sum, ctx_.stream));
   WEFT_ASSIGN_OR_RETURN(std::vector<float> host, sum.ToFloats());
   // The ranks together evaluated each of the first `samples` once.
   return host[0] / (targets_per_sample * static_cast<double>(samples));

@@ -22,7 +22,7 @@ absl::Status Trainer::InitStepGraph() {
       std::all_of(parallel_->strategy_names.begin(), parallel_->strategy_names.end(),
                   [](const std::string& s) { return s == "recompute"; });
   if (parallel_->world_size != 1 || !module_rewrites_only || !parallel_->participants.empty() ||
-      parallel_->dp_sum != nullptr || parallel_->step_schedule != nullptr) {
+      parallel_->sums_loss() || parallel_->step_schedule != nullptr) {
     return FailedPrecondition(
         absl::StrCat("--cuda_graph with world size ", parallel_->world_size, " and strategy '",
                      absl::StrJoin(parallel_->strategy_names, ","), "'"),

@@ -47,11 +47,11 @@ absl::StatusOr<ClassificationResult> EvaluateClassifier(Trainer& trainer) {
     }
   }
   ctx.training = true;
-  if (trainer.parallel().dp_sum) {
+  if (trainer.parallel().sums_loss()) {
     for (int64_t* v : {&correct, &total}) {
       WEFT_ASSIGN_OR_RETURN(Tensor t, ctx.Empty({1}, DType::kF32));
       WEFT_RETURN_IF_ERROR(t.CopyFrom(*Tensor::FromFloats({static_cast<float>(*v)}, {1})));
-      WEFT_RETURN_IF_ERROR(trainer.parallel().dp_sum(t, ctx.stream));
+      WEFT_RETURN_IF_ERROR(trainer.parallel().SumLoss(t, ctx.stream));
       WEFT_ASSIGN_OR_RETURN(std::vector<float> back, t.ToFloats());
       *v = static_cast<int64_t>(back[0]);
     }

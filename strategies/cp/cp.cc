@@ -28,15 +28,16 @@ absl::Status ContextParallelStrategy::Validate(const StrategyOptionSet&,
   return absl::OkStatus();
 }
 
-absl::Status ContextParallelStrategy::Apply(StrategyContext& ctx) {
+absl::StatusOr<StrategyResult> ContextParallelStrategy::Apply(StrategyContext& ctx) {
+  StrategyResult result;
   // A strategy that owns the step (pp) runs the stages of the root it found;
   // wrapping that root afterwards would never narrow its batches to the
   // chunks. The composer's phase order applies cp first (strategy.h).
-  if (ctx.state != nullptr && ctx.state->step_schedule != nullptr) {
+  if (ctx.applied != nullptr && ctx.applied->step_schedule != nullptr) {
     return FailedPrecondition(
         absl::StrCat("--strategy=cp applied after a strategy that owns the step schedule "
                      "(applied so far: ",
-                     absl::StrJoin(ctx.state->strategy_names, ","), ")"),
+                     absl::StrJoin(ctx.applied->strategy_names, ","), ")"),
         "cp applied before pipeline parallelism, so the pipeline splits the cp model's stages",
         "apply strategies through ComposeStrategies, which orders them by phase");
   }
@@ -71,19 +72,15 @@ absl::Status ContextParallelStrategy::Apply(StrategyContext& ctx) {
   }
   *ctx.model_slot =
       std::make_unique<cp::ContextParallelModel>(std::move(*ctx.model_slot), rank, size);
-  ctx.state->participants.push_back(
+  result.participants.push_back(
       std::make_unique<cp::CpParticipant>(group, ring, routing, ctx.run->stream));
-  ctx.state->keep_alive.push_back(ring_group);
+  result.keep_alive.push_back(ring_group);
   // Each cp rank's loss covers its chunks: sums for logging span cp too.
-  auto dp_sum = ctx.state->dp_sum;
-  ctx.state->dp_sum = [dp_sum, group](Tensor& t, NativeStream stream) -> absl::Status {
-    if (dp_sum) WEFT_RETURN_IF_ERROR(dp_sum(t, stream));
-    return group->AllReduce(t, {.op = comm::ReduceOp::kSum, .stream = stream})->Wait();
-  };
+  result.loss_group = group;
   // The cp ranks hold identical state: one of them is the exported replica 0.
-  ctx.state->replica_copies *= size;
-  ctx.state->replica_copy = ctx.state->replica_copy * size + rank;
-  return absl::OkStatus();
+  result.replica_copies = size;
+  result.replica_copy = rank;
+  return result;
 }
 
 }  // namespace weft

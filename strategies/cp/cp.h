@@ -31,6 +31,7 @@
 
 #include <memory>
 
+#include "core/parallel/parallel_plan.h"
 #include "core/parallel/strategy.h"
 
 namespace weft {
@@ -42,9 +43,13 @@ class ContextParallelStrategy : public Strategy {
   std::string Name() const override { return "cp"; }
   StrategyPhase Phase() const override { return StrategyPhase::kTensorParallel; }
   std::vector<std::string> RequiredAxes() const override { return {"cp"}; }
+  // After tp/sp: ring attention then adopts their parallel qkv and proj.
+  std::vector<std::string> After() const override { return {"tp", "sp"}; }
+  // --cp > 1 asks for context-parallel ranks.
+  bool JoinsUnnamed(const PlanView& plan) const override { return plan.AxisSize("cp") > 1; }
   absl::Status Validate(const StrategyOptionSet& options,
                         const comm::MeshLayout* mesh) const override;
-  absl::Status Apply(StrategyContext& ctx) override;
+  absl::StatusOr<StrategyResult> Apply(StrategyContext& ctx) override;
 };
 
 }  // namespace weft

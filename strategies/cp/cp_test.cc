@@ -19,9 +19,9 @@ TEST(ContextParallelStrategyTest, RefusesToApplyAfterAStepScheduleOwner) {
   state.step_schedule = std::make_shared<GradAccumSchedule>();
   state.strategy_names = {"pp"};
   StrategyContext ctx;
-  ctx.state = &state;
+  ctx.applied = &state;
   ContextParallelStrategy cp;
-  const absl::Status s = cp.Apply(ctx);
+  const absl::Status s = cp.Apply(ctx).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   const std::string m(s.message());
   EXPECT_NE(m.find("applied after a strategy that owns the step schedule (applied so far: pp)"),

@@ -157,7 +157,8 @@ absl::Status DdpStrategy::Validate(const StrategyOptionSet& options,
   return absl::OkStatus();
 }
 
-absl::Status DdpStrategy::Apply(StrategyContext& ctx) {
+absl::StatusOr<StrategyResult> DdpStrategy::Apply(StrategyContext& ctx) {
+  StrategyResult result;
   Model& model = ctx.model();
   // Every replica starts from the parameters of the first rank of its
   // reduce group (a parameter sharded over an axis differs along it).
@@ -172,8 +173,8 @@ absl::Status DdpStrategy::Apply(StrategyContext& ctx) {
       std::make_unique<DdpParticipant>(ctx.run->stream, ctx.options->GetBool("overlap"));
   WEFT_RETURN_IF_ERROR(participant->Build(model, *ctx.mesh, ctx.options->GetDouble("bucket_mb"),
                                           ctx.grad_dtype, ctx.run->device, ctx.grad_allocator));
-  ctx.state->participants.push_back(std::move(participant));
-  return absl::OkStatus();
+  result.participants.push_back(std::move(participant));
+  return result;
 }
 
 }  // namespace weft

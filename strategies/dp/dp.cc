@@ -33,7 +33,8 @@ absl::Status DpStrategy::Validate(const StrategyOptionSet& options,
   return absl::OkStatus();
 }
 
-absl::Status DpStrategy::Apply(StrategyContext& ctx) {
+absl::StatusOr<StrategyResult> DpStrategy::Apply(StrategyContext& ctx) {
+  StrategyResult result;
   const Device master = ctx.run->device;
   const int n = static_cast<int>(ctx.options->GetInt("dp_devices"));
   std::vector<Device> devices;
@@ -62,7 +63,7 @@ absl::Status DpStrategy::Apply(StrategyContext& ctx) {
   const std::vector<Module*> modules = ctx.model().Modules();
   if (n > 1 && std::any_of(modules.begin(), modules.end(),
                            [](Module* m) { return dynamic_cast<MoeLayer*>(m) != nullptr; })) {
-    ctx.state->notes.push_back(absl::StrCat(
+    result.notes.push_back(absl::StrCat(
         "dp with MoE layers: each of the ", n,
         " replicas routes its contiguous share of a micro-batch as its own group (capacity and "
         "balance losses per share), which trains as one process at micro_batch / ", n,
@@ -72,7 +73,7 @@ absl::Status DpStrategy::Apply(StrategyContext& ctx) {
                         DataParallelModel::Create(std::move(*ctx.model_slot), devices, *ctx.run,
                                                   ctx.grad_dtype));
   *ctx.model_slot = std::move(wrapped);
-  return absl::OkStatus();
+  return result;
 }
 
 }  // namespace weft

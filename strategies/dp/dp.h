@@ -30,7 +30,7 @@ class DpStrategy : public Strategy {
   OptionSchema Options() const override;
   absl::Status Validate(const StrategyOptionSet& options,
                         const comm::MeshLayout* mesh) const override;
-  absl::Status Apply(StrategyContext& ctx) override;
+  absl::StatusOr<StrategyResult> Apply(StrategyContext& ctx) override;
 };
 
 }  // namespace weft

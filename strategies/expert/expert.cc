@@ -40,7 +40,8 @@ absl::Status ExpertStrategy::Validate(const StrategyOptionSet& options,
   return absl::OkStatus();
 }
 
-absl::Status ExpertStrategy::Apply(StrategyContext& ctx) {
+absl::StatusOr<StrategyResult> ExpertStrategy::Apply(StrategyContext& ctx) {
+  StrategyResult result;
   const int ep = static_cast<int>(ctx.options->GetInt("ep"));
   std::vector<MoeLayer*> layers;
   for (Module* m : ctx.model().Modules()) {
@@ -60,10 +61,10 @@ absl::Status ExpertStrategy::Apply(StrategyContext& ctx) {
     }
   }
   if (ep == 1 && ctx.mesh != nullptr && ctx.mesh->world_size() > 1) {
-    ctx.state->notes.push_back(
+    result.notes.push_back(
         "expert with ep=1: every rank holds all experts (set --ep to split them over ranks)");
   }
-  if (ep == 1 || ctx.mesh == nullptr) return absl::OkStatus();
+  if (ep == 1 || ctx.mesh == nullptr) return result;
 
   // My ep block along dp_shard, and the same position in the other blocks.
   WEFT_ASSIGN_OR_RETURN(std::vector<int> shard_ranks, ctx.mesh->GroupRanks("dp_shard"));
@@ -93,12 +94,12 @@ absl::Status ExpertStrategy::Apply(StrategyContext& ctx) {
         std::make_shared<AllToAllDispatcher>(ep_group, layer->config().num_experts, overlap));
     layer->set_dispatcher(dispatchers.back());
   }
-  ctx.state->keep_alive.push_back(ep_group);
-  if (replicas != nullptr) ctx.state->keep_alive.push_back(replicas);
-  ctx.state->participants.push_back(std::make_unique<ExpertParticipant>(
+  result.keep_alive.push_back(ep_group);
+  if (replicas != nullptr) result.keep_alive.push_back(replicas);
+  result.participants.push_back(std::make_unique<ExpertParticipant>(
       std::move(expert_params), std::move(dispatchers), ep_group, replicas,
-      ctx.state->model_parallel, ctx.state, ctx.run->ops, ctx.run->kernel()));
-  return absl::OkStatus();
+      ctx.applied->model_parallel, ctx.applied, ctx.run->ops, ctx.run->kernel()));
+  return result;
 }
 
 }  // namespace weft

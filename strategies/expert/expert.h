@@ -48,6 +48,7 @@
 #include <string>
 #include <vector>
 
+#include "core/parallel/parallel_plan.h"
 #include "core/parallel/strategy.h"
 
 namespace weft {
@@ -60,10 +61,18 @@ class ExpertStrategy : public Strategy {
   StrategyPhase Phase() const override { return StrategyPhase::kExpert; }
   // ep is carved from dp_shard (x cp), not an axis of the mesh.
   std::vector<std::string> RequiredAxes() const override { return {"ep"}; }
+  // --ep > 1 asks for expert-parallel ranks.
+  bool JoinsUnnamed(const PlanView& plan) const override { return plan.AxisSize("ep") > 1; }
+  // The dense weights need a data-parallel reduction over several ranks:
+  // ddp, unless the plan names another data-parallel strategy.
+  std::vector<std::string> Implies(const PlanView& plan) const override {
+    if (plan.world_size() > 1) return {"ddp"};
+    return {};
+  }
   OptionSchema Options() const override;
   absl::Status Validate(const StrategyOptionSet& options,
                         const comm::MeshLayout* mesh) const override;
-  absl::Status Apply(StrategyContext& ctx) override;
+  absl::StatusOr<StrategyResult> Apply(StrategyContext& ctx) override;
 };
 
 }  // namespace weft

@@ -45,7 +45,8 @@ class FreezeStrategy : public Strategy {
     return absl::OkStatus();
   }
 
-  absl::Status Apply(StrategyContext& ctx) override {
+  absl::StatusOr<StrategyResult> Apply(StrategyContext& ctx) override {
+    StrategyResult result;
     const std::vector<std::string> prefixes =
         absl::StrSplit(ctx.options->GetString("freeze"), '|', absl::SkipEmpty());
     // The frozen parameters: those of the named modules (held here or, under
@@ -85,7 +86,7 @@ class FreezeStrategy : public Strategy {
       return NotFound("no parameters under " + ctx.options->GetString("freeze"),
                       "module name prefixes of the model", "e.g. embed, blocks.0, ln_f");
     }
-    return absl::OkStatus();
+    return result;
   }
 };
 

@@ -49,7 +49,8 @@ absl::Status FsdpStrategy::Validate(const StrategyOptionSet& options,
   return absl::OkStatus();
 }
 
-absl::Status FsdpStrategy::Apply(StrategyContext& ctx) {
+absl::StatusOr<StrategyResult> FsdpStrategy::Apply(StrategyContext& ctx) {
+  StrategyResult result;
   // Shards every parameter over the data-parallel ranks itself, except those
   // already sharded over dp_shard (experts under --ep), which it keeps whole
   // (ShardedUnitsParticipant::Build); nothing may be sharded over dp_replicate.
@@ -63,14 +64,14 @@ absl::Status FsdpStrategy::Apply(StrategyContext& ctx) {
     WEFT_ASSIGN_OR_RETURN(replicate, ctx.mesh->Group("dp_replicate"));
   }
   WEFT_ASSIGN_OR_RETURN(ShardedUnitsParticipant::Config config,
-                        ShardedUnitsParticipant::ConfigFromOptions(ctx, "fsdp", "fsdp_wrap",
+                        ShardedUnitsParticipant::ConfigFromOptions(ctx, result, "fsdp", "fsdp_wrap",
                                                                    kDefaultWrap));
   config.reshard_after_forward = ctx.options->GetBool("reshard_after_forward");
   auto participant = std::make_unique<ShardedUnitsParticipant>(std::move(config), shard,
                                                                replicate, ctx.run->stream);
-  WEFT_RETURN_IF_ERROR(participant->Build(ctx));
-  ctx.state->participants.push_back(std::move(participant));
-  return absl::OkStatus();
+  WEFT_RETURN_IF_ERROR(participant->Build(ctx, result));
+  result.participants.push_back(std::move(participant));
+  return result;
 }
 
 }  // namespace weft

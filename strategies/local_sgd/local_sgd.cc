@@ -116,7 +116,8 @@ class LocalSgdStrategy : public Strategy {
     return absl::OkStatus();
   }
 
-  absl::Status Apply(StrategyContext& ctx) override {
+  absl::StatusOr<StrategyResult> Apply(StrategyContext& ctx) override {
+    StrategyResult result;
     std::vector<Replicated> params;
     for (Parameter* p : ctx.model().Parameters()) {
       const std::vector<std::string> axes = ReduceAxes(*p, kDataParallelAxes);
@@ -135,12 +136,12 @@ class LocalSgdStrategy : public Strategy {
       params.push_back({p, std::move(group)});
     }
     const int64_t k = ctx.options->GetInt("sync_every");
-    ctx.state->notes.push_back(absl::StrCat(
+    result.notes.push_back(absl::StrCat(
         "local_sgd: parameters averaged every ", k,
         " steps; optimizer state stays per rank and checkpoints keep rank 0's replica"));
-    ctx.state->participants.push_back(
+    result.participants.push_back(
         std::make_unique<LocalSgdParticipant>(ctx.run, std::move(params), k));
-    return absl::OkStatus();
+    return result;
   }
 };
 

@@ -117,7 +117,8 @@ absl::Status PipelineStrategy::Validate(const StrategyOptionSet& options,
   return absl::OkStatus();
 }
 
-absl::Status PipelineStrategy::Apply(StrategyContext& ctx) {
+absl::StatusOr<StrategyResult> PipelineStrategy::Apply(StrategyContext& ctx) {
+  StrategyResult result;
   Model& model = ctx.model();
   std::vector<Stage> stages = model.Stages();
   if (stages.empty()) {
@@ -202,21 +203,18 @@ absl::Status PipelineStrategy::Apply(StrategyContext& ctx) {
   comm::ProcessGroup* pp_group = &links->group();
   auto pipeline = std::make_unique<pp::PipelineModel>(std::move(*ctx.model_slot), std::move(stages),
                                                       std::move(chunks), parts, std::move(links),
-                                                      ctx.state->stage_boundary);
+                                                      ctx.applied->stage_boundary);
   pp::PipelineModel* raw = pipeline.get();
   *ctx.model_slot = std::move(pipeline);
   auto schedule =
       std::make_shared<pp::PipelineStepSchedule>(raw, ctx.options->GetEnum("pp_schedule"));
-  ctx.state->step_schedule = schedule;
-  ctx.state->participants.push_back(std::make_unique<PipelineParticipant>(
+  result.step_schedule = schedule;
+  result.participants.push_back(std::make_unique<PipelineParticipant>(
       std::move(tied), std::move(tie_group), pp_group, ctx.run->stream, schedule));
-  // Losses come from the last rank only: sums for logging span the pp ranks.
-  auto dp_sum = ctx.state->dp_sum;
-  ctx.state->dp_sum = [dp_sum, pp_group](Tensor& t, NativeStream stream) -> absl::Status {
-    if (dp_sum) WEFT_RETURN_IF_ERROR(dp_sum(t, stream));
-    return pp_group->AllReduce(t, {.op = comm::ReduceOp::kSum, .stream = stream})->Wait();
-  };
-  return absl::OkStatus();
+  // Losses come from the last rank only: sums for logging span the pp ranks
+  // (the mesh's cached pp group, the one the links use).
+  WEFT_ASSIGN_OR_RETURN(result.loss_group, ctx.mesh->Group("pp"));
+  return result;
 }
 
 }  // namespace weft

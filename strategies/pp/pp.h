@@ -24,6 +24,7 @@
 
 #include <memory>
 
+#include "core/parallel/parallel_plan.h"
 #include "core/parallel/strategy.h"
 
 namespace weft {
@@ -35,10 +36,12 @@ class PipelineStrategy : public Strategy {
   std::string Name() const override { return "pp"; }
   StrategyPhase Phase() const override { return StrategyPhase::kPipeline; }
   std::vector<std::string> RequiredAxes() const override { return {"pp"}; }
+  // The mesh has pipeline ranks (--pp > 1, or --pp=0 resolving to more).
+  bool JoinsUnnamed(const PlanView& plan) const override { return plan.AxisSize("pp") > 1; }
   OptionSchema Options() const override;
   absl::Status Validate(const StrategyOptionSet& options,
                         const comm::MeshLayout* mesh) const override;
-  absl::Status Apply(StrategyContext& ctx) override;
+  absl::StatusOr<StrategyResult> Apply(StrategyContext& ctx) override;
 };
 
 }  // namespace weft

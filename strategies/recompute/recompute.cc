@@ -53,7 +53,8 @@ absl::Status RecomputeStrategy::Validate(const StrategyOptionSet& options,
   return absl::OkStatus();
 }
 
-absl::Status RecomputeStrategy::Apply(StrategyContext& ctx) {
+absl::StatusOr<StrategyResult> RecomputeStrategy::Apply(StrategyContext& ctx) {
+  StrategyResult result;
   const std::string spec = PolicyModules(*ctx.options);
   const std::set<std::string> types = absl::StrSplit(spec, '|', absl::SkipEmpty());
   // Collect first: wrapping changes the children being walked.
@@ -97,7 +98,7 @@ absl::Status RecomputeStrategy::Apply(StrategyContext& ctx) {
   for (const auto& [parent, child] : targets) {
     WEFT_RETURN_IF_ERROR(EnableRecompute(*parent, child));
   }
-  return absl::OkStatus();
+  return result;
 }
 
 }  // namespace weft

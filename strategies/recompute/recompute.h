@@ -15,6 +15,7 @@
 
 #include <memory>
 
+#include "core/parallel/parallel_plan.h"
 #include "core/parallel/strategy.h"
 
 namespace weft {
@@ -26,10 +27,12 @@ class RecomputeStrategy : public Strategy {
   std::string Name() const override { return "recompute"; }
   StrategyPhase Phase() const override { return StrategyPhase::kRecompute; }
   std::vector<std::string> RequiredAxes() const override { return {}; }
+  // --recompute is shorthand for naming it.
+  bool JoinsUnnamed(const PlanView& plan) const override { return plan.Switch("recompute"); }
   OptionSchema Options() const override;
   absl::Status Validate(const StrategyOptionSet& options,
                         const comm::MeshLayout* mesh) const override;
-  absl::Status Apply(StrategyContext& ctx) override;
+  absl::StatusOr<StrategyResult> Apply(StrategyContext& ctx) override;
 };
 
 }  // namespace weft

@@ -268,8 +268,9 @@ absl::Status TensorParallelStrategy::Validate(const StrategyOptionSet&,
   return absl::OkStatus();
 }
 
-absl::Status TensorParallelStrategy::Apply(StrategyContext& ctx) {
-  for (const std::string& n : ctx.state->strategy_names) {
+absl::StatusOr<StrategyResult> TensorParallelStrategy::Apply(StrategyContext& ctx) {
+  StrategyResult result;
+  for (const std::string& n : ctx.applied->strategy_names) {
     if (n == "tp" || n == "sp") {
       return InvalidArgument(absl::StrCat("--strategy lists both tp and sp"),
                              "one of them: sp is tp with sequence parallelism");
@@ -294,21 +295,18 @@ absl::Status TensorParallelStrategy::Apply(StrategyContext& ctx) {
   }
   PlanApplier applier(ctx, tp);
   WEFT_RETURN_IF_ERROR(applier.Apply(plan));
-  if (std::string note = applier.PaddingNote(); !note.empty()) ctx.state->notes.push_back(note);
+  if (std::string note = applier.PaddingNote(); !note.empty()) result.notes.push_back(note);
   // What every tp rank holds whole is saved once (rank 0's copy).
   for (Parameter* p : model.Parameters()) {
     if (!p->placement().ShardedOver("tp")) p->set_mp_replica(tp.rank());
   }
-  ctx.state->keep_alive.push_back(tp.group);
+  result.keep_alive.push_back(tp.group);
   if (sequence_parallel_) {
     // Between stages the residual stream is this rank's sequence shard.
     const int n = tp.size();
-    auto before = ctx.state->stage_boundary;
-    ctx.state->stage_boundary = [before, n](const StageTensor& t) -> absl::StatusOr<StageTensor> {
+    // The composer chains it after earlier strategies' boundaries.
+    result.stage_boundary = [n](const StageTensor& t) -> absl::StatusOr<StageTensor> {
       StageTensor out = t;
-      if (before) {
-        WEFT_ASSIGN_OR_RETURN(out, before(t));
-      }
       if (out.shape.size() < 2 || out.shape[1] % n != 0) {
         return InvalidArgument(absl::StrCat("sp over ", n, " ranks of a stage input ",
                                             out.ToString()),
@@ -318,7 +316,7 @@ absl::Status TensorParallelStrategy::Apply(StrategyContext& ctx) {
       return out;
     };
   }
-  return absl::OkStatus();
+  return result;
 }
 
 }  // namespace weft

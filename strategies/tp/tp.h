@@ -1,7 +1,7 @@
 // tp: Megatron-style tensor parallelism as a strategy plugin, and sp, the
 // same with sequence parallelism (Megatron-SP).
 //
-// The model's plan (Model::ParallelPlan, core/nn/parallel_plan.h) names
+// The model's plan (Model::ParallelPlan, core/nn/tp_plan.h) names
 // which modules split and how; this strategy knows no concrete model:
 //   colwise  Linear -> ColumnParallelLinear (packed sections: fused q, k, v)
 //   rowwise  Linear -> RowParallelLinear
@@ -51,7 +51,7 @@ class TensorParallelStrategy : public Strategy {
   OptionSchema Options() const override;
   absl::Status Validate(const StrategyOptionSet& options,
                         const comm::MeshLayout* mesh) const override;
-  absl::Status Apply(StrategyContext& ctx) override;
+  absl::StatusOr<StrategyResult> Apply(StrategyContext& ctx) override;
 
  private:
   const bool sequence_parallel_;

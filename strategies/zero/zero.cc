@@ -50,7 +50,8 @@ absl::Status ZeroStrategy::Validate(const StrategyOptionSet& options,
   return absl::OkStatus();
 }
 
-absl::Status ZeroStrategy::Apply(StrategyContext& ctx) {
+absl::StatusOr<StrategyResult> ZeroStrategy::Apply(StrategyContext& ctx) {
+  StrategyResult result;
   // Shards every parameter over the data-parallel ranks itself; one already
   // sharded over them (an expert) needs ddp (core/parallel/reduce_groups.h).
   for (const char* axis : {"dp_replicate", "dp_shard"}) {
@@ -62,19 +63,19 @@ absl::Status ZeroStrategy::Apply(StrategyContext& ctx) {
   if (stage == 3) {
     // Stage 3 is fsdp's unit schedule over the whole data-parallel group.
     WEFT_ASSIGN_OR_RETURN(ShardedUnitsParticipant::Config config,
-                          ShardedUnitsParticipant::ConfigFromOptions(ctx, "zero-3", "zero3_wrap",
+                          ShardedUnitsParticipant::ConfigFromOptions(ctx, result, "zero-3", "zero3_wrap",
                                                                      kDefaultStage3Wrap));
     config.axis = "dp_replicate+dp_shard";
     auto participant = std::make_unique<ShardedUnitsParticipant>(std::move(config), group,
                                                                  nullptr, ctx.run->stream);
-    WEFT_RETURN_IF_ERROR(participant->Build(ctx));
-    ctx.state->participants.push_back(std::move(participant));
-    return absl::OkStatus();
+    WEFT_RETURN_IF_ERROR(participant->Build(ctx, result));
+    result.participants.push_back(std::move(participant));
+    return result;
   }
   auto participant = std::make_unique<ZeroParticipant>(stage, group, ctx.run->stream);
-  WEFT_RETURN_IF_ERROR(participant->Build(ctx));
-  ctx.state->participants.push_back(std::move(participant));
-  return absl::OkStatus();
+  WEFT_RETURN_IF_ERROR(participant->Build(ctx, result));
+  result.participants.push_back(std::move(participant));
+  return result;
 }
 
 }  // namespace weft

@@ -32,12 +32,12 @@ absl::Status ZeroParticipant::AddGroup(const std::string& name, std::vector<Para
   return absl::OkStatus();
 }
 
-absl::Status ZeroParticipant::Build(StrategyContext& ctx) {
+absl::Status ZeroParticipant::Build(StrategyContext& ctx, StrategyResult& result) {
   if (stage_ != 1 && stage_ != 2) {
     return Internal(absl::StrCat("ZeroParticipant for stage ", stage_), "stage 1 or 2");
   }
   if (stage_ == 2 && group_->size() == 1) {
-    ctx.state->notes.push_back(
+    result.notes.push_back(
         "zero-2 over a data-parallel group of one rank: gradients stay whole (nothing to shard)");
   }
   Model& model = ctx.model();

@@ -19,7 +19,7 @@ class ZeroParticipant : public StepParticipant {
   ZeroParticipant(int stage, std::shared_ptr<comm::ProcessGroup> group, NativeStream stream)
       : stage_(stage), group_(std::move(group)), stream_(stream) {}
 
-  absl::Status Build(StrategyContext& ctx);
+  absl::Status Build(StrategyContext& ctx, StrategyResult& result);
 
   absl::Status ZeroGrad() override;
   // Every gradient lives in a group's buffers (or is unbound between steps).

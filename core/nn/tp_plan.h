@@ -16,8 +16,8 @@
 //              hidden units split like a column- then row-parallel MLP
 //              (fc by output, proj by input features), one sum over tp
 //              after the experts; the router stays replicated (unlisted).
-#ifndef WEFT_CORE_NN_PARALLEL_PLAN_H_
-#define WEFT_CORE_NN_PARALLEL_PLAN_H_
+#ifndef WEFT_CORE_NN_TP_PLAN_H_
+#define WEFT_CORE_NN_TP_PLAN_H_
 
 #include <algorithm>
 #include <string>
@@ -53,4 +53,4 @@ inline bool MatchesPlanPattern(const std::string& pattern, const std::string& pa
 
 }  // namespace weft
 
-#endif  // WEFT_CORE_NN_PARALLEL_PLAN_H_
+#endif  // WEFT_CORE_NN_TP_PLAN_H_

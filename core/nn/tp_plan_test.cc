@@ -1,4 +1,4 @@
-#include "core/nn/parallel_plan.h"
+#include "core/nn/tp_plan.h"
 
 #include "gtest/gtest.h"
 
