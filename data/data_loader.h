@@ -2,16 +2,22 @@
 // threads into a ring of pinned host buffers and, on CUDA, copied to the
 // device asynchronously on a dedicated copy stream.
 //
+//   // As the trainer does: one loader per data-parallel rank, one Next() per
+//   // micro-batch (ranks of one tp, cp or pp group pass the same dp rank).
 //   DataLoader::Options opt;
-//   opt.batch_size = 8; opt.rank = rank; opt.world_size = world;
-//   opt.device = Device::Cuda(local_rank);
-//   auto loader = DataLoader::Create(dataset, opt).value();
-//   for (int step = 0; step < steps; ++step) {
-//     Batch b = loader->Next().value();
-//     b.WaitOn(compute_stream);           // event wait, no host sync
-//     model.Forward(b.Get("inputs"), b.Get("targets"));
+//   opt.batch_size = micro_batch; opt.rank = dp_rank; opt.world_size = dp_size;
+//   opt.global_batch = global_batch; opt.device = Device::Cuda(local_rank);
+//   WEFT_ASSIGN_OR_RETURN(auto loader, DataLoader::Create(dataset, opt));
+//   for (int micro = 0; micro < accum_steps; ++micro) {  // one optimizer step
+//     WEFT_ASSIGN_OR_RETURN(Batch b, loader->Next());
+//     WEFT_RETURN_IF_ERROR(b.WaitOn(compute_stream));  // event wait, no host sync
+//     ctx.slot = micro;
+//     WEFT_ASSIGN_OR_RETURN(Tensor losses, model.ForwardLoss(ctx, b.Get("inputs"),
+//                                                            b.Get("targets"), dloss_scale));
+//     WEFT_RETURN_IF_ERROR(model.BackwardFromLoss(ctx));
 //   }
-//   checkpoint.loader = loader->State();  // later: loader->Restore(state)
+//   std::string saved = loader->State().Serialize();  // kept in the checkpoint
+//   // On resume: loader->Restore(LoaderState::Parse(saved).value()).
 //
 // Order and contents. Batch j of epoch e holds samples
 // sampler(e).Indices()[j*B, (j+1)*B) (distributed_sampler.h), whatever the

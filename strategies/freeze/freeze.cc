@@ -1,12 +1,13 @@
 // freeze: an example out-of-tree strategy, built as a shared object and
-// loaded with --plugin=libweft_freeze.so (see README.md, "Adding a
-// strategy"). It freezes the parameters of the modules named in
+// loaded with --plugin=libweft_freeze.so (see strategies/README.md,
+// "Adding a strategy"). It freezes the parameters of the modules named in
 // --strategy_options=freeze=<prefix>|<prefix>..., e.g. freeze=embed:
 //   - a gradients-ready hook on each module that writes a frozen
 //     parameter's gradient (its owner, and a tied head borrowing it) zeroes
 //     it, so every data-parallel strategy applied after it reduces zeros, and
 //   - weight decay is turned off for them, so AdamW leaves them unchanged.
-// It runs in the model-transform phase, before data-parallel strategies.
+// It runs in the expert phase (after tp, before pp and the data-parallel
+// strategies), so the modules it hooks are the ones they will run.
 #include <set>
 #include <string>
 #include <vector>
