@@ -8,10 +8,10 @@
 #include "absl/strings/str_split.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
+#include "core/base/user_path.h"
 #include "data/data.h"
 #include "data/tokenizer_factory.h"
 #include "models/gpt/gpt.h"
-#include "tools/train_main/train_main.h"
 
 namespace weft {
 namespace {

@@ -17,12 +17,6 @@
 
 namespace weft {
 
-std::string ResolveUserPath(const std::string& path) {
-  if (path.empty() || path[0] == '/') return path;
-  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
-  return cwd != nullptr ? std::string(cwd) + "/" + path : path;
-}
-
 void ResolveCheckpointPaths(TrainConfig* config) {
   config->set_checkpoint_dir(ResolveUserPath(config->checkpoint_dir()));
   if (config->resume() != "latest" && config->resume() != "auto") {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "core/base/user_path.h"
 #include "core/runtime/train_config.pb.h"
 #include "google/protobuf/message.h"
 
@@ -20,10 +21,6 @@ namespace weft {
 
 int TrainMain(int argc, char** argv, const std::string& usage, google::protobuf::Message* job,
               const std::function<absl::Status()>& run);
-
-// `path` made absolute against BUILD_WORKING_DIRECTORY (set by bazel run)
-// when it is relative; unchanged otherwise.
-std::string ResolveUserPath(const std::string& path);
 
 // --checkpoint_dir and --resume through ResolveUserPath; --resume's
 // keywords ("latest", "auto": checkpoint/layout.h) stay as they are.

@@ -1,0 +1,162 @@
+// The GPT training job's policy, above the model: --strategy=auto through
+// the planner, --init_from weights, the sampler, the MoE resume note and
+// the run report. //models/gpt:train's main only declares the model.
+#include "tools/train_main/gpt_train.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "checkpoint/loader.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "core/runtime/parallel_setup.h"
+#include "core/runtime/trainer.h"
+#include "models/gpt/gpt_config.pb.h"
+#include "models/gpt/gpt_job.h"
+#include "models/gpt/moe_resume_note.h"
+#include "models/gpt/recorded_job.h"
+#include "models/gpt/train_sampler.h"
+#include "models/gpt/weights_file.h"
+#include "tools/estimate/planner.h"
+#include "tools/report/run_report.h"
+#include "tools/train_main/train_main.h"
+
+namespace weft {
+namespace {
+
+// auto plans every strategy and axis, so it stands alone; --memory_budget
+// only feeds that plan, so without auto it is refused rather than ignored.
+absl::Status CheckAutoFlags(const ParallelConfig& p) {
+  std::vector<std::string> names;
+  for (absl::string_view n : absl::StrSplit(p.strategy(), ',')) {
+    names.emplace_back(absl::StripAsciiWhitespace(n));
+  }
+  const bool has_auto = std::find(names.begin(), names.end(), "auto") != names.end();
+  if (has_auto && names.size() > 1) {
+    return InvalidArgument(
+        absl::StrCat("--strategy=", p.strategy(), ": auto combined with other strategies"),
+        "--strategy=auto alone (it picks the strategies and axes itself), or a list without auto",
+        "keep only auto (with --memory_budget=B), or drop it and choose the strategies yourself; "
+        "//tools:estimate shows what auto would pick");
+  }
+  if (!has_auto && !p.memory_budget().empty()) {
+    return InvalidArgument(
+        absl::StrCat("--memory_budget=", p.memory_budget(), " without --strategy=auto"),
+        "--memory_budget only with --strategy=auto, whose planner picks a layout that fits it",
+        "add --strategy=auto, or drop --memory_budget; to check a layout against a budget use "
+        "bazel run //tools:estimate -- <same flags> --memory_budget=B");
+  }
+  return absl::OkStatus();
+}
+
+// --strategy=auto: every rank plans the same layout from the same config
+// and world size (a deterministic dry run), so they agree without talking.
+absl::StatusOr<GptJob> ResolveAutoLayout(const GptJob& job) {
+  WEFT_RETURN_IF_ERROR(CheckAutoFlags(job.train().parallel()));
+  if (job.train().parallel().strategy() != "auto") return job;
+  WEFT_ASSIGN_OR_RETURN(JobTopology topology, ResolveTopology(std::nullopt));
+  std::string summary;
+  WEFT_ASSIGN_OR_RETURN(GptJob planned, PlanAutoLayout(job, topology.world_size, &summary));
+  if (topology.rank == 0) std::printf("%s\n", summary.c_str());
+  return planned;
+}
+
+// After a resume: says when MoE routing groups changed with the layout
+// (moe_resume_note.h).
+void NoteMoeRoutingOnResume(const GptJob& job, const GptJob& saved, Trainer& trainer) {
+  if (job.model().moe_every() <= 0) return;
+  int saved_dp = 1;
+  for (const ckpt::MeshAxis& a : trainer.resumed_from()->mesh()) {
+    if (a.name() == "dp_replicate" || a.name() == "dp_shard") saved_dp *= a.size();
+  }
+  const std::string note =
+      MoeRoutingResumeNote(saved, saved_dp, job, static_cast<int>(trainer.parallel().dp_size));
+  if (!note.empty()) {
+    trainer.logger().Print(note);
+    trainer.logger().Log(MetricsLogger::Record().AddString("note", note), /*to_console=*/false);
+  }
+}
+
+}  // namespace
+
+absl::Status RunGptTraining(const GptJob& given) {
+  if (given.sample_every() < 0) {
+    return InvalidArgument(absl::StrCat("--sample_every=", given.sample_every()), "a step count >= 0",
+                           "0 samples no text while training");
+  }
+  WEFT_ASSIGN_OR_RETURN(const GptJob job, ResolveAutoLayout(given));
+  WEFT_ASSIGN_OR_RETURN(std::string path, GptDataPath(job));
+  Trainer::Options o;
+  o.config = job.train();
+  // `bazel run` starts in the runfiles tree: user paths are relative to
+  // where the command was typed.
+  ResolveCheckpointPaths(&o.config);
+  auto resolved = std::make_shared<GptJob>(job);  // with the vocabulary filled in
+  o.describe_job = [resolved] { return resolved->DebugString(); };
+  report::PrepareRunReport(&o.config);
+  SetGptJobCallbacks(job, path, resolved, &o);
+  // Before the resumed tensors load: n_head and the like are in no shape,
+  // and an untied lm_head would fail as a missing tensor without the flag.
+  // The recorded job is kept for the MoE note after the trainer is built.
+  auto saved_job = std::make_shared<std::optional<GptJob>>();
+  o.check_resumed = [resolved, saved_job,
+                     resume = job.train().resume()](const ckpt::Metadata& meta) {
+    absl::StatusOr<GptJob> saved = ParseRecordedGptJob(meta.job_config(), "the resumed checkpoint");
+    if (!saved.ok()) return absl::OkStatus();  // another job's checkpoint: the tensors tell
+    *saved_job = *saved;
+    return CheckSameArchitecture(saved->model(), resolved->model(),
+                                 absl::StrCat("the resumed checkpoint (--resume=", resume, ")"));
+  };
+  // --sample_every: the sampler needs the built trainer; the hook runs only
+  // once Run starts, after it is set.
+  auto sampler = std::make_shared<std::unique_ptr<TrainSampler>>();
+  if (job.sample_every() > 0) {
+    o.after_step = [sampler](Trainer& t, int64_t step) { return (*sampler)->AtStep(t, step); };
+  }
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(o)));
+  if (job.sample_every() > 0) {
+    WEFT_ASSIGN_OR_RETURN(*sampler, TrainSampler::Create(job, *trainer));
+  }
+  if (saved_job->has_value()) NoteMoeRoutingOnResume(*resolved, **saved_job, *trainer);
+  // --resume=auto with nothing saved yet starts from --init_from.
+  const bool resumed = trainer->resumed_from() != nullptr;
+  if (!job.init_from().empty() && resumed) {
+    trainer->logger().Print(absl::StrCat("--init_from=", job.init_from(),
+                                         " is not read: --resume continues its checkpoint"));
+  }
+  if (!job.init_from().empty() && !resumed) {
+    const std::string from = ResolveUserPath(job.init_from());
+    std::string file_tokenizer;
+    WEFT_ASSIGN_OR_RETURN(GptWeights weights,
+                          ReadInitWeights(from, resolved->model(), &file_tokenizer));
+    // Token ids index the embedding: another tokenizer of the same size
+    // would train on rows that mean other tokens.
+    if (!file_tokenizer.empty() && !trainer->tokenizer().empty() &&
+        file_tokenizer != trainer->tokenizer()) {
+      return FailedPrecondition(
+          absl::StrCat(from, " was trained with another tokenizer than this job's data gives"),
+          "the tokenizer the weights were trained with: token ids index the embedding rows",
+          "pass --tokenizer=FILE with the weights' tokenizer (//tools:ckpt export CHECKPOINT "
+          "--format=tokenizer --out=FILE writes it), or data tokenized with it");
+    }
+    WEFT_ASSIGN_OR_RETURN(std::vector<std::string> kept, trainer->LoadWeights(weights));
+    if (!kept.empty()) {
+      return FailedPrecondition(absl::StrCat(from, " has no weights for ", absl::StrJoin(kept, ", ")),
+                                "every parameter of the model in the file");
+    }
+    std::printf("initialized from %s %s\n",
+                IsSafetensorsFile(from) ? "safetensors weights" : "llm.c checkpoint", from.c_str());
+  }
+  WEFT_RETURN_IF_ERROR(trainer->Run());
+  return report::FinishRunReport(trainer->config(), trainer->parallel().world_rank);
+}
+
+}  // namespace weft
