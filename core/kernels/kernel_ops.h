@@ -137,158 +137,17 @@ class KernelOps {
  public:
   virtual ~KernelOps() = default;
 
-  virtual absl::Status Gemm(const KernelContext& ctx, const GemmArgs& args) = 0;
-  // dbias (N) += sum over rows of dy (M, N).
-  virtual absl::Status BiasGrad(const KernelContext& ctx, Tensor& dbias, const Tensor& dy) = 0;
+  // The ops (kernel_ops_list.inc): pure virtual, two with a default.
+#define WEFT_KERNEL_OP(name, params) virtual absl::Status name params = 0;
+#define WEFT_KERNEL_OP_WITH_DEFAULT(name, params) virtual absl::Status name params;
+#include "core/kernels/kernel_ops_list.inc"
+#undef WEFT_KERNEL_OP
+#undef WEFT_KERNEL_OP_WITH_DEFAULT
 
-  // out, mean, rstd from x (N, C); weight, bias (C). mean/rstd are f32 (N).
-  virtual absl::Status LayerNormForward(const KernelContext& ctx, Tensor& out, Tensor& mean,
-                                        Tensor& rstd, const Tensor& x, const Tensor& weight,
-                                        const Tensor& bias, float eps) = 0;
-  // dx = residual + dL/dx, or dL/dx when residual is undefined; dweight += ,
-  // dbias += . residual (same shape and dtype as x) may be dx itself, which
-  // makes dx +=, or another tensor, so a residual gradient that must stay
-  // unchanged needs no copy. dx may alias dy.
-  virtual absl::Status LayerNormBackward(const KernelContext& ctx, Tensor& dx, Tensor& dweight,
-                                         Tensor& dbias, const Tensor& dy, const Tensor& x,
-                                         const Tensor& weight, const Tensor& mean,
-                                         const Tensor& rstd, const Tensor& residual) = 0;
-  // Fused: residual_out = a + b; out = layernorm(residual_out).
-  virtual absl::Status ResidualLayerNormForward(const KernelContext& ctx, Tensor& residual_out,
-                                                Tensor& out, Tensor& mean, Tensor& rstd,
-                                                const Tensor& a, const Tensor& b,
-                                                const Tensor& weight, const Tensor& bias,
-                                                float eps) = 0;
-
-  // GELU, tanh approximation (GPT-2's).
-  virtual absl::Status GeluForward(const KernelContext& ctx, Tensor& out, const Tensor& x) = 0;
-  virtual absl::Status GeluBackward(const KernelContext& ctx, Tensor& dx, const Tensor& dy,
-                                    const Tensor& x) = 0;
-
-  // out = a + b (elementwise; out may alias a or b).
-  virtual absl::Status Add(const KernelContext& ctx, Tensor& out, const Tensor& a,
-                           const Tensor& b) = 0;
-  // x *= scale.
-  virtual absl::Status Scale(const KernelContext& ctx, Tensor& x, float scale) = 0;
-
-  // Causal self-attention. qkv (B, T, 3C) packs q, k, v; heads split C.
-  // out (B, T, C); lse (B, NH, T) f32 logsumexp of the scaled scores, kept
-  // for backward so the T x T matrix is never stored.
-  virtual absl::Status AttentionForward(const KernelContext& ctx, Tensor& out, Tensor& lse,
-                                        const Tensor& qkv, int num_heads) = 0;
-  // dqkv (B, T, 3C) overwritten.
-  virtual absl::Status AttentionBackward(const KernelContext& ctx, Tensor& dqkv,
-                                         const Tensor& dout, const Tensor& qkv, const Tensor& out,
-                                         const Tensor& lse, int num_heads) = 0;
-
-  // One block of blockwise (ring) attention, for context parallelism.
-  // Queries are the first C columns of q (B, Tq, 3C or C); keys and values
-  // come from kv, either a packed qkv (B, Tk, 3C: k and v at columns C and
-  // 2C) or a K/V block (B, Tk, 2C: k then v). Key j is visible to query i
-  // when its global position (kv_chunks) is <= the query's (q_chunks). The
-  // block's result is merged into out (B, Tq, C) and lse (B, NH, Tq) by the
-  // online-softmax (log-sum-exp) rule; accumulate=false overwrites them
-  // instead. A row with no visible key so far has out 0 and lse -inf.
-  // Defaults return Unimplemented (a device without blockwise kernels).
-  virtual absl::Status AttentionBlockForward(const KernelContext& ctx, Tensor& out, Tensor& lse,
-                                             const Tensor& q, const TokenChunks& q_chunks,
-                                             const Tensor& kv, const TokenChunks& kv_chunks,
-                                             int num_heads, bool accumulate);
-  // The block's share of the gradient, given the MERGED out and lse of every
-  // block: dq (shaped like q; its first C columns) += and dkv (shaped like
-  // kv; its k and v columns) +=. Exact because softmax probabilities of a
-  // block are exp(score - lse) with the global lse.
-  virtual absl::Status AttentionBlockBackward(const KernelContext& ctx, Tensor& dq, Tensor& dkv,
-                                              const Tensor& dout, const Tensor& q,
-                                              const TokenChunks& q_chunks, const Tensor& kv,
-                                              const TokenChunks& kv_chunks, const Tensor& out,
-                                              const Tensor& lse, int num_heads);
-
-  // out (B, T, C) = wte[tokens] + wpe[0..T). tokens i32 (B, T).
-  virtual absl::Status EmbeddingForward(const KernelContext& ctx, Tensor& out,
-                                        const Tensor& tokens, const Tensor& wte,
-                                        const Tensor& wpe) = 0;
-  // dwte += scatter of dout by token, dwpe += sum over batch. Deterministic.
-  // wpe/dwpe may be undefined (no positional table).
-  virtual absl::Status EmbeddingBackward(const KernelContext& ctx, Tensor& dwte, Tensor& dwpe,
-                                         const Tensor& dout, const Tensor& tokens) = 0;
-
-  // Fused softmax + cross-entropy over the first `vocab` columns of logits
-  // (rows, padded_vocab). losses (rows) f32 get -log p[target]. When
-  // compute_grad, logits are overwritten in place with
-  // dloss_scale * (softmax - onehot) (padded columns get 0). Targets < 0 are
-  // ignored: loss 0 and zero gradient.
-  virtual absl::Status CrossEntropyForwardBackward(const KernelContext& ctx, Tensor& losses,
-                                                   Tensor& logits, const Tensor& targets,
-                                                   int64_t vocab, float dloss_scale,
-                                                   bool compute_grad) = 0;
-
-  // Vocabulary-parallel embedding and cross-entropy (tensor parallelism): a
-  // shard holds global rows [vocab_begin, vocab_begin + rows) of the token
-  // table and the same logit columns; columns >= `vocab` are padding
-  // (vocab_shard.h).
-  //
-  // out (B, T, C) = wte_shard[token - vocab_begin] for tokens this shard
-  // holds, 0 for the others; + wpe[t] when wpe is defined (rows >= T).
-  virtual absl::Status VocabEmbeddingForward(const KernelContext& ctx, Tensor& out,
-                                             const Tensor& tokens, const Tensor& wte_shard,
-                                             int64_t vocab_begin, const Tensor& wpe) = 0;
-  // dwte_shard[token - vocab_begin] += dout for tokens held here, dwpe +=
-  // dout summed over the batch when defined. Deterministic.
-  virtual absl::Status VocabEmbeddingBackward(const KernelContext& ctx, Tensor& dwte_shard,
-                                              Tensor& dwpe, const Tensor& dout,
-                                              const Tensor& tokens, int64_t vocab_begin) = 0;
-  // The cross-entropy in three steps around two all-reduces over the shards
-  // (the caller's), all per row of logits (N, cols), f32 statistics (N):
-  //  1. Stats: over this shard's real columns, row_max (-inf when none),
-  //     sum_exp = sum of exp(z - row_max), target_logit = z[target] when
-  //     held here, else 0. Ignored rows (target < 0): -inf, 0, 0.
-  //  [global_max = all-reduce max of row_max]
-  //  2. Rescale: sum_exp *= exp(row_max - global_max) (0 for row_max -inf).
-  //  [all-reduce sum of sum_exp and target_logit]
-  //  3. Finish: losses = log(sum_exp) + global_max - target_logit, 0 for
-  //     ignored rows; with compute_grad the logits become
-  //     dloss_scale * (softmax - onehot) on real columns, 0 on padding and
-  //     ignored rows.
-  // One shard (vocab_begin 0, all columns) gives CrossEntropyForwardBackward.
-  // Targets >= vocab: an error on CPU, NaN loss and zero row on CUDA.
-  virtual absl::Status VocabCrossEntropyStats(const KernelContext& ctx, Tensor& row_max,
-                                              Tensor& sum_exp, Tensor& target_logit,
-                                              const Tensor& logits, const Tensor& targets,
-                                              int64_t vocab_begin, int64_t vocab) = 0;
-  virtual absl::Status VocabCrossEntropyRescale(const KernelContext& ctx, Tensor& sum_exp,
-                                                const Tensor& row_max,
-                                                const Tensor& global_max) = 0;
-  virtual absl::Status VocabCrossEntropyFinish(const KernelContext& ctx, Tensor& losses,
-                                               Tensor& logits, const Tensor& targets,
-                                               int64_t vocab_begin, int64_t vocab,
-                                               const Tensor& global_max, const Tensor& sum_exp,
-                                               const Tensor& target_logit, float dloss_scale,
-                                               bool compute_grad) = 0;
-
-  // Inverted dropout: out = x * mask / (1 - p), element i kept when
-  // DropoutKeep(key, i, p).
-  virtual absl::Status DropoutForward(const KernelContext& ctx, Tensor& out, const Tensor& x,
-                                      float p, const DropoutKey& key) = 0;
-  virtual absl::Status DropoutBackward(const KernelContext& ctx, Tensor& dx, const Tensor& dy,
-                                       float p, const DropoutKey& key) = 0;
-
-  // out (one f32 element) = sum of x (any float dtype). With accumulate, +=.
-  virtual absl::Status Sum(const KernelContext& ctx, Tensor& out, const Tensor& x,
-                           bool accumulate) = 0;
-  // out (one f32 element) = sum over tensors of sum(x^2), accumulated in f32.
-  virtual absl::Status SumSquares(const KernelContext& ctx, Tensor& out,
-                                  absl::Span<const Tensor> tensors) = 0;
   // Sets every element of every tensor to zero (the gradients at a step's
   // start). Default: one Tensor::Zero each; CUDA: one launch per 64 tensors
   // instead of a memset per parameter.
   virtual absl::Status ZeroTensors(const KernelContext& ctx, absl::Span<const Tensor> tensors);
-
-  // Multi-tensor optimizers: one launch (on CUDA) for all segments.
-  virtual absl::Status AdamW(const KernelContext& ctx, absl::Span<OptimSegment> segments,
-                             const AdamWHyper& hyper) = 0;
-  virtual absl::Status Sgd(const KernelContext& ctx, absl::Span<OptimSegment> segments,
-                           const SgdHyper& hyper) = 0;
 
   // Host threads the kernels may use (CPU BLAS); <= 0 keeps the default.
   virtual void SetNumThreads(int threads) { (void)threads; }
