@@ -92,8 +92,11 @@ StageBoundaryFn Chain(StageBoundaryFn before, StageBoundaryFn next) {
   };
 }
 
-void Fold(const std::string& name, const StrategyOptionSet& options, StrategyResult r,
+void Fold(const Strategy& s, const StrategyOptionSet& options, StrategyResult r,
           ParallelState& state) {
+  const std::string name = s.Name();
+  if (!s.KeepsParametersWhole(options)) state.sharding_strategies.push_back(name);
+  state.step_graph_capturable &= s.CapturableInStepGraph();
   for (auto& p : r.participants) state.participants.push_back(std::move(p));
   for (std::string& n : r.notes) state.notes.push_back(std::move(n));
   if (r.step_schedule != nullptr) state.step_schedule = std::move(r.step_schedule);
@@ -116,7 +119,7 @@ absl::Status ApplyOrdered(OrderedStrategies& ordered, StrategyContext& ctx,
     absl::StatusOr<StrategyResult> r = s.Apply(ctx);
     ctx.options = nullptr;
     if (!r.ok()) return Annotate(r.status(), absl::StrCat("applying strategy '", s.Name(), "'"));
-    Fold(s.Name(), ordered.options[i], *std::move(r), state);
+    Fold(s, ordered.options[i], *std::move(r), state);
   }
   return absl::OkStatus();
 }

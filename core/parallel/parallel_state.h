@@ -43,6 +43,11 @@ struct ParallelState {
   std::vector<std::string> strategy_names;
   std::vector<StrategyOptionSet> strategy_options;
   std::vector<std::string> notes;  // startup log lines
+  // Applied strategies after which a rank no longer holds every parameter
+  // whole (Strategy::KeepsParametersWhole), and whether every applied one
+  // allows a captured step (Strategy::CapturableInStepGraph).
+  std::vector<std::string> sharding_strategies;
+  bool step_graph_capturable = true;
   std::shared_ptr<const StepSchedule> step_schedule;  // null: the trainer's
   // The stage boundaries every applied strategy's StageBoundaryFn gives,
   // chained; null: unchanged. A pipeline checks what it receives against

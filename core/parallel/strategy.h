@@ -106,6 +106,16 @@ class Strategy {
   virtual absl::Status Validate(const StrategyOptionSet& options,
                                 const comm::MeshLayout* mesh) const = 0;
   virtual absl::StatusOr<StrategyResult> Apply(StrategyContext& ctx) = 0;
+  // True when every rank still holds every parameter whole after Apply
+  // under these options (ddp, dp, recompute, zero-1/2), so a rank can, for
+  // example, sample text from its own model.
+  virtual bool KeepsParametersWhole(const StrategyOptionSet& options) const {
+    (void)options;
+    return false;
+  }
+  // True when one process's step under it can be captured as a CUDA graph
+  // (--cuda_graph): it only rewraps modules (recompute).
+  virtual bool CapturableInStepGraph() const { return false; }
 };
 
 }  // namespace weft

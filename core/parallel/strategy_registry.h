@@ -29,7 +29,8 @@ using StrategyFactory = std::function<std::unique_ptr<Strategy>()>;
 // StepParticipant, StrategyContext, ParallelState, the tensor and comm
 // types in plugin_sdk). Bump it when one of them changes layout or meaning.
 // 2: Apply returns a StrategyResult; StrategyContext::applied replaced
-// the writable state; After, JoinsUnnamed and Implies were added.
+// the writable state; After, JoinsUnnamed, Implies, KeepsParametersWhole
+// and CapturableInStepGraph were added.
 inline constexpr int kStrategyAbiVersion = 2;
 
 // Aborts on a duplicate name (a programmer error: two plugins claim it).

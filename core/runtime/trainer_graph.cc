@@ -17,11 +17,9 @@ absl::Status Trainer::InitStepGraph() {
                               "a CUDA device (--device=cuda)",
                               "graphs replay GPU work; drop --cuda_graph off the GPU");
   }
-  // recompute only rewraps modules (its forward reruns inside the step).
-  const bool module_rewrites_only =
-      std::all_of(parallel_->strategy_names.begin(), parallel_->strategy_names.end(),
-                  [](const std::string& s) { return s == "recompute"; });
-  if (parallel_->world_size != 1 || !module_rewrites_only || !parallel_->participants.empty() ||
+  // Strategies that only rewrap modules say so (CapturableInStepGraph).
+  if (parallel_->world_size != 1 || !parallel_->step_graph_capturable ||
+      !parallel_->participants.empty() ||
       parallel_->sums_loss() || parallel_->step_schedule != nullptr) {
     return FailedPrecondition(
         absl::StrCat("--cuda_graph with world size ", parallel_->world_size, " and strategy '",

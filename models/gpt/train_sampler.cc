@@ -37,15 +37,10 @@ absl::StatusOr<std::unique_ptr<TrainSampler>> TrainSampler::Create(const GptJob&
   // Checked before training, not at the first sample step.
   WEFT_RETURN_IF_ERROR(CheckGenerateOptions({.temperature = job.sample_temperature()}, "--sample_"));
   const ParallelState& p = trainer.parallel();
-  std::vector<std::string> sharding;
-  for (size_t i = 0; i < p.strategy_names.size(); ++i) {
-    const std::string& name = p.strategy_names[i];
-    // The stage the job runs: --strategy_options=zero_stage=3 wins over
-    // --zero_stage, which alone let zero-3 through to crash at the sample.
-    const bool whole = name == "ddp" || name == "dp" || name == "recompute" ||
-                       (name == "zero" && p.strategy_options[i].GetInt("zero_stage") <= 2);
-    if (!whole) sharding.push_back(name);
-  }
+  // Each strategy says whether it keeps the parameters whole under the
+  // options the job resolved (--strategy_options=zero_stage=3 wins over
+  // --zero_stage, which alone let zero-3 through to crash at the sample).
+  std::vector<std::string> sharding = p.sharding_strategies;
   // Every rank a data-parallel replica: no model-parallel axis (also one a
   // strategy name would not show).
   if (p.dp_size != p.world_size && sharding.empty()) {

@@ -28,6 +28,7 @@ class DpStrategy : public Strategy {
   StrategyPhase Phase() const override { return StrategyPhase::kDataParallel; }
   std::vector<std::string> RequiredAxes() const override { return {}; }
   OptionSchema Options() const override;
+  bool KeepsParametersWhole(const StrategyOptionSet&) const override { return true; }
   absl::Status Validate(const StrategyOptionSet& options,
                         const comm::MeshLayout* mesh) const override;
   absl::StatusOr<StrategyResult> Apply(StrategyContext& ctx) override;

@@ -30,6 +30,9 @@ class RecomputeStrategy : public Strategy {
   // --recompute is shorthand for naming it.
   bool JoinsUnnamed(const PlanView& plan) const override { return plan.Switch("recompute"); }
   OptionSchema Options() const override;
+  bool KeepsParametersWhole(const StrategyOptionSet&) const override { return true; }
+  // Its forward reruns inside the captured step.
+  bool CapturableInStepGraph() const override { return true; }
   absl::Status Validate(const StrategyOptionSet& options,
                         const comm::MeshLayout* mesh) const override;
   absl::StatusOr<StrategyResult> Apply(StrategyContext& ctx) override;

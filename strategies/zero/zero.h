@@ -42,6 +42,10 @@ class ZeroStrategy : public Strategy {
   StrategyPhase Phase() const override { return StrategyPhase::kDataParallel; }
   std::vector<std::string> RequiredAxes() const override { return {"dp_replicate", "dp_shard"}; }
   OptionSchema Options() const override;
+  // Stages 1 and 2 shard optimizer state and gradients, not parameters.
+  bool KeepsParametersWhole(const StrategyOptionSet& options) const override {
+    return options.GetInt("zero_stage") <= 2;
+  }
   absl::Status Validate(const StrategyOptionSet& options,
                         const comm::MeshLayout* mesh) const override;
   absl::StatusOr<StrategyResult> Apply(StrategyContext& ctx) override;
