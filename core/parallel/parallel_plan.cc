@@ -6,7 +6,6 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
@@ -124,8 +123,6 @@ int PlanView::AxisSize(const std::string& axis) const {
   return requested > 0 ? requested : 1;
 }
 
-bool PlanView::Has(const std::string& strategy) const { return Contains(*names_, strategy); }
-
 bool PlanView::HasPhase(StrategyPhase phase) const {
   return std::any_of(names_->begin(), names_->end(), [&](const std::string& n) {
     absl::StatusOr<std::unique_ptr<Strategy>> s = CreateStrategy(n);
@@ -140,7 +137,6 @@ bool PlanView::Switch(const std::string& name) const {
 
 absl::StatusOr<ParallelPlan> ParallelPlan::Resolve(const PlanRequest& request) {
   ParallelPlan plan;
-  plan.world_size_ = request.world_size;
   WEFT_ASSIGN_OR_RETURN(std::vector<std::string> names, ParseStrategyList(request.strategy));
   const bool named = !names.empty();
 
@@ -186,13 +182,6 @@ absl::StatusOr<ParallelPlan> ParallelPlan::Resolve(const PlanRequest& request) {
   plan.options_ = std::move(ordered.options);
   plan.mesh_ = *std::move(shape);
   return plan;
-}
-
-bool ParallelPlan::Has(const std::string& strategy) const { return Contains(names_, strategy); }
-
-std::string ParallelPlan::ToString() const {
-  if (names_.empty()) return "no strategy (one process)";
-  return absl::StrCat(absl::StrJoin(names_, ","), " on ", mesh_->ToString());
 }
 
 }  // namespace weft

@@ -56,7 +56,6 @@ class PlanView {
   // The axis's resolved size (ep too), or its requested one when the sizes
   // do not resolve (the plan then fails with the mesh's error); 1 if unset.
   int AxisSize(const std::string& axis) const;
-  bool Has(const std::string& strategy) const;
   bool HasPhase(StrategyPhase phase) const;
   bool Switch(const std::string& name) const;
 
@@ -74,21 +73,16 @@ class ParallelPlan {
  public:
   static absl::StatusOr<ParallelPlan> Resolve(const PlanRequest& request);
 
-  int world_size() const { return world_size_; }
   // Null when no strategy is applied (a single process).
   const comm::TrainingMesh* mesh() const { return mesh_ ? &*mesh_ : nullptr; }
   // In application order, with their resolved options (parallel vectors).
   const std::vector<std::string>& strategies() const { return names_; }
   const std::vector<StrategyOptionSet>& options() const { return options_; }
-  bool Has(const std::string& strategy) const;
   // Notes for the startup log (a convenience flag no strategy reads).
   const std::vector<std::string>& notes() const { return notes_; }
-  // "pp,tp,fsdp on [pp=2, dp_replicate=1, dp_shard=2, cp=1, tp=2]"
-  std::string ToString() const;
 
  private:
   ParallelPlan() = default;
-  int world_size_ = 1;
   std::optional<comm::TrainingMesh> mesh_;
   std::vector<std::string> names_;
   std::vector<StrategyOptionSet> options_;

@@ -149,7 +149,6 @@ class Trainer {
   Model& model() { return *model_; }
   data::DataLoader* train_loader() { return loaders_.train.get(); }
   ParallelState& parallel() { return *parallel_; }
-  const ParallelPlan& plan() const { return *plan_; }
   data::DataLoader* val_loader() { return loaders_.val.get(); }
   int64_t accum_steps() const { return accum_steps_; }
   // Memory on this rank by category (exact allocator stats): model state,

@@ -1,6 +1,5 @@
 // Trainer::InitStepGraph: what --cuda_graph refuses, and the step graph it
 // makes (the capture and the replays are in trainer.cc's step loop).
-#include <algorithm>
 #include <string>
 
 #include "absl/strings/str_cat.h"
