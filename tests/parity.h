@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/runtime/trainer.h"
 #include "models/gpt/gpt_config.pb.h"
 
 namespace weft::testing {
@@ -63,6 +64,10 @@ struct RunOptions {
   // RunMultiProcess: changes one rank's job (ranks started with other
   // flags or data); null runs the same job everywhere.
   std::function<void(int rank, GptJob* job)> per_rank;
+  // Trains this model over the job's data instead of the job's GPT (the
+  // job's train config still decides everything else): other model
+  // families run the same matrix. Called with the data's vocabulary.
+  std::function<absl::StatusOr<std::unique_ptr<Model>>(const DataLoaders&)> make_model;
 };
 
 // One process, no strategy: the reference.

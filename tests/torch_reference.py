@@ -35,7 +35,10 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import torch_gpt  # noqa: E402  (the model, beside this file)
+import torch_gpt  # noqa: E402  (the models, beside this file)
+import torch_llama  # noqa: E402
+
+MODEL = torch_gpt  # or torch_llama (--model=llama)
 
 SHARD_MAGIC = 20240520
 
@@ -66,8 +69,8 @@ def lr_at(step0, args):
 
 def torch_run(w0, tokens, args):
     p = {k: v.clone().requires_grad_(True) for k, v in w0.items()}
-    decay = [v for k, v in p.items() if torch_gpt.decays(k, v)]
-    no_decay = [v for k, v in p.items() if not torch_gpt.decays(k, v)]
+    decay = [v for k, v in p.items() if MODEL.decays(k, v)]
+    no_decay = [v for k, v in p.items() if not MODEL.decays(k, v)]
     groups = [{"params": decay, "weight_decay": args.weight_decay},
               {"params": no_decay, "weight_decay": 0.0}]
     if args.optimizer == "adamw":
@@ -84,7 +87,7 @@ def torch_run(w0, tokens, args):
         loss_sum = 0.0
         for first in range(s * g, (s + 1) * g, m):
             win = torch.stack([data[i * t:i * t + t + 1] for i in range(first, first + m)])
-            ce, moe = torch_gpt.losses(p, win[:, :-1], win[:, 1:], args)
+            ce, moe = MODEL.losses(p, win[:, :-1], win[:, 1:], args)
             # The task loss averages over the global batch; the MoE terms
             # are per-token losses (core/nn/moe.h), not part of the logged loss.
             (ce * (m / g) + moe / (g * t)).backward()
@@ -104,7 +107,7 @@ def torch_eval(p, tokens, args):
     with torch.no_grad():
         win = torch.stack([data[i * t:i * t + t + 1] for i in range(args.eval_samples)])
         dropless = argparse.Namespace(**{**vars(args), "capacity_factor": 0.0})
-        return torch_gpt.losses(p, win[:, :-1], win[:, 1:], dropless)[0].item()
+        return MODEL.losses(p, win[:, :-1], win[:, 1:], dropless)[0].item()
 
 
 def moe_flags(args):
@@ -116,19 +119,27 @@ def moe_flags(args):
             f"--moe_routing_groups={args.routing_groups}"]
 
 
+def model_flags(args):
+    if args.model == "gpt":
+        return [f"--max_seq_len={args.seq_len}", *moe_flags(args)]
+    return [f"--max_seq_len={args.seq_len}", f"--n_kv_head={args.n_kv_head}",
+            f"--ffn_hidden={args.ffn_hidden}", f"--rope_theta={args.rope_theta}",
+            "--tie_weights=false"]
+
+
 def weft_run(w_file, data_dir, out_dir, args, extra):
     metrics = os.path.join(out_dir, "metrics.jsonl")
     ckpt = os.path.join(out_dir, "ckpt")
     cmd = shlex.split(args.train) + [
            f"--data={data_dir}", f"--init_from={w_file}", f"--device={args.device}",
            "--shuffle=false", "--quiet", "--log_every=1", f"--eval_samples={args.eval_samples}",
-           f"--steps={args.steps}", f"--seq_len={args.seq_len}", f"--max_seq_len={args.seq_len}",
+           f"--steps={args.steps}", f"--seq_len={args.seq_len}",
            f"--global_batch={args.global_batch}", f"--micro_batch={args.micro_batch}",
            f"--n_layer={args.n_layer}", f"--n_head={args.n_head}", f"--d_model={args.d_model}",
            f"--lr={args.lr}", f"--min_lr={args.min_lr}", f"--warmup_steps={args.warmup}",
            f"--weight_decay={args.weight_decay}", f"--grad_clip={args.grad_clip}",
            f"--optim.name={args.optimizer}", "--momentum=0.9", "--nesterov=true",
-           f"--lr_schedule={args.schedule}", *moe_flags(args),
+           f"--lr_schedule={args.schedule}", *model_flags(args),
            f"--metrics_out={metrics}", f"--checkpoint_dir={ckpt}", "--num_workers=1"] + extra
     print("weft:", " ".join(shlex.quote(c) for c in cmd), flush=True)
     subprocess.run(cmd, check=True, timeout=600)
@@ -163,6 +174,9 @@ def compare(label, ref, got, ref_w, got_w, ref_val, got_val, args):
             if not abs(a - b) <= rtol * abs(a):
                 failures.append(f"step {r['step']} {what}: torch {a:.9g}, weft {b:.9g} "
                                 f"(relative {abs(a - b) / abs(a):.3g} > {rtol:g})")
+    # A tensor-parallel checkpoint keeps packed sections apart ((2, F, C) for
+    # gate_up): the same row-major values.
+    got_w = {k: got_w[k].reshape(ref_w[k].shape) for k in ref_w}
     worst = max(((ref_w[k] - got_w[k]).abs().max().item() / ref_w[k].abs().max().item(), k)
                 for k in ref_w)
     print(f"{label}: largest weight difference after {args.steps} steps: "
@@ -223,6 +237,11 @@ def greedy_check(args, vp, chars, work):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--train", required=True, help="the trainer's command line")
+    ap.add_argument("--model", choices=["gpt", "llama"], default="gpt",
+                    help="the trainer's model: //models/gpt:train or //models/llama:train")
+    ap.add_argument("--n_kv_head", type=int, default=2, help="llama: K/V heads")
+    ap.add_argument("--ffn_hidden", type=int, default=96, help="llama: SwiGLU hidden size")
+    ap.add_argument("--rope_theta", type=float, default=10000.0, help="llama")
     ap.add_argument("--ckpt", required=True, help="//tools:ckpt's command line")
     ap.add_argument("--sample", default="", help="//models/gpt:sample's command line: "
                     "also compare greedy text")
@@ -263,6 +282,8 @@ def main():
     # One weft run per entry: extra flags (e.g. "--nproc_per_node=2 --strategy=fsdp").
     ap.add_argument("--weft_runs", default="")
     args = ap.parse_args()
+    global MODEL
+    MODEL = torch_llama if args.model == "llama" else torch_gpt
     torch.manual_seed(0)
     torch.set_num_threads(1)
 
@@ -279,8 +300,8 @@ def main():
     write_shard(os.path.join(data_dir, "train_000000.bin"), tokens[:need], args.vocab)
     val_tokens = tokens[need:need + args.eval_samples * args.seq_len + 1]
     write_shard(os.path.join(data_dir, "val_000000.bin"), val_tokens, args.vocab)
-    w0 = torch_gpt.random_weights(args, vp, seed=1234)
-    if args.moe_every > 0:  # llm.c's format has no experts: weft's safetensors names
+    w0 = MODEL.random_weights(args, vp, seed=1234)
+    if args.moe_every > 0 or args.model != "gpt":  # llm.c's format: GPT-2 only
         w_file = os.path.join(args.workdir, "init.safetensors")
         torch_gpt.write_safetensors(w_file, w0, {"format": "torch_reference"})
     else:

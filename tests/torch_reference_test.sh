@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # weft against PyTorch (Debian's python3-torch, installed by tools/setup.sh):
 # the same GPT, weights and batches, step by step; one process and several
-# layouts of 2 and 4 gloo ranks, AdamW and SGD. See torch_reference.py.
+# layouts of 2 and 4 gloo ranks, AdamW and SGD; and the same for the Llama.
+# See torch_reference.py.
 set -euo pipefail
 python=/usr/bin/python3
 "$python" -c "import torch" 2>/dev/null || {
@@ -45,3 +46,17 @@ reference --moe_every=2 --micro_batch=4 --routing_groups=2 --capacity_factor=1.2
 # SGD with Nesterov momentum and coupled weight decay, linear decay.
 reference --optimizer=sgd --schedule=linear --lr=0.3 \
   --weft_runs=";--nproc_per_node=2 --strategy=zero --zero_stage=3"
+# The Llama (RMSNorm, RoPE, SwiGLU, 4 query heads over 2 K/V heads, untied
+# head, from a safetensors file in weft's names) in one process and under
+# fsdp, tp (the K/V heads split) and pp.
+llama_layouts=(
+  ""
+  "--nproc_per_node=2 --strategy=fsdp"
+  "--nproc_per_node=2 --strategy=tp --tp=2"
+  "--nproc_per_node=2 --pp=2 --pp_split=layers --micro_batch=2"
+)
+"$python" "$TEST_SRCDIR/weft/tests/torch_reference.py" --model=llama \
+  --train="$TEST_SRCDIR/weft/models/llama/train" \
+  --ckpt="$TEST_SRCDIR/weft/tools/ckpt/ckpt" \
+  --workdir="$TEST_TMPDIR/torch_reference_llama" \
+  --weft_runs="$(IFS=';'; echo "${llama_layouts[*]}")"

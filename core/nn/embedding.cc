@@ -10,15 +10,17 @@ TokenPositionEmbedding::TokenPositionEmbedding(int64_t vocab_rows, int64_t max_p
                                                int64_t channels, float init_std)
     : Module("TokenPositionEmbedding"), max_positions_(max_positions) {
   wte_ = RegisterParameter("wte", {vocab_rows, channels}, InitSpec::Normal(init_std), true);
-  wpe_ = RegisterParameter("wpe", {max_positions, channels}, InitSpec::Normal(init_std), true);
+  wpe_ = max_positions > 0 ? RegisterParameter("wpe", {max_positions, channels},
+                                                InitSpec::Normal(init_std), true)
+                           : nullptr;
 }
 
 absl::StatusOr<Tensor> TokenPositionEmbedding::Forward(RunContext& ctx, const Tensor& tokens) {
   if (tokens.ndim() != 2 || tokens.dtype() != DType::kI32) {
     return InvalidArgument("tokens " + tokens.DebugString(), "an i32 tensor (B, T)");
   }
-  if (ctx.sequence.has_value()) return ForwardChunks(ctx, tokens, *ctx.sequence);
-  if (tokens.dim(1) > max_positions_) {
+  if (ctx.sequence.has_value() && wpe_ != nullptr) return ForwardChunks(ctx, tokens, *ctx.sequence);
+  if (wpe_ != nullptr && tokens.dim(1) > max_positions_) {
     return InvalidArgument(absl::StrCat("sequence length ", tokens.dim(1)),
                            absl::StrCat("at most max_seq_len=", max_positions_),
                            "lower seq_len or raise max_seq_len");
@@ -27,7 +29,8 @@ absl::StatusOr<Tensor> TokenPositionEmbedding::Forward(RunContext& ctx, const Te
   WEFT_ASSIGN_OR_RETURN(Tensor out, ctx.Empty({tokens.dim(0), tokens.dim(1), wte_->shape()[1]},
                                               ctx.compute_dtype));
   WEFT_RETURN_IF_ERROR(
-      ctx.ops->EmbeddingForward(ctx.kernel(), out, tokens, wte_->value, wpe_->value));
+      ctx.ops->EmbeddingForward(ctx.kernel(), out, tokens, wte_->value,
+                                wpe_ != nullptr ? wpe_->value : Tensor()));
   return out;
 }
 
@@ -37,11 +40,12 @@ absl::StatusOr<Tensor> TokenPositionEmbedding::Backward(RunContext& ctx, const T
     return FailedPrecondition("embedding backward without saved tokens",
                               "Forward in training mode before Backward");
   }
-  if (ctx.sequence.has_value()) {
+  if (ctx.sequence.has_value() && wpe_ != nullptr) {
     WEFT_RETURN_IF_ERROR(BackwardChunks(ctx, dy, (*saved)[0], *ctx.sequence));
   } else {
-    WEFT_RETURN_IF_ERROR(
-        ctx.ops->EmbeddingBackward(ctx.kernel(), wte_->grad, wpe_->grad, dy, (*saved)[0]));
+    Tensor no_positions;
+    WEFT_RETURN_IF_ERROR(ctx.ops->EmbeddingBackward(
+        ctx.kernel(), wte_->grad, wpe_ != nullptr ? wpe_->grad : no_positions, dy, (*saved)[0]));
   }
   ctx.DropSaved(this);
   return Tensor();

@@ -1,5 +1,6 @@
 // TokenPositionEmbedding: out (B, T, C) = wte[tokens] + wpe[0..T), or
 // wpe at the global positions of ctx.sequence when the rank holds chunks.
+// max_positions 0: no position table (positions enter elsewhere: RoPE).
 // The token table may be shared with an output head (weight tying): the
 // head reads wte() and accumulates into the same gradient.
 #ifndef WEFT_CORE_NN_EMBEDDING_H_
@@ -20,7 +21,7 @@ class TokenPositionEmbedding : public Module {
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
 
   Parameter* wte() const { return wte_; }
-  Parameter* wpe() const { return wpe_; }
+  Parameter* wpe() const { return wpe_; }  // null without a position table
 
  private:
   // Tokens at the global positions of ctx.sequence (context parallelism).

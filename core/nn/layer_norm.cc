@@ -6,9 +6,11 @@
 
 namespace weft {
 
-LayerNorm::LayerNorm(int64_t features, float eps) : Module("LayerNorm"), c_(features), eps_(eps) {
+LayerNorm::LayerNorm(int64_t features, float eps, NormKind kind)
+    : Module(kind == NormKind::kRms ? "RmsNorm" : "LayerNorm"), c_(features), eps_(eps),
+      kind_(kind), bias_(nullptr) {
   weight_ = RegisterParameter("weight", {c_}, InitSpec::Ones(), false);
-  bias_ = RegisterParameter("bias", {c_}, InitSpec::Zeros(), false);
+  if (kind_ == NormKind::kLayer) bias_ = RegisterParameter("bias", {c_}, InitSpec::Zeros(), false);
 }
 
 absl::Status LayerNorm::Normalize(RunContext& ctx, const Tensor& x, Tensor& out, Tensor& mean,
@@ -18,7 +20,9 @@ absl::Status LayerNorm::Normalize(RunContext& ctx, const Tensor& x, Tensor& out,
                            absl::StrCat("last dimension ", c_));
   }
   const int64_t rows = x.numel() / c_;
-  WEFT_ASSIGN_OR_RETURN(mean, ctx.Empty({rows}, DType::kF32));
+  if (kind_ == NormKind::kLayer) {
+    WEFT_ASSIGN_OR_RETURN(mean, ctx.Empty({rows}, DType::kF32));
+  }
   WEFT_ASSIGN_OR_RETURN(rstd, ctx.Empty({rows}, DType::kF32));
   WEFT_ASSIGN_OR_RETURN(out, ctx.Empty(x.shape(), ctx.compute_dtype));
   if (ctx.training) {
@@ -33,6 +37,12 @@ absl::Status LayerNorm::Normalize(RunContext& ctx, const Tensor& x, Tensor& out,
 absl::StatusOr<Tensor> LayerNorm::Forward(RunContext& ctx, const Tensor& x) {
   Tensor out, mean, rstd;
   WEFT_RETURN_IF_ERROR(Normalize(ctx, x, out, mean, rstd));
+  if (kind_ == NormKind::kRms) {
+    Tensor no_residual;
+    WEFT_RETURN_IF_ERROR(ctx.ops->RmsNormForward(ctx.kernel(), no_residual, out, rstd, x, Tensor(),
+                                                 weight_->value, eps_));
+    return out;
+  }
   WEFT_RETURN_IF_ERROR(ctx.ops->LayerNormForward(ctx.kernel(), out, mean, rstd, x,
                                                  weight_->value, bias_->value, eps_));
   return out;
@@ -46,6 +56,10 @@ absl::StatusOr<std::pair<Tensor, Tensor>> LayerNorm::ForwardResidual(RunContext&
     WEFT_ASSIGN_OR_RETURN(result.first, ctx.Empty(a.shape(), ctx.compute_dtype));
     Tensor mean, rstd;
     WEFT_RETURN_IF_ERROR(Normalize(ctx, result.first, result.second, mean, rstd));
+    if (kind_ == NormKind::kRms) {
+      return ctx.ops->RmsNormForward(ctx.kernel(), result.first, result.second, rstd, a, b,
+                                     weight_->value, eps_);
+    }
     return ctx.ops->ResidualLayerNormForward(ctx.kernel(), result.first, result.second, mean,
                                              rstd, a, b, weight_->value, bias_->value, eps_);
   }));
@@ -59,9 +73,15 @@ absl::Status LayerNorm::Gradient(RunContext& ctx, const Tensor& dy, Tensor& dx,
     return FailedPrecondition("LayerNorm backward without saved input",
                               "Forward in training mode before Backward");
   }
-  WEFT_RETURN_IF_ERROR(ctx.ops->LayerNormBackward(
-      ctx.kernel(), dx, weight_->grad, bias_->grad, dy, (*saved)[kInput], weight_->value,
-      (*saved)[kMean], (*saved)[kRstd], residual));
+  if (kind_ == NormKind::kRms) {
+    WEFT_RETURN_IF_ERROR(ctx.ops->RmsNormBackward(ctx.kernel(), dx, weight_->grad, dy,
+                                                  (*saved)[kInput], weight_->value,
+                                                  (*saved)[kRstd], residual));
+  } else {
+    WEFT_RETURN_IF_ERROR(ctx.ops->LayerNormBackward(
+        ctx.kernel(), dx, weight_->grad, bias_->grad, dy, (*saved)[kInput], weight_->value,
+        (*saved)[kMean], (*saved)[kRstd], residual));
+  }
   ctx.DropSaved(this);
   return absl::OkStatus();
 }

@@ -1,4 +1,7 @@
-// LayerNorm over the last dimension (weight 1, bias 0 at init).
+// LayerNorm over the last dimension (weight 1, bias 0 at init), or its
+// root-mean-square form (NormKind::kRms, Llama's RMSNorm: no mean, no bias).
+// One class for both so every strategy that treats a norm specially (tp's
+// sequence parallelism sums its gradients) treats both alike.
 //
 // Transformer blocks use the fused entry points: ForwardResidual computes
 // residual = a + b and its normalization in one kernel; BackwardResidual
@@ -15,9 +18,11 @@
 
 namespace weft {
 
+enum class NormKind { kLayer, kRms };
+
 class LayerNorm : public Module {
  public:
-  explicit LayerNorm(int64_t features, float eps = 1e-5f);
+  explicit LayerNorm(int64_t features, float eps = 1e-5f, NormKind kind = NormKind::kLayer);
 
   absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) override;
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
@@ -32,7 +37,8 @@ class LayerNorm : public Module {
   absl::Status BackwardAccumulate(RunContext& ctx, const Tensor& dy, Tensor& dx_accum);
 
   Parameter* weight() const { return weight_; }
-  Parameter* bias() const { return bias_; }
+  Parameter* bias() const { return bias_; }  // null for kRms
+  NormKind kind() const { return kind_; }
 
  private:
   // Allocates out, mean and rstd, and saves x/mean/rstd when training.
@@ -43,6 +49,7 @@ class LayerNorm : public Module {
 
   const int64_t c_;
   const float eps_;
+  const NormKind kind_;
   Parameter* weight_;
   Parameter* bias_;
   enum { kInput, kMean, kRstd };  // saved per micro-batch

@@ -6,11 +6,14 @@
 #include "core/nn/attention.h"
 #include "core/nn/dropout.h"
 #include "core/nn/embedding.h"
+#include "core/nn/gqa_attention.h"
 #include "core/nn/layer_norm.h"
 #include "core/nn/linear.h"
 #include "core/nn/materialize.h"
 #include "core/nn/mlp.h"
 #include "core/nn/recompute.h"
+#include "core/nn/rope.h"
+#include "core/nn/swiglu_mlp.h"
 #include "core/nn/transformer_block.h"
 #include "core/testing/grad_check.h"
 #include "gtest/gtest.h"
@@ -94,6 +97,53 @@ TEST(LayersGradTest, LayerNorm) {
   LayerNorm m(8);
   Materialize(m);
   CheckGradients(m, RandomTensor({3, 8}, 1), 1e-2, 1e-3f);
+}
+
+TEST(LayersGradTest, RmsNorm) {
+  LayerNorm m(8, 1e-5f, NormKind::kRms);
+  Materialize(m);
+  ASSERT_EQ(m.Parameters().size(), 1u);  // weight only
+  CheckGradients(m, RandomTensor({3, 8}, 1), 1e-2, 1e-3f);
+}
+
+TEST(LayersGradTest, SwiGluMlp) {
+  SwiGluMlp m(6, 10, 0.02f, 0.02f);
+  Materialize(m);
+  CheckGradients(m, RandomTensor({2, 3, 6}, 1), 1e-2, 1e-3f);
+}
+
+std::shared_ptr<RopeTable> Rope(int64_t head_dim) {
+  return *RopeTable::Create({.head_dim = head_dim, .max_positions = 16, .theta = 10000.0});
+}
+
+TEST(LayersGradTest, GroupedQueryAttention) {
+  GroupedQueryAttention m({.channels = 8, .num_heads = 4, .num_kv_heads = 2, .head_dim = 4},
+                          Rope(4));
+  Materialize(m);
+  CheckGradients(m, RandomTensor({2, 5, 8}, 1), 1e-2, 1e-3f);
+}
+
+// The Llama block: RMSNorm, grouped-query attention with RoPE, SwiGLU.
+std::unique_ptr<TransformerBlock> LlamaBlock() {
+  return std::make_unique<TransformerBlock>(
+      std::make_unique<LayerNorm>(8, 1e-5f, NormKind::kRms),
+      std::make_unique<GroupedQueryAttention>(
+          GqaAttentionConfig{.channels = 8, .num_heads = 2, .num_kv_heads = 1, .head_dim = 4},
+          Rope(4)),
+      std::make_unique<LayerNorm>(8, 1e-5f, NormKind::kRms),
+      std::make_unique<SwiGluMlp>(8, 12, 0.02f, 0.02f));
+}
+
+TEST(LayersGradTest, LlamaBlock) {
+  auto m = LlamaBlock();
+  Materialize(*m);
+  CheckGradients(*m, RandomTensor({2, 3, 8}, 1), 2e-2, 1e-3f);
+}
+
+TEST(LayersGradTest, LlamaBlockWithBackwardSplitIntoBAndW) {
+  auto m = LlamaBlock();
+  Materialize(*m);
+  CheckGradients(*m, RandomTensor({2, 3, 8}, 1), 2e-2, 1e-3f, true, /*split_backward=*/true);
 }
 
 TEST(LayersGradTest, Embedding) {

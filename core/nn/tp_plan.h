@@ -7,6 +7,8 @@
 //   kColwise   a Linear split by output features. With packed = k the
 //              output holds k equal sections (fused q, k, v) and each is
 //              split on its own, so a rank holds whole heads of each.
+//              With heads = n each section is n attention heads: tp must
+//              divide n, and the refusal names the model's `heads_field`.
 //   kRowwise   a Linear split by input features; partial outputs are summed.
 //   kVocab     a token embedding, an LM head or a cross-entropy loss split
 //              over the vocabulary.
@@ -32,6 +34,8 @@ struct TpPlanEntry {
   std::string pattern;
   TpStyle style = TpStyle::kColwise;
   int packed = 1;  // kColwise: equal output sections split separately
+  int heads = 0;   // kColwise: whole heads per section (0: no head structure)
+  std::string heads_field = "n_head";  // the config field that sets `heads`
 };
 
 using TensorParallelPlan = std::vector<TpPlanEntry>;

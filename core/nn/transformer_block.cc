@@ -4,17 +4,24 @@
 
 namespace weft {
 
-TransformerBlock::TransformerBlock(const TransformerBlockConfig& c) : Module("TransformerBlock") {
-  ln1_ = RegisterModule("ln1", std::make_unique<LayerNorm>(c.channels, c.ln_eps));
+TransformerBlock::TransformerBlock(const TransformerBlockConfig& c)
+    : TransformerBlock(std::make_unique<LayerNorm>(c.channels, c.ln_eps),
+                       std::make_unique<CausalSelfAttention>(c.channels, c.num_heads, c.init_std,
+                                                             c.proj_init_std, c.dropout),
+                       std::make_unique<LayerNorm>(c.channels, c.ln_eps),
+                       std::make_unique<Mlp>(c.channels, c.mlp_hidden, c.init_std,
+                                             c.proj_init_std, c.dropout)) {}
+
+TransformerBlock::TransformerBlock(std::unique_ptr<LayerNorm> ln1, std::unique_ptr<Module> attn,
+                                   std::unique_ptr<LayerNorm> ln2, std::unique_ptr<Module> mlp)
+    : Module("TransformerBlock") {
   // attn and mlp are called only through Module, so tp can swap them for
   // parallel versions and recompute can wrap them; ln1/ln2 are used through
   // LayerNorm's residual entry points and stay pinned.
-  RegisterSwappableModule("attn", std::make_unique<CausalSelfAttention>(
-                                     c.channels, c.num_heads, c.init_std, c.proj_init_std,
-                                     c.dropout));
-  ln2_ = RegisterModule("ln2", std::make_unique<LayerNorm>(c.channels, c.ln_eps));
-  RegisterSwappableModule("mlp", std::make_unique<Mlp>(c.channels, c.mlp_hidden, c.init_std,
-                                                     c.proj_init_std, c.dropout));
+  ln1_ = RegisterModule("ln1", std::move(ln1));
+  RegisterSwappableModule("attn", std::move(attn));
+  ln2_ = RegisterModule("ln2", std::move(ln2));
+  RegisterSwappableModule("mlp", std::move(mlp));
 }
 
 absl::StatusOr<Tensor> TransformerBlock::Forward(RunContext& ctx, const Tensor& x) {

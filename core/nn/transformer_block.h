@@ -1,6 +1,8 @@
-// TransformerBlock (GPT-2, pre-norm):
+// TransformerBlock (pre-norm):
 //   r = x + attn(ln1(x));  out = r + mlp(ln2(r))
-// The residual add before ln2 is fused with the normalization.
+// The residual add before ln2 is fused with the normalization. The config
+// constructor builds GPT-2's block; the parts constructor any other
+// family's (Llama: RMSNorm, grouped-query attention, SwiGLU).
 #ifndef WEFT_CORE_NN_TRANSFORMER_BLOCK_H_
 #define WEFT_CORE_NN_TRANSFORMER_BLOCK_H_
 
@@ -24,6 +26,9 @@ struct TransformerBlockConfig {
 class TransformerBlock : public Module {
  public:
   explicit TransformerBlock(const TransformerBlockConfig& config);
+  // attn and mlp map (B, T, C) to (B, T, C).
+  TransformerBlock(std::unique_ptr<LayerNorm> ln1, std::unique_ptr<Module> attn,
+                   std::unique_ptr<LayerNorm> ln2, std::unique_ptr<Module> mlp);
 
   absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) override;
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;

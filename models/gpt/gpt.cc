@@ -3,13 +3,14 @@
 #include <cmath>
 #include <vector>
 
-#include "absl/types/span.h"
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/base/check.h"
+#include "core/nn/layer_norm.h"
+#include "core/nn/lm_head.h"
+#include "core/nn/loss.h"
 #include "core/nn/moe.h"
 #include "core/nn/transformer_block.h"
 
@@ -69,14 +70,22 @@ absl::StatusOr<std::unique_ptr<Gpt>> Gpt::Create(const GptConfig& c, int64_t seq
 }
 
 Gpt::Gpt(const GptConfig& c, int64_t seq_len, int64_t padded_vocab)
-    : Model("Gpt"), config_(c), seq_len_(seq_len), padded_vocab_(padded_vocab) {
+    : CausalLm("Gpt", {.seq_len = seq_len,
+                       .channels = c.d_model(),
+                       .vocab_size = c.vocab_size(),
+                       .n_layer = c.n_layer(),
+                       .attention_width = c.d_model(),
+                       .expert_fraction = static_cast<double>(c.top_k()) / c.num_experts()}),
+      config_(c),
+      seq_len_(seq_len),
+      padded_vocab_(padded_vocab) {
   const float proj_std = c.init_std() / std::sqrt(2.0f * static_cast<float>(c.n_layer()));
   // embed, lm_head and loss are reached through child(): tp swaps them for
   // vocab-parallel versions.
   auto* embed = RegisterSwappableModule(
       "embed", std::make_unique<TokenPositionEmbedding>(padded_vocab, c.max_seq_len(),
                                                         c.d_model(), c.init_std()));
-  blocks_ = RegisterModule("blocks", std::make_unique<Sequential>());
+  Sequential* blocks = RegisterModule("blocks", std::make_unique<Sequential>());
   TransformerBlockConfig bc{.channels = c.d_model(),
                             .num_heads = c.n_head(),
                             .mlp_hidden = int64_t{c.mlp_ratio()} * c.d_model(),
@@ -89,9 +98,9 @@ Gpt::Gpt(const GptConfig& c, int64_t seq_len, int64_t padded_vocab)
       // The MLP is swappable by design; Create validated the MoE config.
       WEFT_CHECK_OK(block->ReplaceChild("mlp", std::make_unique<MoeLayer>(MoeBlockConfig(c))).status());
     }
-    blocks_->Append(std::move(block));
+    blocks->Append(std::move(block));
   }
-  ln_f_ = RegisterModule("ln_f", std::make_unique<LayerNorm>(c.d_model()));
+  RegisterModule("ln_f", std::make_unique<LayerNorm>(c.d_model()));
   if (c.tie_weights()) {
     RegisterSwappableModule("lm_head", std::make_unique<LmHead>(embed->wte()));
   } else {
@@ -101,31 +110,6 @@ Gpt::Gpt(const GptConfig& c, int64_t seq_len, int64_t padded_vocab)
   RegisterSwappableModule("loss", std::make_unique<CrossEntropyLoss>(c.vocab_size()));
 }
 
-std::vector<Stage> Gpt::Stages() {
-  std::vector<Stage> stages;
-  stages.push_back({.name = "embed", .modules = {child("embed")}});
-  for (Module* block : blocks_->children()) {
-    stages.push_back({.name = block->name(), .modules = {block}});
-  }
-  stages.push_back({.name = "head",
-                    .modules = {ln_f_, child("lm_head")},
-                    .loss = dynamic_cast<LossModule*>(child("loss"))});
-  return stages;
-}
-
-absl::StatusOr<StageTensor> Gpt::StageInput(const RunContext& ctx, const StageBatch& part,
-                                             int stage) const {
-  // Every stage after the embedding takes the residual stream.
-  const int stages = config_.n_layer() + 2;
-  if (stage < 1 || stage >= stages || part.inputs.ndim() != 2) {
-    return InvalidArgument(absl::StrCat("the input of stage ", stage, " for inputs ",
-                                        part.inputs.DebugString()),
-                           absl::StrCat("a stage in [1, ", stages, ") and (B, T) inputs"));
-  }
-  return StageTensor{{part.inputs.dim(0), part.inputs.dim(1), config_.d_model()},
-                     ctx.compute_dtype};
-}
-
 TensorParallelPlan Gpt::ParallelPlan() const {
   // Megatron's split: q, k, v and fc by output features (whole heads per
   // rank), the projections by input features, the vocabulary in the
@@ -133,7 +117,7 @@ TensorParallelPlan Gpt::ParallelPlan() const {
   // shards under sequence parallelism.
   TensorParallelPlan plan = {
       {"embed", TpStyle::kVocab},
-      {"blocks.*.attn.qkv", TpStyle::kColwise, /*packed=*/3},
+      {"blocks.*.attn.qkv", TpStyle::kColwise, /*packed=*/3, /*heads=*/config_.n_head()},
       {"blocks.*.attn.proj", TpStyle::kRowwise},
       {"lm_head", TpStyle::kVocab},
       {"loss", TpStyle::kVocab},
@@ -157,46 +141,9 @@ TensorParallelPlan Gpt::ParallelPlan() const {
   return plan;
 }
 
-absl::StatusOr<Tensor> Gpt::ForwardLoss(RunContext& ctx, const Tensor& inputs,
-                                        const Tensor& targets, float dloss_scale) {
-  if (inputs.shape() != targets.shape() || inputs.ndim() != 2) {
-    return InvalidArgument("inputs " + ShapeString(inputs.shape()) + " and targets " +
-                               ShapeString(targets.shape()),
-                           "equal shapes (B, T)");
-  }
-  return Model::ForwardLoss(ctx, inputs, targets, dloss_scale);
-}
-
-double Gpt::TrainingFlopsPerTarget() const {
-  double n = 0;
-  for (Parameter* p : const_cast<Gpt*>(this)->Parameters()) {
-    // A token uses top_k of the num_experts experts.
-    const bool expert = p->name().find(".experts.") != std::string::npos;
-    n += static_cast<double>(p->global_numel()) *
-         (expert ? static_cast<double>(config_.top_k()) / config_.num_experts() : 1.0);
-  }
-  // 6N for the matmuls with weights (forward + backward), plus attention's
-  // scores and weighted sum: 6 * L * T * d with causal masking.
-  return 6.0 * n + 6.0 * config_.n_layer() * static_cast<double>(seq_len_) * config_.d_model();
-}
-
 absl::StatusOr<std::unique_ptr<Model>> Gpt::CloneArchitecture() const {
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Gpt> copy, Create(config_, seq_len_));
   return std::unique_ptr<Model>(std::move(copy));
-}
-
-absl::StatusOr<std::pair<Tensor, Tensor>> Gpt::ProbeInputs(const RunContext& ctx) const {
-  std::vector<int32_t> tokens(seq_len_ + 1);
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    tokens[i] = static_cast<int32_t>((i * 7 + 3) % config_.vocab_size());
-  }
-  WEFT_ASSIGN_OR_RETURN(
-      Tensor x, Tensor::FromVector<int32_t>(absl::MakeConstSpan(tokens.data(), seq_len_), {1, seq_len_}));
-  WEFT_ASSIGN_OR_RETURN(
-      Tensor y, Tensor::FromVector<int32_t>(absl::MakeConstSpan(tokens.data() + 1, seq_len_), {1, seq_len_}));
-  WEFT_ASSIGN_OR_RETURN(x, x.To(ctx.device, ctx.stream));
-  WEFT_ASSIGN_OR_RETURN(y, y.To(ctx.device, ctx.stream));
-  return std::make_pair(std::move(x), std::move(y));
 }
 
 std::string Gpt::Summary() const {

@@ -13,13 +13,9 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "core/nn/causal_lm.h"
 #include "core/nn/embedding.h"
-#include "core/nn/layer_norm.h"
-#include "core/nn/lm_head.h"
-#include "core/nn/loss.h"
-#include "core/nn/model.h"
 #include "core/nn/moe.h"
-#include "core/nn/sequential.h"
 #include "models/gpt/gpt_config.pb.h"
 
 namespace weft {
@@ -27,25 +23,14 @@ namespace weft {
 // The MoE layer a GPT config asks for (moe_every > 0).
 MoeConfig MoeBlockConfig(const GptConfig& config);
 
-class Gpt : public Model {
+class Gpt : public CausalLm {
  public:
   // Validates the config: heads divide d_model, sizes positive, seq_len
   // within max_seq_len, vocabulary known.
   static absl::StatusOr<std::unique_ptr<Gpt>> Create(const GptConfig& config, int64_t seq_len);
 
-  // inputs, targets: (B, T) i32. Returns losses (B*T) f32. Forward gives
-  // logits (B*T, padded vocab).
-  absl::StatusOr<Tensor> ForwardLoss(RunContext& ctx, const Tensor& inputs, const Tensor& targets,
-                                     float dloss_scale) override;
-  // "embed" (tokens -> (B, T, C)), "blocks.i" ((B, T, C) -> (B, T, C)),
-  // "head" (ln_f, lm_head, cross-entropy: (B, T, C) -> losses (B*T)).
-  std::vector<Stage> Stages() override;
-  // The residual stream (B, T, C) in the compute dtype, for every stage but the embedding.
-  absl::StatusOr<StageTensor> StageInput(const RunContext& ctx, const StageBatch& part,
-                                         int stage) const override;
-  // (1, T) tokens and next tokens of a fixed pattern.
-  absl::StatusOr<std::pair<Tensor, Tensor>> ProbeInputs(const RunContext& ctx) const override;
-  double TrainingFlopsPerTarget() const override;
+  // Forward gives logits (B*T, padded vocab); stages, probe inputs and
+  // FLOPs are CausalLm's.
   TensorParallelPlan ParallelPlan() const override;
   absl::StatusOr<std::unique_ptr<Model>> CloneArchitecture() const override;
 
@@ -55,7 +40,6 @@ class Gpt : public Model {
   TokenPositionEmbedding* embed() const {
     return dynamic_cast<TokenPositionEmbedding*>(child("embed"));
   }
-  Sequential* blocks() const { return blocks_; }
   std::string Summary() const override;
 
  private:
@@ -64,8 +48,6 @@ class Gpt : public Model {
   GptConfig config_;
   const int64_t seq_len_;
   const int64_t padded_vocab_;
-  Sequential* blocks_;
-  LayerNorm* ln_f_;
 };
 
 }  // namespace weft

@@ -13,6 +13,7 @@
 #include "core/testing/grad_check.h"
 #include "gtest/gtest.h"
 #include "models/gpt/gpt.h"
+#include "core/nn/loss.h"
 
 namespace weft {
 namespace {

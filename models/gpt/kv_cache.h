@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "core/nn/layer_norm.h"
 #include "core/nn/run_context.h"
 #include "models/gpt/gpt.h"
 

@@ -15,6 +15,7 @@
 #include "core/tensor/dtype.h"
 #include "gtest/gtest.h"
 #include "models/gpt/gpt.h"
+#include "core/nn/layer_norm.h"
 
 namespace weft {
 namespace {

@@ -5,7 +5,6 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
-#include "core/nn/attention.h"
 #include "core/nn/dropout.h"
 #include "core/nn/embedding.h"
 #include "core/nn/expert_mlps.h"
@@ -151,9 +150,11 @@ class PlanApplier {
     if (auto* embed = dynamic_cast<TokenPositionEmbedding*>(&m)) {
       WEFT_ASSIGN_OR_RETURN(
           auto fresh, tp::VocabParallelEmbedding::Create(
-                          embed->wte()->global_shape()[0], embed->wpe()->global_shape()[0],
+                          embed->wte()->global_shape()[0],
+                          embed->wpe() != nullptr ? embed->wpe()->global_shape()[0] : 0,
                           embed->wte()->global_shape()[1], embed->wte()->init(),
-                          embed->wpe()->init(), tp_));
+                          embed->wpe() != nullptr ? embed->wpe()->init() : InitSpec::Zeros(),
+                          tp_));
       padded_vocab_ = embed->wte()->global_shape()[0];
       return Swap(m, std::move(fresh));
     }
@@ -230,16 +231,15 @@ class PlanApplier {
   std::vector<std::unique_ptr<Module>> replaced_;
 };
 
-absl::Status CheckHeads(Model& model, int tp) {
-  for (Module* m : model.Modules()) {
-    auto* attn = dynamic_cast<CausalSelfAttention*>(m);
-    if (attn == nullptr || attn->num_heads() % tp == 0) continue;
+// Each rank holds whole heads: the plan says which outputs are heads.
+absl::Status CheckHeads(const TensorParallelPlan& plan, int tp) {
+  for (const TpPlanEntry& e : plan) {
+    if (e.heads <= 0 || e.heads % tp == 0) continue;
     return InvalidArgument(
-        absl::StrCat("'", m->name(), "' has ", attn->num_heads(), " heads, not divisible by tp=",
-                     tp),
+        absl::StrCat("'", e.pattern, "' has ", e.heads, " heads, not divisible by tp=", tp),
         "a head count divisible by tp (each rank holds whole heads)",
-        absl::StrCat("use a --tp that divides n_head=", attn->num_heads(),
-                     ", or change n_head"));
+        absl::StrCat("use a --tp that divides ", e.heads_field, "=", e.heads, ", or change ",
+                     e.heads_field));
   }
   return absl::OkStatus();
 }
@@ -286,7 +286,7 @@ absl::StatusOr<StrategyResult> TensorParallelStrategy::Apply(StrategyContext& ct
   WEFT_ASSIGN_OR_RETURN(tp.group, ctx.mesh->Group("tp"));
   tp.stream = ctx.run->stream;
   tp.sequence_parallel = sequence_parallel_;
-  WEFT_RETURN_IF_ERROR(CheckHeads(model, tp.size()));
+  WEFT_RETURN_IF_ERROR(CheckHeads(plan, tp.size()));
   if (sequence_parallel_) {
     // Fail at startup, not at the first forward after the model is built.
     WEFT_ASSIGN_OR_RETURN(int64_t seq_len, ProbeSequenceLength(model, *ctx.run));

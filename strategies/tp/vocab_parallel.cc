@@ -42,11 +42,15 @@ absl::StatusOr<std::unique_ptr<VocabParallelEmbedding>> VocabParallelEmbedding::
   std::unique_ptr<VocabParallelEmbedding> m(new VocabParallelEmbedding(max_positions, tp));
   m->wte_ = m->RegisterParameter("wte", {vocab_rows, channels}, wte_init, true);
   WEFT_RETURN_IF_ERROR(ShardRows(m->wte_, tp));
-  m->wpe_ = m->RegisterParameter("wpe", {max_positions, channels}, wpe_init, true);
+  // max_positions 0: no position table (rotary positions, in attention).
+  if (max_positions > 0) {
+    m->wpe_ = m->RegisterParameter("wpe", {max_positions, channels}, wpe_init, true);
+  }
   return m;
 }
 
 absl::StatusOr<Tensor> VocabParallelEmbedding::PositionRows(RunContext& ctx, int64_t t) const {
+  if (wpe_ == nullptr) return Tensor();
   if (!ctx.sequence.has_value() || ctx.sequence->IsIdentity()) return wpe_->value;
   const TokenChunks& chunks = *ctx.sequence;
   if (chunks.size() != t) {
@@ -71,7 +75,7 @@ absl::StatusOr<Tensor> VocabParallelEmbedding::Forward(RunContext& ctx, const Te
   if (tokens.ndim() != 2 || tokens.dtype() != DType::kI32) {
     return InvalidArgument("tokens " + tokens.DebugString(), "an i32 tensor (B, T)");
   }
-  if (tokens.dim(1) > max_positions_) {
+  if (wpe_ != nullptr && tokens.dim(1) > max_positions_) {
     return InvalidArgument(absl::StrCat("sequence length ", tokens.dim(1)),
                            absl::StrCat("at most max_seq_len=", max_positions_),
                            "lower seq_len or raise max_seq_len");
@@ -99,7 +103,12 @@ absl::StatusOr<Tensor> VocabParallelEmbedding::Backward(RunContext& ctx, const T
   }
   // The whole output gradient: wpe's gradient is then the same on every rank.
   WEFT_ASSIGN_OR_RETURN(Tensor whole, LeaveRowRegionBackward(tp_, ctx, dy));
-  if (!ctx.sequence.has_value() || ctx.sequence->IsIdentity()) {
+  if (wpe_ == nullptr) {
+    Tensor no_positions;
+    WEFT_RETURN_IF_ERROR(ctx.ops->VocabEmbeddingBackward(ctx.kernel(), wte_->grad, no_positions,
+                                                         whole, (*saved)[0],
+                                                         wte_->local_offsets()[0]));
+  } else if (!ctx.sequence.has_value() || ctx.sequence->IsIdentity()) {
     WEFT_RETURN_IF_ERROR(ctx.ops->VocabEmbeddingBackward(ctx.kernel(), wte_->grad, wpe_->grad,
                                                          whole, (*saved)[0],
                                                          wte_->local_offsets()[0]));

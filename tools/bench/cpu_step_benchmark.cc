@@ -1,5 +1,5 @@
 // CPU training step time (ms/step, median after warmup) for a table of GPT
-// shapes and the 784-256-128-10 MLP, on synthetic data: forward, fused loss,
+// and Llama shapes and the 784-256-128-10 MLP, on synthetic data: forward, fused loss,
 // backward, clipping, AdamW, one loss read (the Trainer's step).
 //
 //   bazel run -c opt //tools/bench:cpu_step -- [--threads=2] [--steps=8]
@@ -29,6 +29,8 @@
 #include "data/dataset.h"
 #include "models/gpt/gpt.h"
 #include "models/gpt/gpt_config.pb.h"
+#include "models/llama/llama.h"
+#include "models/llama/llama_config.pb.h"
 #include "models/mlp/mlp_classifier.h"
 #include "models/mlp/mlp_config.pb.h"
 #include "tools/bench/bench_flags.h"
@@ -88,6 +90,7 @@ struct BenchShape {
   std::string name;
   int layers = 0, d = 0, t = 0, batch = 0;  // layers == 0: the MLP
   bool heavy = false;                        // only with --full
+  bool llama = false;  // Llama blocks: heads d/64 (>= 4) over half as many K/V heads
 };
 
 std::vector<BenchShape> Shapes() {
@@ -100,6 +103,8 @@ std::vector<BenchShape> Shapes() {
       {"gpt_L6_d384_T256_B8", 6, 384, 256, 8, true},
       {"gpt_L2_d128_T64_B64", 2, 128, 64, 64, true},
       {"mlp_784_256_128_10_B64", 0, 0, 0, 64},
+      {"llama_L2_d128_T64_B16", 2, 128, 64, 16, false, true},  // llama_debug.textproto
+      {"llama_L4_d256_T256_B8", 4, 256, 256, 8, false, true},
   };
 }
 
@@ -142,6 +147,21 @@ absl::StatusOr<double> RunShape(const BenchShape& s, int steps, int warmup, int 
       return DataLoaders{std::move(loader), nullptr, 65};
     };
     o.make_model = [&](const DataLoaders&) -> absl::StatusOr<std::unique_ptr<Model>> {
+      if (s.llama) {
+        // Untied head, SwiGLU by Meta's rule (multiple_of 32), RoPE theta 10000.
+        LlamaConfig c;
+        c.set_n_layer(s.layers);
+        c.set_n_head(std::max(4, s.d / 64));
+        c.set_n_kv_head(std::max(4, s.d / 64) / 2);
+        c.set_d_model(s.d);
+        c.set_multiple_of(32);
+        c.set_vocab_size(65);
+        c.set_vocab_pad_multiple(64);
+        c.set_max_seq_len(s.t);
+        c.set_rope_theta(10000);
+        WEFT_ASSIGN_OR_RETURN(auto m, Llama::Create(c, s.t));
+        return std::unique_ptr<Model>(std::move(m));
+      }
       WEFT_ASSIGN_OR_RETURN(auto m, Gpt::Create(gpt, s.t));
       return std::unique_ptr<Model>(std::move(m));
     };

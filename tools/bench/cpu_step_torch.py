@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch eager CPU reference for //tools/bench:cpu_step: the same shapes
 (char GPT, vocab 65, pre-norm blocks, tanh GELU, tied head, causal SDPA; the
-784-256-128-10 MLP), f32, AdamW (betas 0.9/0.95, wd 0.1), grad clipping 1.0,
+Llama blocks: RMSNorm, RoPE, SwiGLU, grouped-query attention with half as
+many K/V heads, untied head; the 784-256-128-10 MLP), f32, AdamW (betas 0.9/0.95, wd 0.1), grad clipping 1.0,
 one loss read per step, torch.set_num_threads(--threads). Prints the same
 lines as cpu_step: "NAME ms" and a JSON line per shape.
 
@@ -26,6 +27,8 @@ SHAPES = [  # name, layers, d, T, batch, heavy (only with --full); layers 0 = ML
     ("gpt_L6_d384_T256_B8", 6, 384, 256, 8, True),
     ("gpt_L2_d128_T64_B64", 2, 128, 64, 64, True),
     ("mlp_784_256_128_10_B64", 0, 0, 0, 64, False),
+    ("llama_L2_d128_T64_B16", 2, 128, 64, 16, False, "llama"),
+    ("llama_L4_d256_T256_B8", 4, 256, 256, 8, False, "llama"),
 ]
 VOCAB = 65
 
@@ -68,6 +71,66 @@ class Gpt(nn.Module):
         return F.cross_entropy(logits.view(-1, VOCAB), targets.view(-1))
 
 
+def rms_norm(x, w, eps=1e-5):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+
+
+def rotate(x, cos, sin):  # Hugging Face's rotate_half convention
+    x1, x2 = x.chunk(2, dim=-1)
+    return x * cos + torch.cat((-x2, x1), dim=-1) * sin
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, d, h, kv, ffn):
+        super().__init__()
+        self.h, self.kv, self.hd = h, kv, d // h
+        self.ln1, self.ln2 = nn.Parameter(torch.ones(d)), nn.Parameter(torch.ones(d))
+        self.q = nn.Linear(d, d, bias=False)
+        self.k = nn.Linear(d, kv * self.hd, bias=False)
+        self.v = nn.Linear(d, kv * self.hd, bias=False)
+        self.o = nn.Linear(d, d, bias=False)
+        self.gate = nn.Linear(d, ffn, bias=False)
+        self.up = nn.Linear(d, ffn, bias=False)
+        self.down = nn.Linear(ffn, d, bias=False)
+
+    def forward(self, x, cos, sin):
+        b, t, c = x.shape
+        h = rms_norm(x, self.ln1)
+        q = self.q(h).view(b, t, self.h, self.hd).transpose(1, 2)
+        k = self.k(h).view(b, t, self.kv, self.hd).transpose(1, 2)
+        v = self.v(h).view(b, t, self.kv, self.hd).transpose(1, 2)
+        q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+        g = self.h // self.kv
+        k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.o(y.transpose(1, 2).contiguous().view(b, t, c))
+        h = rms_norm(x, self.ln2)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
+class Llama(nn.Module):
+    def __init__(self, layers, d, t):
+        super().__init__()
+        h = max(4, d // 64)
+        ffn = -(-(2 * 4 * d // 3) // 32) * 32  # Meta's rule, multiple_of 32
+        self.wte = nn.Embedding(VOCAB, d)
+        self.blocks = nn.ModuleList(LlamaBlock(d, h, h // 2, ffn) for _ in range(layers))
+        self.ln_f = nn.Parameter(torch.ones(d))
+        self.head = nn.Linear(d, VOCAB, bias=False)
+        hd = d // h
+        inv = 1.0 / (10000.0 ** (torch.arange(0, hd, 2).float() / hd))
+        ang = torch.outer(torch.arange(t).float(), inv)
+        self.cos = torch.cat((ang, ang), -1).cos()
+        self.sin = torch.cat((ang, ang), -1).sin()
+
+    def forward(self, idx, targets):
+        x = self.wte(idx)
+        for blk in self.blocks:
+            x = blk(x, self.cos, self.sin)
+        logits = self.head(rms_norm(x, self.ln_f))
+        return F.cross_entropy(logits.view(-1, VOCAB), targets.view(-1))
+
+
 class Mlp(nn.Module):
     def __init__(self):
         super().__init__()
@@ -80,9 +143,13 @@ class Mlp(nn.Module):
 
 
 def run(shape, steps, warmup, p):
-    name, layers, d, t, b, _ = shape
+    name, layers, d, t, b, _ = shape[:6]
     torch.manual_seed(0)
-    if layers:
+    if len(shape) > 6:
+        model = Llama(layers, d, t)
+        x = torch.randint(0, VOCAB, (b, t))
+        y = torch.randint(0, VOCAB, (b, t))
+    elif layers:
         model = Gpt(layers, max(4, d // 64), d, t, p)
         x = torch.randint(0, VOCAB, (b, t))
         y = torch.randint(0, VOCAB, (b, t))

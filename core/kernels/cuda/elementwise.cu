@@ -1,4 +1,4 @@
-// Elementwise kernels: GELU forward/backward, Add, Scale. Memory-bound, so
+// Elementwise kernels: GELU and SwiGLU forward/backward, Add, Scale. Memory-bound, so
 // each thread moves 16 bytes per access when every operand is 16-byte
 // aligned and the length is a multiple of the vector width; otherwise a
 // scalar variant runs. Both variants compute each element identically.
@@ -46,6 +46,54 @@ __global__ void GeluBackwardKernel(T* dx, const T* dy, const T* x, int64_t n) {
       for (int k = 0; k < V; ++k) r.v[k] = FromF<T>(ToF(g.v[k]) * GeluGrad(ToF(in.v[k])));
       Store128(dx + i, r);
     }
+  }
+}
+
+// SwiGLU over rows of gate_up = [gate (h) | up (h)]; item i is V columns of
+// one row (V divides h on the vector path). silu(g) = g * sigmoid(g), as the
+// CPU computes it.
+__device__ __forceinline__ float Sigmoid(float g) { return 1.0f / (1.0f + expf(-g)); }
+
+template <typename T, int V>
+__global__ void SwiGluForwardKernel(T* out, const T* gate_up, int64_t rows, int64_t h) {
+  const int64_t per_row = h / V, n = rows * per_row;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const int64_t r = i / per_row, j = (i - r * per_row) * V;
+    const T* g = gate_up + r * 2 * h + j;
+    float fg[V], fu[V];
+    LoadF<V>(g, fg);
+    LoadF<V>(g + h, fu);
+#pragma unroll
+    for (int k = 0; k < V; ++k) fg[k] = fg[k] * Sigmoid(fg[k]) * fu[k];
+    StoreF<V>(out + r * h + j, fg);
+  }
+}
+
+// Each item reads its gate and up before writing their gradients, so
+// dgate_up may alias gate_up.
+template <typename T, int V>
+__global__ void SwiGluBackwardKernel(T* dgate_up, const T* dout, const T* gate_up, int64_t rows,
+                                     int64_t h) {
+  const int64_t per_row = h / V, n = rows * per_row;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const int64_t r = i / per_row, j = (i - r * per_row) * V;
+    const T* g = gate_up + r * 2 * h + j;
+    float fg[V], fu[V], d[V];
+    LoadF<V>(g, fg);
+    LoadF<V>(g + h, fu);
+    LoadF<V>(dout + r * h + j, d);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const float s = Sigmoid(fg[k]);
+      const float silu = fg[k] * s;
+      fg[k] = d[k] * fu[k] * (s * (1.0f + fg[k] * (1.0f - s)));  // d gate
+      fu[k] = d[k] * silu;                                        // d up
+    }
+    T* dg = dgate_up + r * 2 * h + j;
+    StoreF<V>(dg, fg);
+    StoreF<V>(dg + h, fu);
   }
 }
 
@@ -133,6 +181,34 @@ absl::Status AddSameT(T* out, const T* a, const T* b, int64_t n, cudaStream_t st
   return CheckLaunch("AddSameKernel");
 }
 
+template <typename T>
+absl::Status SwiGluForwardT(T* out, const T* gate_up, int64_t rows, int64_t h,
+                            cudaStream_t stream) {
+  constexpr int V = Packed128<T>::kSize;
+  if (CanVectorize<T>(h, {out, gate_up})) {
+    SwiGluForwardKernel<T, V><<<GridFor(rows * h / V, kThreads), kThreads, 0, stream>>>(
+        out, gate_up, rows, h);
+  } else {
+    SwiGluForwardKernel<T, 1><<<GridFor(rows * h, kThreads), kThreads, 0, stream>>>(
+        out, gate_up, rows, h);
+  }
+  return CheckLaunch("SwiGluForwardKernel");
+}
+
+template <typename T>
+absl::Status SwiGluBackwardT(T* dgate_up, const T* dout, const T* gate_up, int64_t rows,
+                             int64_t h, cudaStream_t stream) {
+  constexpr int V = Packed128<T>::kSize;
+  if (CanVectorize<T>(h, {dgate_up, dout, gate_up})) {
+    SwiGluBackwardKernel<T, V><<<GridFor(rows * h / V, kThreads), kThreads, 0, stream>>>(
+        dgate_up, dout, gate_up, rows, h);
+  } else {
+    SwiGluBackwardKernel<T, 1><<<GridFor(rows * h, kThreads), kThreads, 0, stream>>>(
+        dgate_up, dout, gate_up, rows, h);
+  }
+  return CheckLaunch("SwiGluBackwardKernel");
+}
+
 template <typename O, typename A>
 absl::Status AddMixedB(O* out, const A* a, const void* b, DType b_dtype, int64_t n,
                        cudaStream_t stream) {
@@ -211,6 +287,28 @@ absl::Status LaunchGeluBackward(void* dx, const void* dy, const void* x, DType d
   }
   return GeluBackwardT(static_cast<bf16*>(dx), static_cast<const bf16*>(dy),
                        static_cast<const bf16*>(x), n, stream);
+}
+
+absl::Status LaunchSwiGluForward(void* out, const void* gate_up, DType dtype, int64_t rows,
+                                 int64_t h, cudaStream_t stream) {
+  if (rows == 0 || h == 0) return absl::OkStatus();
+  if (dtype == DType::kF32) {
+    return SwiGluForwardT(static_cast<float*>(out), static_cast<const float*>(gate_up), rows, h,
+                          stream);
+  }
+  return SwiGluForwardT(static_cast<bf16*>(out), static_cast<const bf16*>(gate_up), rows, h,
+                        stream);
+}
+
+absl::Status LaunchSwiGluBackward(void* dgate_up, const void* dout, const void* gate_up,
+                                  DType dtype, int64_t rows, int64_t h, cudaStream_t stream) {
+  if (rows == 0 || h == 0) return absl::OkStatus();
+  if (dtype == DType::kF32) {
+    return SwiGluBackwardT(static_cast<float*>(dgate_up), static_cast<const float*>(dout),
+                           static_cast<const float*>(gate_up), rows, h, stream);
+  }
+  return SwiGluBackwardT(static_cast<bf16*>(dgate_up), static_cast<const bf16*>(dout),
+                         static_cast<const bf16*>(gate_up), rows, h, stream);
 }
 
 absl::Status LaunchAdd(void* out, DType out_dtype, const void* a, DType a_dtype, const void* b,

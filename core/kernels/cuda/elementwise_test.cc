@@ -1,5 +1,5 @@
-// CPU-vs-CUDA parity for GELU, Add, Scale, Dropout, Sum and SumSquares, and
-// ZeroTensors.
+// CPU-vs-CUDA parity for GELU, SwiGLU, Add, Scale, Dropout, Sum and
+// SumSquares, and ZeroTensors.
 // Lengths cover the 16-byte vector path (multiples of 8) and the scalar one,
 // and misaligned views. Tolerances: f32 1e-5 (1e-4 for sums), bf16 1e-2.
 // Dropout masks must equal the CPU's exactly (same Philox stream).
@@ -44,6 +44,54 @@ TEST(GeluParityTest, InPlaceOnAMisalignedView) {
           .ok());
   EXPECT_TRUE(Close(Floats(view), Floats(cy), kF32Tol));
   EXPECT_EQ(Floats(base)[0], x[0]);
+}
+
+// H odd or not a multiple of the vector width (scalar path) and multiples
+// of 8 (vector path, Llama's 11008 among them).
+struct SwiGluShape {
+  int64_t rows, h;
+};
+const SwiGluShape kSwiGluShapes[] = {{1, 1}, {7, 37}, {64, 64}, {33, 1000}, {5, 4099}, {16, 11008}};
+
+TEST(SwiGluParityTest, ForwardAndBackward) {
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    for (const SwiGluShape& s : kSwiGluShapes) {
+      SCOPED_TRACE(::testing::Message() << DTypeName(dt) << " " << s.rows << "x" << s.h);
+      const int64_t n = s.rows * s.h;
+      const auto gu = RoundTo(dt, Random(2 * n, 1, 5.0f));
+      const auto dout = RoundTo(dt, Random(n, 2));
+      Tensor cout = Host(std::vector<float>(n), {s.rows, s.h});
+      Tensor cdgu = Host(std::vector<float>(2 * n), {s.rows, 2 * s.h});
+      ASSERT_TRUE(CpuOps().SwiGluForward(kCpuCtx, cout, Host(gu, {s.rows, 2 * s.h})).ok());
+      ASSERT_TRUE(CpuOps()
+                      .SwiGluBackward(kCpuCtx, cdgu, Host(dout, {s.rows, s.h}),
+                                      Host(gu, {s.rows, 2 * s.h}))
+                      .ok());
+      Tensor ggu = Gpu(gu, {s.rows, 2 * s.h}, dt);
+      Tensor gout = GpuZeros({s.rows, s.h}, dt), gdgu = GpuZeros({s.rows, 2 * s.h}, dt);
+      ASSERT_TRUE(GpuOps().SwiGluForward(GpuCtx(), gout, ggu).ok());
+      ASSERT_TRUE(
+          GpuOps().SwiGluBackward(GpuCtx(), gdgu, Gpu(dout, {s.rows, s.h}, dt), ggu).ok());
+      EXPECT_TRUE(Close(Floats(gout), Floats(cout), TolFor(dt, false))) << "out";
+      EXPECT_TRUE(Close(Floats(gdgu), Floats(cdgu), TolFor(dt, false))) << "dgate_up";
+    }
+  }
+}
+
+// dgate_up may overwrite gate_up: the same bits as a separate dgate_up.
+TEST(SwiGluParityTest, BackwardInPlaceOverGateUp) {
+  const int64_t rows = 64, h = 1000;
+  Tensor dout = Gpu(Random(rows * h, 2), {rows, h}, DType::kBF16);
+  Tensor gu = Gpu(Random(2 * rows * h, 1, 5.0f), {rows, 2 * h}, DType::kBF16);
+  Tensor dgu = GpuZeros({rows, 2 * h}, DType::kBF16);
+  ASSERT_TRUE(GpuOps().SwiGluBackward(GpuCtx(), dgu, dout, gu).ok());
+  ASSERT_TRUE(GpuOps().SwiGluBackward(GpuCtx(), gu, dout, gu).ok());
+  EXPECT_EQ(Bytes(gu), Bytes(dgu));
+}
+
+TEST(SwiGluParityTest, OddWidthIsAnError) {
+  Tensor gu = GpuZeros({2, 7}, DType::kF32), out = GpuZeros({2, 3}, DType::kF32);
+  EXPECT_EQ(GpuOps().SwiGluForward(GpuCtx(), out, gu).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(AddParityTest, SameAndMixedDTypes) {

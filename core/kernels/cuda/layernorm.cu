@@ -1,5 +1,7 @@
-// Layernorm kernels. Forward: one warp per row, two passes over the row for
-// mean and then variance (numerically safer than E[x^2] - E[x]^2). Backward
+// Layernorm and RMSNorm kernels. Forward: one warp per row, two passes over
+// the row for mean and then variance (numerically safer than E[x^2] -
+// E[x]^2); RMSNorm (kRms) is the same kernel with the mean fixed at 0 and no
+// bias or dbias, so both share the row layouts and the reduction. Backward
 // in one pass over dy and x: a warp per row writes dx and adds the row into
 // its block's dweight/dbias partials in shared memory; a small finish
 // (column_reduce.cuh) adds the blocks' partial rows in a fixed order. No
@@ -75,8 +77,9 @@ struct LaneRow {
 };
 
 // kResidual: x is computed as a + b, stored to `res`, and read back from
-// there (or kept, rounded, in registers).
-template <typename T, int V, bool kResidual, int kSteps>
+// there (or kept, rounded, in registers). kRms: out = x * rstd * weight with
+// rstd from mean(x^2); mean and bias are unused.
+template <typename T, int V, bool kResidual, int kSteps, bool kRms>
 __global__ void LayerNormForwardKernel(T* __restrict__ out, float* __restrict__ mean,
                                        float* __restrict__ rstd, const T* x, T* res,
                                        const T* a, const T* b,
@@ -107,14 +110,17 @@ __global__ void LayerNormForwardKernel(T* __restrict__ out, float* __restrict__ 
   } else {
     xv.Load(xr, lane, channels);
   }
-  float sum = 0.0f;
-  ForLaneVectors<kSteps, V>(lane, channels, [&](int j, int i) {
-    float f[V];
-    xv.Get(j, xr + i, f);
+  float m = 0.0f;
+  if constexpr (!kRms) {
+    float sum = 0.0f;
+    ForLaneVectors<kSteps, V>(lane, channels, [&](int j, int i) {
+      float f[V];
+      xv.Get(j, xr + i, f);
 #pragma unroll
-    for (int k = 0; k < V; ++k) sum += f[k];
-  });
-  const float m = WarpSum(sum) / channels;
+      for (int k = 0; k < V; ++k) sum += f[k];
+    });
+    m = WarpSum(sum) / channels;
+  }
   float sq = 0.0f;
   ForLaneVectors<kSteps, V>(lane, channels, [&](int j, int i) {
     float f[V];
@@ -124,16 +130,21 @@ __global__ void LayerNormForwardKernel(T* __restrict__ out, float* __restrict__ 
   });
   const float rs = 1.0f / sqrtf(WarpSum(sq) / channels + eps);
   if (lane == 0) {
-    mean[row] = m;
+    if constexpr (!kRms) mean[row] = m;
     rstd[row] = rs;
   }
   ForLaneVectors<kSteps, V>(lane, channels, [&](int j, int i) {
     float f[V], w[V], bb[V] = {};
     xv.Get(j, xr + i, f);
     LoadF<V>(weight + i, w);
-    if (bias != nullptr) LoadF<V>(bias + i, bb);
+    if constexpr (kRms) {
 #pragma unroll
-    for (int k = 0; k < V; ++k) f[k] = (f[k] - m) * rs * w[k] + bb[k];
+      for (int k = 0; k < V; ++k) f[k] = f[k] * rs * w[k];
+    } else {
+      if (bias != nullptr) LoadF<V>(bias + i, bb);
+#pragma unroll
+      for (int k = 0; k < V; ++k) f[k] = (f[k] - m) * rs * w[k] + bb[k];
+    }
     StoreF<V>(out + base + i, f);
   });
 }
@@ -148,7 +159,9 @@ __global__ void LayerNormForwardKernel(T* __restrict__ out, float* __restrict__ 
 // Then the block adds its warps' partials in warp order and writes one
 // partial row per sum: partials[blockIdx.x] (dweight) and
 // partials[gridDim.x + blockIdx.x] (dbias), for ColumnFinalizeKernel.
-// Shared memory per warp: [2][slice] floats; element k of a lane's V at
+// kRms (RMSNorm): mean 0 and no dbias, so dx = residual + rstd * (dy*w -
+// xhat * mean(dy*w*xhat)) and one sum (kSums) per warp and block.
+// Shared memory per warp: [kSums][slice] floats; element k of a lane's V at
 // sweep step j sits at slot (j*V + k)*32 + lane, so a warp's 32 accesses
 // hit 32 banks. A slot belongs to one lane, so no barrier until the end.
 // dx may alias dy or residual: a lane reads its elements of a row before it
@@ -158,25 +171,26 @@ constexpr int kBwdMaxWarps = 8;
 
 // __launch_bounds__: 4 blocks of 8 warps an SM (what shared memory allows at
 // C = 768), so at most 64 registers a thread with rows kept in registers.
-template <typename T, int V, int kSteps>
+template <typename T, int V, int kSteps, bool kRms>
 __global__ void __launch_bounds__(kBwdMaxWarps * kWarpSize, 4) LayerNormBackwardKernel(T* dx, float* __restrict__ partials, const T* dy,
                                         const T* residual, const T* __restrict__ x,
                                         const T* __restrict__ weight,
                                         const float* __restrict__ mean,
                                         const float* __restrict__ rstd, int64_t rows,
                                         int channels, int rows_per_block, int slice) {
+  constexpr int kSums = kRms ? 1 : 2;
   extern __shared__ __align__(16) unsigned char smem[];
   float* const acc = reinterpret_cast<float*>(smem);
   const int warps = blockDim.x / kWarpSize;
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  float* const acc_w = acc + int64_t(warp) * 2 * slice;
-  float* const acc_b = acc_w + slice;
-  for (int i = lane; i < 2 * slice; i += kWarpSize) acc_w[i] = 0.0f;
+  float* const acc_w = acc + int64_t(warp) * kSums * slice;
+  float* const acc_b = acc_w + slice;  // LayerNorm only
+  for (int i = lane; i < kSums * slice; i += kWarpSize) acc_w[i] = 0.0f;
   const int64_t r0 = int64_t(blockIdx.x) * rows_per_block;
   const int64_t r1 = min(rows, r0 + rows_per_block);
   for (int64_t row = r0 + warp; row < r1; row += warps) {
     const int64_t base = row * channels;
-    const float m = mean[row], rs = rstd[row];
+    const float m = kRms ? 0.0f : mean[row], rs = rstd[row];
     LaneRow<T, V, kSteps> gv, xv;
     gv.Load(dy + base, lane, channels);
     xv.Load(x + base, lane, channels);
@@ -191,13 +205,13 @@ __global__ void __launch_bounds__(kBwdMaxWarps * kWarpSize, 4) LayerNormBackward
       for (int k = 0; k < V; ++k) {
         const float xhat = (f[k] - m) * rs;
         const float dyw = g[k] * w[k];
-        s1 += dyw;
+        if constexpr (!kRms) s1 += dyw;
         s2 += dyw * xhat;
         acc_w[slot + k * kWarpSize] += g[k] * xhat;
-        acc_b[slot + k * kWarpSize] += g[k];
+        if constexpr (!kRms) acc_b[slot + k * kWarpSize] += g[k];
       }
     });
-    s1 = WarpSum(s1) / channels;
+    if constexpr (!kRms) s1 = WarpSum(s1) / channels;
     s2 = WarpSum(s2) / channels;
     ForLaneVectors<kSteps, V>(lane, channels, [&](int j, int i) {
       float g[V], f[V], w[V], old[V] = {};
@@ -216,9 +230,9 @@ __global__ void __launch_bounds__(kBwdMaxWarps * kWarpSize, 4) LayerNormBackward
   // Warps' partials, added in warp order into warp 0's slices: by slot, so
   // consecutive threads read consecutive banks.
   __syncthreads();
-  for (int i = threadIdx.x; i < 2 * slice; i += blockDim.x) {
+  for (int i = threadIdx.x; i < kSums * slice; i += blockDim.x) {
     float t = acc[i];
-    for (int w = 1; w < warps; ++w) t += acc[int64_t(w) * 2 * slice + i];
+    for (int w = 1; w < warps; ++w) t += acc[int64_t(w) * kSums * slice + i];
     acc[i] = t;
   }
   __syncthreads();
@@ -229,7 +243,7 @@ __global__ void __launch_bounds__(kBwdMaxWarps * kWarpSize, 4) LayerNormBackward
     const int step = c / (kWarpSize * V), in_step = c % (kWarpSize * V);
     const int slot = (step * V + in_step % V) * kWarpSize + in_step / V;
     out_w[c] = acc[slot];
-    out_b[c] = acc[slice + slot];
+    if constexpr (!kRms) out_b[c] = acc[slice + slot];
   }
 }
 
@@ -303,7 +317,7 @@ absl::Status WithSteps(int steps, Fn&& fn) {
   return fn(std::integral_constant<int, 0>());
 }
 
-template <typename T, bool kResidual>
+template <typename T, bool kResidual, bool kRms = false>
 absl::Status ForwardT(T* out, float* mean, float* rstd, const T* x, T* res, const T* a,
                       const T* b, const T* weight, const T* bias, int64_t rows, int channels,
                       float eps, cudaStream_t stream) {
@@ -312,22 +326,23 @@ absl::Status ForwardT(T* out, float* mean, float* rstd, const T* x, T* res, cons
   if (VectorWidth<T>(channels, {out, x, res, a, b, weight, bias}) == V) {
     WEFT_ASSIGN_OR_RETURN(const int steps, StepsFor(channels, V, kForwardMaxSteps));
     return WithSteps<kForwardMaxSteps>(steps, [&](auto k) {
-      LayerNormForwardKernel<T, V, kResidual, decltype(k)::value><<<grid, kThreads, 0, stream>>>(
+      LayerNormForwardKernel<T, V, kResidual, decltype(k)::value, kRms><<<grid, kThreads, 0, stream>>>(
           out, mean, rstd, x, res, a, b, weight, bias, rows, channels, eps);
       return CheckLaunch("LayerNormForwardKernel");
     });
   }
   // A forced `resident` fails here.
   WEFT_RETURN_IF_ERROR(StepsFor(channels, 1, kForwardMaxSteps).status());
-  LayerNormForwardKernel<T, 1, kResidual, 0><<<grid, kThreads, 0, stream>>>(
+  LayerNormForwardKernel<T, 1, kResidual, 0, kRms><<<grid, kThreads, 0, stream>>>(
       out, mean, rstd, x, res, a, b, weight, bias, rows, channels, eps);
   return CheckLaunch("LayerNormForwardKernel");
 }
 
-// Launch shape of the backward, a function of (rows, channels) only (never
-// of the GPU or of pointer alignment), so a shape always sums in one order.
-// Warps per block: as many of 8 as fit kBwdSmemBytes of per-warp partials
-// (sized for the widest vector, 8 columns per lane). Rows per block: at
+// Launch shape of the backward, a function of (rows, channels, sums) only
+// (never of the GPU or of pointer alignment), so a shape always sums in one
+// order. Warps per block: as many of 8 as fit kBwdSmemBytes of per-warp
+// partials (`sums` rows of them, 2 for LayerNorm, 1 for RMSNorm; sized for
+// the widest vector, 8 columns per lane). Rows per block: at
 // least 2 per warp, and few enough blocks (<= 512) that the partial rows
 // (2 x blocks x C floats, read once by the finish) stay small beside dy and x.
 constexpr int64_t kBwdSmemBytes = 96 * 1024;  // > 48 KiB: opt-in, sm_70 and newer
@@ -335,7 +350,9 @@ constexpr int kBwdMinRowsPerWarp = 2;
 constexpr int64_t kBwdMaxBlocks = 512;
 
 int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
-int64_t BwdSliceBytes(int64_t channels) { return 2 * RoundUp(channels, kWarpSize * 8) * 4; }
+int64_t BwdSliceBytes(int64_t channels, int sums) {
+  return sums * RoundUp(channels, kWarpSize * 8) * 4;
+}
 
 struct BackwardShape {
   int warps;
@@ -343,26 +360,26 @@ struct BackwardShape {
   int blocks;
 };
 
-BackwardShape BackwardShapeFor(int64_t rows, int64_t channels) {
+BackwardShape BackwardShapeFor(int64_t rows, int64_t channels, int sums) {
   const int warps = static_cast<int>(
-      std::clamp<int64_t>(kBwdSmemBytes / BwdSliceBytes(channels), 1, kBwdMaxWarps));
+      std::clamp<int64_t>(kBwdSmemBytes / BwdSliceBytes(channels, sums), 1, kBwdMaxWarps));
   const int64_t per_block = std::max<int64_t>(kBwdMinRowsPerWarp * warps,
                                               RoundUp(CeilDiv(rows, kBwdMaxBlocks), warps));
   return {warps, static_cast<int>(per_block), static_cast<int>(CeilDiv(rows, per_block))};
 }
 
-template <typename T, int V>
+template <typename T, int V, bool kRms>
 absl::Status LaunchBackwardKernel(T* dx, float* partials, const T* dy, const T* residual,
                                   const T* x, const T* weight, const float* mean,
                                   const float* rstd, int64_t rows, int channels,
                                   const BackwardShape& shape, cudaStream_t stream) {
   const int slice = static_cast<int>(RoundUp(channels, kWarpSize * V));
-  const size_t smem = size_t(shape.warps) * 2 * slice * sizeof(float);
+  const size_t smem = size_t(shape.warps) * (kRms ? 1 : 2) * slice * sizeof(float);
   WEFT_ASSIGN_OR_RETURN(const int steps, StepsFor(channels, V, kBackwardMaxSteps));
   return WithSteps<kBackwardMaxSteps>(V > 1 ? steps : 0, [&](auto k) {
     // Scalar rows (V == 1) are never kept in registers: compile kSteps 0 only.
     constexpr int kSteps = V > 1 ? decltype(k)::value : 0;
-    auto* const kernel = LayerNormBackwardKernel<T, V, kSteps>;
+    auto* const kernel = LayerNormBackwardKernel<T, V, kSteps, kRms>;
     if (smem > 48 * 1024) {
       // Past the default limit: opt in to the most any shape uses (not this
       // launch's size), so concurrent launchers never lower it under another.
@@ -376,18 +393,20 @@ absl::Status LaunchBackwardKernel(T* dx, float* partials, const T* dy, const T* 
   });
 }
 
-template <typename T>
+// kRms: mean and dbias are null (RMSNorm has neither).
+template <bool kRms, typename T>
 absl::Status BackwardT(T* dx, void* dweight, void* dbias, DType grad_dtype, const T* dy,
                        const T* residual, const T* x, const T* weight, const float* mean,
                        const float* rstd, int64_t rows, int channels, float* scratch,
                        cudaStream_t stream) {
-  const BackwardShape shape = BackwardShapeFor(rows, channels);
+  const BackwardShape shape = BackwardShapeFor(rows, channels, kRms ? 1 : 2);
   if (VectorWidth<T>(channels, {dx, dy, residual, x, weight}) == Packed128<T>::kSize) {
-    WEFT_RETURN_IF_ERROR((LaunchBackwardKernel<T, Packed128<T>::kSize>(
+    WEFT_RETURN_IF_ERROR((LaunchBackwardKernel<T, Packed128<T>::kSize, kRms>(
         dx, scratch, dy, residual, x, weight, mean, rstd, rows, channels, shape, stream)));
   } else {
-    WEFT_RETURN_IF_ERROR((LaunchBackwardKernel<T, 1>(dx, scratch, dy, residual, x, weight, mean,
-                                                     rstd, rows, channels, shape, stream)));
+    WEFT_RETURN_IF_ERROR((LaunchBackwardKernel<T, 1, kRms>(dx, scratch, dy, residual, x, weight,
+                                                           mean, rstd, rows, channels, shape,
+                                                           stream)));
   }
   // Without a bias only dweight's half of the partials is summed.
   if (grad_dtype == DType::kF32) {
@@ -437,7 +456,7 @@ absl::Status LaunchResidualLayerNormForward(void* residual_out, void* out, float
 }
 
 int64_t LayerNormBackwardScratchFloats(int64_t rows, int64_t channels) {
-  return 2 * int64_t(BackwardShapeFor(rows, channels).blocks) * channels;
+  return 2 * int64_t(BackwardShapeFor(rows, channels, 2).blocks) * channels;
 }
 
 int64_t LayerNormBackwardMaxChannels() {
@@ -460,15 +479,76 @@ absl::Status LaunchLayerNormBackward(void* dx, void* dweight, void* dbias, DType
   }
   const int c = static_cast<int>(channels);
   if (dtype == DType::kF32) {
-    return BackwardT(static_cast<float*>(dx), dweight, dbias, grad_dtype,
-                     static_cast<const float*>(dy), static_cast<const float*>(residual),
-                     static_cast<const float*>(x), static_cast<const float*>(weight), mean, rstd,
-                     rows, c, scratch, stream);
+    return BackwardT<false>(static_cast<float*>(dx), dweight, dbias, grad_dtype,
+                            static_cast<const float*>(dy), static_cast<const float*>(residual),
+                            static_cast<const float*>(x), static_cast<const float*>(weight),
+                            mean, rstd, rows, c, scratch, stream);
   }
-  return BackwardT(static_cast<bf16*>(dx), dweight, dbias, grad_dtype,
-                   static_cast<const bf16*>(dy), static_cast<const bf16*>(residual),
-                   static_cast<const bf16*>(x), static_cast<const bf16*>(weight), mean, rstd,
-                   rows, c, scratch, stream);
+  return BackwardT<false>(static_cast<bf16*>(dx), dweight, dbias, grad_dtype,
+                          static_cast<const bf16*>(dy), static_cast<const bf16*>(residual),
+                          static_cast<const bf16*>(x), static_cast<const bf16*>(weight), mean,
+                          rstd, rows, c, scratch, stream);
+}
+
+absl::Status LaunchRmsNormForward(void* residual_out, void* out, float* rstd, const void* a,
+                                  const void* b, const void* weight, DType dtype, int64_t rows,
+                                  int64_t channels, float eps, cudaStream_t stream) {
+  if (rows == 0) return absl::OkStatus();
+  const int c = static_cast<int>(channels);
+  if (dtype == DType::kF32) {
+    const auto* w = static_cast<const float*>(weight);
+    if (b == nullptr) {
+      return ForwardT<float, false, true>(static_cast<float*>(out), nullptr, rstd,
+                                          static_cast<const float*>(a), nullptr, nullptr,
+                                          nullptr, w, nullptr, rows, c, eps, stream);
+    }
+    return ForwardT<float, true, true>(static_cast<float*>(out), nullptr, rstd, nullptr,
+                                       static_cast<float*>(residual_out),
+                                       static_cast<const float*>(a), static_cast<const float*>(b),
+                                       w, nullptr, rows, c, eps, stream);
+  }
+  const auto* w = static_cast<const bf16*>(weight);
+  if (b == nullptr) {
+    return ForwardT<bf16, false, true>(static_cast<bf16*>(out), nullptr, rstd,
+                                       static_cast<const bf16*>(a), nullptr, nullptr, nullptr, w,
+                                       nullptr, rows, c, eps, stream);
+  }
+  return ForwardT<bf16, true, true>(static_cast<bf16*>(out), nullptr, rstd, nullptr,
+                                    static_cast<bf16*>(residual_out), static_cast<const bf16*>(a),
+                                    static_cast<const bf16*>(b), w, nullptr, rows, c, eps, stream);
+}
+
+int64_t RmsNormBackwardScratchFloats(int64_t rows, int64_t channels) {
+  return int64_t(BackwardShapeFor(rows, channels, 1).blocks) * channels;
+}
+
+int64_t RmsNormBackwardMaxChannels() {
+  // One warp per block, its one slice rounded up to 256 columns.
+  return kBwdSmemBytes / sizeof(float) / (kWarpSize * 8) * (kWarpSize * 8);
+}
+
+absl::Status LaunchRmsNormBackward(void* dx, void* dweight, DType grad_dtype, const void* dy,
+                                   const void* residual, const void* x, const void* weight,
+                                   const float* rstd, DType dtype, int64_t rows,
+                                   int64_t channels, float* scratch, cudaStream_t stream) {
+  if (rows == 0 || channels == 0) return absl::OkStatus();
+  if (channels > RmsNormBackwardMaxChannels()) {
+    return absl::InvalidArgumentError(
+        "rmsnorm backward on CUDA supports at most " +
+        std::to_string(RmsNormBackwardMaxChannels()) + " channels, got " +
+        std::to_string(channels) + " (one warp's dweight partials must fit in shared memory)");
+  }
+  const int c = static_cast<int>(channels);
+  if (dtype == DType::kF32) {
+    return BackwardT<true>(static_cast<float*>(dx), dweight, nullptr, grad_dtype,
+                           static_cast<const float*>(dy), static_cast<const float*>(residual),
+                           static_cast<const float*>(x), static_cast<const float*>(weight),
+                           nullptr, rstd, rows, c, scratch, stream);
+  }
+  return BackwardT<true>(static_cast<bf16*>(dx), dweight, nullptr, grad_dtype,
+                         static_cast<const bf16*>(dy), static_cast<const bf16*>(residual),
+                         static_cast<const bf16*>(x), static_cast<const bf16*>(weight), nullptr,
+                         rstd, rows, c, scratch, stream);
 }
 
 }  // namespace weft::cuda

@@ -3,7 +3,9 @@
 // the scalar one; backward also C = 100 (f32 vector, bf16 scalar), C = 1600
 // (6 warps a block, shared memory past 48 KiB), row counts that leave a
 // block's chunk short; residual none, dx itself, or another tensor), plus
-// bitwise determinism of the parameter-gradient reduction.
+// bitwise determinism of the parameter-gradient reduction. RMSNorm (the
+// same kernels without mean and bias) gets the same cases, plus C = 4096
+// (Llama's, rows reread each sweep).
 // Tolerances: f32 1e-5 for activations, 1e-4 for dweight/dbias (sums over
 // rows); bf16 1e-2 / 2e-2.
 #include <cstdlib>
@@ -250,6 +252,133 @@ TEST(LayerNormParityTest, MismatchedWeightDTypeIsAnError) {
   Tensor mean = GpuZeros({2}, DType::kF32), rstd = GpuZeros({2}, DType::kF32);
   Tensor w = GpuZeros({8}, DType::kF32), b = GpuZeros({8}, DType::kBF16);
   EXPECT_FALSE(GpuOps().LayerNormForward(GpuCtx(), out, mean, rstd, x, w, b, kEps).ok());
+}
+
+// RMSNorm: plain and fused with the residual add. The CPU normalizes the
+// residual as the GPU stores it (a + b rounded once).
+TEST(RmsNormParityTest, Forward) {
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    for (bool fused : {false, true}) {
+      for (const LnShape& s : kShapes) {
+        SCOPED_TRACE(::testing::Message() << DTypeName(dt) << (fused ? " fused " : " ") << s.rows
+                                          << "x" << s.c);
+        const int64_t n = s.rows * s.c;
+        const auto a = RoundTo(dt, Random(n, 1, 2.0f));
+        const auto b = RoundTo(dt, Random(n, 2));
+        const auto w = RoundTo(dt, Random(s.c, 3));
+        std::vector<float> x = a;
+        if (fused) {
+          for (int64_t i = 0; i < n; ++i) x[i] = a[i] + b[i];
+          x = RoundTo(dt, x);
+        }
+        Tensor no_residual;
+        Tensor cpu_out = Host(std::vector<float>(n), {s.rows, s.c});
+        Tensor cpu_rstd = Host(std::vector<float>(s.rows), {s.rows});
+        ASSERT_TRUE(CpuOps()
+                        .RmsNormForward(kCpuCtx, no_residual, cpu_out, cpu_rstd,
+                                        Host(x, {s.rows, s.c}), Tensor(), Host(w, {s.c}), kEps)
+                        .ok());
+        Tensor res_out = GpuZeros({s.rows, s.c}, dt), out = GpuZeros({s.rows, s.c}, dt);
+        Tensor rstd = GpuZeros({s.rows}, DType::kF32);
+        const absl::Status st = GpuOps().RmsNormForward(
+            GpuCtx(), res_out, out, rstd, Gpu(a, {s.rows, s.c}, dt),
+            fused ? Gpu(b, {s.rows, s.c}, dt) : Tensor(), Gpu(w, {s.c}, dt), kEps);
+        ASSERT_TRUE(st.ok()) << st;
+        EXPECT_EQ(Floats(res_out), fused ? x : std::vector<float>(n))
+            << (fused ? "residual is a + b rounded once" : "residual_out is not touched");
+        EXPECT_TRUE(Close(Floats(out), Floats(cpu_out), TolFor(dt, false)));
+        EXPECT_TRUE(Close(Floats(rstd), Floats(cpu_rstd), kF32Tol));
+      }
+    }
+  }
+}
+
+const LnShape kRmsBackwardShapes[] = {{1, 13},   {37, 13},  {64, 768}, {300, 768},
+                                      {129, 96}, {50, 100}, {23, 1600}, {9, 4096}};
+
+TEST(RmsNormParityTest, Backward) {
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    for (DType grad_dt : {DType::kF32, DType::kBF16}) {
+      for (Residual residual : {Residual::kNone, Residual::kDx, Residual::kOther}) {
+        for (const LnShape& s : kRmsBackwardShapes) {
+          SCOPED_TRACE(::testing::Message() << DTypeName(dt) << " grads " << DTypeName(grad_dt)
+                                            << " residual=" << static_cast<int>(residual) << " "
+                                            << s.rows << "x" << s.c);
+          const int64_t n = s.rows * s.c;
+          const auto x = RoundTo(dt, Random(n, 1, 2.0f));
+          const auto dy = RoundTo(dt, Random(n, 2));
+          const auto w = RoundTo(dt, Random(s.c, 3));
+          const auto dx0 = RoundTo(dt, Random(n, 4));
+          const auto dw0 = RoundTo(grad_dt, Random(s.c, 5));
+          const auto other = RoundTo(dt, Random(n, 7));
+          // rstd from the CPU forward feeds both backward passes.
+          Tensor no_residual;
+          Tensor out = Host(std::vector<float>(n), {s.rows, s.c});
+          Tensor rstd = Host(std::vector<float>(s.rows), {s.rows});
+          ASSERT_TRUE(CpuOps()
+                          .RmsNormForward(kCpuCtx, no_residual, out, rstd, Host(x, {s.rows, s.c}),
+                                          Tensor(), Host(w, {s.c}), kEps)
+                          .ok());
+          Tensor cdx = Host(dx0, {s.rows, s.c}), cdw = Host(dw0, {s.c});
+          const Tensor cres = residual == Residual::kDx      ? cdx
+                              : residual == Residual::kOther ? Host(other, {s.rows, s.c})
+                                                             : Tensor();
+          ASSERT_TRUE(CpuOps()
+                          .RmsNormBackward(kCpuCtx, cdx, cdw, Host(dy, {s.rows, s.c}),
+                                           Host(x, {s.rows, s.c}), Host(w, {s.c}), rstd, cres)
+                          .ok());
+          Tensor gdx = Gpu(dx0, {s.rows, s.c}, dt), gdw = Gpu(dw0, {s.c}, grad_dt);
+          const Tensor gres = residual == Residual::kDx      ? gdx
+                              : residual == Residual::kOther ? Gpu(other, {s.rows, s.c}, dt)
+                                                             : Tensor();
+          const absl::Status st = GpuOps().RmsNormBackward(
+              GpuCtx(), gdx, gdw, Gpu(dy, {s.rows, s.c}, dt), Gpu(x, {s.rows, s.c}, dt),
+              Gpu(w, {s.c}, dt), Gpu(Floats(rstd), {s.rows}, DType::kF32), gres);
+          ASSERT_TRUE(st.ok()) << st;
+          EXPECT_TRUE(Close(Floats(gdx), Floats(cdx), TolFor(dt, false))) << "dx";
+          const Tolerance reduce = grad_dt == DType::kBF16 ? kBf16ReduceTol : kF32ReduceTol;
+          EXPECT_TRUE(Close(Floats(gdw), Floats(cdw), reduce)) << "dweight";
+          if (residual == Residual::kOther) {
+            EXPECT_EQ(Floats(gres), other) << "residual is read only";
+          }
+        }
+      }
+    }
+  }
+}
+
+// dx over dy gives the bits of a separate dx; two runs give the same bits.
+TEST(RmsNormParityTest, BackwardInPlaceOverDyAndBitwiseDeterministic) {
+  const int64_t rows = 2048, c = 4096, n = rows * c;
+  Tensor x = Gpu(Random(n, 1), {rows, c}, DType::kBF16);
+  Tensor w = Gpu(Random(c, 3), {c}, DType::kBF16);
+  Tensor rstd = Gpu(std::vector<float>(rows, 1.5f), {rows}, DType::kF32);
+  Tensor residual = Gpu(Random(n, 5), {rows, c}, DType::kBF16);
+  std::vector<uint8_t> want_dx, want_dw;
+  for (int run = 0; run < 3; ++run) {
+    const bool in_place = run == 2;
+    Tensor dy = Gpu(Random(n, 2), {rows, c}, DType::kBF16);
+    Tensor dx = in_place ? dy : GpuZeros({rows, c}, DType::kBF16);
+    Tensor dw = GpuZeros({c}, DType::kF32);
+    ASSERT_TRUE(GpuOps().RmsNormBackward(GpuCtx(), dx, dw, dy, x, w, rstd, residual).ok());
+    if (run == 0) {
+      want_dx = Bytes(dx);
+      want_dw = Bytes(dw);
+    } else {
+      EXPECT_EQ(Bytes(dx), want_dx) << "run " << run;
+      EXPECT_EQ(Bytes(dw), want_dw) << "run " << run;
+    }
+  }
+}
+
+TEST(RmsNormParityTest, BackwardWiderThanSharedMemoryIsAnError) {
+  const int64_t c = RmsNormBackwardMaxChannels() + 8;
+  Tensor x = GpuZeros({2, c}, DType::kBF16), dy = GpuZeros({2, c}, DType::kBF16);
+  Tensor dx = GpuZeros({2, c}, DType::kBF16), w = GpuZeros({c}, DType::kBF16);
+  Tensor dw = GpuZeros({c}, DType::kF32), rstd = GpuZeros({2}, DType::kF32);
+  const absl::Status st = GpuOps().RmsNormBackward(GpuCtx(), dx, dw, dy, x, w, rstd, Tensor());
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_NE(st.message().find("C <= "), std::string::npos) << st;
 }
 
 }  // namespace

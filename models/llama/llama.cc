@@ -1,0 +1,202 @@
+#include "models/llama/llama.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "core/nn/embedding.h"
+#include "core/nn/gqa_attention.h"
+#include "core/nn/layer_norm.h"
+#include "core/nn/lm_head.h"
+#include "core/nn/loss.h"
+#include "core/nn/swiglu_mlp.h"
+#include "core/nn/transformer_block.h"
+
+namespace weft {
+namespace {
+
+RopeConfig RopeOf(const LlamaConfig& c) {
+  RopeConfig r{.head_dim = LlamaHeadDim(c), .max_positions = c.max_seq_len(),
+               .theta = c.rope_theta()};
+  if (c.has_rope_scaling()) {
+    const RopeScalingConfig& s = c.rope_scaling();
+    r.scaling = {.factor = s.factor(),
+                 .low_freq_factor = s.low_freq_factor(),
+                 .high_freq_factor = s.high_freq_factor(),
+                 .original_max_positions = s.original_max_position_embeddings()};
+  }
+  return r;
+}
+
+absl::Status CheckRopeScaling(const LlamaConfig& c) {
+  if (!c.has_rope_scaling()) return absl::OkStatus();
+  const RopeScalingConfig& s = c.rope_scaling();
+  if (s.rope_type() != "llama3") {
+    return InvalidArgument(absl::StrCat("rope_scaling.rope_type=\"", s.rope_type(), "\""),
+                           "\"llama3\" (Llama 3.1's frequency scaling)",
+                           "drop rope_scaling for unscaled rotary embeddings");
+  }
+  // Each field by name: RopeTable sees 0 for a missing one.
+  const auto missing = [](const char* field) {
+    return InvalidArgument(absl::StrCat("rope_scaling without ", field),
+                           "factor, low_freq_factor, high_freq_factor and "
+                           "original_max_position_embeddings, all > 0",
+                           "copy the rope_scaling block of the model's config.json whole");
+  };
+  if (!s.has_factor()) return missing("factor");
+  if (!s.has_low_freq_factor()) return missing("low_freq_factor");
+  if (!s.has_high_freq_factor()) return missing("high_freq_factor");
+  if (!s.has_original_max_position_embeddings()) {
+    return missing("original_max_position_embeddings");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int64_t LlamaFfnHidden(const LlamaConfig& c) {
+  if (c.ffn_hidden() > 0) return c.ffn_hidden();
+  // Meta's rule (llama/model.py): two thirds of 4d, scaled, rounded up.
+  int64_t hidden = 2 * (4 * int64_t{c.d_model()}) / 3;
+  if (c.ffn_dim_multiplier() > 0) {
+    hidden = static_cast<int64_t>(static_cast<double>(c.ffn_dim_multiplier()) * hidden);
+  }
+  const int64_t m = std::max(1, c.multiple_of());
+  return (hidden + m - 1) / m * m;
+}
+
+int LlamaKvHeads(const LlamaConfig& c) { return c.n_kv_head() > 0 ? c.n_kv_head() : c.n_head(); }
+
+int64_t LlamaHeadDim(const LlamaConfig& c) {
+  if (c.head_dim() > 0) return c.head_dim();
+  return c.n_head() > 0 ? c.d_model() / c.n_head() : 0;
+}
+
+absl::StatusOr<std::unique_ptr<Llama>> Llama::Create(const LlamaConfig& c, int64_t seq_len) {
+  if (c.n_layer() < 1 || c.n_head() < 1 || c.d_model() < 1 || c.n_kv_head() < 0) {
+    return InvalidArgument(absl::StrCat("n_layer=", c.n_layer(), " n_head=", c.n_head(),
+                                        " d_model=", c.d_model(), " n_kv_head=", c.n_kv_head()),
+                           "n_layer, n_head, d_model >= 1 and n_kv_head >= 0 (0: n_head)");
+  }
+  if (c.head_dim() == 0 && c.d_model() % c.n_head() != 0) {
+    return InvalidArgument(
+        absl::StrCat("n_head=", c.n_head(), " does not divide d_model=", c.d_model()),
+        "d_model a multiple of n_head, or head_dim given",
+        "e.g. d_model=2048 with n_head=32 (head size 64)");
+  }
+  const int kv = LlamaKvHeads(c);
+  if (c.n_head() % kv != 0) {
+    return InvalidArgument(
+        absl::StrCat("n_head=", c.n_head(), " is not divisible by n_kv_head=", kv),
+        "n_kv_head dividing n_head: each K/V head serves n_head / n_kv_head query heads",
+        absl::StrCat("e.g. n_kv_head=", c.n_head() % 8 == 0 ? 8 : 1, " for n_head=", c.n_head()));
+  }
+  if (LlamaHeadDim(c) % 2 != 0) {
+    return InvalidArgument(absl::StrCat("head size ", LlamaHeadDim(c)),
+                           "an even head size (rotary embeddings rotate pairs)");
+  }
+  if (c.vocab_size() < 1) {
+    return InvalidArgument(absl::StrCat("vocab_size=", c.vocab_size()), "a vocabulary >= 1",
+                           "leave vocab_size at 0 to take the tokenizer's size");
+  }
+  if (c.vocab_pad_multiple() < 1) {
+    return InvalidArgument(absl::StrCat("vocab_pad_multiple=", c.vocab_pad_multiple()), ">= 1");
+  }
+  if (seq_len < 1 || seq_len > c.max_seq_len()) {
+    return InvalidArgument(
+        absl::StrCat("seq_len=", seq_len, " with max_seq_len=", c.max_seq_len()),
+        "1 <= seq_len <= max_seq_len: the rotary table has max_seq_len positions",
+        "lower --seq_len or raise --max_seq_len (Llama 3.1 extends its 8192 positions with "
+        "rope_scaling)");
+  }
+  if (c.ffn_hidden() < 0 || c.multiple_of() < 1 || c.ffn_dim_multiplier() < 0) {
+    return InvalidArgument(absl::StrCat("ffn_hidden=", c.ffn_hidden(), " multiple_of=",
+                                        c.multiple_of(), " ffn_dim_multiplier=",
+                                        c.ffn_dim_multiplier()),
+                           "ffn_hidden >= 0 (0: Meta's rule), multiple_of >= 1, "
+                           "ffn_dim_multiplier >= 0");
+  }
+  if (!(c.norm_eps() > 0)) {
+    return InvalidArgument(absl::StrCat("norm_eps=", c.norm_eps()), "norm_eps > 0");
+  }
+  WEFT_RETURN_IF_ERROR(CheckRopeScaling(c));
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<RopeTable> rope, RopeTable::Create(RopeOf(c)));
+  const int64_t m = c.vocab_pad_multiple();
+  const int64_t padded = (c.vocab_size() + m - 1) / m * m;
+  return std::unique_ptr<Llama>(new Llama(c, seq_len, padded, std::move(rope)));
+}
+
+Llama::Llama(const LlamaConfig& c, int64_t seq_len, int64_t padded_vocab,
+             std::shared_ptr<RopeTable> rope)
+    : CausalLm("Llama", {.seq_len = seq_len,
+                         .channels = c.d_model(),
+                         .vocab_size = c.vocab_size(),
+                         .n_layer = c.n_layer(),
+                         .attention_width = c.n_head() * LlamaHeadDim(c)}),
+      config_(c),
+      seq_len_(seq_len),
+      padded_vocab_(padded_vocab) {
+  const float proj_std = c.init_std() / std::sqrt(2.0f * static_cast<float>(c.n_layer()));
+  // No position table: positions enter through the rotary embeddings.
+  auto* embed = RegisterSwappableModule(
+      "embed", std::make_unique<TokenPositionEmbedding>(padded_vocab, /*max_positions=*/0,
+                                                        c.d_model(), c.init_std()));
+  Sequential* blocks = RegisterModule("blocks", std::make_unique<Sequential>());
+  const GqaAttentionConfig attn{.channels = c.d_model(),
+                                .num_heads = c.n_head(),
+                                .num_kv_heads = LlamaKvHeads(c),
+                                .head_dim = LlamaHeadDim(c),
+                                .init_std = c.init_std(),
+                                .proj_init_std = proj_std};
+  const int64_t hidden = LlamaFfnHidden(c);
+  for (int i = 0; i < c.n_layer(); ++i) {
+    blocks->Append(std::make_unique<TransformerBlock>(
+        std::make_unique<LayerNorm>(c.d_model(), c.norm_eps(), NormKind::kRms),
+        std::make_unique<GroupedQueryAttention>(attn, rope),
+        std::make_unique<LayerNorm>(c.d_model(), c.norm_eps(), NormKind::kRms),
+        std::make_unique<SwiGluMlp>(c.d_model(), hidden, c.init_std(), proj_std)));
+  }
+  RegisterModule("ln_f", std::make_unique<LayerNorm>(c.d_model(), c.norm_eps(), NormKind::kRms));
+  if (c.tie_weights()) {
+    RegisterSwappableModule("lm_head", std::make_unique<LmHead>(embed->wte()));
+  } else {
+    RegisterSwappableModule("lm_head",
+                            std::make_unique<LmHead>(padded_vocab, c.d_model(), c.init_std()));
+  }
+  RegisterSwappableModule("loss", std::make_unique<CrossEntropyLoss>(c.vocab_size()));
+}
+
+TensorParallelPlan Llama::ParallelPlan() const {
+  const int kv = LlamaKvHeads(config_);
+  return {
+      {"embed", TpStyle::kVocab},
+      {"blocks.*.attn.q", TpStyle::kColwise, 1, config_.n_head()},
+      {"blocks.*.attn.k", TpStyle::kColwise, 1, kv, "n_kv_head"},
+      {"blocks.*.attn.v", TpStyle::kColwise, 1, kv, "n_kv_head"},
+      {"blocks.*.attn.proj", TpStyle::kRowwise},
+      {"blocks.*.mlp.gate_up", TpStyle::kColwise, /*packed=*/2},
+      {"blocks.*.mlp.down", TpStyle::kRowwise},
+      {"lm_head", TpStyle::kVocab},
+      {"loss", TpStyle::kVocab},
+      {"blocks.*.ln1", TpStyle::kSequence},
+      {"blocks.*.ln2", TpStyle::kSequence},
+      {"ln_f", TpStyle::kSequence},
+  };
+}
+
+absl::StatusOr<std::unique_ptr<Model>> Llama::CloneArchitecture() const {
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Llama> copy, Create(config_, seq_len_));
+  return std::unique_ptr<Model>(std::move(copy));
+}
+
+std::string Llama::Summary() const {
+  const int kv = LlamaKvHeads(config_);
+  return absl::StrFormat("Llama %dL %dH (%d KV) %dd ffn %d vocab %d (padded %d) T %d%s",
+                         config_.n_layer(), config_.n_head(), kv, config_.d_model(),
+                         LlamaFfnHidden(config_), config_.vocab_size(), padded_vocab_, seq_len_,
+                         config_.tie_weights() ? " tied" : "");
+}
+
+}  // namespace weft

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# End-to-end checks of //models/llama:train on CPU: it trains (loss falls),
+# is bitwise reproducible for a fixed seed, runs sharded over 2 ranks, and
+# refuses bad model shapes naming the flag and the rule.
+set -euo pipefail
+
+train="$TEST_SRCDIR/weft/models/llama/train"
+config="$TEST_SRCDIR/weft/models/llama/configs/llama_debug.textproto"
+tmp="$TEST_TMPDIR"
+
+for i in $(seq 1 400); do
+  echo "the quick brown fox $i jumps over the lazy dog; a stitch in time saves nine."
+  echo "all that glitters is not gold, and every cloud has a silver lining $((i % 7))."
+done > "$tmp/corpus.txt"
+
+common=(--config="$config" --data="$tmp/corpus.txt" --steps=40 --log_every=1 --quiet
+        --num_workers=1 --eval_batches=2)
+"$train" "${common[@]}" --metrics_out="$tmp/a.jsonl"
+"$train" "${common[@]}" --metrics_out="$tmp/b.jsonl"
+
+loss_at() { grep "\"step\":$2,\"loss\"" "$1" | sed 's/.*"loss":\([0-9.e+-]*\).*/\1/'; }
+first=$(loss_at "$tmp/a.jsonl" 1)
+last=$(loss_at "$tmp/a.jsonl" 40)
+echo "loss: first $first last $last"
+awk -v f="$first" -v l="$last" 'BEGIN { exit !(l < f - 1.0) }' || {
+  echo "FAIL: loss did not fall by more than 1.0 nat"; exit 1; }
+grep -q '"val_loss":' "$tmp/a.jsonl" || { echo "FAIL: no val_loss"; exit 1; }
+for s in 1 20 40; do
+  [ "$(loss_at "$tmp/a.jsonl" $s)" = "$(loss_at "$tmp/b.jsonl" $s)" ] || {
+    echo "FAIL: step $s loss differs between two runs with one seed"; exit 1; }
+done
+
+# Two ranks, fully sharded: the same job trains.
+"$train" "${common[@]}" --steps=6 --nproc_per_node=2 --strategy=fsdp --micro_batch=8 \
+    --metrics_out="$tmp/fsdp.jsonl"
+[ -n "$(loss_at "$tmp/fsdp.jsonl" 6)" ] || { echo "FAIL: fsdp run logged no step 6"; exit 1; }
+
+expect_error() {  # expect_error WANT ARGS...: the run fails and prints WANT
+  local want="$1"; shift
+  if out=$("$train" --config="$config" --data="$tmp/corpus.txt" --steps=1 --quiet \
+           --num_workers=1 "$@" 2>&1); then
+    echo "FAIL: $* succeeded"; exit 1
+  fi
+  grep -qF "$want" <<<"$out" || { echo "FAIL: $* printed:"; echo "$out"; exit 1; }
+}
+expect_error "n_head=4 is not divisible by n_kv_head=3" --n_kv_head=3
+expect_error "rotary table has max_seq_len positions" --seq_len=128
+expect_error "heads, not divisible by tp=4" --nproc_per_node=4 --strategy=tp --tp=4
+expect_error "the auto planner knows GPT jobs only" --strategy=auto
+echo PASS

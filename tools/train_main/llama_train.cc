@@ -1,0 +1,80 @@
+// The Llama training job's policy, above the model. //models/llama:train's
+// main only declares the model.
+#include "tools/train_main/llama_train.h"
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "checkpoint/safetensors.h"
+#include "core/base/errors.h"
+#include "core/base/status_macros.h"
+#include "core/runtime/trainer.h"
+#include "models/llama/llama_job.h"
+#include "models/lm/text_lm_job.h"
+#include "tools/report/run_report.h"
+#include "tools/train_main/train_main.h"
+
+namespace weft {
+namespace {
+
+// --init_from: the parameters of a safetensors file in weft's names (a
+// consolidated export's optimizer state, "<param>:<kind>", is left out).
+absl::Status LoadInitWeights(const std::string& path, Trainer& trainer) {
+  absl::StatusOr<ckpt::SafetensorsFile> file = ckpt::ReadSafetensors(path);
+  if (!file.ok()) {
+    return Annotate(file.status(),
+                    absl::StrCat("--init_from=", path, " (a Llama reads safetensors files in "
+                                 "weft's parameter names)"));
+  }
+  std::map<std::string, ckpt::HostTensor> weights;
+  for (auto& [name, tensor] : file->tensors) {
+    if (name.find(':') == std::string::npos) weights.emplace(name, std::move(tensor));
+  }
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> kept, trainer.LoadWeights(weights));
+  if (!kept.empty()) {
+    return FailedPrecondition(absl::StrCat(path, " has no weights for ", absl::StrJoin(kept, ", ")),
+                              "every parameter of the model in the file");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunLlamaTraining(const LlamaJob& job) {
+  if (job.train().parallel().strategy() == "auto") {
+    // The planner enumerates GPT layouts only; refuse rather than plan another model.
+    return InvalidArgument("--strategy=auto for a Llama model",
+                           "a strategy list: the auto planner knows GPT jobs only",
+                           "name the strategies, e.g. --strategy=fsdp or --strategy=tp --tp=2");
+  }
+  WEFT_ASSIGN_OR_RETURN(std::string path, LmDataPath(job.train()));
+  Trainer::Options o;
+  o.config = job.train();
+  // `bazel run` starts in the runfiles tree: user paths are relative to
+  // where the command was typed.
+  ResolveCheckpointPaths(&o.config);
+  auto resolved = std::make_shared<LlamaJob>(job);  // with the vocabulary filled in
+  o.describe_job = [resolved] { return resolved->DebugString(); };
+  report::PrepareRunReport(&o.config);
+  SetLlamaJobCallbacks(job, path, resolved, &o);
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(o)));
+  if (!job.init_from().empty()) {
+    if (trainer->resumed_from() != nullptr) {
+      trainer->logger().Print(absl::StrCat("--init_from=", job.init_from(),
+                                           " is not read: --resume continues its checkpoint"));
+    } else {
+      const std::string from = ResolveUserPath(job.init_from());
+      WEFT_RETURN_IF_ERROR(LoadInitWeights(from, *trainer));
+      std::printf("initialized from safetensors weights %s\n", from.c_str());
+    }
+  }
+  WEFT_RETURN_IF_ERROR(trainer->Run());
+  return report::FinishRunReport(trainer->config(), trainer->parallel().world_rank);
+}
+
+}  // namespace weft
