@@ -29,6 +29,7 @@ struct LlamaCase {
   std::string schedule = "1f1b";
   int chunks = 1;
   int dp_replicate = 0;
+  int cp = 0;
   bool recompute = false;
   bool tied = false;
 };
@@ -100,6 +101,7 @@ TEST_P(LlamaParityTest, MatchesOneProcess) {
     p->set_dp_replicate(c.dp_replicate);
     p->set_dp_shard(c.world / c.dp_replicate);
   }
+  if (c.cp > 0) p->set_cp(c.cp);
   job.mutable_train()->set_recompute(c.recompute);
   auto multi = testing::RunMultiProcess(job, c.world, LlamaRun(c.tied));
   ASSERT_TRUE(multi.ok()) << multi.status();
@@ -129,6 +131,12 @@ INSTANTIATE_TEST_SUITE_P(
                   .schedule = "interleaved", .chunks = 2},
         LlamaCase{.label = "zbh1_pp2", .strategy = "", .micro_batch = 2, .pp = 2,
                   .schedule = "zbh1"},
+        // Ring attention over zigzag chunks; RoPE at the chunks' global positions.
+        LlamaCase{.label = "cp2", .strategy = "", .micro_batch = 8, .cp = 2},
+        LlamaCase{.label = "cp2_fsdp2", .strategy = "fsdp", .world = 4, .micro_batch = 4,
+                  .cp = 2},
+        LlamaCase{.label = "cp2_sp2", .strategy = "sp", .world = 4, .micro_batch = 8, .tp = 2,
+                  .cp = 2},
         // 3D on 8 ranks: pp2 x fsdp2 x tp2.
         LlamaCase{.label = "pp2_fsdp2_tp2", .strategy = "tp,fsdp", .world = 8, .micro_batch = 2,
                   .tp = 2, .pp = 2}),

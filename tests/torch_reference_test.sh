@@ -48,12 +48,14 @@ reference --optimizer=sgd --schedule=linear --lr=0.3 \
   --weft_runs=";--nproc_per_node=2 --strategy=zero --zero_stage=3"
 # The Llama (RMSNorm, RoPE, SwiGLU, 4 query heads over 2 K/V heads, untied
 # head, from a safetensors file in weft's names) in one process and under
-# fsdp, tp (the K/V heads split) and pp.
+# fsdp, tp (the K/V heads split), pp and cp (rotary positions of the zigzag
+# chunks).
 llama_layouts=(
   ""
   "--nproc_per_node=2 --strategy=fsdp"
   "--nproc_per_node=2 --strategy=tp --tp=2"
   "--nproc_per_node=2 --pp=2 --pp_split=layers --micro_batch=2"
+  "--nproc_per_node=2 --cp=2"
 )
 "$python" "$TEST_SRCDIR/weft/tests/torch_reference.py" --model=llama \
   --train="$TEST_SRCDIR/weft/models/llama/train" \

@@ -1,11 +1,11 @@
-// CausalSelfAttention: qkv projection, fused causal attention (no T x T
-// matrix is stored: the kernel keeps a logsumexp per query), output
-// projection and residual dropout. GPT-2 layout and naming. The fused
-// kernel drops no attention probabilities: the residual dropout is the
-// layer's only one.
+// CausalSelfAttention: qkv projection, the attention core (fused causal
+// attention, attention_core.h), output projection and residual dropout.
+// GPT-2 layout and naming. The fused kernel drops no attention
+// probabilities: the residual dropout is the layer's only one.
 #ifndef WEFT_CORE_NN_ATTENTION_H_
 #define WEFT_CORE_NN_ATTENTION_H_
 
+#include "core/nn/attention_core.h"
 #include "core/nn/dropout.h"
 #include "core/nn/linear.h"
 #include "core/nn/module.h"
@@ -26,13 +26,8 @@ class CausalSelfAttention : public Module {
   int64_t channels() const { return c_; }
 
  private:
-  // Heads in `local_channels` of q (all of them unless qkv is sharded).
-  int LocalHeads(int64_t local_channels) const;
-
   const int64_t c_;
   const int num_heads_;
-  // Saved per micro-batch: (B, T, 3C), (B, T, C), (B, NH, T).
-  enum { kQkv, kAttention, kLogSumExp };
 };
 
 }  // namespace weft

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
+#include "core/nn/attention_core.h"
 #include "core/nn/linear.h"
 
 namespace weft {
@@ -19,18 +20,26 @@ GroupedQueryAttention::GroupedQueryAttention(const GqaAttentionConfig& c,
   RegisterSwappableModule(
       "proj", std::make_unique<Linear>(c.num_heads * c.head_dim, c.channels,
                                        Linear::Options{.bias = false, .init_std = c.proj_init_std}));
+  RegisterSwappableModule("core", std::make_unique<CausalAttentionCore>(c.head_dim));
+}
+
+absl::StatusOr<TokenChunks> GroupedQueryAttention::Positions(const RunContext& ctx,
+                                                             int64_t t) const {
+  if (!ctx.sequence.has_value()) return TokenChunks::Contiguous(t);
+  if (ctx.sequence->size() != t) {
+    return FailedPrecondition(
+        absl::StrCat("q, k and v of ", t, " tokens on a rank holding ", ctx.sequence->size(),
+                     " tokens of each sequence"),
+        "projections of the rank's whole chunks",
+        "under sp the column-parallel projections must gather the sequence blocks");
+  }
+  return *ctx.sequence;
 }
 
 absl::StatusOr<Tensor> GroupedQueryAttention::Forward(RunContext& ctx, const Tensor& x) {
   if (x.ndim() != 3 || x.dim(2) != config_.channels) {
     return InvalidArgument("attention input " + ShapeString(x.shape()),
                            absl::StrCat("(B, T, ", config_.channels, ")"));
-  }
-  if (ctx.sequence.has_value() && !ctx.sequence->IsIdentity()) {
-    return FailedPrecondition(
-        "grouped-query attention over a sequence split across ranks (context parallel chunks)",
-        "the whole sequence on each rank: cp's ring attention takes over GPT's attention only",
-        "drop --strategy=cp (--cp) for this model; sp or tp split its activations instead");
   }
   WEFT_ASSIGN_OR_RETURN(Tensor q, child("q")->CallForward(ctx, x));
   WEFT_ASSIGN_OR_RETURN(Tensor k, child("k")->CallForward(ctx, x));
@@ -39,44 +48,26 @@ absl::StatusOr<Tensor> GroupedQueryAttention::Forward(RunContext& ctx, const Ten
   // whole sequence): sizes come from their outputs.
   const int64_t d = config_.head_dim, b = q.dim(0), t = q.dim(1);
   const int heads = static_cast<int>(q.dim(2) / d);
+  WEFT_ASSIGN_OR_RETURN(const TokenChunks positions, Positions(ctx, t));
   WEFT_ASSIGN_OR_RETURN(Tensor table, rope_->On(ctx));
   WEFT_ASSIGN_OR_RETURN(Tensor qkv, ctx.Empty({b, t, 3 * heads * d}, ctx.compute_dtype));
-  WEFT_RETURN_IF_ERROR(
-      ctx.ops->RopeQkvForward(ctx.kernel(), qkv, q, k, v, table, TokenChunks::Contiguous(t)));
-  WEFT_ASSIGN_OR_RETURN(Tensor att, ctx.Empty({b, t, heads * d}, ctx.compute_dtype));
-  WEFT_ASSIGN_OR_RETURN(Tensor lse, ctx.Empty({b, heads, t}, DType::kF32));
-  WEFT_RETURN_IF_ERROR(ctx.ops->AttentionForward(ctx.kernel(), att, lse, qkv, heads));
-  if (ctx.training) {
-    SavedActivations& saved = ctx.Saved(this);
-    saved[kQkv] = qkv;
-    saved[kAttention] = att;
-    saved[kLogSumExp] = lse;
-  }
+  WEFT_RETURN_IF_ERROR(ctx.ops->RopeQkvForward(ctx.kernel(), qkv, q, k, v, table, positions));
+  WEFT_ASSIGN_OR_RETURN(Tensor att, child("core")->CallForward(ctx, qkv));
   return child("proj")->CallForward(ctx, att);
 }
 
 absl::StatusOr<Tensor> GroupedQueryAttention::Backward(RunContext& ctx, const Tensor& dy) {
-  SavedActivations* saved = ctx.FindSaved(this);
-  if (saved == nullptr) {
-    return FailedPrecondition("attention backward without saved activations",
-                              "Forward in training mode before Backward");
-  }
   WEFT_ASSIGN_OR_RETURN(Tensor datt, child("proj")->CallBackward(ctx, dy));
-  const Tensor qkv = (*saved)[kQkv], att = (*saved)[kAttention], lse = (*saved)[kLogSumExp];
-  ctx.DropSaved(this);
-  const int64_t d = config_.head_dim, b = qkv.dim(0), t = qkv.dim(1);
-  const int64_t hd = qkv.dim(2) / 3;
-  const int heads = static_cast<int>(hd / d);
+  WEFT_ASSIGN_OR_RETURN(Tensor dqkv, child("core")->CallBackward(ctx, datt));
+  const int64_t b = dqkv.dim(0), t = dqkv.dim(1), hd = dqkv.dim(2) / 3;
   // This rank's K/V heads: the query heads' share of the model's groups.
   const int64_t kvd = hd / (config_.num_heads / config_.num_kv_heads);
-  WEFT_ASSIGN_OR_RETURN(Tensor dqkv, ctx.Empty(qkv.shape(), ctx.compute_dtype));
-  WEFT_RETURN_IF_ERROR(ctx.ops->AttentionBackward(ctx.kernel(), dqkv, datt, qkv, att, lse, heads));
+  WEFT_ASSIGN_OR_RETURN(const TokenChunks positions, Positions(ctx, t));
   WEFT_ASSIGN_OR_RETURN(Tensor table, rope_->On(ctx));
   WEFT_ASSIGN_OR_RETURN(Tensor dq, ctx.Empty({b, t, hd}, ctx.compute_dtype));
   WEFT_ASSIGN_OR_RETURN(Tensor dk, ctx.Empty({b, t, kvd}, ctx.compute_dtype));
   WEFT_ASSIGN_OR_RETURN(Tensor dv, ctx.Empty({b, t, kvd}, ctx.compute_dtype));
-  WEFT_RETURN_IF_ERROR(ctx.ops->RopeQkvBackward(ctx.kernel(), dq, dk, dv, dqkv, table,
-                                                TokenChunks::Contiguous(t)));
+  WEFT_RETURN_IF_ERROR(ctx.ops->RopeQkvBackward(ctx.kernel(), dq, dk, dv, dqkv, table, positions));
   dqkv = Tensor();  // free before the projections' backward
   WEFT_ASSIGN_OR_RETURN(Tensor dx, child("q")->CallBackward(ctx, dq));
   WEFT_ASSIGN_OR_RETURN(Tensor dxk, child("k")->CallBackward(ctx, dk));

@@ -1,10 +1,10 @@
 // GroupedQueryAttention (Llama): q, k and v projections without bias,
 // rotary position embeddings on q and k, n_kv_heads K/V heads each shared
-// by n_heads / n_kv_heads query heads, the fused causal attention kernel,
+// by n_heads / n_kv_heads query heads, the attention core (attention_core.h)
 // and an output projection. n_kv_heads == n_heads is plain multi-head
-// attention. Tokens sit at positions 0..T-1. A sequence split over ranks
-// (context parallelism) is refused: cp's ring attention does not yet take
-// over this layer.
+// attention. Tokens sit at positions 0..T-1, or at ctx.sequence's global
+// positions when the rank holds chunks of each sequence (context
+// parallelism, whose ring attention takes over the core).
 //
 // q, k, v and proj are swappable: tensor parallelism splits q, k and v by
 // output features (whole heads: rank r keeps query heads and the K/V heads
@@ -42,9 +42,8 @@ class GroupedQueryAttention : public Module {
  private:
   const GqaAttentionConfig config_;
   std::shared_ptr<RopeTable> rope_;
-  // Saved per micro-batch: packed (B, T, 3*H*D), attention (B, T, H*D),
-  // logsumexp (B, H, T).
-  enum { kQkv, kAttention, kLogSumExp };
+  // Where the tokens of a (B, T, ...) activation sit in their sequence.
+  absl::StatusOr<TokenChunks> Positions(const RunContext& ctx, int64_t t) const;
 };
 
 }  // namespace weft

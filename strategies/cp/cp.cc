@@ -57,7 +57,7 @@ absl::StatusOr<StrategyResult> ContextParallelStrategy::Apply(StrategyContext& c
   WEFT_ASSIGN_OR_RETURN(int swapped, cp::SwapInRingAttention(ctx.model(), ring));
   if (swapped == 0) {
     return FailedPrecondition(
-        absl::StrCat("model ", ctx.model().Summary(), " has no CausalSelfAttention"),
+        absl::StrCat("model ", ctx.model().Summary(), " has no attention core to swap"),
         "a model whose attention layers ring attention can replace",
         "context parallelism only splits sequences through attention");
   }

@@ -1,8 +1,8 @@
 // cp: context parallelism as a strategy plugin (--cp=N, or --strategy=cp).
 //
 // Splits every sequence over the N ranks of the mesh's cp axis in zigzag
-// chunks (zigzag.h), swaps each CausalSelfAttention for RingAttention
-// (ring_attention.h) and wraps the root in ContextParallelModel
+// chunks (zigzag.h), swaps each attention core (core/nn/attention_core.h)
+// for RingAttention (ring_attention.h) and wraps the root in ContextParallelModel
 // (cp_model.h). Loss and gradients stay exact:
 // - each rank's loss sums its own targets, scaled by the whole sequence's
 //   count, so losses sum over cp (and dp) to the one-process loss;

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
-#include "core/nn/attention.h"
+#include "core/nn/attention_core.h"
 #include "strategies/cp/zigzag.h"
 
 namespace weft::cp {
@@ -17,37 +17,15 @@ absl::Status Waited(const std::shared_ptr<comm::Work>& w, const char* what) {
   return Annotate(w->Wait(), what);
 }
 
-// Fills a child's place for the moment its layer moves to RingAttention.
-class Vacated : public Module {
- public:
-  Vacated() : Module("Vacated") {}
-  absl::StatusOr<Tensor> Forward(RunContext&, const Tensor&) override {
-    return Internal("a layer moved to ring attention was called in its old place");
-  }
-  absl::StatusOr<Tensor> Backward(RunContext&, const Tensor&) override {
-    return Internal("a layer moved to ring attention was called in its old place");
-  }
-};
-
 }  // namespace
 
-RingAttention::RingAttention(std::unique_ptr<Module> qkv, std::unique_ptr<Module> proj,
-                             std::unique_ptr<Module> dropout, int64_t channels, int num_heads,
-                             std::shared_ptr<Ring> ring)
-    : Module("RingAttention"), c_(channels), num_heads_(num_heads), ring_(std::move(ring)) {
-  RegisterSwappableModule("qkv", std::move(qkv));
-  RegisterSwappableModule("proj", std::move(proj));
-  RegisterSwappableModule("dropout", std::move(dropout));
-}
+RingAttention::RingAttention(int64_t head_dim, std::shared_ptr<Ring> ring)
+    : Module("RingAttention"), head_dim_(head_dim), ring_(std::move(ring)) {}
 
-int RingAttention::LocalHeads(int64_t local_channels) const {
-  return static_cast<int>(num_heads_ * local_channels / c_);
-}
-
-absl::StatusOr<Tensor> RingAttention::Forward(RunContext& ctx, const Tensor& x) {
-  if (x.ndim() != 3 || x.dim(2) != c_) {
-    return InvalidArgument("ring attention input " + ShapeString(x.shape()),
-                           absl::StrCat("(B, T_local, ", c_, ")"));
+absl::StatusOr<Tensor> RingAttention::Forward(RunContext& ctx, const Tensor& qkv) {
+  if (qkv.ndim() != 3 || qkv.dim(2) % (3 * head_dim_) != 0) {
+    return InvalidArgument("ring attention qkv " + ShapeString(qkv.shape()),
+                           absl::StrCat("(B, T_local, 3 x heads x ", head_dim_, ")"));
   }
   if (!ctx.sequence.has_value() || ctx.sequence->count != 2) {
     return FailedPrecondition("ring attention without this rank's zigzag chunks",
@@ -55,23 +33,18 @@ absl::StatusOr<Tensor> RingAttention::Forward(RunContext& ctx, const Tensor& x) 
                               "run the model through the cp strategy's root wrapper");
   }
   const TokenChunks mine = *ctx.sequence;
-  // The input may be a sequence-parallel block of the chunks, (B, T/tp, C):
-  // the column-parallel qkv gathers it, so the attention's tokens and heads
-  // are what qkv returns, (B, T, 3C/tp).
-  WEFT_ASSIGN_OR_RETURN(Tensor qkv, child("qkv")->CallForward(ctx, x));  // (B, T, 3C)
   if (qkv.dim(1) != mine.size()) {
     return FailedPrecondition(
-        absl::StrCat("ring attention queries of ", qkv.dim(1), " tokens (input ",
-                     ShapeString(x.shape()), ") on a rank holding ", mine.size(),
-                     " tokens of each sequence"),
+        absl::StrCat("ring attention queries of ", qkv.dim(1), " tokens on a rank holding ",
+                     mine.size(), " tokens of each sequence"),
         "qkv projections of the rank's whole chunks",
         "under sp the column-parallel qkv must gather the sequence blocks (a plain qkv takes "
         "the chunks whole)");
   }
   const int64_t b = qkv.dim(0), t = qkv.dim(1);
-  // A tensor-parallel qkv gives this rank's heads only: C/tp columns each.
+  // A tensor-parallel layer gives this rank's heads only: W/tp columns each.
   const int64_t c = qkv.dim(2) / 3;
-  const int heads = LocalHeads(c);
+  const int heads = static_cast<int>(c / head_dim_);
   // The K/V columns, contiguous: what travels the ring.
   WEFT_ASSIGN_OR_RETURN(Tensor kv, qkv.Slice(2, c, 3 * c).Contiguous(ctx.stream));  // (B, T, 2C)
   WEFT_ASSIGN_OR_RETURN(Tensor out, ctx.Empty({b, t, c}, ctx.compute_dtype));
@@ -100,11 +73,10 @@ absl::StatusOr<Tensor> RingAttention::Forward(RunContext& ctx, const Tensor& x) 
     saved[kOut] = out;
     saved[kLogSumExp] = lse;
   }
-  WEFT_ASSIGN_OR_RETURN(Tensor y, child("proj")->CallForward(ctx, out));
-  return child("dropout")->CallForward(ctx, y);
+  return out;
 }
 
-absl::StatusOr<Tensor> RingAttention::Backward(RunContext& ctx, const Tensor& dy) {
+absl::StatusOr<Tensor> RingAttention::Backward(RunContext& ctx, const Tensor& dout) {
   SavedActivations* saved = ctx.FindSaved(this);
   if (saved == nullptr || !ctx.sequence.has_value()) {
     return FailedPrecondition("ring attention backward without saved activations",
@@ -114,9 +86,7 @@ absl::StatusOr<Tensor> RingAttention::Backward(RunContext& ctx, const Tensor& dy
   const Tensor qkv = (*saved)[kQkv], kv = (*saved)[kKv];
   const Tensor out = (*saved)[kOut], lse = (*saved)[kLogSumExp];
   const int64_t c = qkv.dim(2) / 3;
-  const int heads = LocalHeads(c);
-  WEFT_ASSIGN_OR_RETURN(Tensor dy_proj, child("dropout")->CallBackward(ctx, dy));
-  WEFT_ASSIGN_OR_RETURN(Tensor dout, child("proj")->CallBackward(ctx, dy_proj));
+  const int heads = static_cast<int>(c / head_dim_);
   WEFT_ASSIGN_OR_RETURN(Tensor dqkv, ctx.Zeros(qkv.shape(), ctx.compute_dtype));
   const int n = ring_->size();
   Tensor cur = kv;
@@ -157,29 +127,20 @@ absl::StatusOr<Tensor> RingAttention::Backward(RunContext& ctx, const Tensor& dy
   Tensor dkv_cols = dqkv.Slice(2, c, 3 * c);
   WEFT_RETURN_IF_ERROR(dkv_cols.CopyFrom(dkv_in, ctx.stream));
   ctx.DropSaved(this);
-  return child("qkv")->CallBackward(ctx, dqkv);
+  return dqkv;
 }
 
 absl::StatusOr<int> SwapInRingAttention(Module& model, const std::shared_ptr<Ring>& ring) {
   std::vector<std::pair<Module*, std::string>> sites;
   for (Module* m : model.Modules()) {
     for (Module* c : m->children()) {
-      if (dynamic_cast<CausalSelfAttention*>(c) != nullptr) sites.push_back({m, c->local_name()});
+      if (dynamic_cast<CausalAttentionCore*>(c) != nullptr) sites.push_back({m, c->local_name()});
     }
   }
   for (auto& [parent, name] : sites) {
-    auto* old = static_cast<CausalSelfAttention*>(parent->child(name));
-    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Module> qkv,
-                          old->ReplaceChild("qkv", std::make_unique<Vacated>()));
-    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Module> proj,
-                          old->ReplaceChild("proj", std::make_unique<Vacated>()));
-    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Module> dropout,
-                          old->ReplaceChild("dropout", std::make_unique<Vacated>()));
-    auto ring_attention = std::make_unique<RingAttention>(
-        std::move(qkv), std::move(proj), std::move(dropout), old->channels(), old->num_heads(),
-        ring);
+    const int64_t head_dim = static_cast<CausalAttentionCore*>(parent->child(name))->head_dim();
     absl::StatusOr<std::unique_ptr<Module>> replaced =
-        parent->ReplaceChild(name, std::move(ring_attention));
+        parent->ReplaceChild(name, std::make_unique<RingAttention>(head_dim, ring));
     if (!replaced.ok()) return Annotate(replaced.status(), "swapping in ring attention");
   }
   return static_cast<int>(sites.size());

@@ -1,7 +1,9 @@
-// RingAttention: causal self-attention over a sequence split across the cp
-// ranks, swapped in by the cp strategy for each CausalSelfAttention (same
-// qkv, proj and residual dropout, so parameter names and values, and the
-// dropout masks' keys, are unchanged).
+// RingAttention: the attention core (core/nn/attention_core.h) over a
+// sequence split across the cp ranks, swapped in by the cp strategy for
+// every CausalAttentionCore. The layer around it (GPT's qkv, proj and
+// dropout; Llama's q, k, v with rotary positions at the chunks' global
+// places, and proj) stays as it is, so parameters, names and dropout keys
+// are unchanged and cp knows no model's attention.
 //
 // Forward: every rank holds the queries and the K/V block of its two zigzag
 // chunks (RunContext::sequence). The K/V blocks travel cp - 1 steps around
@@ -25,26 +27,17 @@ namespace weft::cp {
 
 class RingAttention : public Module {
  public:
-  // qkv: (B, T, C) -> (B, T, 3C); proj, dropout: (B, T, C) -> (B, T, C).
-  // The dropout draws the masks of the rank's chunks' global positions
-  // (core/nn/dropout.h).
-  RingAttention(std::unique_ptr<Module> qkv, std::unique_ptr<Module> proj,
-                std::unique_ptr<Module> dropout, int64_t channels, int num_heads,
-                std::shared_ptr<Ring> ring);
+  RingAttention(int64_t head_dim, std::shared_ptr<Ring> ring);
 
-  // x: (B, T_local, C), the rank's chunks of ctx.sequence, or under
-  // sequence parallelism this tp rank's block of them, (B, T_local/tp, C):
-  // the column-parallel qkv gathers the chunks whole (with this rank's
-  // heads) and the row-parallel proj scatters them back, so the ring always
-  // attends over whole chunks and the output has the input's shape.
-  absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) override;
-  absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;
+  // qkv: (B, T_local, 3W), the packed q|k|v of the rank's chunks of
+  // ctx.sequence (whole chunks: under sequence parallelism the layer's
+  // column-parallel projections gather them, with this rank's heads) ->
+  // the attention (B, T_local, W).
+  absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& qkv) override;
+  absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dout) override;
 
  private:
-  // Heads among `local_channels` of q (all of them without tp).
-  int LocalHeads(int64_t local_channels) const;
-  const int64_t c_;
-  const int num_heads_;
+  const int64_t head_dim_;
   std::shared_ptr<Ring> ring_;
   // Saved per micro-batch: (B, T, 3C), (B, T, 2C), (B, T, C), (B, NH, T).
   enum { kQkv, kKv, kOut, kLogSumExp };
@@ -52,8 +45,8 @@ class RingAttention : public Module {
   enum { kTagKvForward = 1, kTagKvBackward = 2, kTagDkv = 3 };
 };
 
-// Swaps every CausalSelfAttention under `root` for RingAttention over the
-// same qkv, proj and dropout layers; returns how many.
+// Swaps every CausalAttentionCore under `root` for RingAttention; returns
+// how many.
 absl::StatusOr<int> SwapInRingAttention(Module& root, const std::shared_ptr<Ring>& ring);
 
 }  // namespace weft::cp

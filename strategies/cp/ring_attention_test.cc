@@ -1,5 +1,6 @@
 // Ring attention on cp ranks (threads with gloo groups) against causal
-// attention over the whole sequence in one module: each rank's output and
+// attention over the whole sequence in one module, for GPT's attention and
+// Llama's (grouped-query, rotary positions at the chunks' global places): each rank's output and
 // input gradient equal the matching rows of the full ones, the parameter
 // gradients summed over ranks equal the full ones, and the ring moved
 // exactly the K/V blocks the schedule says.
@@ -7,11 +8,13 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "comm/testing/multiprocess.h"
 #include "core/base/status_macros.h"
 #include "core/nn/attention.h"
+#include "core/nn/gqa_attention.h"
 #include "core/nn/materialize.h"
 #include "core/testing/grad_check.h"
 #include "gtest/gtest.h"
@@ -22,11 +25,20 @@ namespace {
 
 using ::weft::testing::RandomTensor;
 
+std::unique_ptr<Module> Attention(bool llama) {
+  if (!llama) return std::make_unique<CausalSelfAttention>(8, 2, 0.5f, 0.5f, 0.f);
+  auto rope = *RopeTable::Create({.head_dim = 4, .max_positions = 64, .theta = 10000.0});
+  return std::make_unique<GroupedQueryAttention>(
+      GqaAttentionConfig{.channels = 8, .num_heads = 2, .num_kv_heads = 1, .head_dim = 4,
+                         .init_std = 0.5f, .proj_init_std = 0.5f},
+      rope);
+}
+
 // A root holding one attention layer under "attn", so names match.
 class Holder : public Module {
  public:
-  Holder() : Module("Holder") {
-    RegisterSwappableModule("attn", std::make_unique<CausalSelfAttention>(8, 2, 0.5f, 0.5f, 0.f));
+  explicit Holder(bool llama = false) : Module("Holder") {
+    RegisterSwappableModule("attn", Attention(llama));
   }
   absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) override {
     return child("attn")->CallForward(ctx, x);
@@ -36,17 +48,17 @@ class Holder : public Module {
   }
 };
 
-class RingAttentionTest : public ::testing::TestWithParam<int> {};
+class RingAttentionTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};
 
 TEST_P(RingAttentionTest, MatchesFullAttention) {
-  const int cp = GetParam();
+  const auto [cp, llama] = GetParam();
   const int64_t b = 2, len = 3, t = 2 * cp * len, c = 8;
   auto results = comm::testing::RunRanks(
       comm::testing::RankMode::kThreads, cp,
       [&](const comm::testing::RankContext& rc) -> absl::Status {
         RunContext ctx = *RunContext::Create(Device::Cpu(), DType::kF32);
         Tensor x = RandomTensor({b, t, c}, 11), dy = RandomTensor({b, t, c}, 12);
-        Holder full;
+        Holder full(llama);
         WEFT_RETURN_IF_ERROR(MaterializeParameters(full, {.seed = 5}));
         WEFT_ASSIGN_OR_RETURN(Tensor y_full, full.CallForward(ctx, x));
         WEFT_ASSIGN_OR_RETURN(Tensor dx_full, full.CallBackward(ctx, dy));
@@ -57,7 +69,7 @@ TEST_P(RingAttentionTest, MatchesFullAttention) {
         WEFT_ASSIGN_OR_RETURN(auto ring_group, rc.NewGroup("gloo", ring_options));
         WEFT_ASSIGN_OR_RETURN(auto sum_group, rc.NewGroup("gloo", sum_options));
         auto ring = std::make_shared<Ring>(ring_group);
-        Holder split;
+        Holder split(llama);
         WEFT_RETURN_IF_ERROR(MaterializeParameters(split, {.seed = 5}));
         WEFT_ASSIGN_OR_RETURN(int swapped, SwapInRingAttention(split, ring));
         if (swapped != 1) return absl::InternalError("expected one swapped layer");
@@ -87,7 +99,8 @@ TEST_P(RingAttentionTest, MatchesFullAttention) {
               testing::CheckNear(got[i]->grad, want[i]->grad, 1e-4, got[i]->name()));
         }
         // One K/V block (B, 2 len, 2C) f32 is sent and one received per
-        // exchange: cp - 1 forward, cp - 1 + cp backward.
+        // exchange: cp - 1 forward, cp - 1 + cp backward. (Llama's K/V
+        // heads travel repeated for their query heads: 2C as well.)
         const int64_t block = b * 2 * len * 2 * c * 4;
         const int64_t want_forward = cp > 1 ? 2 * block * (cp - 1) : 0;
         const int64_t want_total = cp > 1 ? 2 * block * (3 * cp - 2) : 0;
@@ -103,7 +116,8 @@ TEST_P(RingAttentionTest, MatchesFullAttention) {
   EXPECT_TRUE(ok.ok()) << ok;
 }
 
-INSTANTIATE_TEST_SUITE_P(RingSizes, RingAttentionTest, ::testing::Values(1, 2, 3, 4));
+INSTANTIATE_TEST_SUITE_P(RingSizes, RingAttentionTest,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4), ::testing::Bool()));
 
 TEST(RingAttentionTest, RefusesAWholeSequenceWithoutChunks) {
   RunContext ctx = *RunContext::Create(Device::Cpu(), DType::kF32);

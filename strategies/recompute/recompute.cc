@@ -19,9 +19,8 @@ namespace {
 std::string PolicyModules(const StrategyOptionSet& options) {
   const std::string& policy = options.GetEnum("recompute_policy");
   if (policy == "full") return "TransformerBlock";
-  // cp swaps each CausalSelfAttention for a RingAttention (applied before
-  // recompute): the same layer, so the same policy.
-  if (policy == "attention") return "CausalSelfAttention|RingAttention";
+  // GPT's and Llama's attention layers (cp swaps only their cores).
+  if (policy == "attention") return "CausalSelfAttention|GroupedQueryAttention";
   return options.GetString("recompute_modules");  // "modules"
 }
 

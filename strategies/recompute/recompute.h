@@ -2,7 +2,7 @@
 // picks are wrapped in a Recompute (core/nn/recompute.h): the forward keeps
 // only their input, and they run forward again just before their backward.
 //   recompute_policy=full       every TransformerBlock (the default)
-//   recompute_policy=attention  every CausalSelfAttention (selective: the
+//   recompute_policy=attention  every attention layer (selective: the
 //                               attention's activations are the large ones)
 //   recompute_policy=modules    the types in recompute_modules=A|B
 //

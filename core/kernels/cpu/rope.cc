@@ -4,6 +4,7 @@
 // transpose for backward). Parallel over tokens; every output element is
 // written by one thread, and a group's K/V gradients are summed in head
 // order, so results do not depend on the thread count.
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -93,7 +94,7 @@ absl::Status CpuKernelOps::RopeQkvForward(const KernelContext&, Tensor& qkv, con
   const float *pq = q.data<float>(), *pk = k.data<float>(), *pv = v.data<float>();
   const float* table = rope.data<float>();
   float* out = qkv.data<float>();
-  ParallelFor(s.b * s.t, 2, [&](int64_t r0, int64_t r1) {
+  ParallelFor(s.b * s.t, std::max<int64_t>(1, 8192 / (3 * hd)), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* row = table + positions.Position(r % s.t) * d;
       float* o = out + r * 3 * hd;
@@ -122,7 +123,7 @@ absl::Status CpuKernelOps::RopeQkvBackward(const KernelContext&, Tensor& dq, Ten
   float *pq = dq.data<float>(), *pk = dk.data<float>(), *pv = dv.data<float>();
   const float* table = rope.data<float>();
   const float* in = dqkv.data<float>();
-  ParallelFor(s.b * s.t, 2, [&](int64_t r0, int64_t r1) {
+  ParallelFor(s.b * s.t, std::max<int64_t>(1, 8192 / (3 * hd)), [&](int64_t r0, int64_t r1) {
     float* sum = fast::Scratch(d);
     for (int64_t r = r0; r < r1; ++r) {
       const float* row = table + positions.Position(r % s.t) * d;

@@ -1,5 +1,7 @@
 // SwiGLU (Llama's MLP activation) over a fused gate|up projection. Each row
 // is independent: parallel over rows, bitwise the same for any thread count.
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
@@ -59,7 +61,9 @@ absl::Status CpuKernelOps::SwiGluForward(const KernelContext&, Tensor& out, cons
   WEFT_RETURN_IF_ERROR(CheckNumel(out, "swiglu out", rows * h));
   float* po = out.data<float>();
   const float* pgu = gate_up.data<float>();
-  ParallelFor(rows, 4, [&](int64_t r0, int64_t r1) { ForwardRows(po, pgu, r0, r1, h); });
+  // At least ~4K elements a thread: a pool hand-off costs about as much.
+  ParallelFor(rows, std::max<int64_t>(1, 4096 / h),
+              [&](int64_t r0, int64_t r1) { ForwardRows(po, pgu, r0, r1, h); });
   return absl::OkStatus();
 }
 
@@ -71,7 +75,8 @@ absl::Status CpuKernelOps::SwiGluBackward(const KernelContext&, Tensor& dgate_up
   WEFT_RETURN_IF_ERROR(CheckNumel(dgate_up, "swiglu dgate_up", rows * 2 * h));
   float* pd = dgate_up.data<float>();
   const float *pdo = dout.data<float>(), *pgu = gate_up.data<float>();
-  ParallelFor(rows, 4, [&](int64_t r0, int64_t r1) { BackwardRows(pd, pdo, pgu, r0, r1, h); });
+  ParallelFor(rows, std::max<int64_t>(1, 4096 / h),
+              [&](int64_t r0, int64_t r1) { BackwardRows(pd, pdo, pgu, r0, r1, h); });
   return absl::OkStatus();
 }
 
