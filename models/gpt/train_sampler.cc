@@ -9,7 +9,8 @@
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "data/tokenizer_factory.h"
-#include "models/gpt/generate.h"
+#include "models/gpt/gpt.h"
+#include "models/lm/generate.h"
 #include "models/gpt/gpt.h"
 #include "models/gpt/prompt.h"
 

@@ -1,12 +1,12 @@
-// Sampling text from a GPT: one token at a time, each drawn from the
+// Sampling text from a decoder-only language model (GPT, Llama): one token at a time, each drawn from the
 // model's next-token distribution at the last position of the most recent
 // seq_len tokens (the window it was trained on). With the key/value cache
 // (kv_cache.h, the default) a token costs one position's forward while the
 // text fits the window; once it is longer, the window slides, positions
 // shift, and each token runs the whole window forward again, as it does
 // without the cache.
-#ifndef WEFT_MODELS_GPT_GENERATE_H_
-#define WEFT_MODELS_GPT_GENERATE_H_
+#ifndef WEFT_MODELS_LM_GENERATE_H_
+#define WEFT_MODELS_LM_GENERATE_H_
 
 #include <cstdint>
 #include <functional>
@@ -16,7 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "core/nn/run_context.h"
-#include "models/gpt/gpt.h"
+#include "core/nn/causal_lm.h"
 
 namespace weft {
 
@@ -35,7 +35,7 @@ struct GenerateOptions {
   // Draw among ids below this (a tokenizer smaller than the model's
   // vocabulary cannot decode the rest); 0: the model's vocab_size.
   int64_t vocab = 0;
-  // Keep each layer's keys and values between tokens (GptKvCache). Off:
+  // Keep each layer's keys and values between tokens (KvCache). Off:
   // every token runs the whole window through model.Forward.
   bool kv_cache = true;
 };
@@ -43,7 +43,7 @@ struct GenerateOptions {
 // An error for a temperature that is negative or not finite (NaN drew
 // degenerate text, a negative one acted greedy), a negative top_k or a
 // negative max_new_tokens. Messages name them as `flag_prefix` + "temperature"
-// ("--" for //models/gpt:sample's flags); "tokens" for max_new_tokens.
+// ("--" for the sample targets' flags); "tokens" for max_new_tokens.
 absl::Status CheckGenerateOptions(const GenerateOptions& options,
                                   absl::string_view flag_prefix = "");
 
@@ -55,10 +55,10 @@ int32_t PickToken(absl::Span<const float> logits, const GenerateOptions& options
 // token; the options as CheckGenerateOptions wants them), calling on_token (may be empty) after each. `ctx` must be the
 // model's device and compute dtype; it runs in evaluation mode (no dropout,
 // nothing saved for backward).
-absl::Status Generate(Gpt& model, int64_t seq_len, RunContext ctx, const GenerateOptions& options,
+absl::Status Generate(CausalLm& model, int64_t seq_len, RunContext ctx, const GenerateOptions& options,
                       std::vector<int32_t>* tokens,
                       const std::function<void(int32_t)>& on_token = {});
 
 }  // namespace weft
 
-#endif  // WEFT_MODELS_GPT_GENERATE_H_
+#endif  // WEFT_MODELS_LM_GENERATE_H_

@@ -1,12 +1,15 @@
-#include "models/gpt/kv_cache.h"
+#include "models/lm/kv_cache.h"
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/nn/materialize.h"
 #include "core/nn/recompute.h"
 #include "gtest/gtest.h"
+#include "models/gpt/gpt.h"
+#include "models/llama/llama.h"
 
 namespace weft {
 namespace {
@@ -62,8 +65,9 @@ class KvCacheTest : public ::testing::TestWithParam<Variant> {
 
 TEST_P(KvCacheTest, LogitsEqualTheFullForwardAtEveryPrefix) {
   const std::vector<int32_t> tokens = {3, 1, 4, 1, 5, 9, 2, 6};
-  absl::StatusOr<GptKvCache> cache = GptKvCache::Create(*model_, ctx_, kMaxSeqLen);
-  ASSERT_TRUE(cache.ok()) << cache.status();
+  absl::StatusOr<std::unique_ptr<KvCache>> made = KvCache::Create(*model_, ctx_, kMaxSeqLen);
+  ASSERT_TRUE(made.ok()) << made.status();
+  KvCache* cache = made->get();
   // A 3-token prompt in one call, then one token at a time to the end.
   absl::StatusOr<Tensor> logits = cache->Append(ctx_, absl::MakeConstSpan(tokens.data(), 3));
   ASSERT_TRUE(logits.ok()) << logits.status();
@@ -113,9 +117,10 @@ TEST(KvCacheLimitsTest, RefusesMoreTokensThanItHolds) {
   std::unique_ptr<Gpt> model = *Gpt::Create(SmallConfig(), kMaxSeqLen);
   ASSERT_TRUE(MaterializeParameters(*model, {.seed = 1, .allocate_grads = false}).ok());
   RunContext ctx = *RunContext::Create(Device::Cpu(), DType::kF32);
-  EXPECT_EQ(GptKvCache::Create(*model, ctx, kMaxSeqLen + 1).status().code(),
+  EXPECT_EQ(KvCache::Create(*model, ctx, kMaxSeqLen + 1).status().code(),
             absl::StatusCode::kInvalidArgument);
-  GptKvCache cache = *GptKvCache::Create(*model, ctx, 4);
+  std::unique_ptr<KvCache> made = *KvCache::Create(*model, ctx, 4);
+  KvCache& cache = *made;
   const std::vector<int32_t> three = {1, 2, 3};
   ASSERT_TRUE(cache.Append(ctx, three).ok());
   const absl::Status over = cache.Append(ctx, {4, 5}).status();
@@ -129,7 +134,7 @@ TEST(KvCacheLimitsTest, RefusesMoreTokensThanItHolds) {
             absl::StatusCode::kInvalidArgument);
 }
 
-// Stands in for an attention a strategy swapped in (ring attention, say).
+// Stands in for an attention a strategy swapped in (one without a core).
 class OtherAttention : public Module {
  public:
   OtherAttention() : Module("OtherAttention") {}
@@ -148,9 +153,9 @@ TEST(KvCacheLimitsTest, SeesThroughRecomputeWrappers) {
   RunContext ctx = *RunContext::Create(Device::Cpu(), DType::kF32);
   ctx.training = false;
   const std::vector<int32_t> tokens = {3, 1, 4, 1, 5};
-  absl::StatusOr<GptKvCache> cache = GptKvCache::Create(*model, ctx, kMaxSeqLen);
+  absl::StatusOr<std::unique_ptr<KvCache>> cache = KvCache::Create(*model, ctx, kMaxSeqLen);
   ASSERT_TRUE(cache.ok()) << cache.status();
-  absl::StatusOr<Tensor> logits = cache->Append(ctx, tokens);
+  absl::StatusOr<Tensor> logits = (*cache)->Append(ctx, tokens);
   ASSERT_TRUE(logits.ok()) << logits.status();
   Tensor x = *Tensor::FromVector<int32_t>(tokens, {1, 5});
   absl::StatusOr<Tensor> full = model->Forward(ctx, x);
@@ -163,9 +168,48 @@ TEST(KvCacheLimitsTest, RefusesAModelWhoseAttentionWasSwapped) {
   Module* block = model->blocks()->children()[1];
   ASSERT_TRUE(block->ReplaceChild("attn", std::make_unique<OtherAttention>()).ok());
   RunContext ctx = *RunContext::Create(Device::Cpu(), DType::kF32);
-  const absl::Status s = GptKvCache::Create(*model, ctx, 4).status();
+  const absl::Status s = KvCache::Create(*model, ctx, 4).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(s.message().find("blocks.1"), std::string::npos) << s;
+}
+
+// Llama: grouped-query attention with rotary angles at the cached
+// positions; and the model's own cores return when the cache goes.
+TEST(KvCacheLlamaTest, LogitsEqualTheFullForwardAtEveryPrefix) {
+  LlamaConfig c;
+  c.set_n_layer(2);
+  c.set_n_head(4);
+  c.set_n_kv_head(2);
+  c.set_d_model(16);
+  c.set_ffn_hidden(24);
+  c.set_vocab_size(11);
+  c.set_vocab_pad_multiple(8);
+  c.set_max_seq_len(kMaxSeqLen);
+  c.set_rope_theta(10000);
+  std::unique_ptr<Llama> model = *Llama::Create(c, kMaxSeqLen);
+  ASSERT_TRUE(MaterializeParameters(*model, {.seed = 3, .allocate_grads = false}).ok());
+  RunContext ctx = *RunContext::Create(Device::Cpu(), DType::kF32);
+  ctx.training = false;
+  const std::vector<int32_t> tokens = {3, 1, 4, 1, 5, 9, 2, 6};
+  auto full_last = [&](int64_t n) {
+    Tensor x = *Tensor::FromVector<int32_t>(absl::MakeConstSpan(tokens.data(), n), {1, n});
+    return *model->Forward(ctx, x)->Slice(0, n - 1, n).ToFloats();
+  };
+  {
+    std::unique_ptr<KvCache> cache = *KvCache::Create(*model, ctx, kMaxSeqLen);
+    absl::StatusOr<Tensor> logits = cache->Append(ctx, absl::MakeConstSpan(tokens.data(), 2));
+    ASSERT_TRUE(logits.ok()) << logits.status();
+    EXPECT_LT(RelErr(*logits->ToFloats(), full_last(2)), 1e-5);
+    for (int64_t n = 3; n <= kMaxSeqLen; ++n) {
+      logits = cache->Append(ctx, absl::MakeConstSpan(tokens.data() + n - 1, 1));
+      ASSERT_TRUE(logits.ok()) << logits.status();
+      EXPECT_LT(RelErr(*logits->ToFloats(), full_last(n)), 1e-5) << n;
+    }
+  }
+  std::vector<std::string> types;
+  for (Module* m : model->Modules()) types.push_back(m->type_name());
+  EXPECT_EQ(std::count(types.begin(), types.end(), "CausalAttentionCore"), 2);
+  EXPECT_EQ(std::count(types.begin(), types.end(), "CachedAttention"), 0);
 }
 
 }  // namespace

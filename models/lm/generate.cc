@@ -1,15 +1,15 @@
-#include "models/gpt/generate.h"
+#include "models/lm/generate.h"
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <numeric>
-#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/kernels/philox.h"
-#include "models/gpt/kv_cache.h"
+#include "models/lm/kv_cache.h"
 
 namespace weft {
 
@@ -57,16 +57,16 @@ int32_t PickToken(absl::Span<const float> logits, const GenerateOptions& options
   return order[k - 1];  // u * total rounded past the last weight
 }
 
-absl::Status Generate(Gpt& model, int64_t seq_len, RunContext ctx, const GenerateOptions& options,
+absl::Status Generate(CausalLm& model, int64_t seq_len, RunContext ctx, const GenerateOptions& options,
                       std::vector<int32_t>* tokens, const std::function<void(int32_t)>& on_token) {
   WEFT_RETURN_IF_ERROR(CheckGenerateOptions(options));
   if (tokens->empty()) {
     return InvalidArgument("an empty prompt", "at least one token to continue",
                            "give a prompt, or start from the tokenizer's end-of-text token");
   }
-  const int64_t vocab = options.vocab > 0
-                           ? std::min<int64_t>(options.vocab, model.config().vocab_size())
-                           : model.config().vocab_size();
+  const int64_t model_vocab = model.lm_shape().vocab_size;
+  const int64_t vocab =
+      options.vocab > 0 ? std::min<int64_t>(options.vocab, model_vocab) : model_vocab;
   for (int32_t t : *tokens) {
     if (t < 0 || t >= vocab) {
       return InvalidArgument(absl::StrCat("prompt token ", t),
@@ -74,16 +74,16 @@ absl::Status Generate(Gpt& model, int64_t seq_len, RunContext ctx, const Generat
     }
   }
   ctx.training = false;
-  std::optional<GptKvCache> cache;
+  std::unique_ptr<KvCache> cache;
   if (options.kv_cache) {
-    WEFT_ASSIGN_OR_RETURN(cache, GptKvCache::Create(model, ctx, seq_len));
+    WEFT_ASSIGN_OR_RETURN(cache, KvCache::Create(model, ctx, seq_len));
   }
   for (int64_t i = 0; i < options.max_new_tokens; ++i) {
     const int64_t size = static_cast<int64_t>(tokens->size());
     const int64_t t = std::min<int64_t>(seq_len, size);
     const int64_t start = size - t;
     Tensor logits;  // (1, padded vocab): the window's last position
-    if (cache.has_value() && start == 0) {
+    if (cache != nullptr && start == 0) {
       // The text still fits the window: run only what the cache lacks (the
       // prompt at first, then the newest token).
       const int64_t have = cache->size();
