@@ -12,7 +12,7 @@
 #include "models/gpt/gpt.h"
 #include "models/lm/generate.h"
 #include "models/gpt/gpt.h"
-#include "models/gpt/prompt.h"
+#include "models/lm/prompt.h"
 
 namespace weft {
 namespace {

@@ -1,7 +1,7 @@
 // The tokens a sample continues, shared by //models/gpt:sample and
 // sampling during training (--sample_every).
-#ifndef WEFT_MODELS_GPT_PROMPT_H_
-#define WEFT_MODELS_GPT_PROMPT_H_
+#ifndef WEFT_MODELS_LM_PROMPT_H_
+#define WEFT_MODELS_LM_PROMPT_H_
 
 #include <cstdint>
 #include <string>
@@ -21,4 +21,4 @@ absl::StatusOr<std::vector<int32_t>> PromptTokens(const data::Tokenizer& tokeniz
 
 }  // namespace weft
 
-#endif  // WEFT_MODELS_GPT_PROMPT_H_
+#endif  // WEFT_MODELS_LM_PROMPT_H_

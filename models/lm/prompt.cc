@@ -1,4 +1,4 @@
-#include "models/gpt/prompt.h"
+#include "models/lm/prompt.h"
 
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
