@@ -32,9 +32,10 @@ struct LlamaCase {
   int cp = 0;
   bool recompute = false;
   bool tied = false;
+  bool qk_norm = false;  // Qwen3's per-head norms of q and k
 };
 
-LlamaConfig TinyLlama(bool tied) {
+LlamaConfig TinyLlama(bool tied, bool qk_norm) {
   LlamaConfig c;
   c.set_n_layer(2);
   c.set_n_head(4);
@@ -45,13 +46,14 @@ LlamaConfig TinyLlama(bool tied) {
   c.set_vocab_pad_multiple(8);
   c.set_rope_theta(10000);
   c.set_tie_weights(tied);
+  c.set_qk_norm(qk_norm);
   return c;
 }
 
-testing::RunOptions LlamaRun(bool tied) {
+testing::RunOptions LlamaRun(bool tied, bool qk_norm) {
   testing::RunOptions o;
-  o.make_model = [tied](const DataLoaders& d) -> absl::StatusOr<std::unique_ptr<Model>> {
-    LlamaConfig c = TinyLlama(tied);
+  o.make_model = [tied, qk_norm](const DataLoaders& d) -> absl::StatusOr<std::unique_ptr<Model>> {
+    LlamaConfig c = TinyLlama(tied, qk_norm);
     c.set_vocab_size(static_cast<int32_t>(d.vocab_size));
     auto m = Llama::Create(c, 16);
     if (!m.ok()) return m.status();
@@ -67,17 +69,17 @@ GptJob Job(int micro_batch) {
   return job;
 }
 
-// One reference per head tying (the whole batch of 8 in one micro-batch),
+// One reference per variant (the whole batch of 8 in one micro-batch),
 // shared by the cases of a test shard.
-const testing::ParityRun& Reference(bool tied) {
-  static auto* cache = new std::map<bool, testing::ParityRun>();
-  auto it = cache->find(tied);
+const testing::ParityRun& Reference(bool tied, bool qk_norm) {
+  static auto* cache = new std::map<std::pair<bool, bool>, testing::ParityRun>();
+  auto it = cache->find({tied, qk_norm});
   if (it == cache->end()) {
-    auto run = testing::RunSingleProcess(Job(8), LlamaRun(tied));
+    auto run = testing::RunSingleProcess(Job(8), LlamaRun(tied, qk_norm));
     WEFT_CHECK_OK(run.status());
     // The harness trained the Llama, not the job's GPT.
     WEFT_CHECK(run->params.count("blocks.0.attn.k.weight") == 1) << "no Llama parameters";
-    it = cache->emplace(tied, *run).first;
+    it = cache->emplace(std::make_pair(tied, qk_norm), *run).first;
   }
   return it->second;
 }
@@ -103,9 +105,9 @@ TEST_P(LlamaParityTest, MatchesOneProcess) {
   }
   if (c.cp > 0) p->set_cp(c.cp);
   job.mutable_train()->set_recompute(c.recompute);
-  auto multi = testing::RunMultiProcess(job, c.world, LlamaRun(c.tied));
+  auto multi = testing::RunMultiProcess(job, c.world, LlamaRun(c.tied, c.qk_norm));
   ASSERT_TRUE(multi.ok()) << multi.status();
-  testing::ExpectParity(Reference(c.tied), *multi, kLossRtol, kParamTol, c.label);
+  testing::ExpectParity(Reference(c.tied, c.qk_norm), *multi, kLossRtol, kParamTol, c.label);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -123,6 +125,11 @@ INSTANTIATE_TEST_SUITE_P(
         // K/V heads split over tp: 2 K/V heads and 4 query heads over 2 ranks.
         LlamaCase{.label = "tp2", .strategy = "tp", .micro_batch = 8, .tp = 2},
         LlamaCase{.label = "sp2", .strategy = "sp", .micro_batch = 8, .tp = 2},
+        // QK-norm's weights see each rank's heads: their gradients sum over tp.
+        LlamaCase{.label = "tp2_qk_norm", .strategy = "tp", .micro_batch = 8, .tp = 2,
+                  .qk_norm = true},
+        LlamaCase{.label = "sp2_fsdp2_qk_norm", .strategy = "sp,fsdp", .world = 4,
+                  .micro_batch = 4, .tp = 2, .qk_norm = true},
         LlamaCase{.label = "gpipe_pp2", .strategy = "", .micro_batch = 2, .pp = 2,
                   .schedule = "gpipe"},
         LlamaCase{.label = "onef1b_pp2_tied", .strategy = "", .micro_batch = 2, .pp = 2,

@@ -3,7 +3,8 @@ documentation (Meta's model card and Hugging Face's LlamaForCausalLM), in
 weft's parameter names and shapes, for tests/torch_reference.py: pre-norm
 blocks with RMSNorm (eps 1e-5), grouped-query causal attention with rotary
 embeddings (rotate_half pairing, theta 10000), a SwiGLU MLP (gate and up
-rows stacked in one matrix), no biases, an untied head.
+rows stacked in one matrix), no biases, an untied head; with --qk_norm,
+Qwen3's RMSNorm of each q and k head (weights of head_dim) before RoPE.
 """
 import math
 
@@ -25,6 +26,8 @@ def shapes(cfg, vp):
                 (b + "attn.k.weight", (kv, c)), (b + "attn.v.weight", (kv, c)),
                 (b + "attn.proj.weight", (c, c)), (b + "ln2.weight", (c,)),
                 (b + "mlp.gate_up.weight", (2 * f, c)), (b + "mlp.down.weight", (c, f))]
+        if cfg.qk_norm:
+            out += [(b + "attn.q_norm.weight", (hd,)), (b + "attn.k_norm.weight", (hd,))]
     return out + [("ln_f.weight", (c,)), ("lm_head.weight", (vp, c))]
 
 
@@ -38,7 +41,7 @@ def random_weights(cfg, vp, seed):
     w = {}
     for name, shape in shapes(cfg, vp):
         t = torch.randn(shape, generator=g) * 0.02
-        if name.endswith(("ln1.weight", "ln2.weight", "ln_f.weight")):
+        if name.endswith(("ln1.weight", "ln2.weight", "ln_f.weight", "norm.weight")):
             t = 1.0 + t * 5  # around one, not exactly one
         w[name] = t
     w["embed.wte"][cfg.vocab:] = 0  # padding rows are zero on both sides
@@ -74,6 +77,8 @@ def logits_of(p, idx, cfg):
         q = (h @ p[pre + "attn.q.weight"].T).view(b, t, nh, hd).transpose(1, 2)
         k = (h @ p[pre + "attn.k.weight"].T).view(b, t, g, hd).transpose(1, 2)
         v = (h @ p[pre + "attn.v.weight"].T).view(b, t, g, hd).transpose(1, 2)
+        if cfg.qk_norm:
+            q, k = rms_norm(q, p[pre + "attn.q_norm.weight"]), rms_norm(k, p[pre + "attn.k_norm.weight"])
         q, k = rotate(q, cos, sin), rotate(k, cos, sin)
         k, v = k.repeat_interleave(nh // g, dim=1), v.repeat_interleave(nh // g, dim=1)
         att = (q @ k.transpose(-2, -1)) / math.sqrt(hd)

@@ -124,7 +124,7 @@ def model_flags(args):
         return [f"--max_seq_len={args.seq_len}", *moe_flags(args)]
     return [f"--max_seq_len={args.seq_len}", f"--n_kv_head={args.n_kv_head}",
             f"--ffn_hidden={args.ffn_hidden}", f"--rope_theta={args.rope_theta}",
-            "--tie_weights=false"]
+            "--tie_weights=false", f"--qk_norm={'true' if args.qk_norm else 'false'}"]
 
 
 def weft_run(w_file, data_dir, out_dir, args, extra):
@@ -242,6 +242,7 @@ def main():
     ap.add_argument("--n_kv_head", type=int, default=2, help="llama: K/V heads")
     ap.add_argument("--ffn_hidden", type=int, default=96, help="llama: SwiGLU hidden size")
     ap.add_argument("--rope_theta", type=float, default=10000.0, help="llama")
+    ap.add_argument("--qk_norm", action="store_true", help="llama: Qwen3's QK-norm")
     ap.add_argument("--ckpt", required=True, help="//tools:ckpt's command line")
     ap.add_argument("--sample", default="", help="//models/gpt:sample's command line: "
                     "also compare greedy text")

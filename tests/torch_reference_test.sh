@@ -62,3 +62,10 @@ llama_layouts=(
   --ckpt="$TEST_SRCDIR/weft/tools/ckpt/ckpt" \
   --workdir="$TEST_TMPDIR/torch_reference_llama" \
   --weft_runs="$(IFS=';'; echo "${llama_layouts[*]}")"
+# Qwen3's QK-norm (per-head RMSNorm of q and k before RoPE): one process,
+# and tp, where each rank's heads give part of the norms' gradients.
+"$python" "$TEST_SRCDIR/weft/tests/torch_reference.py" --model=llama --qk_norm \
+  --train="$TEST_SRCDIR/weft/models/llama/train" \
+  --ckpt="$TEST_SRCDIR/weft/tools/ckpt/ckpt" \
+  --workdir="$TEST_TMPDIR/torch_reference_qk_norm" \
+  --weft_runs=";--nproc_per_node=2 --strategy=tp --tp=2"

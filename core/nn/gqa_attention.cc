@@ -4,6 +4,7 @@
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/nn/attention_core.h"
+#include "core/nn/layer_norm.h"
 #include "core/nn/linear.h"
 
 namespace weft {
@@ -21,6 +22,28 @@ GroupedQueryAttention::GroupedQueryAttention(const GqaAttentionConfig& c,
       "proj", std::make_unique<Linear>(c.num_heads * c.head_dim, c.channels,
                                        Linear::Options{.bias = false, .init_std = c.proj_init_std}));
   RegisterSwappableModule("core", std::make_unique<CausalAttentionCore>(c.head_dim));
+  if (c.qk_norm) {
+    RegisterModule("q_norm", std::make_unique<LayerNorm>(c.head_dim, c.norm_eps, NormKind::kRms));
+    RegisterModule("k_norm", std::make_unique<LayerNorm>(c.head_dim, c.norm_eps, NormKind::kRms));
+  }
+}
+
+absl::StatusOr<Tensor> GroupedQueryAttention::NormHeads(RunContext& ctx, const char* norm,
+                                                        const Tensor& x) {
+  if (!config_.qk_norm) return x;
+  const int64_t d = config_.head_dim;
+  WEFT_ASSIGN_OR_RETURN(Tensor y, child(norm)->CallForward(
+                                      ctx, x.View({x.dim(0), x.dim(1), x.dim(2) / d, d})));
+  return y.View(x.shape());
+}
+
+absl::StatusOr<Tensor> GroupedQueryAttention::NormHeadsBackward(RunContext& ctx, const char* norm,
+                                                                const Tensor& dy) {
+  if (!config_.qk_norm) return dy;
+  const int64_t d = config_.head_dim;
+  WEFT_ASSIGN_OR_RETURN(Tensor dx, child(norm)->CallBackward(
+                                       ctx, dy.View({dy.dim(0), dy.dim(1), dy.dim(2) / d, d})));
+  return dx.View(dy.shape());
 }
 
 absl::StatusOr<TokenChunks> GroupedQueryAttention::Positions(const RunContext& ctx,
@@ -42,7 +65,9 @@ absl::StatusOr<Tensor> GroupedQueryAttention::Forward(RunContext& ctx, const Ten
                            absl::StrCat("(B, T, ", config_.channels, ")"));
   }
   WEFT_ASSIGN_OR_RETURN(Tensor q, child("q")->CallForward(ctx, x));
+  WEFT_ASSIGN_OR_RETURN(q, NormHeads(ctx, "q_norm", q));
   WEFT_ASSIGN_OR_RETURN(Tensor k, child("k")->CallForward(ctx, x));
+  WEFT_ASSIGN_OR_RETURN(k, NormHeads(ctx, "k_norm", k));
   WEFT_ASSIGN_OR_RETURN(Tensor v, child("v")->CallForward(ctx, x));
   // Column-parallel projections give this rank's heads (and, under sp, the
   // whole sequence): sizes come from their outputs.
@@ -69,6 +94,8 @@ absl::StatusOr<Tensor> GroupedQueryAttention::Backward(RunContext& ctx, const Te
   WEFT_ASSIGN_OR_RETURN(Tensor dv, ctx.Empty({b, t, kvd}, ctx.compute_dtype));
   WEFT_RETURN_IF_ERROR(ctx.ops->RopeQkvBackward(ctx.kernel(), dq, dk, dv, dqkv, table, positions));
   dqkv = Tensor();  // free before the projections' backward
+  WEFT_ASSIGN_OR_RETURN(dq, NormHeadsBackward(ctx, "q_norm", dq));
+  WEFT_ASSIGN_OR_RETURN(dk, NormHeadsBackward(ctx, "k_norm", dk));
   WEFT_ASSIGN_OR_RETURN(Tensor dx, child("q")->CallBackward(ctx, dq));
   WEFT_ASSIGN_OR_RETURN(Tensor dxk, child("k")->CallBackward(ctx, dk));
   WEFT_RETURN_IF_ERROR(ctx.ops->Add(ctx.kernel(), dx, dx, dxk));

@@ -116,6 +116,19 @@ std::shared_ptr<RopeTable> Rope(int64_t head_dim) {
   return *RopeTable::Create({.head_dim = head_dim, .max_positions = 16, .theta = 10000.0});
 }
 
+TEST(LayersGradTest, GroupedQueryAttentionWithQkNorm) {
+  GroupedQueryAttention m({.channels = 8, .num_heads = 4, .num_kv_heads = 2, .head_dim = 4,
+                           .qk_norm = true},
+                          Rope(4));
+  Materialize(m);
+  ASSERT_NE(m.FindParameter("q_norm.weight"), nullptr);
+  // Weights away from one, so their gradients matter.
+  for (const char* n : {"q_norm.weight", "k_norm.weight"}) {
+    ASSERT_TRUE(m.FindParameter(n)->value.CopyFrom(RandomTensor({4}, 3, 1.5f)).ok());
+  }
+  CheckGradients(m, RandomTensor({2, 5, 8}, 1), 1e-2, 1e-3f);
+}
+
 TEST(LayersGradTest, GroupedQueryAttention) {
   GroupedQueryAttention m({.channels = 8, .num_heads = 4, .num_kv_heads = 2, .head_dim = 4},
                           Rope(4));

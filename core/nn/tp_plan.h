@@ -14,6 +14,9 @@
 //              over the vocabulary.
 //   kSequence  a module that runs on sequence shards under sequence
 //              parallelism (LayerNorm, Dropout); ignored without it.
+//   kHeadShare a replicated module applied to this rank's heads only (a
+//              per-head norm, Qwen3's QK-norm): its gradients are partial
+//              sums, added up over tp.
 //   kExperts   a mixture-of-experts layer's ExpertMlps: every expert's
 //              hidden units split like a column- then row-parallel MLP
 //              (fc by output, proj by input features), one sum over tp
@@ -28,7 +31,7 @@
 
 namespace weft {
 
-enum class TpStyle { kColwise, kRowwise, kVocab, kSequence, kExperts };
+enum class TpStyle { kColwise, kRowwise, kVocab, kSequence, kHeadShare, kExperts };
 
 struct TpPlanEntry {
   std::string pattern;

@@ -149,7 +149,9 @@ Llama::Llama(const LlamaConfig& c, int64_t seq_len, int64_t padded_vocab,
                                 .num_kv_heads = LlamaKvHeads(c),
                                 .head_dim = LlamaHeadDim(c),
                                 .init_std = c.init_std(),
-                                .proj_init_std = proj_std};
+                                .proj_init_std = proj_std,
+                                .qk_norm = c.qk_norm(),
+                                .norm_eps = c.norm_eps()};
   const int64_t hidden = LlamaFfnHidden(c);
   for (int i = 0; i < c.n_layer(); ++i) {
     blocks->Append(std::make_unique<TransformerBlock>(
@@ -170,7 +172,7 @@ Llama::Llama(const LlamaConfig& c, int64_t seq_len, int64_t padded_vocab,
 
 TensorParallelPlan Llama::ParallelPlan() const {
   const int kv = LlamaKvHeads(config_);
-  return {
+  TensorParallelPlan plan = {
       {"embed", TpStyle::kVocab},
       {"blocks.*.attn.q", TpStyle::kColwise, 1, config_.n_head()},
       {"blocks.*.attn.k", TpStyle::kColwise, 1, kv, "n_kv_head"},
@@ -184,6 +186,11 @@ TensorParallelPlan Llama::ParallelPlan() const {
       {"blocks.*.ln2", TpStyle::kSequence},
       {"ln_f", TpStyle::kSequence},
   };
+  if (config_.qk_norm()) {
+    plan.push_back({"blocks.*.attn.q_norm", TpStyle::kHeadShare});
+    plan.push_back({"blocks.*.attn.k_norm", TpStyle::kHeadShare});
+  }
+  return plan;
 }
 
 absl::StatusOr<std::unique_ptr<Model>> Llama::CloneArchitecture() const {
@@ -193,10 +200,10 @@ absl::StatusOr<std::unique_ptr<Model>> Llama::CloneArchitecture() const {
 
 std::string Llama::Summary() const {
   const int kv = LlamaKvHeads(config_);
-  return absl::StrFormat("Llama %dL %dH (%d KV) %dd ffn %d vocab %d (padded %d) T %d%s",
+  return absl::StrFormat("Llama %dL %dH (%d KV) %dd ffn %d vocab %d (padded %d) T %d%s%s",
                          config_.n_layer(), config_.n_head(), kv, config_.d_model(),
                          LlamaFfnHidden(config_), config_.vocab_size(), padded_vocab_, seq_len_,
-                         config_.tie_weights() ? " tied" : "");
+                         config_.tie_weights() ? " tied" : "", config_.qk_norm() ? " qk-norm" : "");
 }
 
 }  // namespace weft

@@ -32,6 +32,7 @@ const char* StyleName(TpStyle s) {
     case TpStyle::kRowwise: return "rowwise";
     case TpStyle::kVocab: return "vocab";
     case TpStyle::kSequence: return "sequence";
+    case TpStyle::kHeadShare: return "head share";
     case TpStyle::kExperts: return "experts";
   }
   return "?";
@@ -110,6 +111,7 @@ class PlanApplier {
       case TpStyle::kRowwise: return SplitLinear(m, e);
       case TpStyle::kVocab: return SplitVocab(m);
       case TpStyle::kSequence: return OnSequenceShards(m);
+      case TpStyle::kHeadShare: return OnHeadShares(m);
       case TpStyle::kExperts: return SplitExperts(m);
     }
     return absl::OkStatus();
@@ -201,6 +203,15 @@ class PlanApplier {
       return absl::OkStatus();
     }
     return WrongType(m, TpStyle::kSequence, "LayerNorm or Dropout");
+  }
+
+  // Sees this rank's heads whatever sp does: gradients summed over tp.
+  absl::Status OnHeadShares(Module& m) {
+    if (dynamic_cast<LayerNorm*>(&m) == nullptr) {
+      return WrongType(m, TpStyle::kHeadShare, "LayerNorm (per-head norm)");
+    }
+    tp::ReduceGradsOverTp(m, tp_);
+    return absl::OkStatus();
   }
 
   absl::Status SplitExperts(Module& m) {
