@@ -8,9 +8,9 @@
 
 #include "core/base/check.h"
 #include "gtest/gtest.h"
-#include "models/llama/llama.h"
 #include "tests/parity.h"
 #include "tests/tiny_gpt.h"
+#include "tests/tiny_llama.h"
 
 namespace weft {
 namespace {
@@ -35,30 +35,9 @@ struct LlamaCase {
   bool qk_norm = false;  // Qwen3's per-head norms of q and k
 };
 
-LlamaConfig TinyLlama(bool tied, bool qk_norm) {
-  LlamaConfig c;
-  c.set_n_layer(2);
-  c.set_n_head(4);
-  c.set_n_kv_head(2);
-  c.set_d_model(32);
-  c.set_ffn_hidden(48);
-  c.set_max_seq_len(16);
-  c.set_vocab_pad_multiple(8);
-  c.set_rope_theta(10000);
-  c.set_tie_weights(tied);
-  c.set_qk_norm(qk_norm);
-  return c;
-}
-
 testing::RunOptions LlamaRun(bool tied, bool qk_norm) {
   testing::RunOptions o;
-  o.make_model = [tied, qk_norm](const DataLoaders& d) -> absl::StatusOr<std::unique_ptr<Model>> {
-    LlamaConfig c = TinyLlama(tied, qk_norm);
-    c.set_vocab_size(static_cast<int32_t>(d.vocab_size));
-    auto m = Llama::Create(c, 16);
-    if (!m.ok()) return m.status();
-    return std::unique_ptr<Model>(std::move(*m));
-  };
+  o.make_model = testing::LlamaModelFactory(testing::TinyLlamaConfig(tied, qk_norm), 16);
   return o;
 }
 

@@ -7,7 +7,8 @@
 // rank's peak and per-category peaks must be
 // within 10% of its estimate, and so must the peak while training alone
 // (the peak while building, the materialized model, dominates in models
-// this small). The table is printed.
+// this small). The table is printed. The Llama (grouped-query attention,
+// RoPE, SwiGLU) runs five of the layouts too.
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -18,6 +19,7 @@
 #include "tests/estimate_rank.h"
 #include "tests/parity.h"
 #include "tests/tiny_gpt.h"
+#include "tests/tiny_llama.h"
 
 namespace weft {
 namespace {
@@ -36,6 +38,7 @@ struct Case {
   std::string schedule = "1f1b";
   int chunks = 1;
   int zero_stage = 0;
+  bool llama = false;
 };
 
 GptJob BaseJob() {
@@ -66,11 +69,18 @@ void Check(const Case& c) {
   std::printf("%-20s %4s %10s %10s %8s | %9s %9s %9s %9s %9s (estimate / measured - 1)\n",
               "layout", "rank", "estimate", "measured", "error", "step", "params", "grads",
               "optim", "acts");
-  absl::StatusOr<testing::ParityRun> run = testing::RunMultiProcess(job, c.world);
+  testing::RunOptions options;
+  if (c.llama) {
+    LlamaConfig l = testing::TinyLlamaConfig();
+    l.set_n_layer(4);
+    options.make_model = testing::LlamaModelFactory(l, job.train().seq_len());
+  }
+  absl::StatusOr<testing::ParityRun> run = testing::RunMultiProcess(job, c.world, options);
   ASSERT_TRUE(run.ok()) << c.label << ": " << run.status();
   ASSERT_EQ(run->rank_memory.size(), static_cast<size_t>(c.world)) << c.label;
   for (int rank = 0; rank < c.world; ++rank) {
-    absl::StatusOr<MemoryEstimate> e = testing::EstimateRank(job, c.world, rank);
+    absl::StatusOr<MemoryEstimate> e =
+        testing::EstimateRank(job, c.world, rank, false, options.make_model);
     ASSERT_TRUE(e.ok()) << c.label << " rank " << rank << ": " << e.status();
     std::map<std::string, double>& m = run->rank_memory[rank];
     const double err = Error(static_cast<double>(e->peak()), m["peak"]);
@@ -112,7 +122,16 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"pp2_fsdp2", 4, "fsdp", 2}, Case{"pp2_zero2", 4, "zero", 2, 1, 1,
                                                             "1f1b", 1, 2},
                       Case{"tp2_pp2", 4, "tp", 2, 2}, Case{"cp2_pp2", 4, "", 2, 1, 2},
-                      Case{"sp2_pp2_fsdp2", 8, "sp,fsdp", 2, 2}),
+                      Case{"sp2_pp2_fsdp2", 8, "sp,fsdp", 2, 2},
+                      Case{.label = "llama_fsdp2", .world = 2, .strategy = "fsdp", .llama = true},
+                      Case{.label = "llama_tp2", .world = 2, .strategy = "tp", .tp = 2,
+                           .llama = true},
+                      Case{.label = "llama_cp2", .world = 2, .strategy = "", .cp = 2,
+                           .llama = true},
+                      Case{.label = "llama_pp2_1f1b", .world = 2, .strategy = "", .pp = 2,
+                           .llama = true},
+                      Case{.label = "llama_sp2_pp2_fsdp2", .world = 8, .strategy = "sp,fsdp",
+                           .pp = 2, .tp = 2, .llama = true}),
     [](const ::testing::TestParamInfo<Case>& i) { return i.param.label; });
 
 }  // namespace
