@@ -56,10 +56,17 @@ expect_error() {  # expect_error WANT ARGS...: the run fails and prints WANT
            --num_workers=1 "$@" 2>&1); then
     echo "FAIL: $* succeeded"; exit 1
   fi
-  grep -qF "$want" <<<"$out" || { echo "FAIL: $* printed:"; echo "$out"; exit 1; }
+  grep -qF -- "$want" <<<"$out" || { echo "FAIL: $* printed:"; echo "$out"; exit 1; }
 }
 expect_error "n_head=4 is not divisible by n_kv_head=3" --n_kv_head=3
 expect_error "rotary table has max_seq_len positions" --seq_len=128
 expect_error "heads, not divisible by tp=4" --nproc_per_node=4 --strategy=tp --tp=4
-expect_error "the auto planner knows GPT jobs only" --strategy=auto
+expect_error "--strategy=auto without --memory_budget" --strategy=auto
+expect_error "--memory_budget only with --strategy=auto" --memory_budget=1GiB
+
+# --strategy=auto plans a layout of the 2 ranks against the budget and trains it.
+auto=$("$train" "${common[@]}" --steps=2 --nproc_per_node=2 --strategy=auto \
+       --memory_budget=64MiB --metrics_out="$tmp/auto.jsonl" 2>&1)
+grep -q -- "--strategy=auto on 2 ranks: " <<<"$auto" || { echo "FAIL: no plan line:"; echo "$auto"; exit 1; }
+[ -n "$(loss_at "$tmp/auto.jsonl" 2)" ] || { echo "FAIL: the auto run logged no step 2"; exit 1; }
 echo PASS

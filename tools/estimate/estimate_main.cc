@@ -2,10 +2,12 @@
 //     --strategy=fsdp --nproc=4 [--micro_batch=8 ...] [--rank=R]   (one line)
 // bazel run //tools:estimate -- --config=... --strategy=auto --nproc=8 --memory_budget=80GiB
 //
-// Prints the memory one rank of a GPT job will use (parameters, gradients,
+// bazel run //tools:estimate -- --model=llama --config=models/llama/configs/llama3_8b.textproto ...
+//
+// Prints the memory one rank of a GPT job (or, with --model=llama, a Llama job) will use (parameters, gradients,
 // optimizer state, activations, peak) from a dry run of the job on the meta
 // device (core/runtime/memory_estimate.h): nothing is computed or allocated.
-// Every training flag of //models/gpt:train applies. A pipeline job
+// Every training flag of the model's train target applies. A pipeline job
 // (--pp) is estimated stage by stage (they differ) and the worst stage is
 // shown, unless --rank picks one. --strategy=auto estimates every layout of
 // --nproc ranks (data-parallel strategies, and pipeline, context and tensor
@@ -17,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
@@ -25,6 +28,7 @@
 #include "core/runtime/memory_estimate.h"
 #include "models/gpt/gpt_config.pb.h"
 #include "models/gpt/gpt_job.h"
+#include "models/llama/llama_config.pb.h"
 #include "tools/estimate/budget.h"
 #include "tools/estimate/layouts.h"
 #include "tools/estimate/planner.h"
@@ -79,8 +83,8 @@ std::string Short(const absl::Status& s) {
 // micro-batch per stage); the micro column says which. With a budget, the
 // rows are what the planner tried (PlanLayouts): when nothing fits as
 // given, the same layouts with recompute, then with smaller micro-batches.
-absl::Status EstimateAll(const GptJob& job, const ToolFlags& f) {
-  WEFT_RETURN_IF_ERROR(CheckAutoAxes(job.train().parallel()));
+absl::Status EstimateAll(const PlannerJob& job, const ToolFlags& f) {
+  WEFT_RETURN_IF_ERROR(CheckAutoAxes(job.train.parallel()));
   std::printf("%-30s %12s %12s %12s %12s %12s %5s %5s  %s\n", "layout", "params", "grads",
               "optimizer", "activations", "peak", "rank", "micro",
               f.budget > 0 ? ("budget " + FormatMiB(f.budget)).c_str() : "");
@@ -109,8 +113,8 @@ absl::Status EstimateAll(const GptJob& job, const ToolFlags& f) {
   }
   std::printf("(the worst rank of each layout, global_batch=%lld at the micro-batch shown; "
               "pipelines use --pp_schedule=%s%s)\n",
-              static_cast<long long>(job.train().global_batch()),
-              job.train().parallel().pp_schedule().c_str(),
+              static_cast<long long>(job.train.global_batch()),
+              job.train.parallel().pp_schedule().c_str(),
               skipped > 0 ? "; layouts the model does not admit are marked" : "");
   if (f.budget > 0) {
     if (!plan.pick.ok()) {
@@ -118,14 +122,14 @@ absl::Status EstimateAll(const GptJob& job, const ToolFlags& f) {
     } else {
       std::printf("fits with the least communication%s: %s (%s)\n",
                   plan.relaxed.empty() ? "" : absl::StrCat(" after ", plan.relaxed).c_str(),
-                  plan.pick->layout.label.c_str(), PickFlags(job, *plan.pick).c_str());
+                  plan.pick->layout.label.c_str(), PickFlags(job.train, *plan.pick).c_str());
     }
   }
   return absl::OkStatus();
 }
 
 // One layout: the rank asked for, or every pipeline stage and the worst.
-absl::Status EstimateOne(const GptJob& job, const ToolFlags& f) {
+absl::Status EstimateOne(const PlannerJob& job, const ToolFlags& f) {
   // --rank=R: that rank; otherwise every pipeline stage (one estimate without pp).
   WEFT_ASSIGN_OR_RETURN(std::vector<MemoryEstimate> all, EstimateJob(job, f.nproc, f.rank));
   const MemoryEstimate& worst = WorstRank(all);
@@ -135,13 +139,13 @@ absl::Status EstimateOne(const GptJob& job, const ToolFlags& f) {
   }
   std::printf("%s", FormatMemoryEstimate(worst).c_str());
   int64_t limit = worst.peak();
-  if (job.model().moe_every() > 0) {
+  if (job.experts > 0) {
     // The rows an expert holds follow the data; a budget must hold the
     // bound, as --strategy=auto's does.
     WEFT_ASSIGN_OR_RETURN(std::vector<MemoryEstimate> bounded,
                           EstimateJob(job, f.nproc, f.rank, /*moe_routing_bound=*/true));
     const MemoryEstimate& b = WorstRank(bounded);
-    const double factor = job.model().capacity_factor();
+    const double factor = job.capacity_factor;
     std::printf(
         "MoE layers above route evenly (what the balance loss aims for); with every rank's rows "
         "routed to one rank's experts (%s), rank %d peaks at %s\n",
@@ -153,25 +157,30 @@ absl::Status EstimateOne(const GptJob& job, const ToolFlags& f) {
   if (f.budget > 0) {
     std::printf("%s the budget of %s%s\n", limit <= f.budget ? "fits" : "exceeds",
                 FormatMiB(f.budget).c_str(),
-                job.model().moe_every() > 0 ? " (at the routing bound)" : "");
+                job.experts > 0 ? " (at the routing bound)" : "");
   }
   return absl::OkStatus();
 }
 
 int Main(int argc, char** argv) {
   std::vector<std::string> args;
+  std::string model = "gpt";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {
       std::printf(
-          "Estimates one rank's memory for a GPT job before it runs.\n"
-          "usage: estimate --config=PATH --strategy=NAME|auto --nproc=N [--rank=R]\n"
-          "                [--memory_budget=80GiB] [any //models/gpt:train flag]\n"
+          "Estimates one rank's memory for a GPT or Llama job before it runs.\n"
+          "usage: estimate [--model=gpt|llama] --config=PATH --strategy=NAME|auto --nproc=N\n"
+          "                [--rank=R] [--memory_budget=80GiB] [any train flag of the model]\n"
           "Without --rank, a pipeline job (--pp) shows every stage and the worst.\n"
           "--strategy=auto sets --pp, --cp, --tp and the data-parallel axes itself.\n");
       return 0;
     }
     if (a.rfind("--config=", 0) == 0) a = "--config=" + ResolveUserPath(a.substr(9));
+    if (a.rfind("--model=", 0) == 0) {
+      model = a.substr(8);
+      continue;
+    }
     args.push_back(a);
   }
   // The trainer's launch flags, copied from a train command line: named,
@@ -190,18 +199,28 @@ int Main(int argc, char** argv) {
       }
     }
   }
-  GptJob job;
+  if (model != "gpt" && model != "llama") {
+    std::fprintf(stderr, "error: --model=%s; expected gpt or llama\n", model.c_str());
+    return 2;
+  }
+  GptJob gpt;
+  LlamaJob llama;
   std::vector<std::string> tool_args;
   absl::Status parsed =
-      LoadConfigFromArgs(args, &job, {"nproc", "rank"}, &tool_args);
+      model == "gpt" ? LoadConfigFromArgs(args, &gpt, {"nproc", "rank"}, &tool_args)
+                     : LoadConfigFromArgs(args, &llama, {"nproc", "rank"}, &tool_args);
+  if (!parsed.ok() && model == "gpt" && absl::StrContains(parsed.message(), "n_kv_head")) {
+    parsed = Annotate(parsed, "a Llama config? pass --model=llama");
+  }
+  const PlannerJob job = model == "gpt" ? GptPlannerJob(gpt) : LlamaPlannerJob(llama);
   absl::StatusOr<ToolFlags> flags = ParseToolFlags(tool_args);
-  if (flags.ok() && !job.train().parallel().memory_budget().empty()) {
-    absl::StatusOr<int64_t> budget = ParseByteSize(job.train().parallel().memory_budget());
+  if (flags.ok() && !job.train.parallel().memory_budget().empty()) {
+    absl::StatusOr<int64_t> budget = ParseByteSize(job.train.parallel().memory_budget());
     if (budget.ok()) flags->budget = *budget; else flags = budget.status();
   }
   if (parsed.ok() && !flags.ok()) parsed = flags.status();
   // auto shows every layout at its worst rank; one rank of which layout?
-  if (parsed.ok() && flags->rank >= 0 && job.train().parallel().strategy() == "auto") {
+  if (parsed.ok() && flags->rank >= 0 && job.train.parallel().strategy() == "auto") {
     parsed = InvalidArgument(absl::StrCat("--rank=", flags->rank, " with --strategy=auto"),
                              "--rank with one layout: auto lists each layout at its worst rank",
                              "pick a layout from auto's table, then pass its flags with --rank");
@@ -210,7 +229,7 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", std::string(parsed.message()).c_str());
     return 2;
   }
-  const absl::Status s = job.train().parallel().strategy() == "auto" ? EstimateAll(job, *flags)
+  const absl::Status s = job.train.parallel().strategy() == "auto" ? EstimateAll(job, *flags)
                                                                       : EstimateOne(job, *flags);
   if (!s.ok()) {
     std::fprintf(stderr, "error: %s\n", s.ToString().c_str());

@@ -187,3 +187,25 @@ set -e
 [[ $code == 2 ]] && grep -q -- "--rank=1 with --strategy=auto" "$tmp/err_auto_rank.txt" ||
   { echo "FAIL: --rank with auto exited $code"; cat "$tmp/err_auto_rank.txt"; exit 1; }
 echo PASS
+
+# A Llama job (--model=llama): its estimate against the trainer's own peak.
+llama_train="$TEST_SRCDIR/weft/models/llama/train"
+llama=(--model=llama --config="$TEST_SRCDIR/weft/models/llama/configs/llama_debug.textproto"
+       --data="$tmp/corpus.txt" --num_workers=1 --micro_batch=4)
+"$estimate" "${llama[@]}" --nproc=1 > "$tmp/llama.txt"
+estimated=$(awk '$1 == "peak" && $3 == "MiB" { print $4 }' "$tmp/llama.txt")
+"$llama_train" "${llama[@]:1}" --steps=2 --log_every=1 --quiet --eval_batches=1 \
+    --metrics_out="$tmp/llama.jsonl"
+measured=$(grep '"step":2,' "$tmp/llama.jsonl" | sed 's/.*"peak_mem_mb":\([0-9.e+-]*\).*/\1/')
+echo "llama peak: estimated $estimated B, measured $measured MiB"
+awk -v e="$estimated" -v m="$measured" 'BEGIN { r = e / (m * 1048576); exit !(r > 0.9 && r < 1.1) }' || {
+  echo "FAIL: the Llama estimate is more than 10% off the measured peak"; exit 1; }
+"$estimate" "${llama[@]}" --strategy=auto --nproc=4 --memory_budget=64MiB | tee "$tmp/llama_auto.txt"
+grep -q "fits with the least communication" "$tmp/llama_auto.txt" || {
+  echo "FAIL: no pick for the Llama"; exit 1; }
+# A Llama config read as a GPT's names the flag.
+if out=$("$estimate" --config="$TEST_SRCDIR/weft/models/llama/configs/llama_debug.textproto" 2>&1); then
+  echo "FAIL: a Llama config was read as a GPT's"; exit 1
+fi
+grep -q -- "--model=llama" <<<"$out" || { echo "FAIL: no --model hint: $out"; exit 1; }
+echo PASS

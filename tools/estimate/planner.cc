@@ -5,33 +5,66 @@
 #include <tuple>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_join.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "models/gpt/gpt_job.h"
+#include "models/llama/llama_job.h"
+#include "models/lm/text_lm_job.h"
 #include "tools/estimate/budget.h"
 
 namespace weft {
+
+PlannerJob GptPlannerJob(const GptJob& job) {
+  return {.train = job.train(),
+          .experts = job.model().moe_every() > 0 ? job.model().num_experts() : 0,
+          .capacity_factor = job.model().capacity_factor(),
+          .set_callbacks = [job](const TrainConfig& train, Trainer::Options* o,
+                                 std::shared_ptr<data::TextSourceCache> cache) -> absl::Status {
+            GptJob j = job;
+            *j.mutable_train() = train;
+            WEFT_ASSIGN_OR_RETURN(std::string path, GptDataPath(j));
+            SetGptJobCallbacks(j, path, nullptr, o, std::move(cache));
+            return absl::OkStatus();
+          }};
+}
+
+PlannerJob LlamaPlannerJob(const LlamaJob& job) {
+  return {.train = job.train(),
+          .set_callbacks = [job](const TrainConfig& train, Trainer::Options* o,
+                                 std::shared_ptr<data::TextSourceCache> cache) -> absl::Status {
+            LlamaJob j = job;
+            *j.mutable_train() = train;
+            WEFT_ASSIGN_OR_RETURN(std::string path, LmDataPath(train));
+            SetLlamaJobCallbacks(j, path, nullptr, o, std::move(cache));
+            return absl::OkStatus();
+          }};
+}
+
 namespace {
 
 // The row of `layout` at micro-batch m (0: none splits the global batch).
-LayoutEstimate EstimateAt(const GptJob& job, int nproc, const Layout& layout, int m,
+LayoutEstimate EstimateAt(const PlannerJob& job, int nproc, const Layout& layout, int m,
                           const std::string& recompute,
                           const std::shared_ptr<data::TextSourceCache>& text_cache) {
   LayoutEstimate row{.layout = layout, .micro_batch = m, .recompute = recompute};
   if (m == 0) {
     const int dp = DataParallelRanks(layout, nproc);
     row.status = InvalidArgument(
-        absl::StrCat("global_batch=", job.train().global_batch(),
+        absl::StrCat("global_batch=", job.train.global_batch(),
                      " does not split into micro-batches for ", dp, " data-parallel rank(s)",
                      layout.pp > 1 ? absl::StrCat(" x ", layout.pp, " pipeline stages") : ""),
         "a global batch of at least one micro-batch per rank and stage");
     return row;
   }
   // A budget is a limit: MoE layers at their routing bound, not balanced.
+  PlannerJob laid_out = job;
+  laid_out.train = WithLayout(job.train, row);
   absl::StatusOr<std::vector<MemoryEstimate>> all =
-      EstimateJob(WithLayout(job, row), nproc, -1, /*moe_routing_bound=*/true, text_cache);
+      EstimateJob(laid_out, nproc, -1, /*moe_routing_bound=*/true, text_cache);
   if (all.ok()) {
     row.worst = WorstRank(*all);
   } else {
@@ -47,11 +80,11 @@ bool Fits(const LayoutEstimate& e, int64_t budget) {
 // Step 4: each layout at the largest micro-batch below its first estimate's
 // that keeps the global batch and fits; a layout where none fits keeps its
 // smallest, for the error. Stops at the first layout that fits.
-std::vector<LayoutEstimate> SmallerMicroBatches(const GptJob& job, int nproc, int64_t budget,
+std::vector<LayoutEstimate> SmallerMicroBatches(const PlannerJob& job, int nproc, int64_t budget,
                                                 const std::vector<LayoutEstimate>& first,
                                                 const std::string& recompute,
                                                 const std::shared_ptr<data::TextSourceCache>& text_cache) {
-  const int64_t global = job.train().global_batch();
+  const int64_t global = job.train.global_batch();
   std::vector<LayoutEstimate> out;
   for (const LayoutEstimate& f : first) {
     if (f.micro_batch <= 1) continue;  // nothing smaller, or not admitted at all
@@ -74,13 +107,18 @@ std::vector<LayoutEstimate> SmallerMicroBatches(const GptJob& job, int nproc, in
 absl::StatusOr<std::vector<MemoryEstimate>> EstimateJob(
     const GptJob& job, int nproc, int rank, bool moe_routing_bound,
     std::shared_ptr<data::TextSourceCache> text_cache) {
-  WEFT_ASSIGN_OR_RETURN(std::string path, GptDataPath(job));
+  return EstimateJob(GptPlannerJob(job), nproc, rank, moe_routing_bound, std::move(text_cache));
+}
+
+absl::StatusOr<std::vector<MemoryEstimate>> EstimateJob(
+    const PlannerJob& job, int nproc, int rank, bool moe_routing_bound,
+    std::shared_ptr<data::TextSourceCache> text_cache) {
   MemoryEstimateOptions o;
   o.moe_routing_bound = moe_routing_bound;
-  o.job.config = job.train();
+  o.job.config = job.train;
   // Each pipeline stage is a dry run of its own: one tokenization for all.
   if (text_cache == nullptr) text_cache = data::MakeTextSourceCache();
-  SetGptJobCallbacks(job, path, nullptr, &o.job, std::move(text_cache));
+  WEFT_RETURN_IF_ERROR(job.set_callbacks(job.train, &o.job, std::move(text_cache)));
   o.world_size = nproc;
   o.rank = std::max(rank, 0);
   if (rank < 0) return EstimatePipelineStages(o);
@@ -91,14 +129,19 @@ absl::StatusOr<std::vector<MemoryEstimate>> EstimateJob(
 std::vector<LayoutEstimate> EstimateLayouts(const GptJob& job, int nproc,
                                             const std::string& recompute,
                                             std::shared_ptr<data::TextSourceCache> text_cache) {
+  return EstimateLayouts(GptPlannerJob(job), nproc, recompute, std::move(text_cache));
+}
+
+std::vector<LayoutEstimate> EstimateLayouts(const PlannerJob& job, int nproc,
+                                            const std::string& recompute,
+                                            std::shared_ptr<data::TextSourceCache> text_cache) {
   // Every layout (and pipeline stage) opens the job's data: tokenizing a
   // 20 MB text once per dry run made a planning of 4 ranks take minutes.
   if (text_cache == nullptr) text_cache = data::MakeTextSourceCache();
-  const int64_t global = job.train().global_batch();
-  const int micro = static_cast<int>(job.train().micro_batch());
+  const int64_t global = job.train.global_batch();
+  const int micro = static_cast<int>(job.train.micro_batch());
   std::vector<LayoutEstimate> out;
-  const int experts = job.model().moe_every() > 0 ? job.model().num_experts() : 0;
-  for (const Layout& l : CandidateLayouts(nproc, experts)) {
+  for (const Layout& l : CandidateLayouts(nproc, job.experts)) {
     const int m = FitMicroBatch(global, micro, DataParallelRanks(l, nproc), l.pp);
     out.push_back(EstimateAt(job, nproc, l, m, recompute, text_cache));
   }
@@ -134,8 +177,12 @@ absl::StatusOr<LayoutEstimate> PickLayout(const std::vector<LayoutEstimate>& est
 }
 
 Plan PlanLayouts(const GptJob& job, int nproc, int64_t budget) {
+  return PlanLayouts(GptPlannerJob(job), nproc, budget);
+}
+
+Plan PlanLayouts(const PlannerJob& job, int nproc, int64_t budget) {
   Plan plan;
-  const bool own_recompute = job.train().recompute();
+  const bool own_recompute = job.train.recompute();
   struct Step {
     std::string recompute;
     const char* relaxed;
@@ -179,42 +226,76 @@ namespace {
 
 // eval_samples for `pick`: evaluation counted in samples stays the same set
 // when the planner changes the micro-batch (eval_batches counts micro-batches).
-int64_t EvalSamplesKept(const GptJob& job, const LayoutEstimate& pick) {
-  const TrainConfig& t = job.train();
+int64_t EvalSamplesKept(const TrainConfig& t, const LayoutEstimate& pick) {
   if (t.eval_samples() > 0 || pick.micro_batch == t.micro_batch()) return t.eval_samples();
   return t.eval_batches() * t.micro_batch();
 }
 
 }  // namespace
 
-GptJob WithLayout(const GptJob& job, const LayoutEstimate& pick) {
-  GptJob j = job;
-  ApplyLayout(pick.layout, j.mutable_train()->mutable_parallel());
+TrainConfig WithLayout(const TrainConfig& train, const LayoutEstimate& pick) {
+  TrainConfig t = train;
+  ApplyLayout(pick.layout, t.mutable_parallel());
   // The validation set stays the one the job's micro-batch made.
-  j.mutable_train()->set_eval_samples(EvalSamplesKept(job, pick));
-  j.mutable_train()->set_micro_batch(pick.micro_batch);
+  t.set_eval_samples(EvalSamplesKept(train, pick));
+  t.set_micro_batch(pick.micro_batch);
   if (!pick.recompute.empty()) {
-    j.mutable_train()->set_recompute(true);
-    ParallelConfig* p = j.mutable_train()->mutable_parallel();
+    t.set_recompute(true);
+    ParallelConfig* p = t.mutable_parallel();
     const std::string policy = absl::StrCat("recompute_policy=", pick.recompute);
     p->set_strategy_options(p->strategy_options().empty()
                                 ? policy
                                 : absl::StrCat(p->strategy_options(), ",", policy));
   }
+  return t;
+}
+
+GptJob WithLayout(const GptJob& job, const LayoutEstimate& pick) {
+  GptJob j = job;
+  *j.mutable_train() = WithLayout(job.train(), pick);
   return j;
 }
 
-std::string PickFlags(const GptJob& job, const LayoutEstimate& pick) {
+std::string PickFlags(const TrainConfig& train, const LayoutEstimate& pick) {
   std::string flags = LayoutFlags(pick.layout, pick.micro_batch);
-  const int64_t eval_samples = EvalSamplesKept(job, pick);
-  if (eval_samples != job.train().eval_samples()) {
+  const int64_t eval_samples = EvalSamplesKept(train, pick);
+  if (eval_samples != train.eval_samples()) {
     absl::StrAppend(&flags, " --eval_samples=", eval_samples);
   }
   if (!pick.recompute.empty()) {
     absl::StrAppend(&flags, " --recompute --strategy_options=",
-                    WithLayout(job, pick).train().parallel().strategy_options());
+                    WithLayout(train, pick).parallel().strategy_options());
   }
   return flags;
+}
+
+std::string PickFlags(const GptJob& job, const LayoutEstimate& pick) {
+  return PickFlags(job.train(), pick);
+}
+
+// auto plans every strategy and axis, so it stands alone; --memory_budget
+// only feeds that plan, so without auto it is refused rather than ignored.
+absl::Status CheckAutoFlags(const ParallelConfig& p) {
+  std::vector<std::string> names;
+  for (absl::string_view n : absl::StrSplit(p.strategy(), ',')) {
+    names.emplace_back(absl::StripAsciiWhitespace(n));
+  }
+  const bool has_auto = std::find(names.begin(), names.end(), "auto") != names.end();
+  if (has_auto && names.size() > 1) {
+    return InvalidArgument(
+        absl::StrCat("--strategy=", p.strategy(), ": auto combined with other strategies"),
+        "--strategy=auto alone (it picks the strategies and axes itself), or a list without auto",
+        "keep only auto (with --memory_budget=B), or drop it and choose the strategies yourself; "
+        "//tools:estimate shows what auto would pick");
+  }
+  if (!has_auto && !p.memory_budget().empty()) {
+    return InvalidArgument(
+        absl::StrCat("--memory_budget=", p.memory_budget(), " without --strategy=auto"),
+        "--memory_budget only with --strategy=auto, whose planner picks a layout that fits it",
+        "add --strategy=auto, or drop --memory_budget; to check a layout against a budget use "
+        "bazel run //tools:estimate -- <same flags> --memory_budget=B");
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckAutoAxes(const ParallelConfig& p) {
@@ -234,8 +315,16 @@ absl::Status CheckAutoAxes(const ParallelConfig& p) {
 }
 
 absl::StatusOr<GptJob> PlanAutoLayout(const GptJob& job, int nproc, std::string* summary) {
-  WEFT_RETURN_IF_ERROR(CheckAutoAxes(job.train().parallel()));
-  const std::string& given = job.train().parallel().memory_budget();
+  WEFT_ASSIGN_OR_RETURN(TrainConfig train, PlanAutoLayout(GptPlannerJob(job), nproc, summary));
+  GptJob j = job;
+  *j.mutable_train() = std::move(train);
+  return j;
+}
+
+absl::StatusOr<TrainConfig> PlanAutoLayout(const PlannerJob& job, int nproc,
+                                           std::string* summary) {
+  WEFT_RETURN_IF_ERROR(CheckAutoAxes(job.train.parallel()));
+  const std::string& given = job.train.parallel().memory_budget();
   if (given.empty()) {
     return InvalidArgument(
         "--strategy=auto without --memory_budget",
@@ -249,11 +338,11 @@ absl::StatusOr<GptJob> PlanAutoLayout(const GptJob& job, int nproc, std::string*
   if (!plan.pick.ok()) return Annotate(plan.pick.status(), on);
   const LayoutEstimate& pick = *plan.pick;
   *summary = absl::StrCat(
-      on, ": ", pick.layout.label, " (", PickFlags(job, pick),
+      on, ": ", pick.layout.label, " (", PickFlags(job.train, pick),
       "), worst rank ", pick.worst.rank, " peaks at ", FormatMiB(pick.worst.peak()), " of the ",
       FormatMiB(budget), " budget",
       plan.relaxed.empty() ? "" : absl::StrCat("; no layout fits without ", plan.relaxed));
-  return WithLayout(job, pick);
+  return WithLayout(job.train, pick);
 }
 
 }  // namespace weft

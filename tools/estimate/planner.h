@@ -1,5 +1,5 @@
-// The memory planner behind --strategy=auto: every layout of a GPT job on
-// N ranks (layouts.h), each estimated at its worst rank by a dry run of the
+// The memory planner behind --strategy=auto: every layout of a job (a GPT's
+// or a Llama's: PlannerJob) on N ranks (layouts.h), each estimated at its worst rank by a dry run of the
 // job (core/runtime/memory_estimate.h) at the micro-batch that keeps the
 // job's global batch, and the first, in order of communication, that fits
 // a per-rank budget. When none fits as the job is, the planner trades
@@ -14,14 +14,35 @@
 #include <string>
 #include <vector>
 
+#include <functional>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/runtime/memory_estimate.h"
+#include "core/runtime/trainer.h"
 #include "data/data.h"
 #include "models/gpt/gpt_config.pb.h"
+#include "models/llama/llama_config.pb.h"
 #include "tools/estimate/layouts.h"
 
 namespace weft {
+
+// What the planner needs of a job, whatever its model: the train config it
+// varies, the model's experts (layouts with ep), and how to build the job's
+// data and model for a dry run under a given train config.
+struct PlannerJob {
+  TrainConfig train;
+  int experts = 0;  // experts per MoE layer; 0: a dense model
+  float capacity_factor = 0;
+  std::function<absl::Status(const TrainConfig& train, Trainer::Options* options,
+                             std::shared_ptr<data::TextSourceCache> text_cache)>
+      set_callbacks;
+};
+PlannerJob GptPlannerJob(const GptJob& job);
+PlannerJob LlamaPlannerJob(const LlamaJob& job);
+
+// The functions below take a PlannerJob; the GptJob overloads are the same
+// through GptPlannerJob.
 
 // `job` on `nproc` ranks: rank `rank`, or (rank < 0) every pipeline stage
 // of rank 0's pipeline (one estimate without pp). MoE layers route balanced,
@@ -29,6 +50,9 @@ namespace weft {
 // planner's layouts do.
 // `text_cache` (may be null) keeps the job's tokenized text between the
 // estimates that share it.
+absl::StatusOr<std::vector<MemoryEstimate>> EstimateJob(
+    const PlannerJob& job, int nproc, int rank, bool moe_routing_bound = false,
+    std::shared_ptr<data::TextSourceCache> text_cache = nullptr);
 absl::StatusOr<std::vector<MemoryEstimate>> EstimateJob(
     const GptJob& job, int nproc, int rank, bool moe_routing_bound = false,
     std::shared_ptr<data::TextSourceCache> text_cache = nullptr);
@@ -47,6 +71,9 @@ struct LayoutEstimate {
 // the largest micro-batch that keeps the global batch; with `recompute`
 // ("attention" or "full") the planner's recompute added to the job.
 // The text is tokenized once (in `text_cache` when given).
+std::vector<LayoutEstimate> EstimateLayouts(
+    const PlannerJob& job, int nproc, const std::string& recompute = "",
+    std::shared_ptr<data::TextSourceCache> text_cache = nullptr);
 std::vector<LayoutEstimate> EstimateLayouts(
     const GptJob& job, int nproc, const std::string& recompute = "",
     std::shared_ptr<data::TextSourceCache> text_cache = nullptr);
@@ -76,14 +103,21 @@ struct Plan {
 //      (more accumulation steps; small ones use a GPU less well).
 // A job that sets --recompute itself keeps its own policy: steps 2 and 3
 // are skipped, step 4 runs with its setting.
+Plan PlanLayouts(const PlannerJob& job, int nproc, int64_t budget);
 Plan PlanLayouts(const GptJob& job, int nproc, int64_t budget);
 
-// `job` with the layout, micro-batch and recompute of `pick`.
+// `train` with the layout, micro-batch and recompute of `pick`.
+TrainConfig WithLayout(const TrainConfig& train, const LayoutEstimate& pick);
 GptJob WithLayout(const GptJob& job, const LayoutEstimate& pick);
 
-// The //models/gpt:train flags that select `pick` on top of `job`, e.g.
+// The training flags that select `pick` on top of `train`, e.g.
 // "--strategy=zero --zero_stage=3 --micro_batch=2 --recompute".
+std::string PickFlags(const TrainConfig& train, const LayoutEstimate& pick);
 std::string PickFlags(const GptJob& job, const LayoutEstimate& pick);
+
+// OK unless --strategy lists auto with other strategies, or gives
+// --memory_budget without auto (it only feeds auto's plan).
+absl::Status CheckAutoFlags(const ParallelConfig& parallel);
 
 // OK unless `parallel` sets a mesh axis (--pp, --cp, --tp, --ep,
 // --dp_replicate, --dp_shard) that --strategy=auto would overwrite with its
@@ -93,6 +127,8 @@ absl::Status CheckAutoAxes(const ParallelConfig& parallel);
 // --strategy=auto for training: `job` on `nproc` ranks, planned against its
 // --memory_budget (required). Returns the job to train and, in *summary, a
 // line saying what was picked and why.
+absl::StatusOr<TrainConfig> PlanAutoLayout(const PlannerJob& job, int nproc,
+                                           std::string* summary);
 absl::StatusOr<GptJob> PlanAutoLayout(const GptJob& job, int nproc, std::string* summary);
 
 }  // namespace weft

@@ -32,31 +32,6 @@
 namespace weft {
 namespace {
 
-// auto plans every strategy and axis, so it stands alone; --memory_budget
-// only feeds that plan, so without auto it is refused rather than ignored.
-absl::Status CheckAutoFlags(const ParallelConfig& p) {
-  std::vector<std::string> names;
-  for (absl::string_view n : absl::StrSplit(p.strategy(), ',')) {
-    names.emplace_back(absl::StripAsciiWhitespace(n));
-  }
-  const bool has_auto = std::find(names.begin(), names.end(), "auto") != names.end();
-  if (has_auto && names.size() > 1) {
-    return InvalidArgument(
-        absl::StrCat("--strategy=", p.strategy(), ": auto combined with other strategies"),
-        "--strategy=auto alone (it picks the strategies and axes itself), or a list without auto",
-        "keep only auto (with --memory_budget=B), or drop it and choose the strategies yourself; "
-        "//tools:estimate shows what auto would pick");
-  }
-  if (!has_auto && !p.memory_budget().empty()) {
-    return InvalidArgument(
-        absl::StrCat("--memory_budget=", p.memory_budget(), " without --strategy=auto"),
-        "--memory_budget only with --strategy=auto, whose planner picks a layout that fits it",
-        "add --strategy=auto, or drop --memory_budget; to check a layout against a budget use "
-        "bazel run //tools:estimate -- <same flags> --memory_budget=B");
-  }
-  return absl::OkStatus();
-}
-
 // --strategy=auto: every rank plans the same layout from the same config
 // and world size (a deterministic dry run), so they agree without talking.
 absl::StatusOr<GptJob> ResolveAutoLayout(const GptJob& job) {

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,9 +14,11 @@
 #include "checkpoint/safetensors.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
+#include "core/runtime/parallel_setup.h"
 #include "core/runtime/trainer.h"
 #include "models/llama/llama_job.h"
 #include "models/lm/text_lm_job.h"
+#include "tools/estimate/planner.h"
 #include "tools/report/run_report.h"
 #include "tools/train_main/train_main.h"
 
@@ -45,12 +48,17 @@ absl::Status LoadInitWeights(const std::string& path, Trainer& trainer) {
 
 }  // namespace
 
-absl::Status RunLlamaTraining(const LlamaJob& job) {
+absl::Status RunLlamaTraining(const LlamaJob& given) {
+  LlamaJob job = given;
+  WEFT_RETURN_IF_ERROR(CheckAutoFlags(job.train().parallel()));
   if (job.train().parallel().strategy() == "auto") {
-    // The planner enumerates GPT layouts only; refuse rather than plan another model.
-    return InvalidArgument("--strategy=auto for a Llama model",
-                           "a strategy list: the auto planner knows GPT jobs only",
-                           "name the strategies, e.g. --strategy=fsdp or --strategy=tp --tp=2");
+    // Every rank plans the same layout from the same config and world
+    // size (a deterministic dry run), so they agree without talking.
+    WEFT_ASSIGN_OR_RETURN(JobTopology topology, ResolveTopology(std::nullopt));
+    std::string summary;
+    WEFT_ASSIGN_OR_RETURN(*job.mutable_train(),
+                          PlanAutoLayout(LlamaPlannerJob(job), topology.world_size, &summary));
+    if (topology.rank == 0) std::printf("%s\n", summary.c_str());
   }
   WEFT_ASSIGN_OR_RETURN(std::string path, LmDataPath(job.train()));
   Trainer::Options o;
