@@ -6,7 +6,8 @@
 // a checkpoint of //models/llama:train (any world size and strategy mix:
 // its weights are read whole) or a safetensors export of one
 // (//tools:ckpt export --format=safetensors); both record the job, so the
-// model's shape comes with them. The key/value cache keeps each K/V head
+// model's shape comes with them. Or a Hugging Face checkpoint directory
+// (--init_from=DIR, its shape from config.json; --tokenizer is needed). The key/value cache keeps each K/V head
 // once per query head of its group, and rotary angles at each token's
 // position.
 #include <map>
@@ -20,6 +21,7 @@
 #include "core/nn/materialize.h"
 #include "google/protobuf/text_format.h"
 #include "models/gpt/gpt_weights.h"
+#include "models/llama/hf_checkpoint.h"
 #include "models/llama/llama.h"
 #include "models/llama/llama_config.pb.h"
 #include "models/lm/sample_config.pb.h"
@@ -59,6 +61,14 @@ absl::StatusOr<Source> OpenSource(const SampleJob& job) {
     return s;
   }
   const std::string path = ResolveUserPath(job.init_from());
+  if (IsHfCheckpoint(path)) {
+    // The shape from config.json; the window defaults to the model's positions.
+    WEFT_ASSIGN_OR_RETURN(*s.job.mutable_model(), ReadHfLlamaConfig(path, LlamaConfig()));
+    s.job.mutable_train()->set_seq_len(s.job.model().max_seq_len());
+    WEFT_ASSIGN_OR_RETURN(s.weights, ReadHfLlamaWeights(path, s.job.model()));
+    s.what = path;
+    return s;
+  }
   WEFT_ASSIGN_OR_RETURN(ckpt::SafetensorsFile f, ckpt::ReadSafetensors(path));
   const auto recorded = f.metadata.find("job_config");
   WEFT_ASSIGN_OR_RETURN(

@@ -50,6 +50,22 @@ exported=$("$sample" --init_from="$tmp/llama.safetensors" "${greedy[@]}" 2>/dev/
 [ "$exported" = "$on" ] || { echo "FAIL: the export samples other text: $exported"; exit 1; }
 echo "sample: $on"
 
+# A Hugging Face checkpoint (transformers' save_pretrained; testdata/): the
+# shape from its config.json, fine-tuned on the corpus, and sampled.
+hf="$TEST_SRCDIR/weft/models/llama/testdata/hf_llama_tiny"
+hf_run=$("$train" --data="$tmp/corpus.txt" --init_from="$hf" --steps=3 --seq_len=16 \
+         --global_batch=4 --micro_batch=4 --log_every=1 --quiet --num_workers=1 \
+         --eval_batches=0 --metrics_out="$tmp/hf.jsonl" 2>&1)
+grep -q "initialized from the Hugging Face checkpoint" <<<"$hf_run" || {
+  echo "FAIL: no HF init line:"; echo "$hf_run"; exit 1; }
+grep -q "Llama 2L 4H (2 KV) 32d ffn 48 vocab 64" <<<"$hf_run" || {
+  echo "FAIL: the model is not config.json's:"; echo "$hf_run"; exit 1; }
+[ -n "$(loss_at "$tmp/hf.jsonl" 3)" ] || { echo "FAIL: the HF run logged no step 3"; exit 1; }
+if out=$("$train" --data="$tmp/corpus.txt" --init_from="$hf" --n_layer=3 --steps=1 2>&1); then
+  echo "FAIL: --n_layer=3 against config.json's 2 was accepted"; exit 1
+fi
+grep -q -- "--n_layer=3 but" <<<"$out" || { echo "FAIL: $out"; exit 1; }
+
 expect_error() {  # expect_error WANT ARGS...: the run fails and prints WANT
   local want="$1"; shift
   if out=$("$train" --config="$config" --data="$tmp/corpus.txt" --steps=1 --quiet \

@@ -16,6 +16,7 @@
 #include "core/base/status_macros.h"
 #include "core/runtime/parallel_setup.h"
 #include "core/runtime/trainer.h"
+#include "models/llama/hf_checkpoint.h"
 #include "models/llama/llama_job.h"
 #include "models/lm/text_lm_job.h"
 #include "tools/estimate/planner.h"
@@ -27,12 +28,23 @@ namespace {
 
 // --init_from: the parameters of a safetensors file in weft's names (a
 // consolidated export's optimizer state, "<param>:<kind>", is left out).
-absl::Status LoadInitWeights(const std::string& path, Trainer& trainer) {
+absl::Status LoadInitWeights(const std::string& path, const LlamaConfig& model,
+                             Trainer& trainer) {
+  if (IsHfCheckpoint(path)) {
+    WEFT_ASSIGN_OR_RETURN(auto weights, ReadHfLlamaWeights(path, model));
+    WEFT_ASSIGN_OR_RETURN(std::vector<std::string> kept, trainer.LoadWeights(weights));
+    if (!kept.empty()) {
+      return FailedPrecondition(absl::StrCat(path, " has no weights for ", absl::StrJoin(kept, ", ")),
+                                "every parameter of the model in the checkpoint");
+    }
+    return absl::OkStatus();
+  }
   absl::StatusOr<ckpt::SafetensorsFile> file = ckpt::ReadSafetensors(path);
   if (!file.ok()) {
     return Annotate(file.status(),
-                    absl::StrCat("--init_from=", path, " (a Llama reads safetensors files in "
-                                 "weft's parameter names)"));
+                    absl::StrCat("--init_from=", path, " (a Llama reads a Hugging Face "
+                                 "checkpoint directory, or a safetensors file in weft's "
+                                 "parameter names)"));
   }
   std::map<std::string, ckpt::HostTensor> weights;
   for (auto& [name, tensor] : file->tensors) {
@@ -51,6 +63,11 @@ absl::Status LoadInitWeights(const std::string& path, Trainer& trainer) {
 absl::Status RunLlamaTraining(const LlamaJob& given) {
   LlamaJob job = given;
   WEFT_RETURN_IF_ERROR(CheckAutoFlags(job.train().parallel()));
+  // A Hugging Face checkpoint brings the model's shape (config.json).
+  const std::string init_from = job.init_from().empty() ? "" : ResolveUserPath(job.init_from());
+  if (!init_from.empty() && IsHfCheckpoint(init_from)) {
+    WEFT_ASSIGN_OR_RETURN(*job.mutable_model(), ReadHfLlamaConfig(init_from, job.model()));
+  }
   if (job.train().parallel().strategy() == "auto") {
     // Every rank plans the same layout from the same config and world
     // size (a deterministic dry run), so they agree without talking.
@@ -76,9 +93,10 @@ absl::Status RunLlamaTraining(const LlamaJob& given) {
       trainer->logger().Print(absl::StrCat("--init_from=", job.init_from(),
                                            " is not read: --resume continues its checkpoint"));
     } else {
-      const std::string from = ResolveUserPath(job.init_from());
-      WEFT_RETURN_IF_ERROR(LoadInitWeights(from, *trainer));
-      std::printf("initialized from safetensors weights %s\n", from.c_str());
+      WEFT_RETURN_IF_ERROR(LoadInitWeights(init_from, resolved->model(), *trainer));
+      std::printf("initialized from %s %s\n",
+                  IsHfCheckpoint(init_from) ? "the Hugging Face checkpoint" : "safetensors weights",
+                  init_from.c_str());
     }
   }
   WEFT_RETURN_IF_ERROR(trainer->Run());

@@ -1,0 +1,273 @@
+#include "models/llama/hf_checkpoint.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "checkpoint/safetensors.h"
+#include "core/base/errors.h"
+#include "core/base/json.h"
+#include "core/base/status_macros.h"
+#include "models/llama/llama.h"
+
+namespace weft {
+namespace {
+
+namespace fs = std::filesystem;
+
+absl::StatusOr<JsonValue> ReadJsonFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound(absl::StrCat("cannot read ", path), "a readable JSON file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseJson(text.str(), {.what = path});
+}
+
+// A number field of config.json; `fallback` when absent or null.
+absl::StatusOr<double> Number(const JsonValue& c, const char* key, std::optional<double> fallback,
+                              const std::string& path) {
+  const JsonValue* v = c.Find(key);
+  if (v == nullptr || v->kind == JsonValue::Kind::kNull) {
+    if (fallback.has_value()) return *fallback;
+    return InvalidArgument(absl::StrCat(path, " has no \"", key, "\""),
+                           "a Hugging Face config.json of a causal LM",
+                           "save the model with transformers' save_pretrained");
+  }
+  if (!v->is_number()) {
+    return InvalidArgument(absl::StrCat(path, ": \"", key, "\" is not a number"), "a number");
+  }
+  return v->number;
+}
+
+// A field the job set itself must agree with config.json.
+template <typename T>
+absl::Status Agree(bool set, T mine, T theirs, const char* flag, const char* key,
+                   const std::string& path) {
+  if (!set || mine == theirs) return absl::OkStatus();
+  return InvalidArgument(
+      absl::StrCat("--", flag, "=", mine, " but ", path, " has \"", key, "\": ", theirs),
+      "the model's shape from config.json: a Hugging Face checkpoint fixes it",
+      absl::StrCat("drop --", flag, " (and the config's ", flag, ") to take the checkpoint's"));
+}
+
+}  // namespace
+
+bool IsHfCheckpoint(const std::string& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec) && fs::is_regular_file(fs::path(path) / "config.json", ec);
+}
+
+absl::StatusOr<LlamaConfig> ReadHfLlamaConfig(const std::string& dir, const LlamaConfig& base) {
+  const std::string path = (fs::path(dir) / "config.json").string();
+  WEFT_ASSIGN_OR_RETURN(JsonValue c, ReadJsonFile(path));
+  std::string arch;
+  if (const JsonValue* a = c.Find("architectures"); a != nullptr && a->is_array() &&
+                                                    !a->array.empty() && a->array[0].is_string()) {
+    arch = a->array[0].string;
+  }
+  static const std::set<std::string> kKnown = {"LlamaForCausalLM", "MistralForCausalLM",
+                                               "Qwen3ForCausalLM"};
+  if (kKnown.count(arch) == 0) {
+    return InvalidArgument(absl::StrCat(path, " describes \"", arch.empty() ? "no architecture" : arch,
+                                        "\""),
+                           "LlamaForCausalLM, MistralForCausalLM or Qwen3ForCausalLM",
+                           "a GPT-2 checkpoint trains with //models/gpt:train");
+  }
+  for (const char* flag : {"attention_bias", "mlp_bias"}) {
+    if (const JsonValue* b = c.Find(flag); b != nullptr && b->kind == JsonValue::Kind::kBool &&
+                                           b->boolean) {
+      return InvalidArgument(absl::StrCat(path, ": \"", flag, "\": true"),
+                             "a model without biases (weft's Llama has none)");
+    }
+  }
+  LlamaConfig m;
+  WEFT_ASSIGN_OR_RETURN(double layers, Number(c, "num_hidden_layers", std::nullopt, path));
+  WEFT_ASSIGN_OR_RETURN(double heads, Number(c, "num_attention_heads", std::nullopt, path));
+  WEFT_ASSIGN_OR_RETURN(double width, Number(c, "hidden_size", std::nullopt, path));
+  WEFT_ASSIGN_OR_RETURN(double kv, Number(c, "num_key_value_heads", heads, path));
+  WEFT_ASSIGN_OR_RETURN(double head_dim, Number(c, "head_dim", width / heads, path));
+  WEFT_ASSIGN_OR_RETURN(double ffn, Number(c, "intermediate_size", std::nullopt, path));
+  WEFT_ASSIGN_OR_RETURN(double vocab, Number(c, "vocab_size", std::nullopt, path));
+  WEFT_ASSIGN_OR_RETURN(double positions, Number(c, "max_position_embeddings", std::nullopt, path));
+  WEFT_ASSIGN_OR_RETURN(double eps, Number(c, "rms_norm_eps", 1e-6, path));
+  m.set_n_layer(static_cast<int>(layers));
+  m.set_n_head(static_cast<int>(heads));
+  m.set_n_kv_head(static_cast<int>(kv));
+  m.set_d_model(static_cast<int>(width));
+  m.set_head_dim(static_cast<int>(head_dim));
+  m.set_ffn_hidden(static_cast<int>(ffn));
+  m.set_vocab_size(static_cast<int>(vocab));
+  m.set_max_seq_len(base.has_max_seq_len() ? base.max_seq_len() : static_cast<int>(positions));
+  m.set_norm_eps(static_cast<float>(eps));
+  m.set_vocab_pad_multiple(base.vocab_pad_multiple());
+  m.set_init_std(base.init_std());
+  m.set_qk_norm(arch == "Qwen3ForCausalLM");
+  const JsonValue* tie = c.Find("tie_word_embeddings");
+  m.set_tie_weights(tie != nullptr && tie->kind == JsonValue::Kind::kBool && tie->boolean);
+  // Rotary parameters: transformers 4 writes rope_theta and rope_scaling,
+  // transformers 5 one rope_parameters block holding both.
+  const JsonValue* rope = c.Find("rope_parameters");
+  if (rope == nullptr || !rope->is_object()) rope = c.Find("rope_scaling");
+  double theta = 10000;
+  if (const JsonValue* t = c.Find("rope_theta"); t != nullptr && t->is_number()) theta = t->number;
+  if (rope != nullptr && rope->is_object()) {
+    if (const JsonValue* t = rope->Find("rope_theta"); t != nullptr && t->is_number()) {
+      theta = t->number;
+    }
+    const JsonValue* type = rope->Find("rope_type");
+    if (type == nullptr) type = rope->Find("type");
+    const std::string kind = type != nullptr && type->is_string() ? type->string : "default";
+    if (kind == "llama3") {
+      RopeScalingConfig* s = m.mutable_rope_scaling();
+      s->set_rope_type("llama3");
+      for (const auto& [key, set] :
+           std::vector<std::pair<const char*, std::function<void(double)>>>{
+               {"factor", [s](double v) { s->set_factor(v); }},
+               {"low_freq_factor", [s](double v) { s->set_low_freq_factor(v); }},
+               {"high_freq_factor", [s](double v) { s->set_high_freq_factor(v); }},
+               {"original_max_position_embeddings",
+                [s](double v) { s->set_original_max_position_embeddings(static_cast<int>(v)); }}}) {
+        if (const JsonValue* v = rope->Find(key); v != nullptr && v->is_number()) set(v->number);
+      }
+    } else if (kind != "default") {
+      return InvalidArgument(absl::StrCat(path, ": rope_type \"", kind, "\""),
+                             "\"default\" or \"llama3\" rotary embeddings");
+    }
+  }
+  m.set_rope_theta(theta);
+  // Mistral's sliding window only matters past it.
+  if (const JsonValue* w = c.Find("sliding_window"); w != nullptr && w->is_number() &&
+                                                     w->number < m.max_seq_len()) {
+    const JsonValue* use = c.Find("use_sliding_window");
+    if (use == nullptr || use->kind != JsonValue::Kind::kBool || use->boolean) {
+      return InvalidArgument(
+          absl::StrCat(path, ": a sliding window of ", w->number, " tokens, max_seq_len ",
+                       m.max_seq_len()),
+          "full causal attention (weft has no sliding window)",
+          absl::StrCat("--max_seq_len=", static_cast<int>(w->number), " or less makes them equal"));
+    }
+  }
+  WEFT_RETURN_IF_ERROR(Agree(base.has_n_layer(), base.n_layer(), m.n_layer(), "n_layer",
+                             "num_hidden_layers", path));
+  WEFT_RETURN_IF_ERROR(
+      Agree(base.has_n_head(), base.n_head(), m.n_head(), "n_head", "num_attention_heads", path));
+  WEFT_RETURN_IF_ERROR(Agree(base.has_n_kv_head(), base.n_kv_head(), m.n_kv_head(), "n_kv_head",
+                             "num_key_value_heads", path));
+  WEFT_RETURN_IF_ERROR(
+      Agree(base.has_d_model(), base.d_model(), m.d_model(), "d_model", "hidden_size", path));
+  WEFT_RETURN_IF_ERROR(Agree(base.has_ffn_hidden(), base.ffn_hidden(), m.ffn_hidden(),
+                             "ffn_hidden", "intermediate_size", path));
+  WEFT_RETURN_IF_ERROR(Agree(base.has_vocab_size(), base.vocab_size(), m.vocab_size(),
+                             "vocab_size", "vocab_size", path));
+  WEFT_RETURN_IF_ERROR(Agree(base.has_tie_weights(), base.tie_weights(), m.tie_weights(),
+                             "tie_weights", "tie_word_embeddings", path));
+  WEFT_RETURN_IF_ERROR(Agree(base.has_rope_theta(), base.rope_theta(), m.rope_theta(),
+                             "rope_theta", "rope_theta", path));
+  WEFT_RETURN_IF_ERROR(
+      Agree(base.has_qk_norm(), base.qk_norm(), m.qk_norm(), "qk_norm", "architectures", path));
+  return m;
+}
+
+absl::StatusOr<std::map<std::string, ckpt::HostTensor>> ReadHfLlamaWeights(
+    const std::string& dir, const LlamaConfig& config) {
+  // The files: one model.safetensors, or the shards its index lists.
+  std::vector<std::string> files;
+  const fs::path index = fs::path(dir) / "model.safetensors.index.json";
+  std::error_code ec;
+  if (fs::is_regular_file(index, ec)) {
+    WEFT_ASSIGN_OR_RETURN(JsonValue j, ReadJsonFile(index.string()));
+    const JsonValue* map = j.Find("weight_map");
+    if (map == nullptr || !map->is_object()) {
+      return InvalidArgument(absl::StrCat(index.string(), " has no weight_map"),
+                             "an index mapping tensor names to shard files");
+    }
+    std::set<std::string> shards;
+    for (const auto& [name, file] : map->object) {
+      if (file.is_string()) shards.insert(file.string);
+    }
+    for (const std::string& s : shards) files.push_back((fs::path(dir) / s).string());
+  } else {
+    files.push_back((fs::path(dir) / "model.safetensors").string());
+  }
+  std::map<std::string, ckpt::HostTensor> hf;
+  for (const std::string& f : files) {
+    WEFT_ASSIGN_OR_RETURN(ckpt::SafetensorsFile file, ckpt::ReadSafetensors(f));
+    for (auto& [name, t] : file.tensors) hf.emplace(name, std::move(t));
+  }
+  std::map<std::string, ckpt::HostTensor> out;
+  std::set<std::string> used;
+  auto take = [&](const std::string& name) -> absl::StatusOr<ckpt::HostTensor> {
+    auto it = hf.find(name);
+    if (it == hf.end()) {
+      return NotFound(absl::StrCat(dir, " has no tensor ", name),
+                      "every tensor of the architecture config.json names",
+                      "a checkpoint written by transformers' save_pretrained");
+    }
+    used.insert(name);
+    return it->second;
+  };
+  // Vocabulary rows padded with zeros to weft's padded vocabulary.
+  const int64_t m = config.vocab_pad_multiple();
+  const int64_t padded = (config.vocab_size() + m - 1) / m * m;
+  auto padded_rows = [&](ckpt::HostTensor t) {
+    const int64_t c = t.shape[1];
+    t.values.resize(padded * c, 0.f);
+    t.shape[0] = padded;
+    return t;
+  };
+  WEFT_ASSIGN_OR_RETURN(ckpt::HostTensor wte, take("model.embed_tokens.weight"));
+  out["embed.wte"] = padded_rows(std::move(wte));
+  for (int l = 0; l < config.n_layer(); ++l) {
+    const std::string hf_pre = absl::StrCat("model.layers.", l, ".");
+    const std::string pre = absl::StrCat("blocks.", l, ".");
+    for (const auto& [from, to] : std::vector<std::pair<const char*, const char*>>{
+             {"input_layernorm.weight", "ln1.weight"},
+             {"post_attention_layernorm.weight", "ln2.weight"},
+             {"self_attn.q_proj.weight", "attn.q.weight"},
+             {"self_attn.k_proj.weight", "attn.k.weight"},
+             {"self_attn.v_proj.weight", "attn.v.weight"},
+             {"self_attn.o_proj.weight", "attn.proj.weight"},
+             {"mlp.down_proj.weight", "mlp.down.weight"}}) {
+      WEFT_ASSIGN_OR_RETURN(out[pre + to], take(hf_pre + from));
+    }
+    if (config.qk_norm()) {
+      WEFT_ASSIGN_OR_RETURN(out[pre + "attn.q_norm.weight"], take(hf_pre + "self_attn.q_norm.weight"));
+      WEFT_ASSIGN_OR_RETURN(out[pre + "attn.k_norm.weight"], take(hf_pre + "self_attn.k_norm.weight"));
+    }
+    // gate_up holds gate's rows, then up's.
+    WEFT_ASSIGN_OR_RETURN(ckpt::HostTensor gate, take(hf_pre + "mlp.gate_proj.weight"));
+    WEFT_ASSIGN_OR_RETURN(ckpt::HostTensor up, take(hf_pre + "mlp.up_proj.weight"));
+    if (gate.shape != up.shape || gate.shape.size() != 2) {
+      return InvalidArgument(absl::StrCat(hf_pre, "mlp: gate_proj and up_proj shapes differ"),
+                             "equal (intermediate_size, hidden_size) matrices");
+    }
+    gate.values.insert(gate.values.end(), up.values.begin(), up.values.end());
+    gate.shape[0] *= 2;
+    out[pre + "mlp.gate_up.weight"] = std::move(gate);
+  }
+  WEFT_ASSIGN_OR_RETURN(out["ln_f.weight"], take("model.norm.weight"));
+  if (!config.tie_weights()) {
+    WEFT_ASSIGN_OR_RETURN(ckpt::HostTensor head, take("lm_head.weight"));
+    out["lm_head.weight"] = padded_rows(std::move(head));
+  } else if (hf.count("lm_head.weight") > 0) {
+    used.insert("lm_head.weight");  // a tied checkpoint may store the copy
+  }
+  std::vector<std::string> extra;
+  for (const auto& [name, t] : hf) {
+    if (used.count(name) == 0 && !absl::StrContains(name, "rotary_emb")) extra.push_back(name);
+  }
+  if (!extra.empty()) {
+    return InvalidArgument(absl::StrCat(dir, " has tensors the model does not use: ",
+                                        absl::StrJoin(extra, ", ")),
+                           "exactly the tensors of the architecture config.json names",
+                           "a config.json that matches the weights");
+  }
+  return out;
+}
+
+}  // namespace weft

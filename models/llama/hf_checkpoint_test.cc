@@ -1,0 +1,85 @@
+// Hugging Face checkpoints written by transformers itself
+// (testdata/make_hf_fixtures.py): weft's Llama built from config.json and
+// loaded with the renamed weights gives transformers' per-token losses.
+#include "models/llama/hf_checkpoint.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/base/json.h"
+#include "core/nn/materialize.h"
+#include "gtest/gtest.h"
+#include "models/gpt/gpt_weights.h"
+#include "models/llama/llama.h"
+
+namespace weft {
+namespace {
+
+std::string Fixture(const std::string& name) {
+  return std::string(std::getenv("TEST_SRCDIR")) + "/weft/models/llama/testdata/" + name;
+}
+
+class HfCheckpointTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HfCheckpointTest, LossesEqualTransformers) {
+  const std::string dir = Fixture(GetParam());
+  ASSERT_TRUE(IsHfCheckpoint(dir));
+  absl::StatusOr<LlamaConfig> config = ReadHfLlamaConfig(dir, LlamaConfig());
+  ASSERT_TRUE(config.ok()) << config.status();
+  std::ifstream in(dir + "/expected.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<JsonValue> expected = ParseJson(text.str());
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  std::vector<int32_t> tokens;
+  for (const JsonValue& t : expected->Find("tokens")->array) tokens.push_back(int32_t(t.number));
+  const int64_t t = static_cast<int64_t>(tokens.size()) - 1;
+  std::unique_ptr<Llama> model = *Llama::Create(*config, t);
+  ASSERT_TRUE(MaterializeParameters(*model, {.seed = 1, .allocate_grads = false}).ok());
+  absl::StatusOr<std::map<std::string, ckpt::HostTensor>> weights = ReadHfLlamaWeights(dir, *config);
+  ASSERT_TRUE(weights.ok()) << weights.status();
+  ASSERT_TRUE(ImportWeights(*weights, *model).ok());
+  RunContext ctx = *RunContext::Create(Device::Cpu(), DType::kF32);
+  ctx.training = false;
+  Tensor x = *Tensor::FromVector<int32_t>(std::vector<int32_t>(tokens.begin(), tokens.end() - 1), {1, t});
+  Tensor y = *Tensor::FromVector<int32_t>(std::vector<int32_t>(tokens.begin() + 1, tokens.end()), {1, t});
+  std::vector<float> losses = *model->ForwardLoss(ctx, x, y, 1.f)->ToFloats();
+  const std::vector<JsonValue>& want = expected->Find("losses")->array;
+  ASSERT_EQ(losses.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_NEAR(losses[i], want[i].number, 2e-5 * std::fabs(want[i].number)) << "token " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Transformers, HfCheckpointTest,
+                         ::testing::Values("hf_llama_tiny", "hf_qwen3_tiny"));
+
+TEST(HfCheckpointConfigTest, AFlagThatContradictsConfigJsonIsAnError) {
+  LlamaConfig base;
+  base.set_n_layer(3);
+  const absl::Status s = ReadHfLlamaConfig(Fixture("hf_llama_tiny"), base).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--n_layer=3 but"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("\"num_hidden_layers\": 2"), std::string::npos) << s;
+}
+
+TEST(HfCheckpointConfigTest, ReadsTheShapeAndTheRopeScaling) {
+  LlamaConfig c = *ReadHfLlamaConfig(Fixture("hf_llama_tiny"), LlamaConfig());
+  EXPECT_EQ(c.n_kv_head(), 2);
+  EXPECT_EQ(c.ffn_hidden(), 48);
+  EXPECT_FALSE(c.tie_weights());
+  EXPECT_EQ(c.rope_scaling().rope_type(), "llama3");
+  EXPECT_FLOAT_EQ(c.rope_scaling().factor(), 8);
+  EXPECT_EQ(c.rope_scaling().original_max_position_embeddings(), 8);
+  LlamaConfig q = *ReadHfLlamaConfig(Fixture("hf_qwen3_tiny"), LlamaConfig());
+  EXPECT_TRUE(q.qk_norm());
+  EXPECT_EQ(q.head_dim(), 16);
+  EXPECT_TRUE(q.tie_weights());
+}
+
+}  // namespace
+}  // namespace weft
