@@ -1,5 +1,6 @@
 #include "core/runtime/config_loader.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -90,19 +91,59 @@ absl::StatusOr<LeafPath> Resolve(const Message& m, absl::string_view key) {
 }  // namespace
 
 absl::Status LoadTextProto(const std::string& path, Message* message) {
-  std::ifstream in(path);
+  // Only a regular file: a directory read as empty ran with the defaults,
+  // and /dev/zero or a FIFO never ended.
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st)) {
+    return NotFound(absl::StrCat("cannot open config file '", path, "'"),
+                    "a readable protobuf text file", "check the path (relative to the "
+                    "workspace root under bazel run)");
+  }
+  if (!std::filesystem::is_regular_file(st)) {
+    return InvalidArgument(
+        absl::StrCat("config '", path, "' is ",
+                     std::filesystem::is_directory(st) ? "a directory" : "not a regular file"),
+        "a protobuf text file", "e.g. --config=models/gpt/configs/tiny.textproto");
+  }
+  constexpr uintmax_t kMaxBytes = 16 << 20;
+  if (const uintmax_t size = std::filesystem::file_size(path, ec); !ec && size > kMaxBytes) {
+    return InvalidArgument(absl::StrCat("config '", path, "' is ", size, " bytes"),
+                           "a protobuf text file of at most 16 MiB");
+  }
+  std::ifstream in(path, std::ios::binary);
   if (!in) {
     return NotFound(absl::StrCat("cannot open config file '", path, "'"),
                     "a readable protobuf text file", "check the path (relative to the "
                     "workspace root under bazel run)");
   }
-  std::stringstream text;
-  text << in.rdbuf();
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char b = static_cast<unsigned char>(text[i]);
+    if (b < 0x20 && b != '\n' && b != '\r' && b != '\t') {
+      return InvalidArgument(
+          absl::StrCat("config '", path, "' holds byte 0x", absl::Hex(b, absl::kZeroPad2),
+                       " at offset ", i, ": not a text file"),
+          "a protobuf text file", "is this a checkpoint or a data file?");
+    }
+  }
   google::protobuf::TextFormat::Parser parser;
   ErrorText collector;
   parser.RecordErrorsTo(&collector);
-  if (!parser.MergeFromString(text.str(), message)) {
-    return InvalidArgument(absl::StrCat("cannot parse config '", path, "': ", collector.errors),
+  if (!parser.MergeFromString(text, message)) {
+    // Escaped: the parser quotes what it read, which reaches the terminal.
+    std::string shown;
+    for (const char ch : collector.errors) {
+      const unsigned char b = static_cast<unsigned char>(ch);
+      if (b >= 0x20 && b < 0x7f) {
+        shown.push_back(ch);
+      } else {
+        absl::StrAppend(&shown, "\\x", absl::Hex(b, absl::kZeroPad2));
+      }
+    }
+    return InvalidArgument(absl::StrCat("cannot parse config '", path, "': ", shown),
                            absl::StrCat("text format for ", message->GetDescriptor()->full_name()));
   }
   return absl::OkStatus();

@@ -1,6 +1,10 @@
 #include "core/runtime/config_loader.h"
 
+#include <sys/stat.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include "core/runtime/config_loader_test.pb.h"
@@ -89,6 +93,31 @@ TEST(ConfigLoaderTest, BadValuesAndFilesAreErrors) {
   // One separator between the parser's text and "expected ...", not "; ;".
   EXPECT_EQ(s.message().find("; ;"), std::string::npos) << s;
   EXPECT_FALSE(LoadConfigFromArgs({"positional"}, &c).ok());
+}
+
+// Each of these ran with the defaults (a directory) or never returned
+// (/dev/zero, a FIFO nobody writes), or put raw bytes on the terminal.
+TEST(ConfigLoaderTest, NonTextConfigsAreRefusedAtOnce) {
+  TrainConfig c;
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/a_dir";
+  std::filesystem::create_directories(dir);
+  absl::Status s = LoadConfigFromArgs({"--config=" + dir}, &c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("is a directory"), std::string::npos) << s;
+  s = LoadConfigFromArgs({"--config=/dev/zero"}, &c);
+  EXPECT_NE(s.message().find("not a regular file"), std::string::npos) << s;
+  const std::string fifo = std::string(std::getenv("TEST_TMPDIR")) + "/a_fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  s = LoadConfigFromArgs({"--config=" + fifo}, &c);
+  EXPECT_NE(s.message().find("not a regular file"), std::string::npos) << s;
+  const std::string binary = WriteTemp(std::string("steps: 3\n\x01\x00\xff\xfe", 13));
+  s = LoadConfigFromArgs({"--config=" + binary}, &c);
+  EXPECT_NE(s.message().find("holds byte 0x01 at offset 9"), std::string::npos) << s;
+  // A parse error quoting odd bytes escapes them.
+  const std::string odd = WriteTemp("steps: \xff\xfe\n");
+  s = LoadConfigFromArgs({"--config=" + odd}, &c);
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(std::string(s.message()).find('\xff'), std::string::npos) << s;
 }
 
 TEST(ConfigLoaderTest, PassthroughFlagsAreReturned) {

@@ -16,6 +16,8 @@
 #include "core/runtime/stop_signals.h"
 #include "core/runtime/trainer.h"
 
+#include <cmath>
+
 namespace weft {
 namespace {
 
@@ -69,6 +71,10 @@ absl::Status Trainer::Init() {
 }
 
 // Values that no later phase could give a clearer error for.
+namespace {
+constexpr int kMaxCpuThreads = 1024;
+}  // namespace
+
 absl::Status Trainer::CheckConfig() const {
   const TrainConfig& c = cfg();
   if (c.steps() < 1) return InvalidArgument(absl::StrCat("steps=", c.steps()), "steps >= 1");
@@ -91,6 +97,27 @@ absl::Status Trainer::CheckConfig() const {
     return InvalidArgument(
         absl::StrCat("eval_batches=", c.eval_batches(), " eval_samples=", c.eval_samples()),
         "both >= 0", "--eval_batches=0 turns evaluation off");
+  }
+  // -2 was taken silently; a huge count aborted creating threads.
+  if (c.cpu_threads() < 0 || c.cpu_threads() > kMaxCpuThreads) {
+    return InvalidArgument(absl::StrCat("--cpu_threads=", c.cpu_threads()),
+                           absl::StrCat("0 (OpenBLAS's default) to ", kMaxCpuThreads),
+                           "about one thread per core; ranks on one machine share them");
+  }
+  const auto in_unit = [](double b) { return b >= 0 && b < 1; };  // NaN fails
+  if (!in_unit(c.optim().beta1()) || !in_unit(c.optim().beta2())) {
+    return InvalidArgument(
+        absl::StrCat("--beta1=", c.optim().beta1(), " --beta2=", c.optim().beta2()),
+        "both in [0, 1): Adam's moment decay rates", "the usual are 0.9 and 0.95 (or 0.999)");
+  }
+  if (!(c.optim().eps() > 0) || !std::isfinite(c.optim().eps())) {
+    return InvalidArgument(absl::StrCat("--eps=", c.optim().eps()), "a finite eps > 0");
+  }
+  // NaN passed the > 0 checks downstream and made every wait endless.
+  if (!std::isfinite(c.parallel().timeout_s()) || !(c.parallel().timeout_s() > 0)) {
+    return InvalidArgument(absl::StrCat("--timeout_s=", c.parallel().timeout_s()),
+                           "a finite number of seconds > 0",
+                           "the default 300 suits most jobs; raise it for slow first steps");
   }
   return absl::OkStatus();
 }

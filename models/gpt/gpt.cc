@@ -50,6 +50,12 @@ absl::StatusOr<std::unique_ptr<Gpt>> Gpt::Create(const GptConfig& c, int64_t seq
   if (c.vocab_pad_multiple() < 1) {
     return InvalidArgument(absl::StrCat("vocab_pad_multiple=", c.vocab_pad_multiple()), ">= 1");
   }
+  // 0 sized the MLP empty and crashed a kernel with SIGFPE.
+  if (c.mlp_ratio() < 1) {
+    return InvalidArgument(absl::StrCat("--mlp_ratio=", c.mlp_ratio()),
+                           "an MLP hidden size of mlp_ratio x d_model with mlp_ratio >= 1",
+                           "GPT-2 uses 4");
+  }
   if (seq_len < 1 || seq_len > c.max_seq_len()) {
     return InvalidArgument(absl::StrCat("seq_len=", seq_len, " with max_seq_len=", c.max_seq_len()),
                            "1 <= seq_len <= max_seq_len", "lower --seq_len or raise --max_seq_len");

@@ -43,6 +43,11 @@ TEST(GptTest, ConfigErrorsAreClear) {
   c = Tiny();
   c.set_n_layer(0);
   EXPECT_FALSE(Gpt::Create(c, 8).ok());
+  // An empty MLP crashed a kernel with SIGFPE (train and //tools:estimate).
+  c = Tiny();
+  c.set_mlp_ratio(0);
+  s = Gpt::Create(c, 8).status();
+  EXPECT_NE(s.message().find("--mlp_ratio=0"), std::string::npos) << s;
 }
 
 TEST(GptTest, VocabIsPaddedAndWeightsTied) {
