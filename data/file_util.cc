@@ -18,6 +18,15 @@ namespace weft::data {
 namespace fs = std::filesystem;
 
 absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
+  // /dev/zero never ends and opening a FIFO blocks until a writer comes:
+  // only regular files are read.
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!ec && fs::exists(st) && !fs::is_regular_file(st)) {
+    return InvalidArgument(absl::StrCat("'", path, "' is not a regular file"),
+                           "a text or token file (or, for --data, a directory of them)",
+                           "check the path");
+  }
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
     const int err = errno;

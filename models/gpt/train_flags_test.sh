@@ -42,4 +42,7 @@ grep -q "is a directory" "$tmp/err" || { echo "FAIL: --config=DIR:"; cat "$tmp/e
 timeout 20 "$train" --config=/dev/zero > "$tmp/out" 2> "$tmp/err"
 [ $? -ne 124 ] || { echo "FAIL: --config=/dev/zero hung"; exit 1; }
 grep -q "not a regular file" "$tmp/err" || { echo "FAIL: --config=/dev/zero:"; cat "$tmp/err"; exit 1; }
+timeout 20 "$train" --config="$config" --data=/dev/zero --steps=1 > "$tmp/out" 2> "$tmp/err"
+[ $? -ne 124 ] || { echo "FAIL: --data=/dev/zero hung"; exit 1; }
+grep -q "is not a regular file" "$tmp/err" || { echo "FAIL: --data=/dev/zero:"; cat "$tmp/err"; exit 1; }
 echo "PASS"
