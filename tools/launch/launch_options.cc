@@ -32,6 +32,14 @@ absl::Status LaunchOptions::Validate() const {
     return InvalidArgument(absl::StrCat("--nproc_per_node=", nproc_per_node),
                            "at least one worker per node");
   }
+  // 1000 workers ran the machine out of memory after 95 s, one by one.
+  constexpr int kMaxWorkersPerNode = 256;
+  if (nproc_per_node > kMaxWorkersPerNode) {
+    return InvalidArgument(absl::StrCat("--nproc_per_node=", nproc_per_node),
+                           absl::StrCat("at most ", kMaxWorkersPerNode, " workers per node"),
+                           "one worker per GPU, or a few CPU ranks per core; more ranks come "
+                           "from more nodes (--nnodes)");
+  }
   if (nnodes < 1) return InvalidArgument(absl::StrCat("--nnodes=", nnodes), "at least one node");
   if (node_rank < 0 || node_rank >= nnodes) {
     return InvalidArgument(absl::StrCat("--node_rank=", node_rank, " with --nnodes=", nnodes),

@@ -42,6 +42,10 @@ TEST(LaunchOptionsTest, ErrorsNameTheFlag) {
                               "output", true);
   EXPECT_TRUE(absl::StrContains(rank.status().message(), "--node_rank=2 with --nnodes=2"));
   EXPECT_FALSE(ParseLaunchArgs({"--output=all"}, "output", true).ok());
+  // Refused up front: 1000 workers ran the machine out of memory.
+  auto many = ParseLaunchArgs({"--nproc_per_node=1000", "--", "p"}, "output", true);
+  EXPECT_TRUE(absl::StrContains(many.status().message(), "at most 256 workers per node"))
+      << many.status();
   EXPECT_FALSE(ParseLaunchArgs({"--nproc_per_node"}, "output", true).ok());
 }
 
