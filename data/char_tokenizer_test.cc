@@ -76,5 +76,18 @@ TEST(CharTokenizerTest, CorruptFilesAreRejected) {
   EXPECT_THAT(bad.status().message(), HasSubstr("not a weft tokenizer file"));
 }
 
+// Other formats are named, and a binary file's bytes are escaped (a NUL
+// cut the message short, and raw bytes reached the terminal).
+TEST(CharTokenizerTest, ForeignTokenizerFilesAreNamed) {
+  const std::string llmc("\xc8\xd7\x34\x01\x00\x00\x00\x00rest", 12);
+  absl::Status s = ParseTokenizer(llmc, "gpt2_tokenizer.bin").status();
+  EXPECT_NE(s.message().find("llm.c's gpt2_tokenizer.bin"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("\\xc8\\xd7"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("expected"), std::string::npos) << s;  // not cut at the NUL
+  EXPECT_EQ(std::string(s.message()).find('\0'), std::string::npos);
+  s = ParseTokenizer("{\"version\": \"1.0\", \"model\": {}}", "tokenizer.json").status();
+  EXPECT_NE(s.message().find("Hugging Face tokenizer.json"), std::string::npos) << s;
+}
+
 }  // namespace
 }  // namespace weft::data

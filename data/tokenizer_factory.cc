@@ -2,6 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
@@ -23,9 +24,29 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> ParseTokenizer(absl::string_view cont
     WEFT_ASSIGN_OR_RETURN(auto tok, BpeTokenizer::Parse(contents, name));
     return std::unique_ptr<Tokenizer>(std::move(tok));
   }
+  // Other tokenizers' files, named; they are not read (yet).
+  std::string kind;
+  // llm.c's magic 20240328 as a little-endian int32.
+  if (contents.size() >= 4 && static_cast<unsigned char>(contents[0]) == 0xc8 &&
+      static_cast<unsigned char>(contents[1]) == 0xd7 && contents[2] == 0x34 && contents[3] == 0x01) {
+    kind = " (it is llm.c's gpt2_tokenizer.bin, which weft does not read)";
+  } else if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(contents), "{")) {
+    kind = " (it is JSON: a Hugging Face tokenizer.json or GPT-2 vocab.json, which weft does "
+           "not read yet)";
+  }
+  // The line as printable text: a binary file's raw bytes (a NUL cut the
+  // message short) never reach the terminal.
+  std::string shown;
+  for (const char ch : first_line.substr(0, 60)) {
+    const unsigned char b = static_cast<unsigned char>(ch);
+    if (b >= 0x20 && b < 0x7f) {
+      shown.push_back(ch);
+    } else {
+      absl::StrAppend(&shown, "\\x", absl::Hex(b, absl::kZeroPad2));
+    }
+  }
   return InvalidArgument(
-      absl::StrCat("'", name, "' is not a weft tokenizer file (first line '",
-                   first_line.substr(0, 60), "')"),
+      absl::StrCat("'", name, "' is not a weft tokenizer file (first line '", shown, "')", kind),
       "'weft-tokenizer char v1' or 'weft-tokenizer bpe v1'",
       "tokenizer files are written by //tools:prepare_data (tokenizer.txt in its output)");
 }
