@@ -46,6 +46,11 @@ absl::Status CheckSameDType(const Tensor& t, absl::string_view name, const Tenso
 // tensor may be dropped as soon as the kernels using it are enqueued.
 absl::StatusOr<Tensor> Scratch(const KernelContext& ctx, int64_t bytes);
 
+// A row-wise op's operand as rows of `cols` (the last dimension).
+struct RowsCols {
+  int64_t rows, cols;
+};
+
 }  // namespace weft::cuda
 
 #endif  // WEFT_CORE_KERNELS_CUDA_OPS_UTIL_H_

@@ -35,7 +35,7 @@ flags+=(-include "$work/emu.h")
 libs=(-labsl_status -labsl_statusor -labsl_strings -labsl_cord -labsl_str_format_internal -pthread)
 kernels=(device_info layernorm matmul_kernels attention_flash_fwd attention_flash_fwd_wgmma attention_flash_bwd attention_flash_bwd_wgmma wgmma_probe attention_flash_block_fwd attention_flash_block_bwd attention_simple
          cross_entropy reduce optimizer dropout elementwise embedding attention_block moe rope)
-checks=(${EMU_CHECKS:-kernels_check attention_check attention_block_check moe_check wgmma_check})
+checks=(${EMU_CHECKS:-kernels_check llama_layers_check attention_check attention_block_check moe_check wgmma_check})
 # One g++ per kernel file and per check program, EMU_JOBS (default: the
 # cores, at most 4) at a time; xargs gets each command's "src -o obj" as
 # three lines.
