@@ -176,15 +176,19 @@ absl::StatusOr<OrderedStrategies> OrderAndValidate(const std::vector<std::string
       absl::StatusOr<std::unique_ptr<Strategy>> s = CreateStrategy(name);
       if (s.ok() && (*s)->Phase() == StrategyPhase::kDataParallel) known.push_back(name);
     }
-    const bool built_in = std::all_of(data_parallel.begin(), data_parallel.end(), [](auto& n) {
-      return n == "dp" || n == "ddp" || n == "zero" || n == "fsdp";
-    });
+    std::string hint = "keep one of them in --strategy";
+    for (const auto& s : strategies) {
+      if (s->Phase() != StrategyPhase::kDataParallel) continue;
+      if (std::string h = s->HintBesideDataParallel(); !h.empty()) {
+        hint = std::move(h);
+        break;
+      }
+    }
     return InvalidArgument(
         absl::StrCat("data-parallel strategies ", absl::StrJoin(data_parallel, " and "),
                      " both reduce gradients over the same ranks"),
         absl::StrCat("at most one data-parallel strategy (", absl::StrJoin(known, ", "), ")"),
-        built_in ? "fsdp with dp_replicate > 1 already gives hybrid sharding (HSDP)"
-                 : "keep one of them in --strategy");
+        hint);
   }
   std::vector<const Strategy*> raw;
   for (const auto& s : strategies) raw.push_back(s.get());

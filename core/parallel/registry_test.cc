@@ -113,7 +113,7 @@ TEST(ComposerTest, AppliesInPhaseOrderAfterValidatingAll) {
 TEST(ComposerTest, TwoDataParallelStrategiesOrDuplicatesAreRejected) {
   StrategyOptionValues options;
   // The registered data-parallel strategies are listed (plugins' too), and
-  // the HSDP hint is only for the built-in ones.
+  // the hint is the strategies' own (fsdp's names HSDP; these have none).
   const absl::Status s = ValidateStrategies({"fake_dp", "fake_dp2"}, options, nullptr);
   EXPECT_NE(s.message().find("at most one data-parallel strategy (fake_dp, fake_dp2)"),
             std::string::npos)

@@ -116,6 +116,9 @@ class Strategy {
   // True when one process's step under it can be captured as a CUDA graph
   // (--cuda_graph): it only rewraps modules (recompute).
   virtual bool CapturableInStepGraph() const { return false; }
+  // A hint for a job that names a second data-parallel strategy beside
+  // this one (fsdp: its dp_replicate already gives HSDP); empty: none.
+  virtual std::string HintBesideDataParallel() const { return ""; }
 };
 
 }  // namespace weft

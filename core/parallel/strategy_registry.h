@@ -31,7 +31,8 @@ using StrategyFactory = std::function<std::unique_ptr<Strategy>()>;
 // 2: Apply returns a StrategyResult; StrategyContext::applied replaced
 // the writable state; After, JoinsUnnamed, Implies, KeepsParametersWhole
 // and CapturableInStepGraph were added.
-inline constexpr int kStrategyAbiVersion = 2;
+// 3: HintBesideDataParallel was added.
+inline constexpr int kStrategyAbiVersion = 3;
 
 // Aborts on a duplicate name (a programmer error: two plugins claim it).
 void RegisterStrategy(absl::string_view name, StrategyFactory factory);

@@ -1,6 +1,7 @@
 #include "core/runtime/parallel_setup.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -12,6 +13,8 @@
 #include "core/parallel/composer.h"
 #include "core/parallel/strategy_registry.h"
 #include "core/runtime/job_agreement.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
 
 namespace weft {
 
@@ -40,27 +43,57 @@ comm::MeshSizes MeshSizesOf(const ParallelConfig& c) {
           .ep = c.ep()};
 }
 
+namespace {
+
+// The option `name` as some registered strategy declares it; null: none does.
+std::optional<OptionSpec> DeclaredOption(const std::string& name) {
+  for (const std::string& strategy : RegisteredStrategies()) {
+    absl::StatusOr<std::unique_ptr<Strategy>> s = CreateStrategy(strategy);
+    if (!s.ok()) continue;
+    const OptionSchema schema = (*s)->Options();  // Find points into it
+    if (const OptionSpec* spec = schema.Find(name)) return *spec;
+  }
+  return std::nullopt;
+}
+
+// A set scalar field as option text, the way a user writes it.
+std::string FieldText(const google::protobuf::Message& m,
+                      const google::protobuf::FieldDescriptor& f, const OptionSpec& spec) {
+  const google::protobuf::Reflection& r = *m.GetReflection();
+  using FD = google::protobuf::FieldDescriptor;
+  switch (f.cpp_type()) {
+    case FD::CPPTYPE_INT32: return absl::StrCat(r.GetInt32(m, &f));
+    case FD::CPPTYPE_INT64: return absl::StrCat(r.GetInt64(m, &f));
+    case FD::CPPTYPE_DOUBLE: return absl::StrCat(r.GetDouble(m, &f));
+    case FD::CPPTYPE_FLOAT: return absl::StrCat(r.GetFloat(m, &f));
+    case FD::CPPTYPE_BOOL: return r.GetBool(m, &f) ? "true" : "false";
+    case FD::CPPTYPE_STRING: {
+      // An empty flag (--reduce_dtype=) asks for the option's default.
+      std::string v = r.GetString(m, &f);
+      return v.empty() ? spec.default_value : v;
+    }
+    default: return "";
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<StrategyOptionValues> StrategyOptionsFromConfig(const ParallelConfig& c) {
   StrategyOptionValues o;
   WEFT_ASSIGN_OR_RETURN(o.given, ParseOptionList(c.strategy_options()));
-  // The convenience flags, only when set, so each strategy's schema keeps
-  // its own defaults.
-  if (c.has_zero_stage()) o.from_flags["zero_stage"] = absl::StrCat(c.zero_stage());
-  if (c.has_bucket_mb()) o.from_flags["bucket_mb"] = absl::StrCat(c.bucket_mb());
-  if (c.has_reshard_after_forward()) {
-    o.from_flags["reshard_after_forward"] = c.reshard_after_forward() ? "true" : "false";
+  // A convenience flag is a ParallelConfig field named like an option some
+  // registered strategy declares (--zero_stage, --bucket_mb, --pp_schedule):
+  // only the set ones, so each strategy's schema keeps its own defaults. A
+  // strategy adds a flag by adding the field; nothing here names it.
+  const google::protobuf::Descriptor& d = *c.GetDescriptor();
+  const google::protobuf::Reflection& r = *c.GetReflection();
+  for (int i = 0; i < d.field_count(); ++i) {
+    const google::protobuf::FieldDescriptor& f = *d.field(i);
+    if (f.is_repeated() || !r.HasField(c, &f)) continue;
+    std::optional<OptionSpec> spec = DeclaredOption(f.name());
+    if (!spec.has_value()) continue;
+    o.from_flags[f.name()] = FieldText(c, f, *spec);
   }
-  if (c.has_overlap()) o.from_flags["overlap"] = c.overlap() ? "true" : "false";
-  if (c.has_reduce_dtype()) {
-    o.from_flags["reduce_dtype"] = c.reduce_dtype().empty() ? "auto" : c.reduce_dtype();
-  }
-  if (c.has_dp_devices()) o.from_flags["dp_devices"] = absl::StrCat(c.dp_devices());
-  if (c.has_pp_schedule()) o.from_flags["pp_schedule"] = c.pp_schedule();
-  if (c.has_pp_virtual_stages()) {
-    o.from_flags["pp_virtual_stages"] = absl::StrCat(c.pp_virtual_stages());
-  }
-  if (c.has_pp_split()) o.from_flags["pp_split"] = c.pp_split();
-  if (c.has_ep()) o.from_flags["ep"] = absl::StrCat(c.ep());
   return o;
 }
 
@@ -72,7 +105,14 @@ absl::StatusOr<PlanRequest> PlanRequestFromConfig(const TrainConfig& config,
   r.mesh = MeshSizesOf(pc);
   WEFT_ASSIGN_OR_RETURN(r.own_axes, ParseMeshAxes(pc.mesh_axes()));
   WEFT_ASSIGN_OR_RETURN(r.options, StrategyOptionsFromConfig(pc));
-  r.switches["recompute"] = config.recompute();
+  // Every bool of the job is a switch a strategy may join on (recompute
+  // joins on --recompute); the plan does not need to know which.
+  const google::protobuf::Descriptor& d = *config.GetDescriptor();
+  for (int i = 0; i < d.field_count(); ++i) {
+    const google::protobuf::FieldDescriptor& f = *d.field(i);
+    if (f.is_repeated() || f.cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_BOOL) continue;
+    r.switches[f.name()] = config.GetReflection()->GetBool(config, &f);
+  }
   r.world_size = topology.world_size;
   r.description = topology.description;
   return r;

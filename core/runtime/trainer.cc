@@ -39,7 +39,11 @@ double HostMs(std::chrono::steady_clock::time_point a, std::chrono::steady_clock
 
 // Runs the forwards and backwards the step schedule asks for. Micro-batch m
 // keeps its activations in slot m of the context's store between its
-// forward and its backward; its batch is loaded at its forward.
+// forward and its backward; its batch is pulled (NextTrainBatch) at its
+// forward, not all at the step's start: on CPU a batch lends a slot of the
+// loader's ring (prefetch_depth + 2 of them), so holding every micro-batch
+// of a long accumulation would wait on itself, and a pipeline's first stage
+// needs micro-batch m only when its forward comes.
 // Under --cuda_graph the captured step reads its batches from the graph's
 // static buffers, which RunGraphStep fills before every launch.
 class Trainer::StepRunner : public MicroBatchRunner {
@@ -63,13 +67,7 @@ class Trainer::StepRunner : public MicroBatchRunner {
       mb.inputs = t_.graph_->Input(micro, t_.options_.input_field);
       mb.targets = t_.graph_->Input(micro, t_.options_.target_field);
     } else {
-      // Batches come in micro-batch order.
-      data::Batch batch;
-      {
-        StepTimer::Scope wait(t_.instruments_->timer(), StepPart::kDataWait);
-        WEFT_ASSIGN_OR_RETURN(batch, t_.loaders_.train->Next());
-        WEFT_RETURN_IF_ERROR(batch.WaitOn(t_.compute_stream()));
-      }
+      WEFT_ASSIGN_OR_RETURN(data::Batch batch, t_.NextTrainBatch());
       mb.inputs = batch.Get(t_.options_.input_field);
       mb.targets = batch.Get(t_.options_.target_field);
     }
@@ -141,6 +139,13 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(Options options) {
   return t;
 }
 
+absl::StatusOr<data::Batch> Trainer::NextTrainBatch() {
+  StepTimer::Scope wait(instruments_->timer(), StepPart::kDataWait);
+  WEFT_ASSIGN_OR_RETURN(data::Batch batch, loaders_.train->Next());
+  WEFT_RETURN_IF_ERROR(batch.WaitOn(compute_stream()));
+  return batch;
+}
+
 uint64_t Trainer::StepDropoutSeed() const {
   return MixSeed(static_cast<uint64_t>(cfg().seed()), static_cast<uint64_t>(step_));
 }
@@ -187,12 +192,7 @@ absl::Status Trainer::IssueStep(StepRunner& runner, float lr) {
 
 absl::Status Trainer::RunGraphStep(float lr) {
   for (int micro = 0; micro < accum_steps_; ++micro) {
-    data::Batch batch;
-    {
-      StepTimer::Scope wait(instruments_->timer(), StepPart::kDataWait);
-      WEFT_ASSIGN_OR_RETURN(batch, loaders_.train->Next());
-      WEFT_RETURN_IF_ERROR(batch.WaitOn(compute_stream()));
-    }
+    WEFT_ASSIGN_OR_RETURN(data::Batch batch, NextTrainBatch());
     for (const std::string& field : {options_.input_field, options_.target_field}) {
       WEFT_RETURN_IF_ERROR(graph_->SetInput(micro, field, batch.Get(field)));
     }

@@ -240,6 +240,9 @@ class Trainer {
   // After a stop signal: the checkpoint, the async save joined, and a line
   // saying how to continue.
   absl::Status StopForSignal(int signal);
+  // The next micro-batch of the train loader, ordered before the compute
+  // stream's next work (its wait counts as the step's data wait).
+  absl::StatusOr<data::Batch> NextTrainBatch();
   // The dropout masks' step seed (RunContext::dropout_seed).
   uint64_t StepDropoutSeed() const;
 

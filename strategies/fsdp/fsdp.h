@@ -44,6 +44,9 @@ class FsdpStrategy : public Strategy {
   absl::Status Validate(const StrategyOptionSet& options,
                         const comm::MeshLayout* mesh) const override;
   absl::StatusOr<StrategyResult> Apply(StrategyContext& ctx) override;
+  std::string HintBesideDataParallel() const override {
+    return "fsdp with dp_replicate > 1 already gives hybrid sharding (HSDP)";
+  }
 };
 
 }  // namespace weft
