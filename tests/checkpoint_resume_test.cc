@@ -16,6 +16,7 @@
 #include "core/runtime/trainer.h"
 #include "data/data.h"
 #include "gtest/gtest.h"
+#include "models/gpt/gpt_job.h"
 #include "tests/parity.h"
 #include "tests/tiny_gpt.h"
 
@@ -190,21 +191,11 @@ TEST(CheckpointDirTest, StepsPastTheStartAreRefusedBeforeTraining) {
   EXPECT_TRUE(t.ok()) << t.status();
 }
 
-// Trainer options that, like //models/gpt:train, record the data's
+// Trainer options with //models/gpt:train's job, which records the data's
 // tokenizer in checkpoints.
 Trainer::Options WithTokenizer(const GptJob& job) {
   Trainer::Options o = testing::GptTrainerOptions(job);
-  o.open_data = [job](const data::DataLoader::Options& base) -> absl::StatusOr<DataLoaders> {
-    data::TextDataOptions t;
-    t.path = job.train().data().data();
-    t.val_fraction = job.train().data().val_fraction();
-    t.seq_len = job.train().seq_len();
-    t.loader = base;
-    absl::StatusOr<data::TextData> d = data::OpenTextData(t);
-    if (!d.ok()) return d.status();
-    return DataLoaders{std::move(d->train), std::move(d->val), d->vocab_size,
-                       d->tokenizer->Serialize()};
-  };
+  o.job = std::make_shared<GptTrainJob>(job, job.train().data().data());
   return o;
 }
 

@@ -17,12 +17,11 @@ namespace weft::testing {
 // RunOptions::make_model does for the measured run).
 inline absl::StatusOr<MemoryEstimate> EstimateRank(
     const GptJob& job, int world, int rank = 0, bool moe_routing_bound = false,
-    const std::function<absl::StatusOr<std::unique_ptr<Model>>(const DataLoaders&)>& make_model =
-        nullptr) {
+    const FunctionJob::MakeModelFn& make_model = nullptr) {
   MemoryEstimateOptions o;
   o.moe_routing_bound = moe_routing_bound;
-  o.job = GptTrainerOptions(job);
-  if (make_model) o.job.make_model = make_model;
+  o.trainer = GptTrainerOptions(job);
+  if (make_model) o.trainer.job = WithModel(o.trainer.job, make_model);
   o.world_size = world;
   o.rank = rank;
   o.steps = static_cast<int>(job.train().steps());

@@ -111,7 +111,7 @@ TEST(MemoryEstimateTest, CudaGraphJobIsEstimatedLikeItsEagerStep) {
     job.mutable_train()->set_device("cuda");
     job.mutable_train()->set_cuda_graph(graph == 1);
     MemoryEstimateOptions o;
-    o.job = testing::GptTrainerOptions(job);
+    o.trainer = testing::GptTrainerOptions(job);
     o.world_size = 1;
     o.steps = 2;
     absl::StatusOr<MemoryEstimate> e = EstimateMemory(std::move(o));
@@ -134,7 +134,7 @@ TEST(MemoryEstimateTest, DtypesTheTrainerRefusesAreRefused) {
       job.mutable_train()->set_dtype("bf16");
     }
     MemoryEstimateOptions o;
-    o.job = testing::GptTrainerOptions(job);
+    o.trainer = testing::GptTrainerOptions(job);
     o.world_size = 1;
     o.steps = 2;
     absl::StatusOr<MemoryEstimate> e = EstimateMemory(std::move(o));

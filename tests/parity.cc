@@ -99,7 +99,7 @@ absl::StatusOr<ParityRun> Train(const GptJob& job, std::optional<JobTopology> to
   WEFT_ASSIGN_OR_RETURN(
       std::unique_ptr<Trainer> trainer,
       MakeGptTrainer(job, topology, [&options](Trainer::Options& o) {
-        if (options.make_model) o.make_model = options.make_model;
+        if (options.make_model) o.job = WithModel(o.job, options.make_model);
       }));
   const double setup_peak = static_cast<double>(device_alloc->Stats().peak_allocated_bytes) - base;
   device_alloc->ResetPeak();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/runtime/function_job.h"
 #include "core/runtime/trainer.h"
 #include "models/gpt/gpt_config.pb.h"
 
@@ -67,7 +68,7 @@ struct RunOptions {
   // Trains this model over the job's data instead of the job's GPT (the
   // job's train config still decides everything else): other model
   // families run the same matrix. Called with the data's vocabulary.
-  std::function<absl::StatusOr<std::unique_ptr<Model>>(const DataLoaders&)> make_model;
+  FunctionJob::MakeModelFn make_model;
 };
 
 // One process, no strategy: the reference.

@@ -8,6 +8,7 @@
 #include "core/base/status_macros.h"
 #include "data/data.h"
 #include "models/gpt/gpt.h"
+#include "models/gpt/gpt_job.h"
 
 namespace weft::testing {
 
@@ -60,35 +61,52 @@ GptJob TinyGptJob(const std::string& corpus) {
   return job;
 }
 
+namespace {
+
+// GPT's job over the test corpus, char-level, with no tokenizer recorded.
+class TinyGptTrainJob : public GptTrainJob {
+ public:
+  explicit TinyGptTrainJob(const GptJob& job)
+      : GptTrainJob(job, job.train().data().data()), given_(job) {}
+
+  absl::StatusOr<DataLoaders> OpenData(const data::DataLoader::Options& base) override {
+    data::TextDataOptions t;
+    t.path = given_.train().data().data();
+    t.tokenizer = "char";
+    t.val_fraction = given_.train().data().val_fraction();
+    t.seq_len = given_.train().seq_len();
+    t.loader = base;
+    WEFT_ASSIGN_OR_RETURN(data::TextData d, data::OpenTextData(t));
+    return DataLoaders{std::move(d.train), std::move(d.val), d.vocab_size};
+  }
+  std::string Describe() const override { return given_.DebugString(); }
+
+ private:
+  const GptJob given_;
+};
+
+}  // namespace
+
 Trainer::Options GptTrainerOptions(const GptJob& job, std::optional<JobTopology> topology) {
   Trainer::Options o;
   o.config = job.train();
   o.topology = std::move(topology);
-  o.open_data = [job](const data::DataLoader::Options& base) -> absl::StatusOr<DataLoaders> {
-    data::TextDataOptions t;
-    t.path = job.train().data().data();
-    t.tokenizer = "char";
-    t.val_fraction = job.train().data().val_fraction();
-    t.seq_len = job.train().seq_len();
-    t.loader = base;
-    WEFT_ASSIGN_OR_RETURN(data::TextData d, data::OpenTextData(t));
-    return DataLoaders{std::move(d.train), std::move(d.val), d.vocab_size};
-  };
-  o.make_model = [job](const DataLoaders& d) -> absl::StatusOr<std::unique_ptr<Model>> {
-    GptConfig c = job.model();
-    if (c.vocab_size() == 0) c.set_vocab_size(static_cast<int32_t>(d.vocab_size));
-    WEFT_ASSIGN_OR_RETURN(auto gpt, Gpt::Create(c, job.train().seq_len()));
-    return std::unique_ptr<Model>(std::move(gpt));
-  };
-  o.describe_job = [job] { return job.DebugString(); };
+  o.job = std::make_shared<TinyGptTrainJob>(job);
   return o;
+}
+
+std::shared_ptr<TrainJob> WithModel(std::shared_ptr<TrainJob> job,
+                                    FunctionJob::MakeModelFn make_model) {
+  return std::make_shared<FunctionJob>(
+      [job](const data::DataLoader::Options& base) { return job->OpenData(base); },
+      std::move(make_model), job->InputField(), job->TargetField());
 }
 
 absl::StatusOr<int64_t> TrainSamples(const GptJob& job) {
   data::DataLoader::Options one_rank;
   one_rank.batch_size = 1;
   one_rank.num_workers = 0;
-  WEFT_ASSIGN_OR_RETURN(DataLoaders d, GptTrainerOptions(job).open_data(one_rank));
+  WEFT_ASSIGN_OR_RETURN(DataLoaders d, GptTrainerOptions(job).job->OpenData(one_rank));
   return d.train->dataset().num_samples();
 }
 

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "comm/testing/multiprocess.h"
+#include "core/runtime/function_job.h"
 #include "core/runtime/trainer.h"
 #include "models/gpt/gpt_config.pb.h"
 
@@ -29,6 +30,11 @@ GptJob TinyGptJob(const std::string& corpus);
 // without creating the trainer: for the memory estimator's dry runs.
 Trainer::Options GptTrainerOptions(const GptJob& job,
                                    std::optional<JobTopology> topology = std::nullopt);
+
+// `job`'s data under another model (`make_model`, given the data's
+// vocabulary): other model families run the GPT harnesses.
+std::shared_ptr<TrainJob> WithModel(std::shared_ptr<TrainJob> job,
+                                    FunctionJob::MakeModelFn make_model);
 
 // The number of training windows (samples) the job's data holds.
 absl::StatusOr<int64_t> TrainSamples(const GptJob& job);

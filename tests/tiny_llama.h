@@ -16,7 +16,7 @@ namespace weft::testing {
 // 2 layers, 32 wide, SwiGLU 48, max_seq_len 16, untied unless `tied`.
 LlamaConfig TinyLlamaConfig(bool tied = false, bool qk_norm = false);
 
-// A make_model callback building `config` at `seq_len` with the data's vocabulary.
+// A model factory (FunctionJob::MakeModelFn) building `config` at `seq_len` with the data's vocabulary.
 std::function<absl::StatusOr<std::unique_ptr<Model>>(const DataLoaders&)> LlamaModelFactory(
     const LlamaConfig& config, int64_t seq_len);
 

@@ -64,7 +64,7 @@ std::string DescribeLayout(const ParallelConfig& pc) {
 absl::StatusOr<std::vector<MemoryEstimate>> EstimatePipelineStages(
     const MemoryEstimateOptions& o) {
   // The mesh's pp size (--pp=0: all the ranks the other axes leave).
-  const ParallelConfig& pc = o.job.config.parallel();
+  const ParallelConfig& pc = o.trainer.config.parallel();
   absl::StatusOr<comm::TrainingMesh> mesh =
       comm::TrainingMesh::Create(MeshSizesOf(pc), o.world_size);
   const int pp = mesh.ok() ? mesh->size("pp") : 1;
@@ -98,7 +98,7 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(MemoryEstimateOptions o) {
                            "world_size >= 1 and 0 <= rank < world_size", "e.g. --nproc=4");
   }
   if (o.steps < 1) return InvalidArgument(absl::StrCat("steps=", o.steps), "steps >= 1");
-  WEFT_ASSIGN_OR_RETURN(Device target, ParseDevice(o.job.config.device()));
+  WEFT_ASSIGN_OR_RETURN(Device target, ParseDevice(o.trainer.config.device()));
   if (target.is_meta()) {
     return InvalidArgument("--device=meta for an estimate", "the device the job will run on",
                            "e.g. --device=cuda or --device=cpu");
@@ -107,8 +107,8 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(MemoryEstimateOptions o) {
   e.device = target.ToString();
   e.world_size = o.world_size;
   e.rank = o.rank;
-  e.strategy = DescribeLayout(o.job.config.parallel());
-  WEFT_ASSIGN_OR_RETURN(o.job.config, DryRunConfig(o.job.config, target));
+  e.strategy = DescribeLayout(o.trainer.config.parallel());
+  WEFT_ASSIGN_OR_RETURN(o.trainer.config, DryRunConfig(o.trainer.config, target));
   JobTopology topology;
   topology.rank = o.rank;
   topology.world_size = o.world_size;
@@ -116,8 +116,8 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(MemoryEstimateOptions o) {
   topology.store = std::make_shared<comm::HashStore>();
   topology.description = absl::StrCat("dry run of rank ", o.rank, " of ", o.world_size);
   topology.launcher = "memory estimate";
-  o.job.topology = topology;
-  if (o.job.config.steps() < o.steps) o.job.config.set_steps(o.steps);
+  o.trainer.topology = topology;
+  if (o.trainer.config.steps() < o.steps) o.trainer.config.set_steps(o.steps);
 
   // The meta allocator is one per process: measure from what is live now.
   WEFT_ASSIGN_OR_RETURN(Allocator * device, DefaultAllocator(Device::Meta()));
@@ -125,7 +125,7 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(MemoryEstimateOptions o) {
   device->ResetPeak();
   int64_t resident = 0;
   {
-    absl::StatusOr<std::unique_ptr<Trainer>> made = Trainer::Create(std::move(o.job));
+    absl::StatusOr<std::unique_ptr<Trainer>> made = Trainer::Create(std::move(o.trainer));
     if (!made.ok()) return Annotate(made.status(), "building the job on the meta device");
     std::unique_ptr<Trainer> trainer = *std::move(made);
     trainer->context().meta_moe_routing_bound = o.moe_routing_bound;

@@ -48,10 +48,10 @@
 namespace weft {
 
 struct MemoryEstimateOptions {
-  // The job as it would be trained (config, open_data, make_model). The
-  // config's device says which device to estimate for (its compute dtype:
-  // bf16 on CUDA with dtype=auto); the dry run itself runs on meta.
-  Trainer::Options job;
+  // The trainer as it would be created (config and job). The config's
+  // device says which device to estimate for (its compute dtype: bf16 on
+  // CUDA with dtype=auto); the dry run itself runs on meta.
+  Trainer::Options trainer;
   int world_size = 1;
   int rank = 0;   // which rank to simulate (pipeline stages differ; dp ranks by padding)
   int steps = 2;  // optimizer steps to run; buffers created lazily show up by the second

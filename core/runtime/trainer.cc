@@ -64,12 +64,12 @@ class Trainer::StepRunner : public MicroBatchRunner {
     const TrainConfig& c = t_.cfg();
     MicroBatch mb;
     if (static_inputs_) {
-      mb.inputs = t_.graph_->Input(micro, t_.options_.input_field);
-      mb.targets = t_.graph_->Input(micro, t_.options_.target_field);
+      mb.inputs = t_.graph_->Input(micro, t_.options_.job->InputField());
+      mb.targets = t_.graph_->Input(micro, t_.options_.job->TargetField());
     } else {
       WEFT_ASSIGN_OR_RETURN(data::Batch batch, t_.NextTrainBatch());
-      mb.inputs = batch.Get(t_.options_.input_field);
-      mb.targets = batch.Get(t_.options_.target_field);
+      mb.inputs = batch.Get(t_.options_.job->InputField());
+      mb.targets = batch.Get(t_.options_.job->TargetField());
     }
     t_.targets_per_sample_ = t_.model_->TargetsPerSample(mb.targets);
     mb.dloss_scale = 1.0f / static_cast<float>(c.global_batch() * t_.targets_per_sample_);
@@ -131,8 +131,8 @@ class Trainer::StepRunner : public MicroBatchRunner {
 Trainer::~Trainer() = default;
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(Options options) {
-  if (!options.make_model || !options.open_data) {
-    return InvalidArgument("Trainer options without make_model or open_data", "both set");
+  if (options.job == nullptr) {
+    return InvalidArgument("Trainer options without a job", "Options::job set (train_job.h)");
   }
   std::unique_ptr<Trainer> t(new Trainer(std::move(options)));
   WEFT_RETURN_IF_ERROR(t->Init());
@@ -144,6 +144,11 @@ absl::StatusOr<data::Batch> Trainer::NextTrainBatch() {
   WEFT_ASSIGN_OR_RETURN(data::Batch batch, loaders_.train->Next());
   WEFT_RETURN_IF_ERROR(batch.WaitOn(compute_stream()));
   return batch;
+}
+
+std::string Trainer::JobText() const {
+  std::string text = options_.job->Describe();
+  return text.empty() ? cfg().DebugString() : text;
 }
 
 uint64_t Trainer::StepDropoutSeed() const {
@@ -193,7 +198,7 @@ absl::Status Trainer::IssueStep(StepRunner& runner, float lr) {
 absl::Status Trainer::RunGraphStep(float lr) {
   for (int micro = 0; micro < accum_steps_; ++micro) {
     WEFT_ASSIGN_OR_RETURN(data::Batch batch, NextTrainBatch());
-    for (const std::string& field : {options_.input_field, options_.target_field}) {
+    for (const std::string& field : {options_.job->InputField(), options_.job->TargetField()}) {
       WEFT_RETURN_IF_ERROR(graph_->SetInput(micro, field, batch.Get(field)));
     }
   }

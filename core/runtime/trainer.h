@@ -42,21 +42,13 @@
 #include "core/runtime/metrics.h"
 #include "core/runtime/parallel_setup.h"
 #include "core/runtime/step_graph.h"
+#include "core/runtime/train_job.h"
 #include "core/runtime/train_config.pb.h"
 #include "core/tensor/stream.h"
 #include "core/tensor/tracking_allocator.h"
 #include "data/data_loader.h"
 
 namespace weft {
-
-struct DataLoaders {
-  std::unique_ptr<data::DataLoader> train;
-  std::unique_ptr<data::DataLoader> val;  // may be null
-  int64_t vocab_size = 0;                 // classes for classifiers
-  // Text jobs: the tokenizer (data::Tokenizer::Serialize), saved in every
-  // checkpoint so that it samples and encodes without the training data.
-  std::string tokenizer;
-};
 
 struct StepStats {
   int64_t step = 0;
@@ -91,30 +83,12 @@ class Trainer {
  public:
   struct Options {
     TrainConfig config;
-    // Opens this rank's loaders; the trainer fills batch size, rank, world,
-    // seed and device into `base`.
-    std::function<absl::StatusOr<DataLoaders>(const data::DataLoader::Options& base)> open_data;
-    // Builds the model (shapes only) once the data is known (vocab size).
-    std::function<absl::StatusOr<std::unique_ptr<Model>>(const DataLoaders& data)> make_model;
-    std::string input_field = "inputs";
-    std::string target_field = "targets";
+    // What the model family supplies: its data, its model, how the job is
+    // recorded and what runs after each step (train_job.h). Required.
+    std::shared_ptr<TrainJob> job;
     // Where this process sits in the job; read from the environment when
     // unset (tests inject ranks and a shared store here).
     std::optional<JobTopology> topology;
-    // The order of each step's forwards and backwards; null: gradient
-    // accumulation (F0 B0 F1 B1 ...).
-    std::shared_ptr<const StepSchedule> schedule;
-    // The whole job's config (model and training, with values resolved at
-    // startup such as the vocabulary size) in protobuf text format, recorded
-    // in checkpoints; null records the TrainConfig alone.
-    std::function<std::string()> describe_job;
-    // Called by Run after each step (after its log line, evaluation and
-    // checkpoint), on every rank: e.g. sampling text from the model.
-    std::function<absl::Status(Trainer& trainer, int64_t step)> after_step;
-    // Called with --resume's checkpoint before its tensors load: a job can
-    // refuse another architecture with the flag that differs, which a
-    // missing tensor or an equal shape would not name (e.g. tie_weights).
-    std::function<absl::Status(const ckpt::Metadata& resumed)> check_resumed;
     // Test hook: called at named points of every checkpoint save (see
     // checkpoint/checkpointer.h); the crash test kills the process there.
     std::function<void(absl::string_view point)> checkpoint_fault_point;
@@ -243,6 +217,8 @@ class Trainer {
   // The next micro-batch of the train loader, ordered before the compute
   // stream's next work (its wait counts as the step's data wait).
   absl::StatusOr<data::Batch> NextTrainBatch();
+  // The job's Describe(), or the TrainConfig alone when it gives none.
+  std::string JobText() const;
   // The dropout masks' step seed (RunContext::dropout_seed).
   uint64_t StepDropoutSeed() const;
 

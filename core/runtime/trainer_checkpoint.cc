@@ -142,7 +142,7 @@ absl::Status Trainer::SaveCheckpoint() {
   r.state.set_eval_samples(EvalSamples());
   if (loaders_.val != nullptr) r.state.set_val_loader(loaders_.val->State().Serialize());
   r.strategies = absl::StrJoin(parallel_->strategy_names, ",");
-  r.job_config = options_.describe_job ? options_.describe_job() : cfg().DebugString();
+  r.job_config = JobText();
   r.model_summary = model_->Summary();
   r.optimizer = optimizer_->config().name;
   r.tokenizer = loaders_.tokenizer;

@@ -86,7 +86,7 @@ absl::StatusOr<double> Trainer::Evaluate(int64_t samples) {
     }
     status = batch->WaitOn(compute_stream());
     if (!status.ok()) break;
-    const Tensor& y = batch->Get(options_.target_field);
+    const Tensor& y = batch->Get(options_.job->TargetField());
     const int64_t rows = y.shape()[0];
     const int64_t keep = EvaluatedRows(samples, i, rows, batch_size, rank, world);
     absl::StatusOr<Tensor> masked =
@@ -96,7 +96,7 @@ absl::StatusOr<double> Trainer::Evaluate(int64_t samples) {
       break;
     }
     absl::StatusOr<Tensor> losses =
-        model_->ForwardLoss(ctx_, batch->Get(options_.input_field), *masked, 1.0f);
+        model_->ForwardLoss(ctx_, batch->Get(options_.job->InputField()), *masked, 1.0f);
     status = losses.ok() ? ctx_.ops->Sum(ctx_.kernel(), sum, *losses, true) : losses.status();
     targets_per_sample = static_cast<double>(y.numel() / rows);
   }

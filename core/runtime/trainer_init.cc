@@ -171,8 +171,7 @@ absl::Status Trainer::InitParallelPlan() {
   WEFT_ASSIGN_OR_RETURN(parallel_,
                         InitParallel(*plan_, c.parallel(), topology_, ctx_.device,
                                      instruments_->comm_observer(),
-                                     options_.describe_job ? options_.describe_job()
-                                                           : c.DebugString()));
+                                     JobText()));
   const int64_t per_step = c.micro_batch() * parallel_->dp_size;
   if (c.global_batch() % per_step != 0) {
     return InvalidArgument(
@@ -200,8 +199,8 @@ absl::Status Trainer::InitData() {
   base.prefetch_depth = c.data().prefetch_depth();
   base.shuffle = c.data().shuffle();
   base.on_assembled = instruments_->loader_hook();
-  WEFT_ASSIGN_OR_RETURN(loaders_, options_.open_data(base));
-  if (loaders_.train == nullptr) return Internal("open_data returned no training loader");
+  WEFT_ASSIGN_OR_RETURN(loaders_, options_.job->OpenData(base));
+  if (loaders_.train == nullptr) return Internal("the job's OpenData returned no training loader");
   // Each rank takes its share of one sample order: that needs the same data
   // everywhere (a per-node copy that differs would train other token ids).
   if (parallel_->world_size > 1 && topology_.store != nullptr && !ctx_.device.is_meta()) {
@@ -226,7 +225,7 @@ absl::Status Trainer::InitData() {
 
 // The model, its parameters materialized, then the plan's strategies.
 absl::Status Trainer::InitModel() {
-  WEFT_ASSIGN_OR_RETURN(model_, options_.make_model(loaders_));
+  WEFT_ASSIGN_OR_RETURN(model_, options_.job->MakeModel(loaders_));
   WEFT_RETURN_IF_ERROR(MaterializeParameters(
       *model_, {.device = ctx_.device,
                 .param_dtype = ctx_.compute_dtype,
@@ -301,7 +300,7 @@ absl::Status Trainer::InitResumeAndLog() {
                                             c.checkpoint_dir(), " yet, a new run from step 0"));
     } else {
       WEFT_ASSIGN_OR_RETURN(resume_from_, ckpt::OpenCheckpoint(dir));
-      if (options_.check_resumed) WEFT_RETURN_IF_ERROR(options_.check_resumed(resume_from_->meta));
+      WEFT_RETURN_IF_ERROR(options_.job->CheckResumed(resume_from_->meta));
     }
   }
   const int64_t resumed_at = resume_from_ ? resume_from_->meta.step() : -1;
@@ -330,16 +329,14 @@ absl::Status Trainer::InitStepSchedule() {
        {param_alloc_.get(), grad_alloc_.get(), optim_alloc_.get(), act_alloc_.get()}) {
     a->ResetPeak();
   }
-  step_schedule_ = options_.schedule;
   if (parallel_->step_schedule != nullptr) {
-    if (step_schedule_ != nullptr || c.step_schedule() != "grad_accum") {
+    if (c.step_schedule() != "grad_accum") {
       return InvalidArgument(absl::StrCat("--step_schedule=", c.step_schedule(), " with strategy ",
                                           absl::StrJoin(parallel_->strategy_names, ",")),
                              "the strategy's own schedule (e.g. --pp_schedule for pp)");
     }
     step_schedule_ = parallel_->step_schedule;
-  }
-  if (step_schedule_ == nullptr) {
+  } else {
     WEFT_ASSIGN_OR_RETURN(step_schedule_, MakeStepSchedule(c.step_schedule(), accum_steps_));
   }
   return absl::OkStatus();

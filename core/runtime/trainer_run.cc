@@ -63,7 +63,7 @@ absl::Status Trainer::Run() {
     if (!c.checkpoint_dir().empty() && (periodic || s.step == c.steps())) {
       WEFT_RETURN_IF_ERROR(SaveCheckpoint());
     }
-    if (options_.after_step) WEFT_RETURN_IF_ERROR(options_.after_step(*this, s.step));
+    WEFT_RETURN_IF_ERROR(options_.job->AfterStep(*this, s.step));
   }
   WEFT_RETURN_IF_ERROR(FinishCheckpoints());
   if (loaders_.val != nullptr && EvalSamples() > 0) {  // --eval_batches=0: no evaluation

@@ -2,25 +2,16 @@
 
 #include "core/base/status_macros.h"
 #include "models/gpt/gpt.h"
-#include "models/lm/text_lm_job.h"
 
 namespace weft {
 
 absl::StatusOr<std::string> GptDataPath(const GptJob& job) { return LmDataPath(job.train()); }
 
-void SetGptJobCallbacks(const GptJob& job, const std::string& data_path,
-                        std::shared_ptr<GptJob> resolved, Trainer::Options* options,
-                        std::shared_ptr<data::TextSourceCache> text_cache) {
-  SetTextDataCallback(job.train(), job.model().vocab_size(), data_path, options,
-                      std::move(text_cache));
-  options->make_model = [job, resolved](
-                            const DataLoaders& d) -> absl::StatusOr<std::unique_ptr<Model>> {
-    GptConfig config = job.model();
-    if (config.vocab_size() == 0) config.set_vocab_size(static_cast<int32_t>(d.vocab_size));
-    if (resolved != nullptr) *resolved->mutable_model() = config;
-    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Gpt> gpt, Gpt::Create(config, job.train().seq_len()));
-    return std::unique_ptr<Model>(std::move(gpt));
-  };
+absl::StatusOr<std::unique_ptr<Model>> GptTrainJob::MakeModel(const DataLoaders& data) {
+  GptConfig& config = *job_.mutable_model();
+  if (config.vocab_size() == 0) config.set_vocab_size(static_cast<int32_t>(data.vocab_size));
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Gpt> gpt, Gpt::Create(config, job_.train().seq_len()));
+  return std::unique_ptr<Model>(std::move(gpt));
 }
 
 }  // namespace weft

@@ -1,6 +1,6 @@
-// A GPT job's data and model as the trainer's callbacks, shared by the
-// training binary and the memory estimator (//tools:estimate), so both
-// build exactly the same model from the same config.
+// A GPT job's data and model as the trainer's job (core/runtime/train_job.h),
+// shared by the training binary, the memory estimator (//tools:estimate)
+// and the tests, so all build exactly the same model from the same config.
 #ifndef WEFT_MODELS_GPT_GPT_JOB_H_
 #define WEFT_MODELS_GPT_GPT_JOB_H_
 
@@ -8,9 +8,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "core/runtime/trainer.h"
 #include "data/data.h"
 #include "models/gpt/gpt_config.pb.h"
+#include "models/lm/text_lm_job.h"
 
 namespace weft {
 
@@ -18,13 +18,24 @@ namespace weft {
 // was typed, or Debian's fortunes corpus when --data is empty.
 absl::StatusOr<std::string> GptDataPath(const GptJob& job);
 
-// Sets options->open_data and options->make_model for `job` over the text
-// or token data at `data_path`. `resolved` (may be null) receives the job
-// with the vocabulary size the data decided. `text_cache` (may be null)
-// keeps tokenized text files across the jobs that share it (dry runs).
-void SetGptJobCallbacks(const GptJob& job, const std::string& data_path,
-                        std::shared_ptr<GptJob> resolved, Trainer::Options* options,
-                        std::shared_ptr<data::TextSourceCache> text_cache = nullptr);
+// `job` over the text or token data at `data_path`.
+class GptTrainJob : public TextLmJob {
+ public:
+  GptTrainJob(const GptJob& job, std::string data_path,
+              std::shared_ptr<data::TextSourceCache> text_cache = nullptr)
+      : TextLmJob(job.train(), job.model().vocab_size(), std::move(data_path),
+                  std::move(text_cache)),
+        job_(job) {}
+
+  absl::StatusOr<std::unique_ptr<Model>> MakeModel(const DataLoaders& data) override;
+  std::string Describe() const override { return job_.DebugString(); }
+
+  // The job, with the vocabulary size the data decided once MakeModel ran.
+  const GptJob& job() const { return job_; }
+
+ private:
+  GptJob job_;
+};
 
 }  // namespace weft
 

@@ -25,7 +25,7 @@ class TrainSampler {
   static absl::StatusOr<std::unique_ptr<TrainSampler>> Create(const GptJob& job,
                                                               Trainer& trainer);
 
-  // After step `step` (Trainer::Options::after_step): samples when it is due
+  // After step `step` (TrainJob::AfterStep): samples when it is due
   // (a multiple of sample_every, or the last step) on rank 0; nothing
   // elsewhere.
   absl::Status AtStep(Trainer& trainer, int64_t step);

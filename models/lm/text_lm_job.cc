@@ -43,26 +43,21 @@ absl::StatusOr<std::string> LmDataPath(const TrainConfig& train) {
   return absl::StrJoin(files, ",");
 }
 
-void SetTextDataCallback(const TrainConfig& train, int32_t vocab_size,
-                         const std::string& data_path, Trainer::Options* options,
-                         std::shared_ptr<data::TextSourceCache> text_cache) {
-  options->open_data = [train, vocab_size, data_path, text_cache](
-                           const data::DataLoader::Options& base) -> absl::StatusOr<DataLoaders> {
-    data::TextDataOptions t;
-    t.path = data_path;
-    // A tokenizer file is a user path like --data (bazel run starts in the
-    // runfiles tree); a spec (char, bpe:N) is not a path.
-    const std::string& tokenizer = train.data().tokenizer();
-    t.tokenizer = data::IsTokenizerSpec(tokenizer) ? tokenizer : ResolveUserPath(tokenizer);
-    t.val_fraction = train.data().val_fraction();
-    t.seq_len = train.seq_len();
-    t.vocab_size = vocab_size;
-    t.loader = base;
-    t.cache = text_cache;
-    WEFT_ASSIGN_OR_RETURN(data::TextData d, data::OpenTextData(t));
-    return DataLoaders{std::move(d.train), std::move(d.val), d.vocab_size,
-                       d.tokenizer != nullptr ? d.tokenizer->Serialize() : std::string()};
-  };
+absl::StatusOr<DataLoaders> TextLmJob::OpenData(const data::DataLoader::Options& base) {
+  data::TextDataOptions t;
+  t.path = data_path_;
+  // A tokenizer file is a user path like --data (bazel run starts in the
+  // runfiles tree); a spec (char, bpe:N) is not a path.
+  const std::string& tokenizer = train_.data().tokenizer();
+  t.tokenizer = data::IsTokenizerSpec(tokenizer) ? tokenizer : ResolveUserPath(tokenizer);
+  t.val_fraction = train_.data().val_fraction();
+  t.seq_len = train_.seq_len();
+  t.vocab_size = vocab_size_;
+  t.loader = base;
+  t.cache = text_cache_;
+  WEFT_ASSIGN_OR_RETURN(data::TextData d, data::OpenTextData(t));
+  return DataLoaders{std::move(d.train), std::move(d.val), d.vocab_size,
+                     d.tokenizer != nullptr ? d.tokenizer->Serialize() : std::string()};
 }
 
 }  // namespace weft

@@ -24,6 +24,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "core/base/status_macros.h"
+#include "core/runtime/function_job.h"
 #include "core/runtime/trainer.h"
 #include "data/data_loader.h"
 #include "data/dataset.h"
@@ -141,12 +142,12 @@ absl::StatusOr<double> RunShape(const BenchShape& s, int steps, int warmup, int 
     gpt.set_vocab_pad_multiple(64);
     gpt.set_max_seq_len(s.t);
     gpt.set_dropout(dropout);
-    o.open_data = [&](const data::DataLoader::Options& base) -> absl::StatusOr<DataLoaders> {
+    auto open_data = [&](const data::DataLoader::Options& base) -> absl::StatusOr<DataLoaders> {
       auto ds = std::make_shared<RandomTokens>(4096, s.t, 65);
       WEFT_ASSIGN_OR_RETURN(auto loader, data::DataLoader::Create(ds, base));
       return DataLoaders{std::move(loader), nullptr, 65};
     };
-    o.make_model = [&](const DataLoaders&) -> absl::StatusOr<std::unique_ptr<Model>> {
+    auto make_model = [&](const DataLoaders&) -> absl::StatusOr<std::unique_ptr<Model>> {
       if (s.llama) {
         // Untied head, SwiGLU by Meta's rule (multiple_of 32), RoPE theta 10000.
         LlamaConfig c;
@@ -165,18 +166,18 @@ absl::StatusOr<double> RunShape(const BenchShape& s, int steps, int warmup, int 
       WEFT_ASSIGN_OR_RETURN(auto m, Gpt::Create(gpt, s.t));
       return std::unique_ptr<Model>(std::move(m));
     };
+    o.job = std::make_shared<FunctionJob>(open_data, make_model);
   } else {
-    o.input_field = "image";
-    o.target_field = "label";
-    o.open_data = [&](const data::DataLoader::Options& base) -> absl::StatusOr<DataLoaders> {
+    auto open_data = [&](const data::DataLoader::Options& base) -> absl::StatusOr<DataLoaders> {
       auto ds = std::make_shared<RandomImages>(4096, 784, 10);
       WEFT_ASSIGN_OR_RETURN(auto loader, data::DataLoader::Create(ds, base));
       return DataLoaders{std::move(loader), nullptr, 10};
     };
-    o.make_model = [&](const DataLoaders&) -> absl::StatusOr<std::unique_ptr<Model>> {
+    auto make_model = [&](const DataLoaders&) -> absl::StatusOr<std::unique_ptr<Model>> {
       WEFT_ASSIGN_OR_RETURN(auto m, MlpClassifier::Create(mlp));
       return std::unique_ptr<Model>(std::move(m));
     };
+    o.job = std::make_shared<FunctionJob>(open_data, make_model, "image", "label");
   }
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(o)));
   std::vector<double> ms;

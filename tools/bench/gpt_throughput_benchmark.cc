@@ -21,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "core/base/status_macros.h"
 #include "tools/train_main/train_main.h"
+#include "core/runtime/function_job.h"
 #include "core/runtime/trainer.h"
 #include "data/data_loader.h"
 #include "data/dataset.h"
@@ -85,17 +86,18 @@ GptJob Gpt2Small() {
 absl::Status Run(const GptJob& job, int warmup) {
   Trainer::Options o;
   o.config = job.train();
-  o.open_data = [&](const data::DataLoader::Options& base) -> absl::StatusOr<DataLoaders> {
+  auto open_data = [&](const data::DataLoader::Options& base) -> absl::StatusOr<DataLoaders> {
     const int64_t samples = std::max<int64_t>(4096, base.batch_size * base.world_size * 64);
     auto ds = std::make_shared<RandomTokens>(samples, job.train().seq_len(),
                                              job.model().vocab_size());
     WEFT_ASSIGN_OR_RETURN(auto loader, data::DataLoader::Create(ds, base));
     return DataLoaders{std::move(loader), nullptr, job.model().vocab_size()};
   };
-  o.make_model = [&](const DataLoaders&) -> absl::StatusOr<std::unique_ptr<Model>> {
+  auto make_model = [&](const DataLoaders&) -> absl::StatusOr<std::unique_ptr<Model>> {
     WEFT_ASSIGN_OR_RETURN(auto gpt, Gpt::Create(job.model(), job.train().seq_len()));
     return std::unique_ptr<Model>(std::move(gpt));
   };
+  o.job = std::make_shared<FunctionJob>(open_data, make_model);
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(o)));
   std::vector<StepStats> measured;
   for (int64_t i = 0; i < job.train().steps(); ++i) {

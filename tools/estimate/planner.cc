@@ -22,25 +22,23 @@ PlannerJob GptPlannerJob(const GptJob& job) {
   return {.train = job.train(),
           .experts = job.model().moe_every() > 0 ? job.model().num_experts() : 0,
           .capacity_factor = job.model().capacity_factor(),
-          .set_callbacks = [job](const TrainConfig& train, Trainer::Options* o,
-                                 std::shared_ptr<data::TextSourceCache> cache) -> absl::Status {
+          .make_job = [job](const TrainConfig& train, std::shared_ptr<data::TextSourceCache> cache)
+              -> absl::StatusOr<std::shared_ptr<TrainJob>> {
             GptJob j = job;
             *j.mutable_train() = train;
             WEFT_ASSIGN_OR_RETURN(std::string path, GptDataPath(j));
-            SetGptJobCallbacks(j, path, nullptr, o, std::move(cache));
-            return absl::OkStatus();
+            return std::make_shared<GptTrainJob>(j, path, std::move(cache));
           }};
 }
 
 PlannerJob LlamaPlannerJob(const LlamaJob& job) {
   return {.train = job.train(),
-          .set_callbacks = [job](const TrainConfig& train, Trainer::Options* o,
-                                 std::shared_ptr<data::TextSourceCache> cache) -> absl::Status {
+          .make_job = [job](const TrainConfig& train, std::shared_ptr<data::TextSourceCache> cache)
+              -> absl::StatusOr<std::shared_ptr<TrainJob>> {
             LlamaJob j = job;
             *j.mutable_train() = train;
             WEFT_ASSIGN_OR_RETURN(std::string path, LmDataPath(train));
-            SetLlamaJobCallbacks(j, path, nullptr, o, std::move(cache));
-            return absl::OkStatus();
+            return std::make_shared<LlamaTrainJob>(j, path, std::move(cache));
           }};
 }
 
@@ -115,10 +113,10 @@ absl::StatusOr<std::vector<MemoryEstimate>> EstimateJob(
     std::shared_ptr<data::TextSourceCache> text_cache) {
   MemoryEstimateOptions o;
   o.moe_routing_bound = moe_routing_bound;
-  o.job.config = job.train;
+  o.trainer.config = job.train;
   // Each pipeline stage is a dry run of its own: one tokenization for all.
   if (text_cache == nullptr) text_cache = data::MakeTextSourceCache();
-  WEFT_RETURN_IF_ERROR(job.set_callbacks(job.train, &o.job, std::move(text_cache)));
+  WEFT_ASSIGN_OR_RETURN(o.trainer.job, job.make_job(job.train, std::move(text_cache)));
   o.world_size = nproc;
   o.rank = std::max(rank, 0);
   if (rank < 0) return EstimatePipelineStages(o);

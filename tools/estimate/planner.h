@@ -34,9 +34,9 @@ struct PlannerJob {
   TrainConfig train;
   int experts = 0;  // experts per MoE layer; 0: a dense model
   float capacity_factor = 0;
-  std::function<absl::Status(const TrainConfig& train, Trainer::Options* options,
-                             std::shared_ptr<data::TextSourceCache> text_cache)>
-      set_callbacks;
+  std::function<absl::StatusOr<std::shared_ptr<TrainJob>>(
+      const TrainConfig& train, std::shared_ptr<data::TextSourceCache> text_cache)>
+      make_job;
 };
 PlannerJob GptPlannerJob(const GptJob& job);
 PlannerJob LlamaPlannerJob(const LlamaJob& job);

@@ -60,6 +60,44 @@ void NoteMoeRoutingOnResume(const GptJob& job, const GptJob& saved, Trainer& tra
   }
 }
 
+// The training binary's GPT job: the model's, plus the architecture check
+// on --resume and the --sample_every sampler.
+class GptRunJob : public GptTrainJob {
+ public:
+  using GptTrainJob::GptTrainJob;
+
+  // Before the resumed tensors load: n_head and the like are in no shape,
+  // and an untied lm_head would fail as a missing tensor without the flag.
+  // The recorded job is kept for the MoE note after the trainer is built.
+  absl::Status CheckResumed(const ckpt::Metadata& meta) override {
+    absl::StatusOr<GptJob> saved = ParseRecordedGptJob(meta.job_config(), "the resumed checkpoint");
+    if (!saved.ok()) return absl::OkStatus();  // another job's checkpoint: the tensors tell
+    saved_ = *saved;
+    return CheckSameArchitecture(
+        saved->model(), job().model(),
+        absl::StrCat("the resumed checkpoint (--resume=", job().train().resume(), ")"));
+  }
+
+  // --sample_every: the sampler needs the built trainer, and refuses a
+  // layout it cannot sample from before the first step.
+  absl::Status StartSampler(Trainer& trainer) {
+    if (job().sample_every() <= 0) return absl::OkStatus();
+    WEFT_ASSIGN_OR_RETURN(sampler_, TrainSampler::Create(job(), trainer));
+    return absl::OkStatus();
+  }
+
+  absl::Status AfterStep(Trainer& trainer, int64_t step) override {
+    return sampler_ != nullptr ? sampler_->AtStep(trainer, step) : absl::OkStatus();
+  }
+
+  // The job the resumed checkpoint recorded, when it was a GPT's.
+  const std::optional<GptJob>& saved() const { return saved_; }
+
+ private:
+  std::optional<GptJob> saved_;
+  std::unique_ptr<TrainSampler> sampler_;
+};
+
 }  // namespace
 
 absl::Status RunGptTraining(const GptJob& given) {
@@ -74,33 +112,15 @@ absl::Status RunGptTraining(const GptJob& given) {
   // `bazel run` starts in the runfiles tree: user paths are relative to
   // where the command was typed.
   ResolveCheckpointPaths(&o.config);
-  auto resolved = std::make_shared<GptJob>(job);  // with the vocabulary filled in
-  o.describe_job = [resolved] { return resolved->DebugString(); };
   report::PrepareRunReport(&o.config);
-  SetGptJobCallbacks(job, path, resolved, &o);
-  // Before the resumed tensors load: n_head and the like are in no shape,
-  // and an untied lm_head would fail as a missing tensor without the flag.
-  // The recorded job is kept for the MoE note after the trainer is built.
-  auto saved_job = std::make_shared<std::optional<GptJob>>();
-  o.check_resumed = [resolved, saved_job,
-                     resume = job.train().resume()](const ckpt::Metadata& meta) {
-    absl::StatusOr<GptJob> saved = ParseRecordedGptJob(meta.job_config(), "the resumed checkpoint");
-    if (!saved.ok()) return absl::OkStatus();  // another job's checkpoint: the tensors tell
-    *saved_job = *saved;
-    return CheckSameArchitecture(saved->model(), resolved->model(),
-                                 absl::StrCat("the resumed checkpoint (--resume=", resume, ")"));
-  };
-  // --sample_every: the sampler needs the built trainer; the hook runs only
-  // once Run starts, after it is set.
-  auto sampler = std::make_shared<std::unique_ptr<TrainSampler>>();
-  if (job.sample_every() > 0) {
-    o.after_step = [sampler](Trainer& t, int64_t step) { return (*sampler)->AtStep(t, step); };
-  }
+  auto run_job = std::make_shared<GptRunJob>(job, path);
+  const GptRunJob& resolved = *run_job;  // with the vocabulary filled in once built
+  o.job = run_job;
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(o)));
-  if (job.sample_every() > 0) {
-    WEFT_ASSIGN_OR_RETURN(*sampler, TrainSampler::Create(job, *trainer));
+  WEFT_RETURN_IF_ERROR(run_job->StartSampler(*trainer));
+  if (resolved.saved().has_value()) {
+    NoteMoeRoutingOnResume(resolved.job(), *resolved.saved(), *trainer);
   }
-  if (saved_job->has_value()) NoteMoeRoutingOnResume(*resolved, **saved_job, *trainer);
   // --resume=auto with nothing saved yet starts from --init_from.
   const bool resumed = trainer->resumed_from() != nullptr;
   if (!job.init_from().empty() && resumed) {
@@ -111,7 +131,7 @@ absl::Status RunGptTraining(const GptJob& given) {
     const std::string from = ResolveUserPath(job.init_from());
     std::string file_tokenizer;
     WEFT_ASSIGN_OR_RETURN(GptWeights weights,
-                          ReadInitWeights(from, resolved->model(), &file_tokenizer));
+                          ReadInitWeights(from, resolved.job().model(), &file_tokenizer));
     // Token ids index the embedding: another tokenizer of the same size
     // would train on rows that mean other tokens.
     if (!file_tokenizer.empty() && !trainer->tokenizer().empty() &&

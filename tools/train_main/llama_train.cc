@@ -83,17 +83,16 @@ absl::Status RunLlamaTraining(const LlamaJob& given) {
   // `bazel run` starts in the runfiles tree: user paths are relative to
   // where the command was typed.
   ResolveCheckpointPaths(&o.config);
-  auto resolved = std::make_shared<LlamaJob>(job);  // with the vocabulary filled in
-  o.describe_job = [resolved] { return resolved->DebugString(); };
   report::PrepareRunReport(&o.config);
-  SetLlamaJobCallbacks(job, path, resolved, &o);
+  auto llama_job = std::make_shared<LlamaTrainJob>(job, path);
+  o.job = llama_job;
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(o)));
   if (!job.init_from().empty()) {
     if (trainer->resumed_from() != nullptr) {
       trainer->logger().Print(absl::StrCat("--init_from=", job.init_from(),
                                            " is not read: --resume continues its checkpoint"));
     } else {
-      WEFT_RETURN_IF_ERROR(LoadInitWeights(init_from, resolved->model(), *trainer));
+      WEFT_RETURN_IF_ERROR(LoadInitWeights(init_from, llama_job->job().model(), *trainer));
       std::printf("initialized from %s %s\n",
                   IsHfCheckpoint(init_from) ? "the Hugging Face checkpoint" : "safetensors weights",
                   init_from.c_str());

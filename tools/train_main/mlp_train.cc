@@ -19,6 +19,47 @@
 
 namespace weft {
 
+namespace {
+
+// Fashion-MNIST images and the MLP classifier over them.
+class MlpTrainJob : public TrainJob {
+ public:
+  explicit MlpTrainJob(const MlpJob& job) : job_(job) {}
+
+  absl::StatusOr<DataLoaders> OpenData(const data::DataLoader::Options& base) override {
+    data::ImageDataOptions opt;
+    if (!job_.train().data().data().empty()) opt.dir = ResolveUserPath(job_.train().data().data());
+    const std::string& scaling = job_.model().scaling();
+    if (scaling == "standardize") {
+      opt.dataset.scaling = data::PixelScaling::kStandardize;
+    } else if (scaling != "unit") {
+      return InvalidArgument("--scaling=" + scaling, "unit or standardize");
+    }
+    opt.dataset.num_classes = job_.model().num_classes();
+    opt.loader = base;
+    WEFT_ASSIGN_OR_RETURN(data::ImageData d, data::OpenFashionMnistData(opt));
+    if (d.num_features != job_.model().input_dim()) {
+      return InvalidArgument(absl::StrFormat("images have %d features", d.num_features),
+                             absl::StrFormat("--input_dim=%d", d.num_features));
+    }
+    return DataLoaders{std::move(d.train), std::move(d.test), d.num_classes};
+  }
+
+  absl::StatusOr<std::unique_ptr<Model>> MakeModel(const DataLoaders&) override {
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<MlpClassifier> m, MlpClassifier::Create(job_.model()));
+    return std::unique_ptr<Model>(std::move(m));
+  }
+
+  std::string InputField() const override { return "image"; }
+  std::string TargetField() const override { return "label"; }
+  std::string Describe() const override { return job_.DebugString(); }
+
+ private:
+  const MlpJob job_;
+};
+
+}  // namespace
+
 absl::Status RunMlpTraining(const MlpJob& job) {
   Trainer::Options o;
   o.config = job.train();
@@ -48,32 +89,8 @@ absl::Status RunMlpTraining(const MlpJob& job) {
                              absl::StrCat(flag, " belongs to //models/gpt:train's text data"));
     }
   }
-  o.describe_job = [job] { return job.DebugString(); };
   report::PrepareRunReport(&o.config);
-  o.input_field = "image";
-  o.target_field = "label";
-  o.open_data = [&](const data::DataLoader::Options& base) -> absl::StatusOr<DataLoaders> {
-    data::ImageDataOptions opt;
-    if (!job.train().data().data().empty()) opt.dir = ResolveUserPath(job.train().data().data());
-    const std::string& scaling = job.model().scaling();
-    if (scaling == "standardize") {
-      opt.dataset.scaling = data::PixelScaling::kStandardize;
-    } else if (scaling != "unit") {
-      return InvalidArgument("--scaling=" + scaling, "unit or standardize");
-    }
-    opt.dataset.num_classes = job.model().num_classes();
-    opt.loader = base;
-    WEFT_ASSIGN_OR_RETURN(data::ImageData d, data::OpenFashionMnistData(opt));
-    if (d.num_features != job.model().input_dim()) {
-      return InvalidArgument(absl::StrFormat("images have %d features", d.num_features),
-                             absl::StrFormat("--input_dim=%d", d.num_features));
-    }
-    return DataLoaders{std::move(d.train), std::move(d.test), d.num_classes};
-  };
-  o.make_model = [&](const DataLoaders&) -> absl::StatusOr<std::unique_ptr<Model>> {
-    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<MlpClassifier> m, MlpClassifier::Create(job.model()));
-    return std::unique_ptr<Model>(std::move(m));
-  };
+  o.job = std::make_shared<MlpTrainJob>(job);
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(o)));
   WEFT_RETURN_IF_ERROR(trainer->Run());
   WEFT_ASSIGN_OR_RETURN(ClassificationResult r, EvaluateClassifier(*trainer));
