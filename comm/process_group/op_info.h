@@ -17,6 +17,8 @@
 
 namespace weft::comm {
 
+struct FlightEntry;  // flight_recorder.h
+
 struct OpInfo {
   std::string group;  // "group 'world' (gloo, rank 1 of 4)"
   // 1-based sequence number. Collectives are numbered together, so every
@@ -35,6 +37,9 @@ struct OpInfo {
   // The job-wide rank of each group rank, when the group is a subgroup
   // (null: group ranks are the job's ranks), so errors name the process.
   std::shared_ptr<const std::vector<int>> global_ranks;
+  // This op's entry in the flight recorder (null when it records nothing):
+  // the Work and the backend move its state forward.
+  std::shared_ptr<FlightEntry> flight;
 
   // "all_reduce #3 (sum, f32[1000] = 4000 B) on group 'world' (gloo, rank 1 of 4)"
   std::string Describe() const;

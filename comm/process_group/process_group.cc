@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "comm/process_group/collective_fault.h"
+#include "comm/process_group/flight_recorder.h"
 #include "core/base/errors.h"
 
 namespace weft::comm {
@@ -95,6 +97,11 @@ std::shared_ptr<Work> ProcessGroup::Issue(
     OpInfo info, NativeStream stream, std::vector<Traffic> traffic,
     const std::function<std::shared_ptr<Work>(const OpContext&)>& issue) {
   info.seq = (info.point_to_point ? next_p2p_seq_ : next_collective_seq_).fetch_add(1) + 1;
+  if (!info.point_to_point && info.op == "all_reduce" &&
+      CollectiveFaultFor(name_, info.seq) == CollectiveFault::Kind::kSkip) {
+    // --debug_collective_fault: this rank never issues the op.
+    return MakeCompletedWork(info, absl::OkStatus());
+  }
   if (absl::Status h = health_->status(); !h.ok()) {
     return MakeCompletedWork(
         info, Annotate(h, absl::StrCat(info.Describe(), " not started because the group broke "
@@ -106,6 +113,7 @@ std::shared_ptr<Work> ProcessGroup::Issue(
     payload += t.payload_bytes;
   }
   const int64_t issued_us = observer_ != nullptr ? WallMicros() : 0;
+  info.flight = FlightRecorder::Global().Record(info, name_, rank_, size_, global_ranks_.get());
   OpContext ctx{std::move(info), stream};
   std::shared_ptr<Work> work = issue(ctx);
   if (observer_ != nullptr) work->Observe(observer_, payload, issued_us);
@@ -121,8 +129,14 @@ std::shared_ptr<Work> ProcessGroup::Issue(
     }                                                                    \
   } while (0)
 
-std::shared_ptr<Work> ProcessGroup::AllReduce(const Tensor& tensor,
+std::shared_ptr<Work> ProcessGroup::AllReduce(const Tensor& full,
                                               const AllReduceOptions& options) {
+  // --debug_collective_fault=resize: one element fewer than the peers. (The
+  // sequence number is the one Issue will take: ops come from one thread.)
+  const bool resize =
+      full.numel() > 1 &&
+      CollectiveFaultFor(name_, next_collective_seq_.load() + 1) == CollectiveFault::Kind::kResize;
+  const Tensor tensor = resize ? full.Flatten().Slice(0, 0, full.numel() - 1) : full;
   OpInfo info = Unissued("all_reduce", "");
   WEFT_PG_CHECK(info, CheckTensor(tensor, "tensor"));
   info.detail = absl::StrCat(ReduceOpName(options.op), ", ", TensorString(tensor), " = ",

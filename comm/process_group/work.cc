@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "comm/process_group/flight_recorder.h"
 #include "comm/util/deadline.h"
 
 namespace weft::comm {
@@ -20,7 +21,11 @@ void Work::Observe(std::shared_ptr<OpObserver> observer, int64_t payload_bytes, 
 }
 
 absl::Status Work::Wait(absl::Duration timeout) {
-  if (observer_ == nullptr) return DoWait(timeout);
+  if (observer_ == nullptr) {
+    absl::Status s = DoWait(timeout);
+    if (info_.flight != nullptr) info_.flight->MarkWaited(s.ok());
+    return s;
+  }
   observer_->OnWaitBegin(info_);
   ObservedOp op;
   op.info = &info_;
@@ -34,6 +39,7 @@ absl::Status Work::Wait(absl::Duration timeout) {
     op.finished_us = span->second;
   }
   op.ok = s.ok();
+  if (info_.flight != nullptr) info_.flight->MarkWaited(s.ok());
   observer_->OnWaitEnd(op);
   return s;
 }
@@ -41,6 +47,7 @@ absl::Status Work::Wait(absl::Duration timeout) {
 void HostWork::MarkStarted() {
   std::lock_guard<std::mutex> lock(mu_);
   started_us_ = WallMicros();
+  if (info().flight != nullptr) info().flight->MarkStarted();
 }
 
 std::optional<std::pair<int64_t, int64_t>> HostWork::HostSpan() const {
@@ -56,6 +63,7 @@ void HostWork::Complete(absl::Status status) {
     if (done_) return;
     done_ = true;
     finished_us_ = WallMicros();
+    if (info().flight != nullptr) info().flight->MarkEnded(status.ok());
     status_ = std::move(status);
   }
   done_cv_.notify_all();

@@ -179,6 +179,8 @@ class Trainer {
   // At the end of Run, rank 0 logs the largest peak of any rank
   // (worst_rank_peak.h); the step lines show rank 0's own.
   absl::Status LogWorstRankPeak();
+  // Run's loop; Run adds the flight recorder's dump on failure.
+  absl::Status RunSteps();
   absl::Status RefuseNewerCheckpoints() const;
   // Loads a checkpoint (resharding it to this rank's pieces) and continues
   // from its step: what --resume does at startup.

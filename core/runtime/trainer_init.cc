@@ -10,6 +10,7 @@
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "core/nn/materialize.h"
+#include "core/runtime/flight_dump.h"
 #include "core/runtime/job_agreement.h"
 #include "core/runtime/job_dtypes.h"
 #include "core/runtime/parallel_setup.h"
@@ -131,6 +132,10 @@ absl::Status Trainer::InitDevice() {
   stop_on_signal_ = c.save_on_signal() && !c.checkpoint_dir().empty();
   if (stop_on_signal_) WEFT_RETURN_IF_ERROR(InstallStopSignals());
   WEFT_ASSIGN_OR_RETURN(topology_, ResolveTopology(options_.topology));
+  // Before the first collective. SIGTERM is the stop signals' when they are on.
+  WEFT_RETURN_IF_ERROR(StartFlightRecorder(c.parallel(), topology_.rank, topology_.world_size,
+                                           /*own_signals=*/!stop_on_signal_ &&
+                                               topology_.world_size > 1));
   WEFT_RETURN_IF_ERROR(ResolveDevice(topology_));
   WEFT_ASSIGN_OR_RETURN(Allocator * device_alloc, DefaultAllocator(ctx_.device));
   param_alloc_ = std::make_unique<TrackingAllocator>("parameters", device_alloc);

@@ -6,7 +6,9 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "absl/strings/str_cat.h"
 #include "core/base/status_macros.h"
+#include "core/runtime/flight_dump.h"
 #include "core/runtime/worst_rank_peak.h"
 
 namespace weft {
@@ -31,6 +33,16 @@ absl::Status Trainer::LogWorstRankPeak() {
 }
 
 absl::Status Trainer::Run() {
+  absl::Status s = RunSteps();
+  // Any failure (a peer's, a timeout, this rank's own) leaves the ops this
+  // rank issued last for //tools:hang_report.
+  if (!s.ok() && parallel_->world_size > 1) {
+    DumpFlightRecorder(absl::StrCat("failed: ", s.message()));
+  }
+  return s;
+}
+
+absl::Status Trainer::RunSteps() {
   const TrainConfig& c = cfg();
   // A resumed trainer starts at its checkpoint's step.
   while (step_ < c.steps()) {

@@ -17,6 +17,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "comm/env/outer_launcher.h"
@@ -34,7 +35,7 @@ namespace {
 
 using comm::Deadline;
 
-constexpr int kHandledSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGCHLD};
+constexpr int kHandledSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD};
 int g_signal_pipe = -1;  // write end; the handler only writes to it
 
 void OnSignal(int sig) {
@@ -176,7 +177,9 @@ absl::Status Spawn(const std::vector<std::string>& command,
     if (::getppid() != parent) ::_exit(1);
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGCHLD, SIGPIPE}) sigaction(sig, &dfl, nullptr);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD, SIGPIPE}) {
+      sigaction(sig, &dfl, nullptr);
+    }
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -270,6 +273,12 @@ void Supervisor::Reap() {
 }
 
 void Supervisor::OnLauncherSignal(int sig) {
+  if (sig == SIGUSR2) {
+    // Not a stop: each worker writes its flight recorder and goes on.
+    Note("got SIGUSR2; forwarding it to the workers, which dump their flight recorders");
+    SignalLive(sig);
+    return;
+  }
   if (launcher_signal_ != 0 && sig == SIGINT) {
     Note("second interrupt: killing the workers");
     SignalLive(SIGKILL);
@@ -339,8 +348,13 @@ int Supervisor::Run() {
     int timeout_ms = 200;  // also catches coalesced SIGCHLDs
     if (kill_at_.has_value() && live > 0) {
       if (kill_at_->Expired()) {
+        std::vector<int> ranks;
+        for (const Worker& w : workers_) {
+          if (!w.exited) ranks.push_back(w.rank);
+        }
         Note(absl::StrCat("killing ", live, " worker(s) that did not stop within ",
-                          absl::FormatDuration(kill_grace_)));
+                          absl::FormatDuration(kill_grace_), ": rank",
+                          ranks.size() > 1 ? "s " : " ", absl::StrJoin(ranks, ", ")));
         SignalLive(SIGKILL);
         kill_at_.reset();
       } else {
