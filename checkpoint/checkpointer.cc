@@ -93,7 +93,7 @@ struct Checkpointer::Job {
   std::vector<HostStatePiece> pieces;
   RankState state;
   std::vector<MeshAxis> mesh;
-  std::string strategies, job_config, model_summary, optimizer, tokenizer;
+  std::string strategies, job_config, model_summary, optimizer, tokenizer, lr_schedule;
   Clock::time_point start;
   SaveStats stats;
 };
@@ -148,6 +148,7 @@ absl::Status Checkpointer::Save(const SaveRequest& request) {
   job->model_summary = request.model_summary;
   job->optimizer = request.optimizer;
   job->tokenizer = request.tokenizer;
+  job->lr_schedule = request.lr_schedule;
   job->start = t0;
   job->stats.step = request.step;
   // The copy to host: training may change the state once Save returns.
@@ -259,6 +260,7 @@ absl::Status Checkpointer::Commit(Job& job, std::vector<RankReport> reports) {
   meta.set_model_summary(job.model_summary);
   meta.set_optimizer(job.optimizer);
   meta.set_tokenizer(job.tokenizer);
+  meta.set_lr_schedule(job.lr_schedule);
   meta.set_chunk_bytes(options_.chunk_bytes);
   meta.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
   std::map<std::string, int> index;

@@ -61,6 +61,7 @@ struct SaveRequest {
   // Job-wide, used by rank 0 only.
   std::vector<MeshAxis> mesh;
   std::string strategies, job_config, model_summary, optimizer, tokenizer;
+  std::string lr_schedule;  // Metadata::lr_schedule
 };
 
 struct SaveStats {

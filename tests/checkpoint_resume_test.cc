@@ -457,3 +457,42 @@ TEST(ReshardedResumeTest, Ep2Tp2ThenOneProcessMatchesTheStraightRun) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// A resume under another --steps moves the LR schedule's end: the run says so
+// (it used to change the curve without a word). The same schedule says nothing.
+TEST(ResumeScheduleTest, AnotherScheduleIsNoted) {
+  GptJob job = BaseJob();
+  job.mutable_train()->set_steps(2);
+  const std::string dir = FreshDir("resume_schedule");
+  job.mutable_train()->set_checkpoint_dir(dir);
+  {
+    absl::StatusOr<std::unique_ptr<Trainer>> first = Trainer::Create(testing::GptTrainerOptions(job));
+    ASSERT_TRUE(first.ok()) << first.status();
+    ASSERT_TRUE((*first)->Run().ok());
+  }
+  for (const int64_t steps : {2, 4}) {
+    GptJob resumed = job;
+    resumed.mutable_train()->set_steps(steps);
+    resumed.mutable_train()->set_resume("auto");
+    const std::string metrics = absl::StrCat(dir, "/metrics_", steps, ".jsonl");
+    resumed.mutable_train()->set_metrics_out(metrics);
+    absl::StatusOr<std::unique_ptr<Trainer>> t = Trainer::Create(testing::GptTrainerOptions(resumed));
+    ASSERT_TRUE(t.ok()) << t.status();
+    ASSERT_TRUE((*t)->Run().ok());
+    const bool noted = ReadFile(metrics).find("learning-rate schedule differs") != std::string::npos;
+    EXPECT_EQ(noted, steps != 2) << "steps " << steps << ": " << ReadFile(metrics);
+  }
+}
+
+}  // namespace
+}  // namespace weft

@@ -219,6 +219,9 @@ class Trainer {
   // The next micro-batch of the train loader, ordered before the compute
   // stream's next work (its wait counts as the step's data wait).
   absl::StatusOr<data::Batch> NextTrainBatch();
+  // The LR schedule in words, recorded in checkpoints: a resume under
+  // another one (often another --steps) is noted.
+  std::string LrScheduleText() const;
   // The job's Describe(), or the TrainConfig alone when it gives none.
   std::string JobText() const;
   // The dropout masks' step seed (RunContext::dropout_seed).

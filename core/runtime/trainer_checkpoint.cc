@@ -146,6 +146,7 @@ absl::Status Trainer::SaveCheckpoint() {
   r.model_summary = model_->Summary();
   r.optimizer = optimizer_->config().name;
   r.tokenizer = loaders_.tokenizer;
+  r.lr_schedule = LrScheduleText();
   WEFT_RETURN_IF_ERROR(Annotate(checkpointer_->Save(r), absl::StrCat("checkpoint at step ", step_)));
   LogCheckpoint(/*after_save=*/true);
   return absl::OkStatus();

@@ -294,6 +294,12 @@ absl::Status Trainer::InitOptimizer() {
   return absl::OkStatus();
 }
 
+std::string Trainer::LrScheduleText() const {
+  const OptimConfig& o = cfg().optim();
+  return absl::StrCat(o.lr_schedule(), " ", o.lr(), " -> ", o.min_lr(), ", warmup ",
+                      o.warmup_steps(), ", over ", cfg().steps(), " steps");
+}
+
 // --resume's checkpoint, read once (its step is where the metrics file
 // continues, and InitCheckpointing loads it), then the metrics logger.
 absl::Status Trainer::InitResumeAndLog() {
@@ -306,6 +312,14 @@ absl::Status Trainer::InitResumeAndLog() {
     } else {
       WEFT_ASSIGN_OR_RETURN(resume_from_, ckpt::OpenCheckpoint(dir));
       WEFT_RETURN_IF_ERROR(options_.job->CheckResumed(resume_from_->meta));
+      const std::string& saved = resume_from_->meta.lr_schedule();
+      if (!saved.empty() && saved != LrScheduleText()) {
+        startup_notes_.push_back(absl::StrCat(
+            "the learning-rate schedule differs from the checkpoint's: it was ", saved,
+            ", it is now ", LrScheduleText(), "; from step ", resume_from_->meta.step() + 1,
+            " the LR follows the new one (keep --steps and the optim flags to continue the "
+            "old curve)"));
+      }
     }
   }
   const int64_t resumed_at = resume_from_ ? resume_from_->meta.step() : -1;
