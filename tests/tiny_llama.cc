@@ -19,6 +19,26 @@ LlamaConfig TinyLlamaConfig(bool tied, bool qk_norm) {
   return c;
 }
 
+LlamaConfig TinyLlamaMoeConfig(const std::string& variant) {
+  LlamaConfig c = TinyLlamaConfig(/*tied=*/false, /*qk_norm=*/variant == "qwen3");
+  c.set_num_experts(4);
+  c.set_top_k(2);
+  c.set_moe_ffn_hidden(32);
+  c.set_moe_aux_loss_coef(0.01f);
+  c.set_moe_z_loss_coef(0.001f);
+  if (variant == "sigmoid_shared") {
+    c.set_router_score("sigmoid");
+    c.set_moe_z_loss_coef(0);
+    c.set_shared_expert_hidden(24);
+  } else if (variant == "qwen3") {
+    c.set_num_experts(8);
+    c.set_top_k(4);
+    c.set_moe_ffn_hidden(16);
+    c.set_norm_topk_prob(false);
+  }
+  return c;
+}
+
 std::function<absl::StatusOr<std::unique_ptr<Model>>(const DataLoaders&)> LlamaModelFactory(
     const LlamaConfig& config, int64_t seq_len) {
   return [config, seq_len](const DataLoaders& d) -> absl::StatusOr<std::unique_ptr<Model>> {

@@ -122,9 +122,19 @@ def moe_flags(args):
 def model_flags(args):
     if args.model == "gpt":
         return [f"--max_seq_len={args.seq_len}", *moe_flags(args)]
-    return [f"--max_seq_len={args.seq_len}", f"--n_kv_head={args.n_kv_head}",
-            f"--ffn_hidden={args.ffn_hidden}", f"--rope_theta={args.rope_theta}",
-            "--tie_weights=false", f"--qk_norm={'true' if args.qk_norm else 'false'}"]
+    flags = [f"--max_seq_len={args.seq_len}", f"--n_kv_head={args.n_kv_head}",
+             f"--ffn_hidden={args.ffn_hidden}", f"--rope_theta={args.rope_theta}",
+             "--tie_weights=false", f"--qk_norm={'true' if args.qk_norm else 'false'}"]
+    if args.llama_experts > 0:
+        flags += [f"--num_experts={args.llama_experts}", f"--top_k={args.top_k}",
+                  f"--moe_ffn_hidden={args.moe_ffn_hidden}",
+                  f"--router_score={args.router_score}",
+                  f"--norm_topk_prob={'true' if args.norm_topk_prob else 'false'}",
+                  f"--shared_expert_hidden={args.shared_hidden}",
+                  f"--capacity_factor={args.capacity_factor}",
+                  f"--moe_aux_loss_coef={args.aux_coef}", f"--moe_z_loss_coef={args.z_coef}",
+                  f"--moe_routing_groups={args.routing_groups}"]
+    return flags
 
 
 def weft_run(w_file, data_dir, out_dir, args, extra):
@@ -274,6 +284,13 @@ def main():
     ap.add_argument("--aux_coef", type=float, default=0.01)
     ap.add_argument("--z_coef", type=float, default=0.0)
     ap.add_argument("--routing_groups", type=int, default=1)
+    # The Llama's mixture of experts (every block; 0: dense), with --top_k,
+    # --capacity_factor, --aux_coef, --z_coef and --routing_groups above.
+    ap.add_argument("--llama_experts", type=int, default=0)
+    ap.add_argument("--moe_ffn_hidden", type=int, default=32)
+    ap.add_argument("--router_score", choices=["softmax", "sigmoid"], default="softmax")
+    ap.add_argument("--norm_topk_prob", type=int, default=1, help="1: gates renormalised")
+    ap.add_argument("--shared_hidden", type=int, default=0, help="a shared expert's hidden size")
     ap.add_argument("--loss_rtol", type=float, default=2e-5)
     ap.add_argument("--norm_rtol", type=float, default=1e-4)
     # Adam divides by sqrt(v): float rounding in elements with tiny gradients
@@ -330,6 +347,11 @@ def main():
         sys.exit(1)
     moe = (f", MoE every {args.moe_every} (capacity {args.capacity_factor:g}, "
            f"{args.routing_groups} routing groups)" if args.moe_every else "")
+    if args.llama_experts:
+        moe = (f", {args.llama_experts} SwiGLU experts top-{args.top_k} {args.router_score}"
+               f"{' renormalised' if args.norm_topk_prob else ' raw'}"
+               f"{f' shared {args.shared_hidden}' if args.shared_hidden else ''} (capacity "
+               f"{args.capacity_factor:g}, {args.routing_groups} routing groups)")
     print(f"PASS: {len(runs)} weft run(s) match PyTorch {torch.__version__} for {args.steps} "
           f"steps of {args.optimizer} with {args.schedule} decay{moe}")
 

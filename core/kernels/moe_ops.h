@@ -3,13 +3,12 @@
 // reference lives in cpu/moe.cc, the CUDA kernels in cuda/moe.cu).
 //
 // Vocabulary (N tokens, E experts, k choices per token, C channels):
-//   probs (N, E) f32     softmax of the router logits
+//   probs (N, E) f32     the router's scores: the softmax of the logits, or
+//                        each logit's sigmoid (RouterSpec::score)
 //   lse   (N) f32        logsumexp of the logits (router z-loss)
 //   idx   (N, k) i32     chosen experts, best first (ties: the lower index)
-//   gates (N, k) f32     their weights: probabilities renormalised over the k
-//                        choices when k > 1, the raw probability when k == 1
-//                        (a renormalised single gate would be the constant 1
-//                        and teach the router nothing)
+//   gates (N, k) f32     their weights: the scores renormalised over the k
+//                        choices (RouterSpec::normalize), or the raw scores
 //   slots (N, k) i32     row of each choice in the expert-grouped buffer, or
 //                        -1 when the choice was dropped (capacity overflow)
 //   assign (M) i32       choice (t * k + j) of each row of the grouped buffer
@@ -25,21 +24,37 @@
 
 namespace weft {
 
+enum class RouterScore { kSoftmax, kSigmoid };
+
+struct RouterSpec {
+  int k = 2;
+  RouterScore score = RouterScore::kSoftmax;
+  // Gates renormalised over the k choices (Mixtral; Qwen3-MoE's
+  // norm_topk_prob); otherwise the raw scores (Switch's top-1).
+  bool normalize = true;
+};
+
+// The most choices per token the CUDA router keeps in registers.
+inline constexpr int kMaxRouterTopK = 16;
+
 class MoeKernelOps {
  public:
   virtual ~MoeKernelOps() = default;
 
   // probs, lse, idx, gates from logits (N, E) (compute dtype).
   virtual absl::Status RouterTopK(const KernelContext& ctx, Tensor& probs, Tensor& lse,
-                                  Tensor& idx, Tensor& gates, const Tensor& logits, int k) = 0;
+                                  Tensor& idx, Tensor& gates, const Tensor& logits,
+                                  const RouterSpec& spec) = 0;
   // dlogits (N, E) (compute dtype, overwritten) from dgates (N, k), plus two
-  // auxiliary terms added to dL/dprobs and dL/dlse before the softmax's
+  // auxiliary terms added to dL/dprobs and dL/dlse before the scores'
   // backward: dprobs_extra (N, E) f32 (the load-balancing loss), or
-  // undefined; and dL/dlse[n] = lse_scale * lse[n] (the z-loss).
+  // undefined; and dL/dlse[n] = lse_scale * lse[n] (the z-loss; 0 with
+  // sigmoid scores, which do not pass through the logsumexp).
   virtual absl::Status RouterTopKBackward(const KernelContext& ctx, Tensor& dlogits,
                                           const Tensor& dgates, const Tensor& probs,
                                           const Tensor& lse, const Tensor& idx,
-                                          const Tensor& dprobs_extra, float lse_scale) = 0;
+                                          const Tensor& dprobs_extra, float lse_scale,
+                                          const RouterSpec& spec) = 0;
 
   // Permutation into expert order: out (M, C) row i = w[a_i] * x (N, C)
   // row a_i / k, where a_i = assign[i] indexes the flattened (N, k) choices

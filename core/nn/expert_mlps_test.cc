@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/nn/materialize.h"
+#include "core/nn/swiglu_mlp.h"
 #include "core/testing/grad_check.h"
 #include "gtest/gtest.h"
 
@@ -80,22 +81,31 @@ class Halves : public ExpertPartialSums {
   const bool bias_;
 };
 
-TEST(ExpertMlpsTest, HiddenHalvesWithPartialSumsMatchWholeExperts) {
+// Halves of every expert's hidden units, cut along the dimensions
+// HiddenSplits() names (the contract tp splits by), with their partial sums
+// added and the output bias on one half only, match the whole experts.
+void CheckHiddenHalves(ExpertActivation act) {
   const std::vector<int64_t> counts = {4, 3};
   const Tensor x = RandomTensor({7, kC}, 1), dy = RandomTensor({7, kC}, 2);
-  ExpertMlps whole(kExperts, kC, kH, 0.5f, 0.5f);
+  ExpertMlps whole(kExperts, kC, kH, 0.5f, 0.5f, act);
   Fill(whole, 5);
+  const std::vector<ExpertMlps::HiddenSplit> wsplit = whole.HiddenSplits();
   // Half h holds hidden units [h * H/2, (h + 1) * H/2) of every expert.
   std::vector<std::unique_ptr<ExpertMlps>> half;
   for (int h = 0; h < 2; ++h) {
-    half.push_back(std::make_unique<ExpertMlps>(kExperts, kC, kH / 2, 0.5f, 0.5f));
+    half.push_back(std::make_unique<ExpertMlps>(kExperts, kC, kH / 2, 0.5f, 0.5f, act));
     ASSERT_TRUE(MaterializeParameters(*half[h], {.seed = 7}).ok());
-    const std::vector<Parameter*> w = whole.expert_parameters(), p = half[h]->expert_parameters();
     const int64_t b = h * kH / 2, e = b + kH / 2;
-    ASSERT_TRUE(p[0]->value.CopyFrom(w[0]->value.Slice(1, b, e)).ok());
-    ASSERT_TRUE(p[1]->value.CopyFrom(w[1]->value.Slice(1, b, e)).ok());
-    ASSERT_TRUE(p[2]->value.CopyFrom(w[2]->value.Slice(2, b, e)).ok());
-    ASSERT_TRUE(p[3]->value.CopyFrom(w[3]->value).ok());
+    const std::vector<ExpertMlps::HiddenSplit> split = half[h]->HiddenSplits();
+    ASSERT_EQ(split.size(), wsplit.size());
+    for (size_t i = 0; i < split.size(); ++i) {
+      ASSERT_TRUE(split[i].parameter->value.CopyFrom(
+          Copy(wsplit[i].parameter->value.Slice(wsplit[i].dim, b, e))).ok());
+    }
+    if (act == ExpertActivation::kGelu) {
+      ASSERT_TRUE(half[h]->expert_parameters()[3]->value.CopyFrom(
+          whole.expert_parameters()[3]->value).ok());
+    }
     half[h]->set_partial_sums(std::make_shared<Halves>(h == 0));
   }
   RunContext c = Ctx(), c0 = Ctx(), c1 = Ctx();
@@ -111,14 +121,64 @@ TEST(ExpertMlpsTest, HiddenHalvesWithPartialSumsMatchWholeExperts) {
   }
   // Split weights: each half's gradient is its slice; the output bias's
   // gradient is whole on both.
-  const std::vector<Parameter*> w = whole.expert_parameters();
   for (int h = 0; h < 2; ++h) {
-    const std::vector<Parameter*> p = half[h]->expert_parameters();
     const int64_t b = h * kH / 2, e = b + kH / 2;
-    ExpectNear(p[0]->grad, Copy(w[0]->grad.Slice(1, b, e)), "fc_weight grad");
-    ExpectNear(p[1]->grad, Copy(w[1]->grad.Slice(1, b, e)), "fc_bias grad");
-    ExpectNear(p[2]->grad, Copy(w[2]->grad.Slice(2, b, e)), "proj_weight grad");
-    ExpectNear(p[3]->grad, w[3]->grad, "proj_bias grad");
+    const std::vector<ExpertMlps::HiddenSplit> split = half[h]->HiddenSplits();
+    for (size_t i = 0; i < split.size(); ++i) {
+      ExpectNear(split[i].parameter->grad,
+                 Copy(wsplit[i].parameter->grad.Slice(wsplit[i].dim, b, e)),
+                 split[i].parameter->name().c_str());
+    }
+    if (act == ExpertActivation::kGelu) {
+      ExpectNear(half[h]->expert_parameters()[3]->grad, whole.expert_parameters()[3]->grad,
+                 "proj_bias grad");
+    }
+  }
+}
+
+TEST(ExpertMlpsTest, HiddenHalvesWithPartialSumsMatchWholeExperts) {
+  CheckHiddenHalves(ExpertActivation::kGelu);
+}
+
+TEST(ExpertMlpsTest, SwiGluHiddenHalvesMatchWholeExperts) {
+  CheckHiddenHalves(ExpertActivation::kSwiGlu);
+}
+
+// SwiGLU experts compute, row by row, what a SwiGluMlp with the same
+// expert's weights computes (the dense layer a Llama block uses).
+TEST(ExpertMlpsTest, SwiGluExpertsMatchTheDenseSwiGluMlp) {
+  const std::vector<int64_t> counts = {3, 4};
+  const Tensor x = RandomTensor({7, kC}, 1), dy = RandomTensor({7, kC}, 2);
+  ExpertMlps experts(kExperts, kC, kH, 0.5f, 0.5f, ExpertActivation::kSwiGlu);
+  Fill(experts, 9);
+  ASSERT_EQ(experts.expert_parameters().size(), 2u);
+  EXPECT_EQ(experts.hidden(), kH);
+  RunContext c = Ctx();
+  const std::vector<float> y = Values(*experts.ForwardGrouped(c, x, counts));
+  const std::vector<float> dx = Values(*experts.BackwardGrouped(c, dy));
+  Parameter* gate_up = experts.expert_parameters()[0];
+  Parameter* down = experts.expert_parameters()[1];
+  int64_t row = 0;
+  for (int j = 0; j < kExperts; ++j) {
+    SwiGluMlp mlp(kC, kH, 0.5f, 0.5f);
+    ASSERT_TRUE(MaterializeParameters(mlp, {.seed = 7}).ok());
+    Parameter* gu = mlp.FindParameter("gate_up.weight");
+    Parameter* dn = mlp.FindParameter("down.weight");
+    ASSERT_NE(gu, nullptr);
+    ASSERT_NE(dn, nullptr);
+    ASSERT_TRUE(gu->value.CopyFrom(Copy(gate_up->value.Select(0, j)).View({2 * kH, kC})).ok());
+    ASSERT_TRUE(dn->value.CopyFrom(Copy(down->value.Select(0, j))).ok());
+    RunContext cj = Ctx();
+    const int64_t e = row + counts[j];
+    const std::vector<float> yj = Values(*mlp.Forward(cj, Copy(x.Slice(0, row, e))));
+    const std::vector<float> dxj = Values(*mlp.Backward(cj, Copy(dy.Slice(0, row, e))));
+    for (size_t i = 0; i < yj.size(); ++i) {
+      EXPECT_NEAR(y[row * kC + i], yj[i], 1e-5) << "y, expert " << j;
+      EXPECT_NEAR(dx[row * kC + i], dxj[i], 1e-5) << "dx, expert " << j;
+    }
+    ExpectNear(Copy(gate_up->grad.Select(0, j)).View({2 * kH, kC}), gu->grad, "gate_up grad");
+    ExpectNear(Copy(down->grad.Select(0, j)), dn->grad, "down grad");
+    row = e;
   }
 }
 

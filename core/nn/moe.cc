@@ -9,6 +9,7 @@
 #include "core/base/status_macros.h"
 #include "core/kernels/moe_ops.h"
 #include "core/nn/moe_routing.h"
+#include "core/nn/swiglu_mlp.h"
 
 namespace weft {
 namespace {
@@ -28,11 +29,31 @@ absl::Status ValidateMoeConfig(const MoeConfig& c) {
   if (c.num_experts < 1) {
     return InvalidArgument(absl::StrCat("num_experts=", c.num_experts), "num_experts >= 1");
   }
-  if (c.top_k < 1 || c.top_k > 2 || c.top_k > c.num_experts) {
+  if (c.top_k < 1 || c.top_k > kMaxRouterTopK || c.top_k > c.num_experts) {
     return InvalidArgument(
         absl::StrCat("top_k=", c.top_k, " with num_experts=", c.num_experts),
-        "top_k of 1 or 2, and top_k <= num_experts",
-        "use --top_k=1 (Switch) or --top_k=2 (GShard) with at least that many experts");
+        absl::StrCat("1 <= top_k <= num_experts, and top_k <= ", kMaxRouterTopK),
+        "e.g. --top_k=1 (Switch), 2 (GShard, Mixtral) or 8 (Qwen3-MoE) with at least that "
+        "many experts");
+  }
+  if (c.router_score == RouterScore::kSigmoid && c.z_loss_coef != 0) {
+    return InvalidArgument(absl::StrCat("a z-loss (coefficient ", c.z_loss_coef,
+                                        ") with sigmoid router scores"),
+                           "z_loss_coef = 0 with sigmoid scores: they do not pass through the "
+                           "logsumexp the z-loss penalises",
+                           "drop the z-loss, or use softmax scores");
+  }
+  if (c.shared_hidden < 0 ||
+      (c.shared_hidden > 0 && c.expert_activation != ExpertActivation::kSwiGlu)) {
+    return InvalidArgument(absl::StrCat("a shared expert of ", c.shared_hidden, " hidden units"),
+                           "shared_hidden >= 0, and a shared expert only beside SwiGLU experts "
+                           "(GPT's MoE has none)");
+  }
+  if (c.top_k == 1 && c.normalize_gates.value_or(false)) {
+    return InvalidArgument("renormalised gates with top_k=1",
+                           "raw gates for a single choice: renormalised, every gate is 1 and the "
+                           "router gets no gradient from the task loss",
+                           "set norm_topk_prob / normalize_gates false, or top_k >= 2");
   }
   if (c.channels < 1 || c.hidden < 1) {
     return InvalidArgument(absl::StrCat("channels=", c.channels, " hidden=", c.hidden),
@@ -49,13 +70,23 @@ absl::Status ValidateMoeConfig(const MoeConfig& c) {
   return absl::OkStatus();
 }
 
+RouterSpec RouterSpecOf(const MoeConfig& c) {
+  return {.k = c.top_k,
+          .score = c.router_score,
+          .normalize = c.normalize_gates.value_or(c.top_k > 1)};
+}
+
 MoeLayer::MoeLayer(const MoeConfig& c) : Module("MoeLayer"), config_(c) {
   router_ = RegisterModule("router", std::make_unique<Linear>(
                                          c.channels, c.num_experts,
                                          Linear::Options{.bias = false, .init_std = c.init_std}));
   experts_ = RegisterModule("experts", std::make_unique<ExpertMlps>(
                                            c.num_experts, c.channels, c.hidden, c.init_std,
-                                           c.proj_init_std));
+                                           c.proj_init_std, c.expert_activation));
+  if (c.shared_hidden > 0) {
+    shared_ = RegisterModule("shared", std::make_unique<SwiGluMlp>(c.channels, c.shared_hidden,
+                                                                   c.init_std, c.proj_init_std));
+  }
   stats_.routed.assign(c.num_experts, 0);
 }
 
@@ -206,7 +237,8 @@ absl::StatusOr<Tensor> MoeLayer::Forward(RunContext& ctx, const Tensor& x) {
   WEFT_ASSIGN_OR_RETURN(Tensor lse, ctx.Empty({n}, DType::kF32));
   WEFT_ASSIGN_OR_RETURN(Tensor idx, ctx.Empty({n, k}, DType::kI32));
   WEFT_ASSIGN_OR_RETURN(Tensor gates, ctx.Empty({n, k}, DType::kF32));
-  WEFT_RETURN_IF_ERROR(moe->RouterTopK(kc, probs, lse, idx, gates, logits, k));
+  WEFT_RETURN_IF_ERROR(moe->RouterTopK(kc, probs, lse, idx, gates, logits,
+                                       RouterSpecOf(config_)));
 
   // Routing groups: sample b (rows of x's first dimension) in b % groups.
   int groups = config_.routing_groups;
@@ -238,6 +270,10 @@ absl::StatusOr<Tensor> MoeLayer::Forward(RunContext& ctx, const Tensor& x) {
   }
   WEFT_ASSIGN_OR_RETURN(Tensor y, ctx.Empty({n, c}, ctx.compute_dtype));
   WEFT_RETURN_IF_ERROR(moe->CombineRows(kc, y, expert_out, slots, gates, /*accumulate=*/false));
+  if (shared_ != nullptr) {
+    WEFT_ASSIGN_OR_RETURN(Tensor ys, shared_->CallForward(ctx, x2));
+    WEFT_RETURN_IF_ERROR(ctx.ops->Add(kc, y, y, ys));
+  }
 
   if (ctx.training) {
     // The probabilities and log-sum-exps are read for the metrics only (the
@@ -303,12 +339,17 @@ absl::StatusOr<Tensor> MoeLayer::Backward(RunContext& ctx, const Tensor& dy) {
   WEFT_ASSIGN_OR_RETURN(Tensor dlogits, ctx.Empty({n, e}, ctx.compute_dtype));
   const float lse_scale = 2.0f * config_.z_loss_coef * ctx.dloss_scale;
   WEFT_RETURN_IF_ERROR(moe->RouterTopKBackward(kc, dlogits, dgates, (*r)[kProbs], (*r)[kLse],
-                                               (*r)[kExperts], (*s)[kDprobsExtra], lse_scale));
+                                               (*r)[kExperts], (*s)[kDprobsExtra], lse_scale,
+                                               RouterSpecOf(config_)));
   const Shape shape = r->shape;
   ctx.store().Drop(RouterKey(), ctx.slot);
   ctx.store().Drop(RoutingKey(), ctx.slot);
   WEFT_ASSIGN_OR_RETURN(Tensor dx_router, router_->CallBackward(ctx, dlogits));
   WEFT_RETURN_IF_ERROR(ctx.ops->Add(kc, dx, dx, dx_router));
+  if (shared_ != nullptr) {
+    WEFT_ASSIGN_OR_RETURN(Tensor dx_shared, shared_->CallBackward(ctx, dy2));
+    WEFT_RETURN_IF_ERROR(ctx.ops->Add(kc, dx, dx, dx_shared));
+  }
   return dx.View(shape);
 }
 

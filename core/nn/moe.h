@@ -1,13 +1,18 @@
 // MoeLayer: a mixture-of-experts MLP (Switch / GShard style) that replaces a
 // transformer block's MLP: (B, T, C) -> (B, T, C).
 //
-//   router     logits = x W_r^T (no bias), probs = softmax(logits)
-//   top-k      each token picks k experts (k = 1 or 2); gates are the
-//              probabilities renormalised over the k (k = 2) or the raw
-//              probability (k = 1)
+//   router     logits = x W_r^T (no bias), probs = softmax(logits), or
+//              each logit's sigmoid (router_score; DeepSeek-V3's router)
+//   top-k      each token picks k experts; gates are the scores
+//              renormalised over the k (normalize_gates; Mixtral, Qwen3-MoE's
+//              norm_topk_prob) or the raw scores (Switch's top-1)
 //   capacity   moe_routing.h: the drop policy, or dropless; in training
 //              only (validation and sampling keep every choice)
-//   experts    E GPT-2 MLPs over tokens grouped by expert (ExpertMlps)
+//   experts    E MLPs over tokens grouped by expert (ExpertMlps): GPT-2's
+//              or SwiGLU (expert_activation)
+//   shared     optionally a shared SwiGLU expert every token passes through
+//              (DeepSeek's shared experts): y[t] += shared(x[t]); it is a
+//              dense module (replicated under ep and tp, like the router)
 //   output     y[t] = sum over kept choices of gate * expert(x[t]); the
 //              block's residual carries dropped tokens through unchanged
 //
@@ -45,6 +50,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/kernels/moe_ops.h"
 #include "core/nn/expert_dispatcher.h"
 #include "core/nn/expert_mlps.h"
 #include "core/nn/linear.h"
@@ -59,6 +65,14 @@ struct MoeConfig {
   int64_t hidden = 512;  // per expert
   int num_experts = 8;
   int top_k = 2;
+  ExpertActivation expert_activation = ExpertActivation::kGelu;
+  RouterScore router_score = RouterScore::kSoftmax;
+  // Gates renormalised over the top_k choices; unset: when top_k > 1 (a
+  // renormalised single gate is the constant 1 and teaches the router
+  // nothing).
+  std::optional<bool> normalize_gates;
+  // Hidden size of a shared SwiGLU expert (kSwiGlu experts only); 0: none.
+  int64_t shared_hidden = 0;
   // Capacity per expert = ceil(factor * N * k / E); <= 0: dropless.
   double capacity_factor = 0.0;
   float aux_loss_coef = 0.01f;
@@ -73,9 +87,13 @@ struct MoeConfig {
   float proj_init_std = 0.02f;
 };
 
-// Checks the config: experts >= 1, 1 <= top_k <= min(2, experts), sizes > 0,
-// routing_groups >= 1.
+// Checks the config: experts >= 1, 1 <= top_k <= min(16, experts), sizes
+// > 0, routing_groups >= 1, no z-loss with sigmoid scores, no renormalised
+// single gate, a shared expert only beside SwiGLU experts.
 absl::Status ValidateMoeConfig(const MoeConfig& config);
+
+// The router kernels' spec of `config`.
+RouterSpec RouterSpecOf(const MoeConfig& config);
 
 // Routing statistics summed since the last TakeStats(). Under a
 // RoutingExchange they are the whole routing group's, the same on each rank.
@@ -98,6 +116,7 @@ class MoeLayer : public Module {
   const MoeConfig& config() const { return config_; }
   Linear* router() const { return router_; }
   ExpertMlps* experts() const { return experts_; }
+  Module* shared() const { return shared_; }  // null without a shared expert
   // Null: every expert is local.
   void set_dispatcher(std::shared_ptr<ExpertDispatcher> d) { dispatcher_ = std::move(d); }
   // Null: this rank's tokens are the whole routing group.
@@ -135,6 +154,7 @@ class MoeLayer : public Module {
   const MoeConfig config_;
   Linear* router_;
   ExpertMlps* experts_;
+  Module* shared_ = nullptr;
   std::shared_ptr<ExpertDispatcher> dispatcher_;
   std::shared_ptr<RoutingExchange> exchange_;
   MoeStats stats_;

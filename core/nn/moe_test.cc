@@ -75,6 +75,60 @@ TEST(MoeLayerTest, GradientsTwoRoutingGroupsWithDrops) {
   CheckGradients(c);
 }
 
+// The Llama variants: SwiGLU experts, top-3 of 4 with raw or renormalised
+// gates, sigmoid scores, and a shared expert beside the routed ones.
+MoeConfig SwiGlu(int k, bool normalize) {
+  MoeConfig c = Config(k, 0.0);
+  c.expert_activation = ExpertActivation::kSwiGlu;
+  c.normalize_gates = normalize;
+  return c;
+}
+TEST(MoeLayerTest, GradientsSwiGluTopThreeRenormalised) { CheckGradients(SwiGlu(3, true)); }
+TEST(MoeLayerTest, GradientsSwiGluTopThreeRaw) { CheckGradients(SwiGlu(3, false)); }
+TEST(MoeLayerTest, GradientsSigmoidScores) {
+  MoeConfig c = SwiGlu(2, true);
+  c.router_score = RouterScore::kSigmoid;
+  c.z_loss_coef = 0;
+  CheckGradients(c);
+}
+TEST(MoeLayerTest, GradientsWithSharedExpertAndDrops) {
+  MoeConfig c = SwiGlu(2, true);
+  c.shared_hidden = 5;
+  c.capacity_factor = 0.5;
+  CheckGradients(c);
+}
+
+TEST(MoeLayerTest, SharedExpertAddsItsOutputToTheRoutedOnes) {
+  MoeConfig routed = SwiGlu(2, true), both = routed;
+  both.shared_hidden = 5;
+  MoeLayer a(routed), b(both);
+  Materialize(a);
+  Materialize(b);
+  for (Parameter* p : a.Parameters()) {
+    ASSERT_TRUE(b.FindParameter(p->name())->value.CopyFrom(p->value).ok());
+  }
+  ASSERT_NE(b.shared(), nullptr);
+  Tensor x = RandomTensor({2, 3, 6}, 4);
+  RunContext ca = Ctx(), cb = Ctx(), cs = Ctx();
+  const std::vector<float> ya = Values(*a.CallForward(ca, x)), yb = Values(*b.CallForward(cb, x));
+  const std::vector<float> ys = Values(*b.shared()->CallForward(cs, x.View({6, 6})));
+  for (size_t i = 0; i < ya.size(); ++i) EXPECT_NEAR(yb[i], ya[i] + ys[i], 1e-6) << i;
+}
+
+TEST(MoeLayerTest, RefusesBadRouterConfigs) {
+  MoeConfig c = SwiGlu(1, true);  // one renormalised gate is the constant 1
+  EXPECT_EQ(ValidateMoeConfig(c).code(), absl::StatusCode::kInvalidArgument);
+  c = SwiGlu(2, true);
+  c.router_score = RouterScore::kSigmoid;  // z-loss 0.1 from Config
+  EXPECT_EQ(ValidateMoeConfig(c).code(), absl::StatusCode::kInvalidArgument);
+  c = Config(2, 0.0);
+  c.shared_hidden = 4;  // GELU experts have no shared expert
+  EXPECT_EQ(ValidateMoeConfig(c).code(), absl::StatusCode::kInvalidArgument);
+  c = SwiGlu(5, true);  // more choices than experts
+  EXPECT_EQ(ValidateMoeConfig(c).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(ValidateMoeConfig(SwiGlu(4, true)).ok());
+}
+
 TEST(MoeLayerTest, RoutingGroupsRouteEachGroupAlone) {
   // Samples {0, 2} and {1, 3} of a batch of 4, routed as two groups with
   // drops, give the outputs of two layers each seeing its own 2 samples.
@@ -180,7 +234,10 @@ TEST(MoeLayerTest, RejectsTopKAboveExperts) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("top_k=2 with num_experts=1"), std::string::npos) << s;
   c.num_experts = 4;
-  c.top_k = 3;
+  c.top_k = 3;  // any k up to the experts
+  EXPECT_TRUE(ValidateMoeConfig(c).ok());
+  c.num_experts = 32;
+  c.top_k = kMaxRouterTopK + 1;  // past what the CUDA router holds
   EXPECT_FALSE(ValidateMoeConfig(c).ok());
 }
 

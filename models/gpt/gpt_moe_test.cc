@@ -48,8 +48,10 @@ TEST(GptMoeTest, ConfigErrors) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("top_k=2 with num_experts=1"), std::string::npos) << s;
   c = TinyMoe();
-  c.set_top_k(3);
+  c.set_top_k(c.num_experts() + 1);  // more choices than experts
   EXPECT_FALSE(Gpt::Create(c, 8).ok());
+  c.set_top_k(c.num_experts());  // any k up to the experts
+  EXPECT_TRUE(Gpt::Create(c, 8).ok());
   c = TinyMoe();
   c.set_moe_every(-1);
   EXPECT_FALSE(Gpt::Create(c, 8).ok());

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -55,6 +56,137 @@ absl::Status Agree(bool set, T mine, T theirs, const char* flag, const char* key
       absl::StrCat("drop --", flag, " (and the config's ", flag, ") to take the checkpoint's"));
 }
 
+const JsonValue* Present(const JsonValue& c, const char* key) {
+  const JsonValue* v = c.Find(key);
+  return v == nullptr || v->kind == JsonValue::Kind::kNull ? nullptr : v;
+}
+
+// The mixture-of-experts fields of Mixtral's and Qwen3-MoE's config.json:
+// every layer sparse, softmax routing (Mixtral's softmax over the top-k
+// logits is the softmax renormalised over the k).
+absl::Status ReadMoeFields(const JsonValue& c, const std::string& arch, const LlamaConfig& base,
+                           const std::string& path, LlamaConfig* m) {
+  const bool mixtral = arch == "MixtralForCausalLM";
+  if (!mixtral && arch != "Qwen3MoeForCausalLM") return absl::OkStatus();
+  // Qwen3-MoE's files on the Hub say num_experts; transformers 5 writes
+  // num_local_experts, as Mixtral's.
+  const char* experts_key =
+      mixtral || Present(c, "num_local_experts") != nullptr ? "num_local_experts" : "num_experts";
+  WEFT_ASSIGN_OR_RETURN(double experts, Number(c, experts_key, std::nullopt, path));
+  WEFT_ASSIGN_OR_RETURN(double top_k, Number(c, "num_experts_per_tok", std::nullopt, path));
+  WEFT_ASSIGN_OR_RETURN(double hidden,
+                        Number(c, mixtral ? "intermediate_size" : "moe_intermediate_size",
+                               std::nullopt, path));
+  WEFT_ASSIGN_OR_RETURN(double aux, Number(c, "router_aux_loss_coef", 0.01, path));
+  if (const JsonValue* j = Present(c, "router_jitter_noise"); j != nullptr && j->is_number() &&
+                                                             j->number != 0) {
+    return InvalidArgument(absl::StrCat(path, ": \"router_jitter_noise\": ", j->number),
+                           "a router without jitter (weft's is deterministic)",
+                           "set router_jitter_noise to 0 in config.json");
+  }
+  if (!mixtral) {
+    // Qwen3-MoE may keep some layers dense: weft's MoE Llama is sparse everywhere.
+    const JsonValue* step = Present(c, "decoder_sparse_step");
+    const JsonValue* dense = Present(c, "mlp_only_layers");
+    if ((step != nullptr && step->is_number() && step->number != 1) ||
+        (dense != nullptr && dense->is_array() && !dense->array.empty())) {
+      return InvalidArgument(absl::StrCat(path, ": dense layers between the sparse ones "
+                                                "(decoder_sparse_step or mlp_only_layers)"),
+                             "every layer a mixture of experts (decoder_sparse_step 1, no "
+                             "mlp_only_layers)");
+    }
+  }
+  bool normalize = true;
+  if (const JsonValue* n = Present(c, "norm_topk_prob"); !mixtral && n != nullptr &&
+                                                        n->kind == JsonValue::Kind::kBool) {
+    normalize = n->boolean;
+  }
+  m->set_num_experts(static_cast<int>(experts));
+  m->set_top_k(static_cast<int>(top_k));
+  m->set_moe_ffn_hidden(static_cast<int>(hidden));
+  m->set_norm_topk_prob(normalize);
+  m->set_moe_aux_loss_coef(base.has_moe_aux_loss_coef() ? base.moe_aux_loss_coef()
+                                                         : static_cast<float>(aux));
+  // Training knobs config.json does not fix.
+  m->set_capacity_factor(base.capacity_factor());
+  m->set_moe_z_loss_coef(base.moe_z_loss_coef());
+  m->set_moe_routing_groups(base.moe_routing_groups());
+  WEFT_RETURN_IF_ERROR(Agree(base.has_num_experts(), base.num_experts(), m->num_experts(),
+                             "num_experts", experts_key, path));
+  WEFT_RETURN_IF_ERROR(Agree(base.has_top_k(), base.top_k(), m->top_k(), "top_k",
+                             "num_experts_per_tok", path));
+  WEFT_RETURN_IF_ERROR(Agree(base.has_moe_ffn_hidden(), base.moe_ffn_hidden(),
+                             m->moe_ffn_hidden(), "moe_ffn_hidden",
+                             mixtral ? "intermediate_size" : "moe_intermediate_size", path));
+  return Agree(base.has_norm_topk_prob(), base.norm_topk_prob(), m->norm_topk_prob(),
+               "norm_topk_prob", "norm_topk_prob", path);
+}
+
+using TakeFn = std::function<absl::StatusOr<ckpt::HostTensor>(const std::string&)>;
+using HasFn = std::function<bool(const std::string&)>;
+
+// gate's rows, then up's: weft's packed gate_up.
+absl::StatusOr<ckpt::HostTensor> StackRows(ckpt::HostTensor gate, const ckpt::HostTensor& up,
+                                           const std::string& what) {
+  if (gate.shape != up.shape || gate.shape.size() != 2) {
+    return InvalidArgument(absl::StrCat(what, ": gate and up projection shapes differ"),
+                           "equal (intermediate_size, hidden_size) matrices");
+  }
+  gate.values.insert(gate.values.end(), up.values.begin(), up.values.end());
+  gate.shape[0] *= 2;
+  return gate;
+}
+
+absl::Status ExpectShape(const ckpt::HostTensor& t, const std::vector<int64_t>& want,
+                         const std::string& name) {
+  if (t.shape == want) return absl::OkStatus();
+  return InvalidArgument(absl::StrCat(name, " is ", absl::StrJoin(t.shape, "x")),
+                         absl::StrCat(absl::StrJoin(want, "x"), " for config.json's shape"),
+                         "a config.json that matches the weights");
+}
+
+// One layer's router and experts into weft's MoeLayer names. Mixtral's
+// Hub files keep block_sparse_moe.experts.J.{w1 (gate), w3 (up), w2
+// (down)}, Qwen3-MoE's mlp.experts.J.{gate,up,down}_proj; transformers 5
+// stores each layer's experts fused, mlp.experts.gate_up_proj (E, 2H, C)
+// and down_proj (E, C, H).
+absl::Status TakeExperts(const std::string& hf_pre, const std::string& pre,
+                         const LlamaConfig& config, const TakeFn& take, const HasFn& has,
+                         std::map<std::string, ckpt::HostTensor>* out) {
+  const int64_t e = config.num_experts(), c = config.d_model();
+  const int64_t h = LlamaMoeConfig(config).hidden;
+  const std::string moe = has(hf_pre + "block_sparse_moe.gate.weight") ? hf_pre + "block_sparse_moe."
+                                                                       : hf_pre + "mlp.";
+  WEFT_ASSIGN_OR_RETURN(ckpt::HostTensor router, take(moe + "gate.weight"));
+  WEFT_RETURN_IF_ERROR(ExpectShape(router, {e, c}, moe + "gate.weight"));
+  (*out)[pre + "mlp.router.weight"] = std::move(router);
+  ckpt::HostTensor gate_up{.shape = {e, 2, h, c}}, down{.shape = {e, c, h}};
+  if (has(moe + "experts.gate_up_proj")) {
+    WEFT_ASSIGN_OR_RETURN(ckpt::HostTensor gu, take(moe + "experts.gate_up_proj"));
+    WEFT_RETURN_IF_ERROR(ExpectShape(gu, {e, 2 * h, c}, moe + "experts.gate_up_proj"));
+    WEFT_ASSIGN_OR_RETURN(ckpt::HostTensor d, take(moe + "experts.down_proj"));
+    WEFT_RETURN_IF_ERROR(ExpectShape(d, {e, c, h}, moe + "experts.down_proj"));
+    gate_up.values = std::move(gu.values);
+    down.values = std::move(d.values);
+  } else {
+    const bool mixtral = has(moe + "experts.0.w1.weight");
+    for (int64_t j = 0; j < e; ++j) {
+      const std::string x = absl::StrCat(moe, "experts.", j, ".");
+      WEFT_ASSIGN_OR_RETURN(ckpt::HostTensor g, take(x + (mixtral ? "w1.weight" : "gate_proj.weight")));
+      WEFT_ASSIGN_OR_RETURN(ckpt::HostTensor u, take(x + (mixtral ? "w3.weight" : "up_proj.weight")));
+      WEFT_ASSIGN_OR_RETURN(ckpt::HostTensor d, take(x + (mixtral ? "w2.weight" : "down_proj.weight")));
+      WEFT_RETURN_IF_ERROR(ExpectShape(g, {h, c}, x + "gate"));
+      WEFT_RETURN_IF_ERROR(ExpectShape(d, {c, h}, x + "down"));
+      WEFT_ASSIGN_OR_RETURN(ckpt::HostTensor gu, StackRows(std::move(g), u, x));
+      gate_up.values.insert(gate_up.values.end(), gu.values.begin(), gu.values.end());
+      down.values.insert(down.values.end(), d.values.begin(), d.values.end());
+    }
+  }
+  (*out)[pre + "mlp.experts.gate_up_weight"] = std::move(gate_up);
+  (*out)[pre + "mlp.experts.down_weight"] = std::move(down);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 bool IsHfCheckpoint(const std::string& path) {
@@ -71,11 +203,13 @@ absl::StatusOr<LlamaConfig> ReadHfLlamaConfig(const std::string& dir, const Llam
     arch = a->array[0].string;
   }
   static const std::set<std::string> kKnown = {"LlamaForCausalLM", "MistralForCausalLM",
-                                               "Qwen3ForCausalLM"};
+                                               "Qwen3ForCausalLM", "MixtralForCausalLM",
+                                               "Qwen3MoeForCausalLM"};
   if (kKnown.count(arch) == 0) {
     return InvalidArgument(absl::StrCat(path, " describes \"", arch.empty() ? "no architecture" : arch,
                                         "\""),
-                           "LlamaForCausalLM, MistralForCausalLM or Qwen3ForCausalLM",
+                           "LlamaForCausalLM, MistralForCausalLM, Qwen3ForCausalLM, "
+                           "MixtralForCausalLM or Qwen3MoeForCausalLM",
                            "a GPT-2 checkpoint trains with //models/gpt:train");
   }
   for (const char* flag : {"attention_bias", "mlp_bias"}) {
@@ -106,7 +240,8 @@ absl::StatusOr<LlamaConfig> ReadHfLlamaConfig(const std::string& dir, const Llam
   m.set_norm_eps(static_cast<float>(eps));
   m.set_vocab_pad_multiple(base.vocab_pad_multiple());
   m.set_init_std(base.init_std());
-  m.set_qk_norm(arch == "Qwen3ForCausalLM");
+  m.set_qk_norm(arch == "Qwen3ForCausalLM" || arch == "Qwen3MoeForCausalLM");
+  WEFT_RETURN_IF_ERROR(ReadMoeFields(c, arch, base, path, &m));
   const JsonValue* tie = c.Find("tie_word_embeddings");
   m.set_tie_weights(tie != nullptr && tie->kind == JsonValue::Kind::kBool && tie->boolean);
   // Rotary parameters: transformers 4 writes rope_theta and rope_scaling,
@@ -211,6 +346,7 @@ absl::StatusOr<std::map<std::string, ckpt::HostTensor>> ReadHfLlamaWeights(
     used.insert(name);
     return it->second;
   };
+  auto has = [&](const std::string& name) { return hf.count(name) > 0; };
   // Vocabulary rows padded with zeros to weft's padded vocabulary.
   const int64_t m = config.vocab_pad_multiple();
   const int64_t padded = (config.vocab_size() + m - 1) / m * m;
@@ -231,24 +367,23 @@ absl::StatusOr<std::map<std::string, ckpt::HostTensor>> ReadHfLlamaWeights(
              {"self_attn.q_proj.weight", "attn.q.weight"},
              {"self_attn.k_proj.weight", "attn.k.weight"},
              {"self_attn.v_proj.weight", "attn.v.weight"},
-             {"self_attn.o_proj.weight", "attn.proj.weight"},
-             {"mlp.down_proj.weight", "mlp.down.weight"}}) {
+             {"self_attn.o_proj.weight", "attn.proj.weight"}}) {
       WEFT_ASSIGN_OR_RETURN(out[pre + to], take(hf_pre + from));
     }
     if (config.qk_norm()) {
       WEFT_ASSIGN_OR_RETURN(out[pre + "attn.q_norm.weight"], take(hf_pre + "self_attn.q_norm.weight"));
       WEFT_ASSIGN_OR_RETURN(out[pre + "attn.k_norm.weight"], take(hf_pre + "self_attn.k_norm.weight"));
     }
+    if (LlamaIsMoe(config)) {
+      WEFT_RETURN_IF_ERROR(TakeExperts(hf_pre, pre, config, take, has, &out));
+      continue;
+    }
+    WEFT_ASSIGN_OR_RETURN(out[pre + "mlp.down.weight"], take(hf_pre + "mlp.down_proj.weight"));
     // gate_up holds gate's rows, then up's.
     WEFT_ASSIGN_OR_RETURN(ckpt::HostTensor gate, take(hf_pre + "mlp.gate_proj.weight"));
     WEFT_ASSIGN_OR_RETURN(ckpt::HostTensor up, take(hf_pre + "mlp.up_proj.weight"));
-    if (gate.shape != up.shape || gate.shape.size() != 2) {
-      return InvalidArgument(absl::StrCat(hf_pre, "mlp: gate_proj and up_proj shapes differ"),
-                             "equal (intermediate_size, hidden_size) matrices");
-    }
-    gate.values.insert(gate.values.end(), up.values.begin(), up.values.end());
-    gate.shape[0] *= 2;
-    out[pre + "mlp.gate_up.weight"] = std::move(gate);
+    WEFT_ASSIGN_OR_RETURN(out[pre + "mlp.gate_up.weight"],
+                          StackRows(std::move(gate), up, hf_pre + "mlp"));
   }
   WEFT_ASSIGN_OR_RETURN(out["ln_f.weight"], take("model.norm.weight"));
   if (!config.tie_weights()) {

@@ -2,7 +2,10 @@
 // directory with config.json and model.safetensors (or sharded
 // model-0000N-of-0000M.safetensors with model.safetensors.index.json), as
 // transformers' save_pretrained writes them, for LlamaForCausalLM and the
-// same-shaped MistralForCausalLM and Qwen3ForCausalLM (QK-norm).
+// same-shaped MistralForCausalLM and Qwen3ForCausalLM (QK-norm), and the
+// mixtures of experts MixtralForCausalLM and Qwen3MoeForCausalLM (every
+// layer sparse; per-expert tensors as on the Hub, or transformers 5's fused
+// experts).
 //
 // The model's shape comes from config.json; the tensors are renamed to
 // weft's (model.layers.N.self_attn.q_proj -> blocks.N.attn.q, ...), gate_proj

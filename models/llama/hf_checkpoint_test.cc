@@ -56,7 +56,8 @@ TEST_P(HfCheckpointTest, LossesEqualTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transformers, HfCheckpointTest,
-                         ::testing::Values("hf_llama_tiny", "hf_qwen3_tiny"));
+                         ::testing::Values("hf_llama_tiny", "hf_qwen3_tiny", "hf_mixtral_tiny",
+                                           "hf_mixtral_fused_tiny", "hf_qwen3_moe_tiny"));
 
 TEST(HfCheckpointConfigTest, AFlagThatContradictsConfigJsonIsAnError) {
   LlamaConfig base;
@@ -79,6 +80,27 @@ TEST(HfCheckpointConfigTest, ReadsTheShapeAndTheRopeScaling) {
   EXPECT_TRUE(q.qk_norm());
   EXPECT_EQ(q.head_dim(), 16);
   EXPECT_TRUE(q.tie_weights());
+}
+
+TEST(HfCheckpointConfigTest, ReadsTheMixturesOfExperts) {
+  LlamaConfig m = *ReadHfLlamaConfig(Fixture("hf_mixtral_tiny"), LlamaConfig());
+  EXPECT_EQ(m.num_experts(), 4);
+  EXPECT_EQ(m.top_k(), 2);
+  EXPECT_EQ(m.moe_ffn_hidden(), 24);
+  EXPECT_TRUE(m.norm_topk_prob());
+  EXPECT_FALSE(m.qk_norm());
+  LlamaConfig q = *ReadHfLlamaConfig(Fixture("hf_qwen3_moe_tiny"), LlamaConfig());
+  EXPECT_EQ(q.num_experts(), 8);
+  EXPECT_EQ(q.top_k(), 4);
+  EXPECT_EQ(q.moe_ffn_hidden(), 16);
+  EXPECT_FALSE(q.norm_topk_prob());
+  EXPECT_TRUE(q.qk_norm());
+  EXPECT_FLOAT_EQ(q.moe_aux_loss_coef(), 0.001f);  // router_aux_loss_coef
+  LlamaConfig base;
+  base.set_num_experts(6);
+  const absl::Status s = ReadHfLlamaConfig(Fixture("hf_mixtral_tiny"), base).status();
+  EXPECT_NE(s.message().find("--num_experts=6 but"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("\"num_local_experts\": 4"), std::string::npos) << s;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "core/nn/layer_norm.h"
 #include "core/nn/lm_head.h"
 #include "core/nn/loss.h"
+#include "core/nn/moe.h"
 #include "core/nn/swiglu_mlp.h"
 #include "core/nn/transformer_block.h"
 
@@ -55,6 +56,27 @@ absl::Status CheckRopeScaling(const LlamaConfig& c) {
 }
 
 }  // namespace
+
+bool LlamaIsMoe(const LlamaConfig& c) { return c.num_experts() > 0; }
+
+MoeConfig LlamaMoeConfig(const LlamaConfig& c) {
+  const float proj_std = c.init_std() / std::sqrt(2.0f * static_cast<float>(c.n_layer()));
+  return {.channels = c.d_model(),
+          .hidden = c.moe_ffn_hidden() > 0 ? c.moe_ffn_hidden() : LlamaFfnHidden(c),
+          .num_experts = c.num_experts(),
+          .top_k = c.top_k(),
+          .expert_activation = ExpertActivation::kSwiGlu,
+          .router_score =
+              c.router_score() == "sigmoid" ? RouterScore::kSigmoid : RouterScore::kSoftmax,
+          .normalize_gates = c.norm_topk_prob(),
+          .shared_hidden = c.shared_expert_hidden(),
+          .capacity_factor = c.capacity_factor(),
+          .aux_loss_coef = c.moe_aux_loss_coef(),
+          .z_loss_coef = c.moe_z_loss_coef(),
+          .routing_groups = c.moe_routing_groups(),
+          .init_std = c.init_std(),
+          .proj_init_std = proj_std};
+}
 
 int64_t LlamaFfnHidden(const LlamaConfig& c) {
   if (c.ffn_hidden() > 0) return c.ffn_hidden();
@@ -122,6 +144,19 @@ absl::StatusOr<std::unique_ptr<Llama>> Llama::Create(const LlamaConfig& c, int64
     return InvalidArgument(absl::StrCat("norm_eps=", c.norm_eps()), "norm_eps > 0");
   }
   WEFT_RETURN_IF_ERROR(CheckRopeScaling(c));
+  if (c.num_experts() < 0 || c.moe_ffn_hidden() < 0 || c.shared_expert_hidden() < 0) {
+    return InvalidArgument(absl::StrCat("num_experts=", c.num_experts(), " moe_ffn_hidden=",
+                                        c.moe_ffn_hidden(), " shared_expert_hidden=",
+                                        c.shared_expert_hidden()),
+                           "all >= 0 (num_experts 0: a dense model)");
+  }
+  if (LlamaIsMoe(c)) {
+    if (c.router_score() != "softmax" && c.router_score() != "sigmoid") {
+      return InvalidArgument(absl::StrCat("router_score=\"", c.router_score(), "\""),
+                             "\"softmax\" (Mixtral, Qwen3-MoE) or \"sigmoid\" (DeepSeek-V3)");
+    }
+    WEFT_RETURN_IF_ERROR(Annotate(ValidateMoeConfig(LlamaMoeConfig(c)), "Llama mixture of experts"));
+  }
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<RopeTable> rope, RopeTable::Create(RopeOf(c)));
   const int64_t m = c.vocab_pad_multiple();
   const int64_t padded = (c.vocab_size() + m - 1) / m * m;
@@ -134,7 +169,10 @@ Llama::Llama(const LlamaConfig& c, int64_t seq_len, int64_t padded_vocab,
                          .channels = c.d_model(),
                          .vocab_size = c.vocab_size(),
                          .n_layer = c.n_layer(),
-                         .attention_width = c.n_head() * LlamaHeadDim(c)}),
+                         .attention_width = c.n_head() * LlamaHeadDim(c),
+                         .expert_fraction = LlamaIsMoe(c) ? static_cast<double>(c.top_k()) /
+                                                                c.num_experts()
+                                                          : 1.0}),
       config_(c),
       seq_len_(seq_len),
       padded_vocab_(padded_vocab) {
@@ -154,11 +192,17 @@ Llama::Llama(const LlamaConfig& c, int64_t seq_len, int64_t padded_vocab,
                                 .norm_eps = c.norm_eps()};
   const int64_t hidden = LlamaFfnHidden(c);
   for (int i = 0; i < c.n_layer(); ++i) {
+    std::unique_ptr<Module> mlp;
+    if (LlamaIsMoe(c)) {
+      mlp = std::make_unique<MoeLayer>(LlamaMoeConfig(c));  // Create validated it
+    } else {
+      mlp = std::make_unique<SwiGluMlp>(c.d_model(), hidden, c.init_std(), proj_std);
+    }
     blocks->Append(std::make_unique<TransformerBlock>(
         std::make_unique<LayerNorm>(c.d_model(), c.norm_eps(), NormKind::kRms),
         std::make_unique<GroupedQueryAttention>(attn, rope),
         std::make_unique<LayerNorm>(c.d_model(), c.norm_eps(), NormKind::kRms),
-        std::make_unique<SwiGluMlp>(c.d_model(), hidden, c.init_std(), proj_std)));
+        std::move(mlp)));
   }
   RegisterModule("ln_f", std::make_unique<LayerNorm>(c.d_model(), c.norm_eps(), NormKind::kRms));
   if (c.tie_weights()) {
@@ -178,14 +222,20 @@ TensorParallelPlan Llama::ParallelPlan() const {
       {"blocks.*.attn.k", TpStyle::kColwise, 1, kv, "n_kv_head"},
       {"blocks.*.attn.v", TpStyle::kColwise, 1, kv, "n_kv_head"},
       {"blocks.*.attn.proj", TpStyle::kRowwise},
-      {"blocks.*.mlp.gate_up", TpStyle::kColwise, /*packed=*/2},
-      {"blocks.*.mlp.down", TpStyle::kRowwise},
       {"lm_head", TpStyle::kVocab},
       {"loss", TpStyle::kVocab},
       {"blocks.*.ln1", TpStyle::kSequence},
       {"blocks.*.ln2", TpStyle::kSequence},
       {"ln_f", TpStyle::kSequence},
   };
+  if (LlamaIsMoe(config_)) {
+    // Every expert's hidden units split over tp (Megatron's expert tensor
+    // parallelism); the router and a shared expert stay replicated.
+    plan.push_back({"blocks.*.mlp.experts", TpStyle::kExperts});
+  } else {
+    plan.push_back({"blocks.*.mlp.gate_up", TpStyle::kColwise, /*packed=*/2});
+    plan.push_back({"blocks.*.mlp.down", TpStyle::kRowwise});
+  }
   if (config_.qk_norm()) {
     plan.push_back({"blocks.*.attn.q_norm", TpStyle::kHeadShare});
     plan.push_back({"blocks.*.attn.k_norm", TpStyle::kHeadShare});
@@ -200,10 +250,19 @@ absl::StatusOr<std::unique_ptr<Model>> Llama::CloneArchitecture() const {
 
 std::string Llama::Summary() const {
   const int kv = LlamaKvHeads(config_);
-  return absl::StrFormat("Llama %dL %dH (%d KV) %dd ffn %d vocab %d (padded %d) T %d%s%s",
+  std::string moe;
+  if (LlamaIsMoe(config_)) {
+    const MoeConfig m = LlamaMoeConfig(config_);
+    moe = absl::StrFormat(" MoE %d experts of %d top-%d %s%s%s", m.num_experts, m.hidden,
+                          m.top_k, config_.router_score(),
+                          config_.norm_topk_prob() ? " renormalised" : "",
+                          m.shared_hidden > 0 ? absl::StrCat(" shared ", m.shared_hidden) : "");
+  }
+  return absl::StrFormat("Llama %dL %dH (%d KV) %dd ffn %d vocab %d (padded %d) T %d%s%s%s",
                          config_.n_layer(), config_.n_head(), kv, config_.d_model(),
                          LlamaFfnHidden(config_), config_.vocab_size(), padded_vocab_, seq_len_,
-                         config_.tie_weights() ? " tied" : "", config_.qk_norm() ? " qk-norm" : "");
+                         config_.tie_weights() ? " tied" : "", config_.qk_norm() ? " qk-norm" : "",
+                         moe);
 }
 
 }  // namespace weft

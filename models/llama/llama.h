@@ -8,6 +8,11 @@
 // Parameter names: embed.wte, blocks.{i}.{ln1, attn.{q,k,v,proj}, ln2,
 // mlp.{gate_up,down}}, ln_f, lm_head.weight (untied only). gate_up holds
 // the gate projection's rows, then the up projection's.
+//
+// The mixture-of-experts variant (num_experts > 0: Mixtral, Qwen3-MoE)
+// replaces every block's MLP with a MoeLayer of SwiGLU experts:
+// blocks.{i}.mlp.{router.weight, experts.{gate_up_weight (E, 2, H, C),
+// down_weight (E, C, H)}, shared.{gate_up,down}.weight (a shared expert only)}.
 #ifndef WEFT_MODELS_LLAMA_LLAMA_H_
 #define WEFT_MODELS_LLAMA_LLAMA_H_
 
@@ -16,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/nn/causal_lm.h"
+#include "core/nn/moe.h"
 #include "core/nn/rope.h"
 #include "models/llama/llama_config.pb.h"
 
@@ -26,6 +32,9 @@ int64_t LlamaFfnHidden(const LlamaConfig& config);
 // n_kv_head with 0 resolved to n_head, and head_dim with 0 to d_model / n_head.
 int LlamaKvHeads(const LlamaConfig& config);
 int64_t LlamaHeadDim(const LlamaConfig& config);
+// Whether the blocks' MLPs are mixtures of experts, and their layer config.
+bool LlamaIsMoe(const LlamaConfig& config);
+MoeConfig LlamaMoeConfig(const LlamaConfig& config);
 
 class Llama : public CausalLm {
  public:

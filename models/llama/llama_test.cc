@@ -105,6 +105,68 @@ TEST(LlamaTest, Llama32OneBillionShape) {
   EXPECT_EQ(n, 1235814400);
 }
 
+int64_t Parameters(const LlamaConfig& c) {
+  auto m = Llama::Create(c, 64);
+  EXPECT_TRUE(m.ok()) << m.status();
+  int64_t n = 0;
+  for (Parameter* p : (*m)->Parameters()) n += p->numel();
+  return n;
+}
+
+// The released MoE shapes, as Hugging Face counts them: Mixtral 8x7B and
+// Qwen3-30B-A3B (QK-norm, head_dim 128 beside a 2048 residual, 128
+// experts of 768, top-8).
+TEST(LlamaTest, MixtureOfExpertsShapes) {
+  LlamaConfig mixtral;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    n_layer: 32 n_head: 32 n_kv_head: 8 d_model: 4096 ffn_hidden: 14336
+    vocab_size: 32000 vocab_pad_multiple: 1 max_seq_len: 64
+    num_experts: 8 top_k: 2
+  )pb", &mixtral));
+  EXPECT_EQ(Parameters(mixtral), 46702792704);
+  LlamaConfig qwen3;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    n_layer: 48 n_head: 32 n_kv_head: 4 head_dim: 128 d_model: 2048 qk_norm: true
+    vocab_size: 151936 vocab_pad_multiple: 1 max_seq_len: 64
+    num_experts: 128 top_k: 8 moe_ffn_hidden: 768
+  )pb", &qwen3));
+  EXPECT_EQ(Parameters(qwen3), 30532122624);
+}
+
+TEST(LlamaTest, MixtureOfExpertsNamesAndErrors) {
+  LlamaConfig c = Tiny();
+  c.set_num_experts(4);
+  c.set_moe_ffn_hidden(12);
+  c.set_shared_expert_hidden(8);
+  auto m = *Llama::Create(c, 8);
+  EXPECT_EQ(m->FindParameter("blocks.1.mlp.experts.gate_up_weight")->shape(),
+            (Shape{4, 2, 12, 16}));
+  EXPECT_EQ(m->FindParameter("blocks.1.mlp.experts.down_weight")->shape(), (Shape{4, 16, 12}));
+  EXPECT_EQ(m->FindParameter("blocks.0.mlp.router.weight")->shape(), (Shape{4, 16}));
+  EXPECT_EQ(m->FindParameter("blocks.0.mlp.shared.gate_up.weight")->shape(), (Shape{16, 16}));
+  EXPECT_EQ(m->FindParameter("blocks.0.mlp.gate_up.weight"), nullptr);
+  EXPECT_NE(m->Summary().find("MoE 4 experts of 12 top-2 softmax renormalised shared 8"),
+            std::string::npos)
+      << m->Summary();
+  const auto error = [](LlamaConfig bad) {
+    auto r = Llama::Create(bad, 8);
+    return r.ok() ? std::string("ok") : std::string(r.status().message());
+  };
+  LlamaConfig bad = c;
+  bad.set_top_k(5);
+  EXPECT_NE(error(bad).find("top_k=5 with num_experts=4"), std::string::npos) << error(bad);
+  bad = c;
+  bad.set_router_score("relu");
+  EXPECT_NE(error(bad).find("router_score=\"relu\""), std::string::npos) << error(bad);
+  bad = c;
+  bad.set_top_k(1);  // norm_topk_prob defaults to true
+  EXPECT_NE(error(bad).find("renormalised gates with top_k=1"), std::string::npos) << error(bad);
+  bad = c;
+  bad.set_router_score("sigmoid");
+  bad.set_moe_z_loss_coef(0.01f);
+  EXPECT_NE(error(bad).find("sigmoid router scores"), std::string::npos) << error(bad);
+}
+
 TEST(LlamaTest, GradientsMatchFiniteDifferences) {
   LlamaConfig c = Tiny();
   c.set_tie_weights(true);

@@ -3,7 +3,8 @@
 # (loss falls), is bitwise reproducible for a fixed seed, runs sharded over
 # 2 ranks, samples the same greedy text from its checkpoint and from the
 # checkpoint's safetensors export, with the key/value cache on and off, and
-# refuses bad model shapes naming the flag and the rule.
+# refuses bad model shapes naming the flag and the rule; and the same for the
+# mixture of experts (llama_moe_debug), with its experts over 2 ranks (--ep).
 set -euo pipefail
 
 train="$TEST_SRCDIR/weft/models/llama/train"
@@ -65,6 +66,27 @@ if out=$("$train" --data="$tmp/corpus.txt" --init_from="$hf" --n_layer=3 --steps
   echo "FAIL: --n_layer=3 against config.json's 2 was accepted"; exit 1
 fi
 grep -q -- "--n_layer=3 but" <<<"$out" || { echo "FAIL: $out"; exit 1; }
+
+# The mixture of experts (llama_moe_debug: 4 SwiGLU experts, top-2): it
+# trains and logs the routing, splits its experts over 2 ranks with --ep,
+# and samples the same greedy text with the cache on and off.
+moe_config="$TEST_SRCDIR/weft/models/llama/configs/llama_moe_debug.textproto"
+"$train" --config="$moe_config" --data="$tmp/corpus.txt" --steps=30 --log_every=1 --quiet \
+    --num_workers=1 --eval_batches=2 --metrics_out="$tmp/moe.jsonl" --checkpoint_dir="$tmp/moe_ck"
+first=$(loss_at "$tmp/moe.jsonl" 1)
+last=$(loss_at "$tmp/moe.jsonl" 30)
+echo "moe loss: first $first last $last"
+awk -v f="$first" -v l="$last" 'BEGIN { exit !(l < f - 1.0) }' || {
+  echo "FAIL: the MoE loss did not fall by more than 1.0 nat"; exit 1; }
+grep -q '"moe_aux_loss":' "$tmp/moe.jsonl" || { echo "FAIL: no moe_aux_loss metric"; exit 1; }
+"$train" --config="$moe_config" --data="$tmp/corpus.txt" --steps=4 --log_every=1 --quiet \
+    --num_workers=1 --eval_batches=0 --nproc_per_node=2 --ep=2 --micro_batch=8 \
+    --metrics_out="$tmp/moe_ep.jsonl"
+[ -n "$(loss_at "$tmp/moe_ep.jsonl" 4)" ] || { echo "FAIL: the ep=2 run logged no step 4"; exit 1; }
+on=$("$sample" --checkpoint="$tmp/moe_ck" "${greedy[@]}" 2>/dev/null)
+off=$("$sample" --checkpoint="$tmp/moe_ck" "${greedy[@]}" --kv_cache=false 2>/dev/null)
+[ "$on" = "$off" ] || { echo "FAIL: MoE greedy text differs with the cache:"; echo "$on"; echo "$off"; exit 1; }
+echo "moe sample: $on"
 
 expect_error() {  # expect_error WANT ARGS...: the run fails and prints WANT
   local want="$1"; shift

@@ -26,18 +26,19 @@ class TpExpertSums : public ExpertPartialSums {
 }  // namespace
 
 absl::Status SplitExperts(ExpertMlps& experts, const TpComm& tp, StrategyContext& ctx) {
-  const std::vector<Parameter*> p = experts.expert_parameters();  // fc_w, fc_b, proj_w, proj_b
-  const int64_t hidden = p[0]->global_shape()[1];
+  const int64_t hidden = experts.hidden();
   if (hidden % tp.size() != 0) {
     return InvalidArgument(
         absl::StrCat("'", experts.name(), "' has experts of ", hidden,
                      " hidden units, not divisible by tp=", tp.size()),
         "an expert hidden size divisible by tp (each rank holds a block of every expert)",
-        "change --expert_mlp_ratio (or d_model) so that tp divides the expert hidden size");
+        "change the expert hidden size (--expert_mlp_ratio, --moe_ffn_hidden) or d_model so "
+        "that tp divides it");
   }
-  WEFT_RETURN_IF_ERROR(NarrowParameter(*p[0], "tp", 1, tp.rank(), tp.size(), ctx));
-  WEFT_RETURN_IF_ERROR(NarrowParameter(*p[1], "tp", 1, tp.rank(), tp.size(), ctx));
-  WEFT_RETURN_IF_ERROR(NarrowParameter(*p[2], "tp", 2, tp.rank(), tp.size(), ctx));
+  // The experts name their hidden dimensions: tp knows no expert layout.
+  for (const ExpertMlps::HiddenSplit& s : experts.HiddenSplits()) {
+    WEFT_RETURN_IF_ERROR(NarrowParameter(*s.parameter, "tp", s.dim, tp.rank(), tp.size(), ctx));
+  }
   experts.set_partial_sums(std::make_shared<TpExpertSums>(tp));
   return absl::OkStatus();
 }

@@ -9,7 +9,7 @@
 // (backward): 2 all-reduces of the expert rows per layer and micro-batch.
 //
 // Every tp rank then holds the whole output and its gradient, so the
-// router's and proj_bias's gradients are whole (replicated, not summed), and
+// router's and the output bias's gradients are whole (replicated, not summed), and
 // the split weights' gradients are each rank's own slice.
 #ifndef WEFT_STRATEGIES_TP_PARALLEL_EXPERTS_H_
 #define WEFT_STRATEGIES_TP_PARALLEL_EXPERTS_H_
@@ -21,8 +21,9 @@
 
 namespace weft::tp {
 
-// Splits fc_weight (dim 1), fc_bias (dim 1) and proj_weight (dim 2) over
-// tp, slicing held values, and installs the sums over tp. An error when
+// Splits the experts' hidden units over tp along the dimensions
+// ExpertMlps::HiddenSplits() names (GPT-2's fc and proj, or SwiGLU's packed
+// gate_up and down), slicing held values, and installs the sums over tp. An error when
 // the hidden size does not divide by tp.
 absl::Status SplitExperts(ExpertMlps& experts, const TpComm& tp, StrategyContext& ctx);
 

@@ -18,7 +18,8 @@ namespace {
 class CpuMoeKernelOps : public MoeKernelOps {
  public:
   absl::Status RouterTopK(const KernelContext&, Tensor& probs, Tensor& lse, Tensor& idx,
-                          Tensor& gates, const Tensor& logits, int k) override {
+                          Tensor& gates, const Tensor& logits, const RouterSpec& spec) override {
+    const int k = spec.k;
     WEFT_RETURN_IF_ERROR(CheckCpu(logits, "logits"));
     if (logits.ndim() != 2 || k < 1 || k > logits.dim(1)) {
       return InvalidArgument(absl::StrCat("router logits ", ShapeString(logits.shape()),
@@ -41,7 +42,9 @@ class CpuMoeKernelOps : public MoeKernelOps {
       for (int64_t j = 0; j < e; ++j) sum += std::exp(static_cast<double>(row[j] - mx));
       lse.data<float>()[t] = mx + static_cast<float>(std::log(sum));
       for (int64_t j = 0; j < e; ++j) {
-        prow[j] = static_cast<float>(std::exp(static_cast<double>(row[j] - mx)) / sum);
+        prow[j] = spec.score == RouterScore::kSigmoid
+                      ? static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(row[j]))))
+                      : static_cast<float>(std::exp(static_cast<double>(row[j] - mx)) / sum);
       }
       // Partial selection of the k largest; ties keep the lower index.
       std::iota(order.begin(), order.end(), 0);
@@ -53,7 +56,7 @@ class CpuMoeKernelOps : public MoeKernelOps {
       for (int j = 0; j < k; ++j) {
         idx.data<int32_t>()[t * k + j] = order[j];
         const float pj = prow[order[j]];
-        gates.data<float>()[t * k + j] = k == 1 ? pj : static_cast<float>(pj / chosen);
+        gates.data<float>()[t * k + j] = spec.normalize ? static_cast<float>(pj / chosen) : pj;
       }
     }
     return absl::OkStatus();
@@ -61,7 +64,8 @@ class CpuMoeKernelOps : public MoeKernelOps {
 
   absl::Status RouterTopKBackward(const KernelContext&, Tensor& dlogits, const Tensor& dgates,
                                   const Tensor& probs, const Tensor& lse, const Tensor& idx,
-                                  const Tensor& dprobs_extra, float lse_scale) override {
+                                  const Tensor& dprobs_extra, float lse_scale,
+                                  const RouterSpec& spec) override {
     WEFT_RETURN_IF_ERROR(CheckCpu(probs, "probs"));
     const int64_t n = probs.dim(0), e = probs.dim(1), k = idx.dim(1);
     WEFT_RETURN_IF_ERROR(CheckShape(dlogits, "dlogits", {n, e}));
@@ -79,8 +83,8 @@ class CpuMoeKernelOps : public MoeKernelOps {
       for (int64_t j = 0; j < e; ++j) {
         dp[j] = dprobs_extra.defined() ? dprobs_extra.data<float>()[t * e + j] : 0.0;
       }
-      if (k == 1) {
-        dp[ix[0]] += dg[0];
+      if (!spec.normalize) {
+        for (int64_t j = 0; j < k; ++j) dp[ix[j]] += dg[j];
       } else {
         // g_j = p_j / S over the chosen: dp_j = (dg_j - sum_i dg_i g_i) / S.
         double s = 0, dot = 0;
@@ -88,11 +92,15 @@ class CpuMoeKernelOps : public MoeKernelOps {
         for (int64_t j = 0; j < k; ++j) dot += dg[j] * (p[ix[j]] / s);
         for (int64_t j = 0; j < k; ++j) dp[ix[j]] += (dg[j] - dot) / s;
       }
+      float* out = dlogits.data<float>() + t * e;
+      if (spec.score == RouterScore::kSigmoid) {
+        for (int64_t j = 0; j < e; ++j) out[j] = static_cast<float>(p[j] * (1.0 - p[j]) * dp[j]);
+        continue;
+      }
       // Softmax backward; d lse / d logit_j = p_j.
       double pdp = 0;
       for (int64_t j = 0; j < e; ++j) pdp += p[j] * dp[j];
       const double dlse = static_cast<double>(lse_scale) * lse.data<float>()[t];
-      float* out = dlogits.data<float>() + t * e;
       for (int64_t j = 0; j < e; ++j) out[j] = static_cast<float>(p[j] * (dp[j] - pdp + dlse));
     }
     return absl::OkStatus();

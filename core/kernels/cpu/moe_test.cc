@@ -28,12 +28,17 @@ struct Routed {
   Tensor probs, lse, idx, gates;
 };
 
-Routed Route(const Tensor& logits, int k) {
+// Softmax scores, gates renormalised for k > 1 (GPT's router).
+RouterSpec Spec(int k) { return {.k = k, .normalize = k > 1}; }
+
+Routed Route(const Tensor& logits, const RouterSpec& spec) {
   const int64_t n = logits.dim(0), e = logits.dim(1);
+  const int k = spec.k;
   Routed r{F32({n, e}), F32({n}), *Tensor::Zeros({n, k}, DType::kI32), F32({n, k})};
-  EXPECT_TRUE(Ops().RouterTopK(kCtx, r.probs, r.lse, r.idx, r.gates, logits, k).ok());
+  EXPECT_TRUE(Ops().RouterTopK(kCtx, r.probs, r.lse, r.idx, r.gates, logits, spec).ok());
   return r;
 }
+Routed Route(const Tensor& logits, int k) { return Route(logits, Spec(k)); }
 
 TEST(MoeKernelsTest, TopTwoPicksLargestAndRenormalises) {
   Tensor logits = *Tensor::FromFloats({0.f, 2.f, 1.f, 2.f, /*row 2*/ 3.f, 0.f, 0.f, 1.f}, {2, 4});
@@ -90,15 +95,40 @@ TEST(MoeKernelsTest, GatherRejectsOutOfRangeRows) {
   EXPECT_FALSE(Ops().GatherRows(kCtx, out, x, I32({2}, {1}), 1, Tensor()).ok());
 }
 
+TEST(MoeKernelsTest, TopFourOfEightKeepsOrderAndTies) {
+  // Qwen3-MoE's shape: k = 4 of 8, renormalised or raw.
+  Tensor logits = *Tensor::FromFloats({0.f, 3.f, 1.f, 3.f, -1.f, 2.f, 0.5f, 1.f}, {1, 8});
+  Routed r = Route(logits, {.k = 4, .normalize = true});
+  EXPECT_EQ(*r.idx.ToVector<int32_t>(), (std::vector<int32_t>{1, 3, 5, 2}));
+  const std::vector<float> p = Values(r.probs), g = Values(r.gates);
+  const double chosen = p[1] + p[3] + p[5] + p[2];
+  EXPECT_NEAR(g[2], p[5] / chosen, 1e-6);
+  EXPECT_NEAR(g[0] + g[1] + g[2] + g[3], 1.0, 1e-6);
+  Routed raw = Route(logits, {.k = 4, .normalize = false});
+  EXPECT_FLOAT_EQ(Values(raw.gates)[3], p[2]);
+}
+
+TEST(MoeKernelsTest, SigmoidScoresAreEachLogitsSigmoid) {
+  Tensor logits = *Tensor::FromFloats({0.f, 2.f, -1.f, 1.f}, {1, 4});
+  Routed r = Route(logits, {.k = 2, .score = RouterScore::kSigmoid, .normalize = true});
+  EXPECT_EQ(*r.idx.ToVector<int32_t>(), (std::vector<int32_t>{1, 3}));
+  const double s1 = 1 / (1 + std::exp(-2.0)), s3 = 1 / (1 + std::exp(-1.0));
+  EXPECT_NEAR(Values(r.probs)[0], 0.5, 1e-6);
+  EXPECT_NEAR(Values(r.probs)[1], s1, 1e-6);
+  EXPECT_NEAR(Values(r.gates)[0], s1 / (s1 + s3), 1e-6);
+}
+
 // L = sum(gates * r) + sum(probs * extra) + lse_scale / 2 * sum(lse^2).
-void CheckRouterBackward(int k) {
-  const int64_t n = 5, e = 4;
+void CheckRouterBackward(const RouterSpec& spec) {
+  const int64_t n = 5, e = spec.k > 2 ? 8 : 4;
+  const int k = spec.k;
+  // Sigmoid scores never pass through the logsumexp (no z-loss).
+  const float lse_scale = spec.score == RouterScore::kSigmoid ? 0.0f : 0.3f;
   Tensor logits = RandomTensor({n, e}, 3, 2.0f);
   Tensor r = RandomTensor({n, k}, 4);
   Tensor extra = RandomTensor({n, e}, 5);
-  const float lse_scale = 0.3f;
   auto loss = [&] {
-    Routed o = Route(logits, k);
+    Routed o = Route(logits, spec);
     double l = 0;
     std::vector<float> g = Values(o.gates), rv = Values(r), p = Values(o.probs),
                        ev = Values(extra), ls = Values(o.lse);
@@ -107,15 +137,22 @@ void CheckRouterBackward(int k) {
     for (float v : ls) l += 0.5 * lse_scale * v * v;
     return l;
   };
-  Routed o = Route(logits, k);
+  Routed o = Route(logits, spec);
   Tensor dlogits = F32({n, e});
-  ASSERT_TRUE(
-      Ops().RouterTopKBackward(kCtx, dlogits, r, o.probs, o.lse, o.idx, extra, lse_scale).ok());
+  ASSERT_TRUE(Ops()
+                  .RouterTopKBackward(kCtx, dlogits, r, o.probs, o.lse, o.idx, extra, lse_scale,
+                                      spec)
+                  .ok());
   EXPECT_LT(RelativeError(Values(dlogits), NumericalGradient(logits, loss, 1e-3f)), 1e-2);
 }
 
-TEST(MoeKernelsTest, RouterBackwardTopOne) { CheckRouterBackward(1); }
-TEST(MoeKernelsTest, RouterBackwardTopTwo) { CheckRouterBackward(2); }
+TEST(MoeKernelsTest, RouterBackwardTopOne) { CheckRouterBackward(Spec(1)); }
+TEST(MoeKernelsTest, RouterBackwardTopTwo) { CheckRouterBackward(Spec(2)); }
+TEST(MoeKernelsTest, RouterBackwardTopFourRaw) { CheckRouterBackward({.k = 4, .normalize = false}); }
+TEST(MoeKernelsTest, RouterBackwardTopFourNormalised) { CheckRouterBackward({.k = 4}); }
+TEST(MoeKernelsTest, RouterBackwardSigmoid) {
+  CheckRouterBackward({.k = 2, .score = RouterScore::kSigmoid, .normalize = true});
+}
 
 TEST(MoeKernelsTest, GroupedGemmMatchesOneGemmPerGroup) {
   KernelOps& ops = **GetKernelOps(DeviceType::kCPU);

@@ -11,7 +11,8 @@ constexpr int kThreads = 256;
 
 template <typename T>
 __global__ void RouterTopKKernel(float* probs, float* lse, int32_t* idx, float* gates,
-                                 const T* logits, int64_t n, int e, int k) {
+                                 const T* logits, int64_t n, int e, int k, bool sigmoid,
+                                 bool normalize) {
   const int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= n) return;
   const T* row = logits + t * e;
@@ -21,49 +22,55 @@ __global__ void RouterTopKKernel(float* probs, float* lse, int32_t* idx, float* 
   for (int j = 0; j < e; ++j) sum += expf(ToF(row[j]) - mx);
   lse[t] = mx + logf(sum);
   float* p = probs + t * e;
-  for (int j = 0; j < e; ++j) p[j] = expf(ToF(row[j]) - mx) / sum;
-  // Best, then second best; strict > keeps the lower index on ties.
-  int best[2] = {0, -1};
-  for (int j = 1; j < e; ++j) {
-    if (p[j] > p[best[0]]) best[0] = j;
+  for (int j = 0; j < e; ++j) {
+    p[j] = sigmoid ? 1.f / (1.f + expf(-ToF(row[j]))) : expf(ToF(row[j]) - mx) / sum;
   }
-  if (k == 2) {
+  // k passes, each taking the best expert not yet taken; strict > keeps
+  // the lower index on ties (as the CPU's partial sort).
+  int32_t* ix = idx + t * k;
+  float chosen = 0.f;
+  for (int c = 0; c < k; ++c) {
+    int best = -1;
     for (int j = 0; j < e; ++j) {
-      if (j != best[0] && (best[1] < 0 || p[j] > p[best[1]])) best[1] = j;
+      bool taken = false;
+      for (int q = 0; q < c; ++q) taken = taken || ix[q] == j;
+      if (!taken && (best < 0 || p[j] > p[best])) best = j;
     }
+    ix[c] = best;
+    chosen += p[best];
   }
-  const float chosen = k == 2 ? p[best[0]] + p[best[1]] : 1.f;
-  for (int j = 0; j < k; ++j) {
-    idx[t * k + j] = best[j];
-    gates[t * k + j] = k == 1 ? p[best[0]] : p[best[j]] / chosen;
-  }
+  for (int c = 0; c < k; ++c) gates[t * k + c] = normalize ? p[ix[c]] / chosen : p[ix[c]];
 }
 
 template <typename T>
 __global__ void RouterTopKBackwardKernel(T* dlogits, const float* dgates, const float* probs,
                                          const float* lse, const int32_t* idx,
                                          const float* extra, float lse_scale, int64_t n, int e,
-                                         int k) {
+                                         int k, bool sigmoid, bool normalize) {
   const int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= n) return;
   const float* p = probs + t * e;
   const int32_t* ix = idx + t * k;
   const float* dg = dgates + t * k;
   // dL/dp of the chosen experts from the gates (see the CPU reference).
-  float dchosen[2] = {0.f, 0.f};
-  if (k == 1) {
-    dchosen[0] = dg[0];
+  float dchosen[kRouterMaxTopK];
+  if (!normalize) {
+    for (int c = 0; c < k; ++c) dchosen[c] = dg[c];
   } else {
-    const float s = p[ix[0]] + p[ix[1]];
-    const float dot = (dg[0] * p[ix[0]] + dg[1] * p[ix[1]]) / s;
-    dchosen[0] = (dg[0] - dot) / s;
-    dchosen[1] = (dg[1] - dot) / s;
+    float s = 0.f, dot = 0.f;
+    for (int c = 0; c < k; ++c) s += p[ix[c]];
+    for (int c = 0; c < k; ++c) dot += dg[c] * (p[ix[c]] / s);
+    for (int c = 0; c < k; ++c) dchosen[c] = (dg[c] - dot) / s;
   }
   auto dp = [&](int j) {
     float v = extra != nullptr ? extra[t * e + j] : 0.f;
     for (int c = 0; c < k; ++c) v += ix[c] == j ? dchosen[c] : 0.f;
     return v;
   };
+  if (sigmoid) {
+    for (int j = 0; j < e; ++j) dlogits[t * e + j] = FromF<T>(p[j] * (1.f - p[j]) * dp(j));
+    return;
+  }
   float pdp = 0.f;
   for (int j = 0; j < e; ++j) pdp += p[j] * dp(j);
   const float dlse = lse_scale * lse[t];
@@ -122,15 +129,17 @@ __global__ void RowDotsKernel(float* out, const T* dy, const T* src, const int32
 
 absl::Status LaunchRouterTopK(float* probs, float* lse, int32_t* idx, float* gates,
                               const void* logits, DType dtype, int64_t n, int e, int k,
-                              cudaStream_t stream) {
+                              bool sigmoid, bool normalize, cudaStream_t stream) {
   if (n == 0) return absl::OkStatus();
   const unsigned blocks = static_cast<unsigned>(CeilDiv(n, kThreads));
   if (dtype == DType::kF32) {
     RouterTopKKernel<<<blocks, kThreads, 0, stream>>>(probs, lse, idx, gates,
-                                                       static_cast<const float*>(logits), n, e, k);
+                                                       static_cast<const float*>(logits), n, e, k,
+                                                       sigmoid, normalize);
   } else {
     RouterTopKKernel<<<blocks, kThreads, 0, stream>>>(probs, lse, idx, gates,
-                                                       static_cast<const bf16*>(logits), n, e, k);
+                                                       static_cast<const bf16*>(logits), n, e, k,
+                                                       sigmoid, normalize);
   }
   return CheckLaunch("RouterTopKKernel");
 }
@@ -138,15 +147,18 @@ absl::Status LaunchRouterTopK(float* probs, float* lse, int32_t* idx, float* gat
 absl::Status LaunchRouterTopKBackward(void* dlogits, DType dtype, const float* dgates,
                                       const float* probs, const float* lse, const int32_t* idx,
                                       const float* dprobs_extra, float lse_scale, int64_t n,
-                                      int e, int k, cudaStream_t stream) {
+                                      int e, int k, bool sigmoid, bool normalize,
+                                      cudaStream_t stream) {
   if (n == 0) return absl::OkStatus();
   const unsigned blocks = static_cast<unsigned>(CeilDiv(n, kThreads));
   if (dtype == DType::kF32) {
     RouterTopKBackwardKernel<<<blocks, kThreads, 0, stream>>>(
-        static_cast<float*>(dlogits), dgates, probs, lse, idx, dprobs_extra, lse_scale, n, e, k);
+        static_cast<float*>(dlogits), dgates, probs, lse, idx, dprobs_extra, lse_scale, n, e, k,
+        sigmoid, normalize);
   } else {
     RouterTopKBackwardKernel<<<blocks, kThreads, 0, stream>>>(
-        static_cast<bf16*>(dlogits), dgates, probs, lse, idx, dprobs_extra, lse_scale, n, e, k);
+        static_cast<bf16*>(dlogits), dgates, probs, lse, idx, dprobs_extra, lse_scale, n, e, k,
+        sigmoid, normalize);
   }
   return CheckLaunch("RouterTopKBackwardKernel");
 }

@@ -18,14 +18,21 @@
 namespace weft::cuda {
 
 // One thread per token; k <= 2.
+// The most choices per token the router kernels hold (moe_ops.h's
+// kMaxRouterTopK; this header stays free of it for nvcc).
+inline constexpr int kRouterMaxTopK = 16;
+
+// k <= kRouterMaxTopK; sigmoid: per-logit sigmoid scores instead of the
+// softmax; normalize: gates renormalised over the k choices.
 absl::Status LaunchRouterTopK(float* probs, float* lse, int32_t* idx, float* gates,
                               const void* logits, DType dtype, int64_t n, int e, int k,
-                              cudaStream_t stream);
+                              bool sigmoid, bool normalize, cudaStream_t stream);
 // dprobs_extra may be null.
 absl::Status LaunchRouterTopKBackward(void* dlogits, DType dtype, const float* dgates,
                                       const float* probs, const float* lse, const int32_t* idx,
                                       const float* dprobs_extra, float lse_scale, int64_t n,
-                                      int e, int k, cudaStream_t stream);
+                                      int e, int k, bool sigmoid, bool normalize,
+                                      cudaStream_t stream);
 // out (m, c) row i = w[assign[i]] * x row assign[i] / k; weights may be null.
 absl::Status LaunchGatherRows(void* out, const void* x, const int32_t* assign,
                               const float* weights, DType dtype, int64_t m, int64_t c, int k,

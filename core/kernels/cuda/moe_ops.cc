@@ -10,17 +10,21 @@
 namespace weft::cuda {
 namespace {
 
+static_assert(kRouterMaxTopK == kMaxRouterTopK, "the router kernels' bound");
+
 const float* OptionalF32(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
 
 class CudaMoeKernelOps : public MoeKernelOps {
  public:
   absl::Status RouterTopK(const KernelContext& ctx, Tensor& probs, Tensor& lse, Tensor& idx,
-                          Tensor& gates, const Tensor& logits, int k) override {
+                          Tensor& gates, const Tensor& logits, const RouterSpec& spec) override {
     WEFT_RETURN_IF_ERROR(CheckFloat(ctx, logits, "logits"));
-    if (logits.ndim() != 2 || k < 1 || k > 2 || k > logits.dim(1)) {
+    const int k = spec.k;
+    if (logits.ndim() != 2 || k < 1 || k > kMaxRouterTopK || k > logits.dim(1)) {
       return InvalidArgument(absl::StrCat("router logits ", ShapeString(logits.shape()),
                                           " with k=", k),
-                             "(N, E) logits and k in {1, 2}, k <= E");
+                             absl::StrCat("(N, E) logits and 1 <= k <= min(E, ",
+                                          kMaxRouterTopK, ")"));
     }
     const int64_t n = logits.dim(0), e = logits.dim(1);
     WEFT_RETURN_IF_ERROR(CheckDType(ctx, probs, "probs", DType::kF32));
@@ -33,18 +37,23 @@ class CudaMoeKernelOps : public MoeKernelOps {
     WEFT_RETURN_IF_ERROR(CheckShape(gates, "gates", {n, k}));
     return LaunchRouterTopK(probs.data<float>(), lse.data<float>(), idx.data<int32_t>(),
                             gates.data<float>(), logits.raw_data(), logits.dtype(), n,
-                            static_cast<int>(e), k, StreamOf(ctx));
+                            static_cast<int>(e), k, spec.score == RouterScore::kSigmoid,
+                            spec.normalize, StreamOf(ctx));
   }
 
   absl::Status RouterTopKBackward(const KernelContext& ctx, Tensor& dlogits, const Tensor& dgates,
                                   const Tensor& probs, const Tensor& lse, const Tensor& idx,
-                                  const Tensor& dprobs_extra, float lse_scale) override {
+                                  const Tensor& dprobs_extra, float lse_scale,
+                                  const RouterSpec& spec) override {
     WEFT_RETURN_IF_ERROR(CheckDType(ctx, probs, "probs", DType::kF32));
-    if (probs.ndim() != 2 || idx.ndim() != 2 || idx.dim(1) < 1 || idx.dim(1) > 2) {
-      // The kernel keeps the gradients of at most two choices in registers.
+    if (probs.ndim() != 2 || idx.ndim() != 2 || idx.dim(1) < 1 ||
+        idx.dim(1) > kMaxRouterTopK || idx.dim(1) != spec.k) {
+      // The kernel keeps the choices' gradients in registers.
       return InvalidArgument(absl::StrCat("router backward with probs ", ShapeString(probs.shape()),
-                                          " and choices ", ShapeString(idx.shape())),
-                             "(N, E) probs and (N, k) choices with k in {1, 2}",
+                                          " and choices ", ShapeString(idx.shape()),
+                                          " for k=", spec.k),
+                             absl::StrCat("(N, E) probs and (N, k) choices, k <= ",
+                                          kMaxRouterTopK),
                              "pass RouterTopK's outputs");
     }
     const int64_t n = probs.dim(0), e = probs.dim(1), k = idx.dim(1);
@@ -61,7 +70,8 @@ class CudaMoeKernelOps : public MoeKernelOps {
     return LaunchRouterTopKBackward(dlogits.raw_data(), dlogits.dtype(), dgates.data<float>(),
                                     probs.data<float>(), lse.data<float>(), idx.data<int32_t>(),
                                     OptionalF32(dprobs_extra), lse_scale, n, static_cast<int>(e),
-                                    static_cast<int>(k), StreamOf(ctx));
+                                    static_cast<int>(k), spec.score == RouterScore::kSigmoid,
+                                    spec.normalize, StreamOf(ctx));
   }
 
   absl::Status GatherRows(const KernelContext& ctx, Tensor& out, const Tensor& x,

@@ -21,19 +21,27 @@ std::vector<int32_t> Ints(const Tensor& t) { return *t.ToVector<int32_t>(); }
 void RouterTopKAndBackward(DType dt) {
   SCOPED_TRACE(DTypeName(dt));
   const int64_t n = 97, e = 8;
-  for (int k : {1, 2}) {
-    SCOPED_TRACE(::testing::Message() << "k=" << k);
+  const RouterSpec specs[] = {{.k = 1, .normalize = false},
+                              {.k = 2},
+                              {.k = 8},
+                              {.k = 8, .normalize = false},
+                              {.k = 2, .score = RouterScore::kSigmoid}};
+  for (const RouterSpec& spec : specs) {
+    const int k = spec.k;
+    const bool sigmoid = spec.score == RouterScore::kSigmoid;
+    SCOPED_TRACE(::testing::Message() << "k=" << k << (sigmoid ? " sigmoid" : "")
+                                      << (spec.normalize ? " renormalised" : " raw"));
     // bf16 rounding makes exact ties likely: both sides keep the lower index.
     const auto logits = RoundTo(dt, Random(n * e, 1, 3.0f));
     Tensor cp = Host(std::vector<float>(n * e), {n, e}), cl = Host(std::vector<float>(n), {n});
     Tensor ci = HostI32(std::vector<int32_t>(n * k), {n, k});
     Tensor cg = Host(std::vector<float>(n * k), {n, k});
-    ASSERT_TRUE(CpuMoe().RouterTopK(kCpuCtx, cp, cl, ci, cg, Host(logits, {n, e}), k).ok());
+    ASSERT_TRUE(CpuMoe().RouterTopK(kCpuCtx, cp, cl, ci, cg, Host(logits, {n, e}), spec).ok());
     Tensor gp = GpuZeros({n, e}, DType::kF32), gl = GpuZeros({n}, DType::kF32);
     Tensor gi = GpuI32(std::vector<int32_t>(n * k), {n, k});
     Tensor gg = GpuZeros({n, k}, DType::kF32);
     ASSERT_TRUE(
-        GpuMoe().RouterTopK(GpuCtx(), gp, gl, gi, gg, Gpu(logits, {n, e}, dt), k).ok());
+        GpuMoe().RouterTopK(GpuCtx(), gp, gl, gi, gg, Gpu(logits, {n, e}, dt), spec).ok());
     EXPECT_EQ(Ints(gi), Ints(ci));
     EXPECT_TRUE(Close(Floats(gp), Floats(cp), kF32Tol));
     EXPECT_TRUE(Close(Floats(gl), Floats(cl), kF32Tol));
@@ -43,12 +51,13 @@ void RouterTopKAndBackward(DType dt) {
     Tensor cd = Host(std::vector<float>(n * e), {n, e});
     ASSERT_TRUE(CpuMoe()
                     .RouterTopKBackward(kCpuCtx, cd, Host(dgates, {n, k}), cp, cl, ci,
-                                        Host(extra, {n, e}), 0.01f)
+                                        Host(extra, {n, e}), sigmoid ? 0.f : 0.01f, spec)
                     .ok());
     Tensor gd = GpuZeros({n, e}, dt);
     ASSERT_TRUE(GpuMoe()
                     .RouterTopKBackward(GpuCtx(), gd, Gpu(dgates, {n, k}, DType::kF32), gp, gl,
-                                        gi, Gpu(extra, {n, e}, DType::kF32), 0.01f)
+                                        gi, Gpu(extra, {n, e}, DType::kF32),
+                                        sigmoid ? 0.f : 0.01f, spec)
                     .ok());
     EXPECT_TRUE(Close(Floats(gd), Floats(cd), TolFor(dt, false)));
   }
@@ -95,14 +104,15 @@ TEST(MoeParityTest, RouterTopKAndBackwardBf16) { RouterTopKAndBackward(DType::kB
 TEST(MoeParityTest, GatherCombineAndDotsF32) { GatherCombineAndDots(DType::kF32); }
 TEST(MoeParityTest, GatherCombineAndDotsBf16) { GatherCombineAndDots(DType::kBF16); }
 
-// The kernel holds the gradients of at most two choices: three must be an
-// error, not a read past them.
-TEST(MoeParityTest, RouterBackwardRejectsThreeChoices) {
-  const int64_t n = 4, e = 5;
+// The kernel holds the gradients of at most kMaxRouterTopK choices: more
+// must be an error, not a read past them.
+TEST(MoeParityTest, RouterBackwardRejectsTooManyChoices) {
+  const int64_t n = 4, e = kMaxRouterTopK + 2, k = kMaxRouterTopK + 1;
   Tensor gd = GpuZeros({n, e}, DType::kF32);
   const absl::Status st = GpuMoe().RouterTopKBackward(
-      GpuCtx(), gd, GpuZeros({n, 3}, DType::kF32), GpuZeros({n, e}, DType::kF32),
-      GpuZeros({n}, DType::kF32), GpuI32(std::vector<int32_t>(n * 3), {n, 3}), Tensor(), 0.f);
+      GpuCtx(), gd, GpuZeros({n, k}, DType::kF32), GpuZeros({n, e}, DType::kF32),
+      GpuZeros({n}, DType::kF32), GpuI32(std::vector<int32_t>(n * k), {n, k}), Tensor(), 0.f,
+      {.k = static_cast<int>(k)});
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
 }
 

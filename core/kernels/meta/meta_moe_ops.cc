@@ -9,11 +9,12 @@ namespace {
 class MetaMoeKernelOps : public MoeKernelOps {
  public:
   absl::Status RouterTopK(const KernelContext&, Tensor&, Tensor&, Tensor&, Tensor&,
-                          const Tensor&, int) override {
+                          const Tensor&, const RouterSpec&) override {
     return absl::OkStatus();
   }
   absl::Status RouterTopKBackward(const KernelContext&, Tensor&, const Tensor&, const Tensor&,
-                                  const Tensor&, const Tensor&, const Tensor&, float) override {
+                                  const Tensor&, const Tensor&, const Tensor&, float,
+                                  const RouterSpec&) override {
     return absl::OkStatus();
   }
   absl::Status GatherRows(const KernelContext&, Tensor&, const Tensor&, const Tensor&, int,

@@ -44,8 +44,10 @@ std::vector<float> Logits(int n, int e, DType dt, std::mt19937& g) {
   return x;
 }
 
-void Router(DType dt, int k) {
-  const int n = 300, e = 7;  // 300 threads: two blocks, the second partial
+// k choices of e experts; softmax or sigmoid scores; gates renormalised
+// over the k or raw.
+void Router(DType dt, int k, bool sigmoid, bool normalize) {
+  const int n = 300, e = k > 2 ? 12 : 7;  // 300 threads: two blocks, the second partial
   std::mt19937 g(11 + k);
   const std::vector<float> logits = Logits(n, e, dt, g);
   std::vector<double> probs(size_t(n) * e), lse(n);
@@ -57,7 +59,9 @@ void Router(DType dt, int k) {
     for (int j = 0; j < e; ++j) mx = std::max(mx, double(x[j]));
     for (int j = 0; j < e; ++j) sum += std::exp(x[j] - mx);
     lse[t] = mx + std::log(sum);
-    for (int j = 0; j < e; ++j) probs[t * e + j] = std::exp(x[j] - mx) / sum;
+    for (int j = 0; j < e; ++j) {
+      probs[t * e + j] = sigmoid ? 1.0 / (1.0 + std::exp(-double(x[j]))) : std::exp(x[j] - mx) / sum;
+    }
     // The k largest, best first; equal ones in index order.
     std::vector<int> order(e);
     for (int j = 0; j < e; ++j) order[j] = j;
@@ -67,13 +71,14 @@ void Router(DType dt, int k) {
     for (int j = 0; j < k; ++j) chosen += probs[t * e + order[j]];
     for (int j = 0; j < k; ++j) {
       idx[t * k + j] = order[j];
-      gates[t * k + j] = probs[t * e + order[j]] / (k == 1 ? 1.0 : chosen);
+      gates[t * k + j] = probs[t * e + order[j]] / (normalize ? chosen : 1.0);
     }
   }
   std::vector<float> gp(size_t(n) * e, 777.f), gl(n, 777.f), gg(size_t(n) * k, 777.f);
   std::vector<int32_t> gi(size_t(n) * k, 777);
   Buf x(dt, logits);
-  Ok(LaunchRouterTopK(gp.data(), gl.data(), gi.data(), gg.data(), x.data(), dt, n, e, k, nullptr),
+  Ok(LaunchRouterTopK(gp.data(), gl.data(), gi.data(), gg.data(), x.data(), dt, n, e, k, sigmoid,
+                      normalize, nullptr),
      "router");
   Err ep, el, eg;
   long wrong_idx = 0;
@@ -81,7 +86,10 @@ void Router(DType dt, int k) {
   for (int t = 0; t < n; ++t) el.Add(gl[t], lse[t]);
   for (size_t i = 0; i < gates.size(); ++i) eg.Add(gg[i], gates[i]), wrong_idx += gi[i] != idx[i];
   char what[96];
-  snprintf(what, sizeof(what), "router top-%d n=%d e=%d: probs/lse/gates", k, n, e);
+  const char* kind = sigmoid ? "sigmoid" : "softmax";
+  const char* norm = normalize ? "renormalised" : "raw";
+  snprintf(what, sizeof(what), "router %s top-%d %s n=%d e=%d: probs/lse/gates", kind, k, norm,
+           n, e);
   Report(what, dt, std::max({ep.Rel(), el.Rel(), eg.Rel()}), kF32Tol);
   snprintf(what, sizeof(what), "router top-%d: indices differing (of %zu)", k, idx.size());
   Report(what, dt, double(wrong_idx), 0);
@@ -91,32 +99,37 @@ void Router(DType dt, int k) {
   for (bool extra_term : {true, false}) {
     const std::vector<float> dgates = Rand(size_t(n) * k, g, DType::kF32, 1.f);
     const std::vector<float> extra = Rand(size_t(n) * e, g, DType::kF32, 0.1f);
-    const float lse_scale = extra_term ? 0.01f : 0.f;
+    const float lse_scale = extra_term && !sigmoid ? 0.01f : 0.f;
     std::vector<double> want(size_t(n) * e);
     for (int t = 0; t < n; ++t) {
       const float* p = &gp[size_t(t) * e];
       const int32_t* ix = &gi[size_t(t) * k];
       std::vector<double> dp(e, 0.0);
       if (extra_term) for (int j = 0; j < e; ++j) dp[j] = extra[t * e + j];
-      // gate_j = p_j / S (k = 2) or p_j (k = 1), S the chosen probabilities' sum.
+      // gate_j = p_j / S (renormalised) or p_j, S the chosen scores' sum.
       double s = 0, dot = 0;
       for (int j = 0; j < k; ++j) s += p[ix[j]];
       for (int j = 0; j < k; ++j) dot += dgates[t * k + j] * p[ix[j]] / s;
       for (int j = 0; j < k; ++j)
-        dp[ix[j]] += k == 1 ? dgates[t * k + j] : (dgates[t * k + j] - dot) / s;
+        dp[ix[j]] += normalize ? (dgates[t * k + j] - dot) / s : dgates[t * k + j];
+      if (sigmoid) {
+        for (int j = 0; j < e; ++j) want[t * e + j] = double(p[j]) * (1.0 - p[j]) * dp[j];
+        continue;
+      }
       double pdp = 0;
       for (int j = 0; j < e; ++j) pdp += p[j] * dp[j];
       for (int j = 0; j < e; ++j) want[t * e + j] = p[j] * (dp[j] - pdp + double(lse_scale) * gl[t]);
     }
     Buf dlogits(dt, std::vector<float>(size_t(n) * e, 777.f));
     Ok(LaunchRouterTopKBackward(dlogits.data(), dt, dgates.data(), gp.data(), gl.data(), gi.data(),
-                                extra_term ? extra.data() : nullptr, lse_scale, n, e, k, nullptr),
+                                extra_term ? extra.data() : nullptr, lse_scale, n, e, k, sigmoid,
+                                normalize, nullptr),
        "router backward");
     Err ed;
     const std::vector<float> got = dlogits.Get();
     for (size_t i = 0; i < want.size(); ++i) ed.Add(got[i], want[i]);
-    snprintf(what, sizeof(what), "router top-%d backward %s", k,
-             extra_term ? "+ balance + z-loss" : "(gates only)");
+    snprintf(what, sizeof(what), "router %s top-%d %s backward %s", kind, k, norm,
+             extra_term ? (sigmoid ? "+ balance" : "+ balance + z-loss") : "(gates only)");
     Report(what, dt, ed.Rel(), Tol(dt));
   }
 }
@@ -248,9 +261,13 @@ void Permute(DType dt, int k) {
 int main() {
   for (DType dt : {DType::kF32, DType::kBF16}) {
     for (int k : {1, 2}) {
-      Router(dt, k);
+      Router(dt, k, /*sigmoid=*/false, /*normalize=*/k > 1);  // GPT's router
       Permute(dt, k);
     }
+    // Qwen3-MoE (top-8, renormalised or raw) and sigmoid scores.
+    Router(dt, 8, false, true);
+    Router(dt, 8, false, false);
+    Router(dt, 2, true, true);
   }
   printf(bad ? "FAILURES: %d\n" : "all ok\n", bad);
   return bad;
