@@ -85,8 +85,10 @@ TEST(CharTokenizerTest, ForeignTokenizerFilesAreNamed) {
   EXPECT_NE(s.message().find("\\xc8\\xd7"), std::string::npos) << s;
   EXPECT_NE(s.message().find("expected"), std::string::npos) << s;  // not cut at the NUL
   EXPECT_EQ(std::string(s.message()).find('\0'), std::string::npos);
+  // A tokenizer.json is read when it is GPT-2's scheme, else named.
   s = ParseTokenizer("{\"version\": \"1.0\", \"model\": {}}", "tokenizer.json").status();
   EXPECT_NE(s.message().find("Hugging Face tokenizer.json"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("not BPE"), std::string::npos) << s;
 }
 
 }  // namespace

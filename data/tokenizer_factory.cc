@@ -1,17 +1,34 @@
 #include "data/tokenizer_factory.h"
 
+#include <filesystem>
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
+#include "core/base/json.h"
 #include "core/base/status_macros.h"
 #include "data/bpe_tokenizer.h"
 #include "data/bpe_trainer.h"
 #include "data/char_tokenizer.h"
+#include "data/gpt2_tokenizer.h"
 #include "data/file_util.h"
 
 namespace weft::data {
+
+namespace {
+
+// A JSON object with a "model" object: a Hugging Face tokenizer.json (a
+// GPT-2 vocab.json maps token names to ids, and may hold one named model).
+bool HasModel(absl::string_view contents) {
+  absl::StatusOr<JsonValue> j = ParseJson(contents);
+  if (!j.ok()) return false;
+  const JsonValue* model = j->Find("model");
+  return model != nullptr && model->is_object();
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> ParseTokenizer(absl::string_view contents,
                                                           absl::string_view name) {
@@ -24,15 +41,25 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> ParseTokenizer(absl::string_view cont
     WEFT_ASSIGN_OR_RETURN(auto tok, BpeTokenizer::Parse(contents, name));
     return std::unique_ptr<Tokenizer>(std::move(tok));
   }
+  if (first_line == absl::StrCat(kTokenizerFileMagic, " ", Gpt2Tokenizer::kKind, " v1")) {
+    WEFT_ASSIGN_OR_RETURN(auto tok, Gpt2Tokenizer::Parse(contents, name));
+    return std::unique_ptr<Tokenizer>(std::move(tok));
+  }
+  // A Hugging Face tokenizer.json (an object with a "model").
+  if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(contents), "{") && HasModel(contents)) {
+    WEFT_ASSIGN_OR_RETURN(auto tok, Gpt2Tokenizer::FromTokenizerJson(contents, name));
+    return std::unique_ptr<Tokenizer>(std::move(tok));
+  }
   // Other tokenizers' files, named; they are not read (yet).
   std::string kind;
   // llm.c's magic 20240328 as a little-endian int32.
   if (contents.size() >= 4 && static_cast<unsigned char>(contents[0]) == 0xc8 &&
       static_cast<unsigned char>(contents[1]) == 0xd7 && contents[2] == 0x34 && contents[3] == 0x01) {
-    kind = " (it is llm.c's gpt2_tokenizer.bin, which weft does not read)";
+    kind = " (it is llm.c's gpt2_tokenizer.bin: token bytes for decoding only, no merges to "
+           "encode with; GPT-2's vocab.json + merges.txt or tokenizer.json encode the same ids)";
   } else if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(contents), "{")) {
-    kind = " (it is JSON: a Hugging Face tokenizer.json or GPT-2 vocab.json, which weft does "
-           "not read yet)";
+    kind = " (it is JSON without a tokenizer model: a GPT-2 vocab.json is read with the "
+           "merges.txt beside it)";
   }
   // The line as printable text: a binary file's raw bytes (a NUL cut the
   // message short) never reach the terminal.
@@ -47,11 +74,33 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> ParseTokenizer(absl::string_view cont
   }
   return InvalidArgument(
       absl::StrCat("'", name, "' is not a weft tokenizer file (first line '", shown, "')", kind),
-      "'weft-tokenizer char v1' or 'weft-tokenizer bpe v1'",
+      "'weft-tokenizer char v1', 'weft-tokenizer bpe v1', 'weft-tokenizer gpt2 v1', a Hugging "
+      "Face tokenizer.json, or GPT-2's vocab.json with merges.txt",
       "tokenizer files are written by //tools:prepare_data (tokenizer.txt in its output)");
 }
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path) {
+  // A Hugging Face directory, or GPT-2's vocab.json with its merges.txt.
+  std::error_code ec;
+  const std::filesystem::path p(path);
+  if (std::filesystem::is_directory(p, ec)) {
+    if (FileExists((p / "tokenizer.json").string())) return LoadTokenizer((p / "tokenizer.json").string());
+    if (FileExists((p / "vocab.json").string())) return LoadTokenizer((p / "vocab.json").string());
+    return NotFound(absl::StrCat("directory '", path, "' has no tokenizer.json or vocab.json"),
+                    "a tokenizer file, or a directory holding tokenizer.json, or vocab.json "
+                    "and merges.txt");
+  }
+  if (p.filename() == "vocab.json") {
+    const std::string merges = (p.parent_path() / "merges.txt").string();
+    if (!FileExists(merges)) {
+      return NotFound(absl::StrCat("'", path, "' without a merges.txt beside it"),
+                      "GPT-2's vocab.json and merges.txt in one directory");
+    }
+    WEFT_ASSIGN_OR_RETURN(std::string vocab, ReadFileToString(path));
+    WEFT_ASSIGN_OR_RETURN(std::string merge_text, ReadFileToString(merges));
+    WEFT_ASSIGN_OR_RETURN(auto tok, Gpt2Tokenizer::FromVocabAndMerges(vocab, merge_text, path));
+    return std::unique_ptr<Tokenizer>(std::move(tok));
+  }
   if (!FileExists(path)) {
     return NotFound(absl::StrCat("tokenizer file '", path, "' does not exist"),
                     "an existing tokenizer file, or a spec: char, bpe, bpe:<vocab size>",

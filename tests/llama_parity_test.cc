@@ -2,7 +2,8 @@
 // every strategy that applies to it, against one process: the same matrix
 // and tolerances as GPT's parity tests (loss rtol 1e-4 at every one of 20
 // steps; parameters and optimizer state 1e-3). Nothing under strategies/
-// knows the model: it ships its tensor-parallel plan and its stages.
+// knows the model: it ships its tensor-parallel plan and its stages. Under
+// tp=4 its 2 K/V heads are each replicated on 2 ranks.
 #include <map>
 #include <string>
 
@@ -104,6 +105,14 @@ INSTANTIATE_TEST_SUITE_P(
         // K/V heads split over tp: 2 K/V heads and 4 query heads over 2 ranks.
         LlamaCase{.label = "tp2", .strategy = "tp", .micro_batch = 8, .tp = 2},
         LlamaCase{.label = "sp2", .strategy = "sp", .micro_batch = 8, .tp = 2},
+        // 2 K/V heads over tp=4: each replicated on the two ranks of its
+        // query heads, their gradients summed (also under fsdp's shards).
+        LlamaCase{.label = "tp4_kv_replicated", .strategy = "tp", .world = 4, .micro_batch = 8,
+                  .tp = 4},
+        LlamaCase{.label = "sp4_qk_norm_kv_replicated", .strategy = "sp", .world = 4,
+                  .micro_batch = 8, .tp = 4, .qk_norm = true},
+        LlamaCase{.label = "tp4_fsdp2_kv_replicated", .strategy = "tp,fsdp", .world = 8,
+                  .micro_batch = 4, .tp = 4},
         // QK-norm's weights see each rank's heads: their gradients sum over tp.
         LlamaCase{.label = "tp2_qk_norm", .strategy = "tp", .micro_batch = 8, .tp = 2,
                   .qk_norm = true},
@@ -127,6 +136,25 @@ INSTANTIATE_TEST_SUITE_P(
         LlamaCase{.label = "pp2_fsdp2_tp2", .strategy = "tp,fsdp", .world = 8, .micro_batch = 2,
                   .tp = 2, .pp = 2}),
     [](const ::testing::TestParamInfo<LlamaCase>& i) { return i.param.label; });
+
+// K/V heads neither divided by tp nor dividing it: refused, naming the field.
+TEST(LlamaTpErrorsTest, KvHeadsNeitherDividingNorMultipleOfTp) {
+  LlamaConfig c = testing::TinyLlamaConfig();
+  c.set_n_head(6);
+  c.set_n_kv_head(2);
+  c.set_head_dim(8);
+  testing::RunOptions o;
+  o.make_model = testing::LlamaModelFactory(c, 16);
+  GptJob job = Job(8);
+  job.mutable_train()->set_steps(1);
+  job.mutable_train()->mutable_parallel()->set_strategy("tp");
+  job.mutable_train()->mutable_parallel()->set_tp(3);
+  auto r = testing::RunMultiProcess(job, 3, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("'blocks.*.attn.k' has 2 heads for tp=3"), std::string::npos)
+      << r.status();
+  EXPECT_NE(r.status().message().find("multiple of n_kv_head=2"), std::string::npos) << r.status();
+}
 
 }  // namespace
 }  // namespace weft

@@ -48,12 +48,13 @@ reference --optimizer=sgd --schedule=linear --lr=0.3 \
   --weft_runs=";--nproc_per_node=2 --strategy=zero --zero_stage=3"
 # The Llama (RMSNorm, RoPE, SwiGLU, 4 query heads over 2 K/V heads, untied
 # head, from a safetensors file in weft's names) in one process and under
-# fsdp, tp (the K/V heads split), pp and cp (rotary positions of the zigzag
-# chunks).
+# fsdp, tp=2 (the K/V heads split), tp=4 (each K/V head replicated on 2
+# ranks), pp and cp (rotary positions of the zigzag chunks).
 llama_layouts=(
   ""
   "--nproc_per_node=2 --strategy=fsdp"
   "--nproc_per_node=2 --strategy=tp --tp=2"
+  "--nproc_per_node=4 --strategy=tp --tp=4"
   "--nproc_per_node=2 --pp=2 --pp_split=layers --micro_batch=2"
   "--nproc_per_node=2 --cp=2"
 )

@@ -85,8 +85,12 @@ absl::StatusOr<Tensor> GroupedQueryAttention::Backward(RunContext& ctx, const Te
   WEFT_ASSIGN_OR_RETURN(Tensor datt, child("proj")->CallBackward(ctx, dy));
   WEFT_ASSIGN_OR_RETURN(Tensor dqkv, child("core")->CallBackward(ctx, datt));
   const int64_t b = dqkv.dim(0), t = dqkv.dim(1), hd = dqkv.dim(2) / 3;
-  // This rank's K/V heads: the query heads' share of the model's groups.
-  const int64_t kvd = hd / (config_.num_heads / config_.num_kv_heads);
+  // This rank's K/V heads: the query heads' share of the model's groups,
+  // or the one head they all read when tp exceeds the K/V heads (each is
+  // then replicated on the ranks of its group's query heads).
+  const int64_t d = config_.head_dim, group = config_.num_heads / config_.num_kv_heads;
+  const int64_t local_heads = hd / d;
+  const int64_t kvd = (local_heads >= group ? local_heads / group : 1) * d;
   WEFT_ASSIGN_OR_RETURN(const TokenChunks positions, Positions(ctx, t));
   WEFT_ASSIGN_OR_RETURN(Tensor table, rope_->On(ctx));
   WEFT_ASSIGN_OR_RETURN(Tensor dq, ctx.Empty({b, t, hd}, ctx.compute_dtype));

@@ -9,6 +9,10 @@
 //              split on its own, so a rank holds whole heads of each.
 //              With heads = n each section is n attention heads: tp must
 //              divide n, and the refusal names the model's `heads_field`.
+//              With replicate_heads, tp may also be a multiple of n (K/V
+//              heads fewer than tp ranks, GQA): each head is then held by
+//              tp / n consecutive tp ranks, the ones whose query heads it
+//              serves, and their weight gradients are summed over them.
 //   kRowwise   a Linear split by input features; partial outputs are summed.
 //   kVocab     a token embedding, an LM head or a cross-entropy loss split
 //              over the vocabulary.
@@ -39,6 +43,7 @@ struct TpPlanEntry {
   int packed = 1;  // kColwise: equal output sections split separately
   int heads = 0;   // kColwise: whole heads per section (0: no head structure)
   std::string heads_field = "n_head";  // the config field that sets `heads`
+  bool replicate_heads = false;         // kColwise with heads: see above
 };
 
 using TensorParallelPlan = std::vector<TpPlanEntry>;

@@ -17,6 +17,9 @@ absl::Status GradNormSquared(KernelOps& ops, const KernelContext& ctx,
     // which the expert strategy sums itself (and a tp-replicated expert
     // bias must not be counted tp times).
     const bool split = t.param != nullptr && t.param->placement().ShardedOver("tp");
+    // A tp block several tp ranks hold (K/V heads fewer than tp) is
+    // counted by its first holder.
+    if (split && t.param->mp_replica() > 0) continue;
     (split ? sharded : replicated).push_back(t.grad);
   }
   if (model_parallel == nullptr || model_parallel->size() == 1) {

@@ -12,6 +12,7 @@
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
 #include "models/gpt/llmc_format.h"
+#include "models/gpt/hf_gpt2.h"
 #include "models/gpt/recorded_job.h"
 
 namespace weft {
@@ -55,6 +56,21 @@ absl::Status CheckNotDirectory(const std::string& path) {
       absl::StrCat("write one with: bazel run //tools:ckpt -- export ", path,
                    " --format=safetensors --out=FILE; or continue the run with "
                    "--resume=DIR, or sample it with --checkpoint=DIR"));
+}
+
+// A GPT2LMHeadModel's model.safetensors given alone: its names are HF's,
+// and n_head and the rest are in the config.json beside it.
+absl::Status CheckNotBareHfFile(const std::string& path, const SafetensorsWeights& file) {
+  if (file.job || (file.weights.count("transformer.wte.weight") == 0 &&
+                   file.weights.count("wte.weight") == 0)) {
+    return absl::OkStatus();
+  }
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return InvalidArgument(
+      absl::StrCat(path, " holds a Hugging Face GPT-2's tensors (transformer.wte.weight, ...)"),
+      "a Hugging Face checkpoint given as its directory: the model's shape is in the "
+      "config.json beside the weights",
+      absl::StrCat("--init_from=", dir.empty() ? "." : dir));
 }
 
 }  // namespace
@@ -102,9 +118,12 @@ absl::Status CheckSameArchitecture(const GptConfig& recorded, const GptConfig& m
 absl::StatusOr<GptWeights> ReadInitWeights(const std::string& path, const GptConfig& model,
                                            std::string* tokenizer) {
   if (tokenizer != nullptr) tokenizer->clear();
+  // The caller built `model` from the directory's config.json.
+  if (IsHfCheckpoint(path)) return ReadHfGpt2Weights(path, model);
   WEFT_RETURN_IF_ERROR(CheckNotDirectory(path));
   if (!IsSafetensorsFile(path)) return ReadLlmcCheckpoint(path, model);
   WEFT_ASSIGN_OR_RETURN(SafetensorsWeights file, ReadSafetensorsWeights(path));
+  WEFT_RETURN_IF_ERROR(CheckNotBareHfFile(path, file));
   if (file.job) WEFT_RETURN_IF_ERROR(CheckSameArchitecture(file.job->model(), model, path));
   if (tokenizer != nullptr) *tokenizer = std::move(file.tokenizer);
   return std::move(file.weights);
@@ -112,6 +131,12 @@ absl::StatusOr<GptWeights> ReadInitWeights(const std::string& path, const GptCon
 
 absl::StatusOr<WeightsFile> ReadWeightsFile(const std::string& path) {
   WeightsFile out;
+  if (IsHfCheckpoint(path)) {
+    WEFT_ASSIGN_OR_RETURN(out.model, ReadHfGpt2Config(path, GptConfig()));
+    WEFT_ASSIGN_OR_RETURN(out.weights, ReadHfGpt2Weights(path, out.model));
+    out.seq_len = out.model.max_seq_len();
+    return out;
+  }
   WEFT_RETURN_IF_ERROR(CheckNotDirectory(path));
   if (!IsSafetensorsFile(path)) {
     WEFT_ASSIGN_OR_RETURN(out.model, LlmcConfig(path));
@@ -120,6 +145,7 @@ absl::StatusOr<WeightsFile> ReadWeightsFile(const std::string& path) {
     return out;
   }
   WEFT_ASSIGN_OR_RETURN(SafetensorsWeights file, ReadSafetensorsWeights(path));
+  WEFT_RETURN_IF_ERROR(CheckNotBareHfFile(path, file));
   if (!file.job) {
     return FailedPrecondition(
         absl::StrCat(path, " records no model (no job_config in its metadata)"),

@@ -26,7 +26,9 @@ bool IsSafetensorsFile(const std::string& path);
 absl::Status CheckSameArchitecture(const GptConfig& recorded, const GptConfig& model,
                                    const std::string& what);
 
-// The weights in `path` for a job whose model is `model`. An llm.c file
+// The weights in `path` for a job whose model is `model`. A Hugging Face
+// GPT2LMHeadModel directory gives its tensors renamed (hf_gpt2.h; `model`
+// is then its config.json's). An llm.c file
 // must match it (ReadLlmcCheckpoint). A safetensors file gives its
 // parameters (a consolidated file's optimizer state, "<param>:<kind>", is
 // left out: the optimizer starts fresh); when it records the job it was
@@ -37,8 +39,9 @@ absl::Status CheckSameArchitecture(const GptConfig& recorded, const GptConfig& m
 absl::StatusOr<GptWeights> ReadInitWeights(const std::string& path, const GptConfig& model,
                                            std::string* tokenizer = nullptr);
 
-// A weights file with the model it holds, for sampling: llm.c's header, or
-// the job a safetensors export records (one without a record is an error:
+// A weights file with the model it holds, for sampling: llm.c's header, a
+// Hugging Face directory's config.json, or the job a safetensors export
+// records (one without a record is an error:
 // n_head cannot be read from shapes).
 struct WeightsFile {
   GptConfig model;

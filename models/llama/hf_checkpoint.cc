@@ -1,10 +1,7 @@
 #include "models/llama/hf_checkpoint.h"
 
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <set>
-#include <sstream>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -15,70 +12,29 @@
 #include "core/base/json.h"
 #include "core/base/status_macros.h"
 #include "models/llama/llama.h"
+#include "models/lm/hf_files.h"
 
 namespace weft {
 namespace {
 
-namespace fs = std::filesystem;
-
-absl::StatusOr<JsonValue> ReadJsonFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(absl::StrCat("cannot read ", path), "a readable JSON file");
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseJson(text.str(), {.what = path});
-}
-
-// A number field of config.json; `fallback` when absent or null.
-absl::StatusOr<double> Number(const JsonValue& c, const char* key, std::optional<double> fallback,
-                              const std::string& path) {
-  const JsonValue* v = c.Find(key);
-  if (v == nullptr || v->kind == JsonValue::Kind::kNull) {
-    if (fallback.has_value()) return *fallback;
-    return InvalidArgument(absl::StrCat(path, " has no \"", key, "\""),
-                           "a Hugging Face config.json of a causal LM",
-                           "save the model with transformers' save_pretrained");
-  }
-  if (!v->is_number()) {
-    return InvalidArgument(absl::StrCat(path, ": \"", key, "\" is not a number"), "a number");
-  }
-  return v->number;
-}
-
-// A field the job set itself must agree with config.json.
-template <typename T>
-absl::Status Agree(bool set, T mine, T theirs, const char* flag, const char* key,
-                   const std::string& path) {
-  if (!set || mine == theirs) return absl::OkStatus();
-  return InvalidArgument(
-      absl::StrCat("--", flag, "=", mine, " but ", path, " has \"", key, "\": ", theirs),
-      "the model's shape from config.json: a Hugging Face checkpoint fixes it",
-      absl::StrCat("drop --", flag, " (and the config's ", flag, ") to take the checkpoint's"));
-}
-
-const JsonValue* Present(const JsonValue& c, const char* key) {
-  const JsonValue* v = c.Find(key);
-  return v == nullptr || v->kind == JsonValue::Kind::kNull ? nullptr : v;
-}
-
 // The mixture-of-experts fields of Mixtral's and Qwen3-MoE's config.json:
 // every layer sparse, softmax routing (Mixtral's softmax over the top-k
 // logits is the softmax renormalised over the k).
-absl::Status ReadMoeFields(const JsonValue& c, const std::string& arch, const LlamaConfig& base,
-                           const std::string& path, LlamaConfig* m) {
+absl::Status ReadMoeFields(const HfConfig& hc, const LlamaConfig& base, LlamaConfig* m) {
+  const std::string& arch = hc.architecture;
+  const std::string& path = hc.path;
   const bool mixtral = arch == "MixtralForCausalLM";
   if (!mixtral && arch != "Qwen3MoeForCausalLM") return absl::OkStatus();
   // Qwen3-MoE's files on the Hub say num_experts; transformers 5 writes
   // num_local_experts, as Mixtral's.
   const char* experts_key =
-      mixtral || Present(c, "num_local_experts") != nullptr ? "num_local_experts" : "num_experts";
-  WEFT_ASSIGN_OR_RETURN(double experts, Number(c, experts_key, std::nullopt, path));
-  WEFT_ASSIGN_OR_RETURN(double top_k, Number(c, "num_experts_per_tok", std::nullopt, path));
+      mixtral || HfField(hc, "num_local_experts") != nullptr ? "num_local_experts" : "num_experts";
+  WEFT_ASSIGN_OR_RETURN(double experts, HfNumber(hc, experts_key));
+  WEFT_ASSIGN_OR_RETURN(double top_k, HfNumber(hc, "num_experts_per_tok", std::nullopt));
   WEFT_ASSIGN_OR_RETURN(double hidden,
-                        Number(c, mixtral ? "intermediate_size" : "moe_intermediate_size",
-                               std::nullopt, path));
-  WEFT_ASSIGN_OR_RETURN(double aux, Number(c, "router_aux_loss_coef", 0.01, path));
-  if (const JsonValue* j = Present(c, "router_jitter_noise"); j != nullptr && j->is_number() &&
+                        HfNumber(hc, mixtral ? "intermediate_size" : "moe_intermediate_size"));
+  WEFT_ASSIGN_OR_RETURN(double aux, HfNumber(hc, "router_aux_loss_coef", 0.01));
+  if (const JsonValue* j = HfField(hc, "router_jitter_noise"); j != nullptr && j->is_number() &&
                                                              j->number != 0) {
     return InvalidArgument(absl::StrCat(path, ": \"router_jitter_noise\": ", j->number),
                            "a router without jitter (weft's is deterministic)",
@@ -86,8 +42,8 @@ absl::Status ReadMoeFields(const JsonValue& c, const std::string& arch, const Ll
   }
   if (!mixtral) {
     // Qwen3-MoE may keep some layers dense: weft's MoE Llama is sparse everywhere.
-    const JsonValue* step = Present(c, "decoder_sparse_step");
-    const JsonValue* dense = Present(c, "mlp_only_layers");
+    const JsonValue* step = HfField(hc, "decoder_sparse_step");
+    const JsonValue* dense = HfField(hc, "mlp_only_layers");
     if ((step != nullptr && step->is_number() && step->number != 1) ||
         (dense != nullptr && dense->is_array() && !dense->array.empty())) {
       return InvalidArgument(absl::StrCat(path, ": dense layers between the sparse ones "
@@ -97,7 +53,7 @@ absl::Status ReadMoeFields(const JsonValue& c, const std::string& arch, const Ll
     }
   }
   bool normalize = true;
-  if (const JsonValue* n = Present(c, "norm_topk_prob"); !mixtral && n != nullptr &&
+  if (const JsonValue* n = HfField(hc, "norm_topk_prob"); !mixtral && n != nullptr &&
                                                         n->kind == JsonValue::Kind::kBool) {
     normalize = n->boolean;
   }
@@ -111,15 +67,15 @@ absl::Status ReadMoeFields(const JsonValue& c, const std::string& arch, const Ll
   m->set_capacity_factor(base.capacity_factor());
   m->set_moe_z_loss_coef(base.moe_z_loss_coef());
   m->set_moe_routing_groups(base.moe_routing_groups());
-  WEFT_RETURN_IF_ERROR(Agree(base.has_num_experts(), base.num_experts(), m->num_experts(),
-                             "num_experts", experts_key, path));
-  WEFT_RETURN_IF_ERROR(Agree(base.has_top_k(), base.top_k(), m->top_k(), "top_k",
-                             "num_experts_per_tok", path));
-  WEFT_RETURN_IF_ERROR(Agree(base.has_moe_ffn_hidden(), base.moe_ffn_hidden(),
+  WEFT_RETURN_IF_ERROR(HfAgree(base.has_num_experts(), base.num_experts(), m->num_experts(),
+                             "num_experts", experts_key, hc));
+  WEFT_RETURN_IF_ERROR(HfAgree(base.has_top_k(), base.top_k(), m->top_k(), "top_k",
+                             "num_experts_per_tok", hc));
+  WEFT_RETURN_IF_ERROR(HfAgree(base.has_moe_ffn_hidden(), base.moe_ffn_hidden(),
                              m->moe_ffn_hidden(), "moe_ffn_hidden",
-                             mixtral ? "intermediate_size" : "moe_intermediate_size", path));
-  return Agree(base.has_norm_topk_prob(), base.norm_topk_prob(), m->norm_topk_prob(),
-               "norm_topk_prob", "norm_topk_prob", path);
+                             mixtral ? "intermediate_size" : "moe_intermediate_size", hc));
+  return HfAgree(base.has_norm_topk_prob(), base.norm_topk_prob(), m->norm_topk_prob(),
+               "norm_topk_prob", "norm_topk_prob", hc);
 }
 
 using TakeFn = std::function<absl::StatusOr<ckpt::HostTensor>(const std::string&)>;
@@ -189,19 +145,11 @@ absl::Status TakeExperts(const std::string& hf_pre, const std::string& pre,
 
 }  // namespace
 
-bool IsHfCheckpoint(const std::string& path) {
-  std::error_code ec;
-  return fs::is_directory(path, ec) && fs::is_regular_file(fs::path(path) / "config.json", ec);
-}
-
 absl::StatusOr<LlamaConfig> ReadHfLlamaConfig(const std::string& dir, const LlamaConfig& base) {
-  const std::string path = (fs::path(dir) / "config.json").string();
-  WEFT_ASSIGN_OR_RETURN(JsonValue c, ReadJsonFile(path));
-  std::string arch;
-  if (const JsonValue* a = c.Find("architectures"); a != nullptr && a->is_array() &&
-                                                    !a->array.empty() && a->array[0].is_string()) {
-    arch = a->array[0].string;
-  }
+  WEFT_ASSIGN_OR_RETURN(const HfConfig hc, ReadHfConfig(dir));
+  const JsonValue& c = hc.json;
+  const std::string& path = hc.path;
+  const std::string& arch = hc.architecture;
   static const std::set<std::string> kKnown = {"LlamaForCausalLM", "MistralForCausalLM",
                                                "Qwen3ForCausalLM", "MixtralForCausalLM",
                                                "Qwen3MoeForCausalLM"};
@@ -220,15 +168,15 @@ absl::StatusOr<LlamaConfig> ReadHfLlamaConfig(const std::string& dir, const Llam
     }
   }
   LlamaConfig m;
-  WEFT_ASSIGN_OR_RETURN(double layers, Number(c, "num_hidden_layers", std::nullopt, path));
-  WEFT_ASSIGN_OR_RETURN(double heads, Number(c, "num_attention_heads", std::nullopt, path));
-  WEFT_ASSIGN_OR_RETURN(double width, Number(c, "hidden_size", std::nullopt, path));
-  WEFT_ASSIGN_OR_RETURN(double kv, Number(c, "num_key_value_heads", heads, path));
-  WEFT_ASSIGN_OR_RETURN(double head_dim, Number(c, "head_dim", width / heads, path));
-  WEFT_ASSIGN_OR_RETURN(double ffn, Number(c, "intermediate_size", std::nullopt, path));
-  WEFT_ASSIGN_OR_RETURN(double vocab, Number(c, "vocab_size", std::nullopt, path));
-  WEFT_ASSIGN_OR_RETURN(double positions, Number(c, "max_position_embeddings", std::nullopt, path));
-  WEFT_ASSIGN_OR_RETURN(double eps, Number(c, "rms_norm_eps", 1e-6, path));
+  WEFT_ASSIGN_OR_RETURN(double layers, HfNumber(hc, "num_hidden_layers", std::nullopt));
+  WEFT_ASSIGN_OR_RETURN(double heads, HfNumber(hc, "num_attention_heads", std::nullopt));
+  WEFT_ASSIGN_OR_RETURN(double width, HfNumber(hc, "hidden_size", std::nullopt));
+  WEFT_ASSIGN_OR_RETURN(double kv, HfNumber(hc, "num_key_value_heads", heads));
+  WEFT_ASSIGN_OR_RETURN(double head_dim, HfNumber(hc, "head_dim", width / heads));
+  WEFT_ASSIGN_OR_RETURN(double ffn, HfNumber(hc, "intermediate_size", std::nullopt));
+  WEFT_ASSIGN_OR_RETURN(double vocab, HfNumber(hc, "vocab_size", std::nullopt));
+  WEFT_ASSIGN_OR_RETURN(double positions, HfNumber(hc, "max_position_embeddings", std::nullopt));
+  WEFT_ASSIGN_OR_RETURN(double eps, HfNumber(hc, "rms_norm_eps", 1e-6));
   m.set_n_layer(static_cast<int>(layers));
   m.set_n_head(static_cast<int>(heads));
   m.set_n_kv_head(static_cast<int>(kv));
@@ -241,7 +189,7 @@ absl::StatusOr<LlamaConfig> ReadHfLlamaConfig(const std::string& dir, const Llam
   m.set_vocab_pad_multiple(base.vocab_pad_multiple());
   m.set_init_std(base.init_std());
   m.set_qk_norm(arch == "Qwen3ForCausalLM" || arch == "Qwen3MoeForCausalLM");
-  WEFT_RETURN_IF_ERROR(ReadMoeFields(c, arch, base, path, &m));
+  WEFT_RETURN_IF_ERROR(ReadMoeFields(hc, base, &m));
   const JsonValue* tie = c.Find("tie_word_embeddings");
   m.set_tie_weights(tie != nullptr && tie->kind == JsonValue::Kind::kBool && tie->boolean);
   // Rotary parameters: transformers 4 writes rope_theta and rope_scaling,
@@ -287,53 +235,30 @@ absl::StatusOr<LlamaConfig> ReadHfLlamaConfig(const std::string& dir, const Llam
           absl::StrCat("--max_seq_len=", static_cast<int>(w->number), " or less makes them equal"));
     }
   }
-  WEFT_RETURN_IF_ERROR(Agree(base.has_n_layer(), base.n_layer(), m.n_layer(), "n_layer",
-                             "num_hidden_layers", path));
+  WEFT_RETURN_IF_ERROR(HfAgree(base.has_n_layer(), base.n_layer(), m.n_layer(), "n_layer",
+                             "num_hidden_layers", hc));
   WEFT_RETURN_IF_ERROR(
-      Agree(base.has_n_head(), base.n_head(), m.n_head(), "n_head", "num_attention_heads", path));
-  WEFT_RETURN_IF_ERROR(Agree(base.has_n_kv_head(), base.n_kv_head(), m.n_kv_head(), "n_kv_head",
-                             "num_key_value_heads", path));
+      HfAgree(base.has_n_head(), base.n_head(), m.n_head(), "n_head", "num_attention_heads", hc));
+  WEFT_RETURN_IF_ERROR(HfAgree(base.has_n_kv_head(), base.n_kv_head(), m.n_kv_head(), "n_kv_head",
+                             "num_key_value_heads", hc));
   WEFT_RETURN_IF_ERROR(
-      Agree(base.has_d_model(), base.d_model(), m.d_model(), "d_model", "hidden_size", path));
-  WEFT_RETURN_IF_ERROR(Agree(base.has_ffn_hidden(), base.ffn_hidden(), m.ffn_hidden(),
-                             "ffn_hidden", "intermediate_size", path));
-  WEFT_RETURN_IF_ERROR(Agree(base.has_vocab_size(), base.vocab_size(), m.vocab_size(),
-                             "vocab_size", "vocab_size", path));
-  WEFT_RETURN_IF_ERROR(Agree(base.has_tie_weights(), base.tie_weights(), m.tie_weights(),
-                             "tie_weights", "tie_word_embeddings", path));
-  WEFT_RETURN_IF_ERROR(Agree(base.has_rope_theta(), base.rope_theta(), m.rope_theta(),
-                             "rope_theta", "rope_theta", path));
+      HfAgree(base.has_d_model(), base.d_model(), m.d_model(), "d_model", "hidden_size", hc));
+  WEFT_RETURN_IF_ERROR(HfAgree(base.has_ffn_hidden(), base.ffn_hidden(), m.ffn_hidden(),
+                             "ffn_hidden", "intermediate_size", hc));
+  WEFT_RETURN_IF_ERROR(HfAgree(base.has_vocab_size(), base.vocab_size(), m.vocab_size(),
+                             "vocab_size", "vocab_size", hc));
+  WEFT_RETURN_IF_ERROR(HfAgree(base.has_tie_weights(), base.tie_weights(), m.tie_weights(),
+                             "tie_weights", "tie_word_embeddings", hc));
+  WEFT_RETURN_IF_ERROR(HfAgree(base.has_rope_theta(), base.rope_theta(), m.rope_theta(),
+                             "rope_theta", "rope_theta", hc));
   WEFT_RETURN_IF_ERROR(
-      Agree(base.has_qk_norm(), base.qk_norm(), m.qk_norm(), "qk_norm", "architectures", path));
+      HfAgree(base.has_qk_norm(), base.qk_norm(), m.qk_norm(), "qk_norm", "architectures", hc));
   return m;
 }
 
 absl::StatusOr<std::map<std::string, ckpt::HostTensor>> ReadHfLlamaWeights(
     const std::string& dir, const LlamaConfig& config) {
-  // The files: one model.safetensors, or the shards its index lists.
-  std::vector<std::string> files;
-  const fs::path index = fs::path(dir) / "model.safetensors.index.json";
-  std::error_code ec;
-  if (fs::is_regular_file(index, ec)) {
-    WEFT_ASSIGN_OR_RETURN(JsonValue j, ReadJsonFile(index.string()));
-    const JsonValue* map = j.Find("weight_map");
-    if (map == nullptr || !map->is_object()) {
-      return InvalidArgument(absl::StrCat(index.string(), " has no weight_map"),
-                             "an index mapping tensor names to shard files");
-    }
-    std::set<std::string> shards;
-    for (const auto& [name, file] : map->object) {
-      if (file.is_string()) shards.insert(file.string);
-    }
-    for (const std::string& s : shards) files.push_back((fs::path(dir) / s).string());
-  } else {
-    files.push_back((fs::path(dir) / "model.safetensors").string());
-  }
-  std::map<std::string, ckpt::HostTensor> hf;
-  for (const std::string& f : files) {
-    WEFT_ASSIGN_OR_RETURN(ckpt::SafetensorsFile file, ckpt::ReadSafetensors(f));
-    for (auto& [name, t] : file.tensors) hf.emplace(name, std::move(t));
-  }
+  WEFT_ASSIGN_OR_RETURN(auto hf, ReadHfTensors(dir));
   std::map<std::string, ckpt::HostTensor> out;
   std::set<std::string> used;
   auto take = [&](const std::string& name) -> absl::StatusOr<ckpt::HostTensor> {

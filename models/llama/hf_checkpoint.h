@@ -20,11 +20,9 @@
 #include "absl/status/statusor.h"
 #include "checkpoint/host_tensor.h"
 #include "models/llama/llama_config.pb.h"
+#include "models/lm/hf_files.h"  // IsHfCheckpoint
 
 namespace weft {
-
-// True when `path` is a directory holding a config.json.
-bool IsHfCheckpoint(const std::string& path);
 
 // The model config.json describes, with `base`'s vocab_pad_multiple. A
 // field `base` sets (has_...) that contradicts config.json is an error

@@ -219,8 +219,10 @@ TensorParallelPlan Llama::ParallelPlan() const {
   TensorParallelPlan plan = {
       {"embed", TpStyle::kVocab},
       {"blocks.*.attn.q", TpStyle::kColwise, 1, config_.n_head()},
-      {"blocks.*.attn.k", TpStyle::kColwise, 1, kv, "n_kv_head"},
-      {"blocks.*.attn.v", TpStyle::kColwise, 1, kv, "n_kv_head"},
+      // K/V heads fewer than tp: each replicated on the ranks its query
+      // heads sit on (tp a multiple of n_kv_head).
+      {"blocks.*.attn.k", TpStyle::kColwise, 1, kv, "n_kv_head", /*replicate_heads=*/true},
+      {"blocks.*.attn.v", TpStyle::kColwise, 1, kv, "n_kv_head", /*replicate_heads=*/true},
       {"blocks.*.attn.proj", TpStyle::kRowwise},
       {"lm_head", TpStyle::kVocab},
       {"loss", TpStyle::kVocab},

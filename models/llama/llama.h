@@ -44,6 +44,7 @@ class Llama : public CausalLm {
                                                        int64_t seq_len);
 
   // q, k, v and gate_up split by output features (whole heads per rank;
+  // K/V heads fewer than tp replicated on the ranks of their query heads;
   // gate_up in two packed sections), the projections by input features,
   // the vocabulary in the embedding, head and loss; norms on sequence
   // shards under sequence parallelism.

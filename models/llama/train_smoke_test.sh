@@ -98,7 +98,7 @@ expect_error() {  # expect_error WANT ARGS...: the run fails and prints WANT
 }
 expect_error "n_head=4 is not divisible by n_kv_head=3" --n_kv_head=3
 expect_error "rotary table has max_seq_len positions" --seq_len=128
-expect_error "heads, not divisible by tp=4" --nproc_per_node=4 --strategy=tp --tp=4
+expect_error "heads, not divisible by tp=3" --nproc_per_node=3 --strategy=tp --tp=3
 expect_error "--strategy=auto without --memory_budget" --strategy=auto
 expect_error "--memory_budget only with --strategy=auto" --memory_budget=1GiB
 

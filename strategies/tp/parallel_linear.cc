@@ -8,9 +8,12 @@
 namespace weft::tp {
 namespace {
 
-absl::Status Place(Parameter* p, int dim, const TpComm& tp) {
+// Block rank / replicas of size / replicas; the copies beyond the first
+// are saved by their first holder only.
+absl::Status Place(Parameter* p, int dim, const TpComm& tp, int replicas = 1) {
   Placement placement;
-  placement.Shard("tp", dim, tp.rank(), tp.size());
+  placement.Shard("tp", dim, tp.rank() / replicas, tp.size() / replicas);
+  p->set_mp_replica(tp.rank() % replicas);
   return p->SetPlacement(std::move(placement));
 }
 
@@ -49,10 +52,16 @@ absl::Status WeightGradsNowOrAtW(RunContext& ctx, const Tensor& d, const Tensor&
 
 absl::StatusOr<std::unique_ptr<ColumnParallelLinear>> ColumnParallelLinear::Create(
     int64_t in, int64_t out, ParallelLinearOptions o, TpComm tp) {
-  if (o.packed < 1 || out % o.packed != 0 || (out / o.packed) % tp.size() != 0) {
+  if (o.replicas < 1 || tp.size() % o.replicas != 0) {
+    return InvalidArgument(absl::StrCat("column-parallel linear with blocks on ", o.replicas,
+                                        " ranks each over tp=", tp.size()),
+                           "replicas dividing tp");
+  }
+  const int blocks = tp.size() / o.replicas;
+  if (o.packed < 1 || out % o.packed != 0 || (out / o.packed) % blocks != 0) {
     return InvalidArgument(
         absl::StrCat("column-parallel linear with ", out, " outputs in ", o.packed,
-                     " section(s) over tp=", tp.size()),
+                     " section(s) over ", blocks, " tp block(s)"),
         "outputs per section divisible by tp", "pick widths (and heads) that divide by tp");
   }
   std::unique_ptr<ColumnParallelLinear> m(new ColumnParallelLinear(in, out, o, std::move(tp)));
@@ -65,13 +74,13 @@ absl::Status ColumnParallelLinear::Init() {
   const int dim = k > 1 ? 1 : 0;
   const Shape w = k > 1 ? Shape{k, out_ / k, in_} : Shape{out_, in_};
   weight_ = RegisterParameter("weight", w, options_.weight_init, true);
-  WEFT_RETURN_IF_ERROR(Place(weight_, dim, tp_));
+  WEFT_RETURN_IF_ERROR(Place(weight_, dim, tp_, options_.replicas));
   if (options_.bias) {
     const Shape b = k > 1 ? Shape{k, out_ / k} : Shape{out_};
     bias_ = RegisterParameter("bias", b, InitSpec::Zeros(), false);
-    WEFT_RETURN_IF_ERROR(Place(bias_, dim, tp_));
+    WEFT_RETURN_IF_ERROR(Place(bias_, dim, tp_, options_.replicas));
   }
-  local_out_ = out_ / tp_.size();
+  local_out_ = out_ * options_.replicas / tp_.size();
   return absl::OkStatus();
 }
 

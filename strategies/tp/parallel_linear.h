@@ -38,6 +38,10 @@ struct ParallelLinearOptions {
   bool gelu = false;  // column only: GELU fused in the GEMM epilogue
   InitSpec weight_init = InitSpec::Normal(0.02f);
   int packed = 1;     // column only
+  // Column only: each block of outputs is held by this many consecutive tp
+  // ranks (K/V heads fewer than tp ranks), rank r holding block r /
+  // replicas; their weight gradients are partial sums over those ranks.
+  int replicas = 1;
 };
 
 class ColumnParallelLinear : public Module {

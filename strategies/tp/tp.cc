@@ -16,6 +16,7 @@
 #include "strategies/tp/parallel_experts.h"
 #include "strategies/tp/parallel_linear.h"
 #include "strategies/tp/region_ops.h"
+#include "strategies/tp/replicated_head_grads.h"
 #include "strategies/tp/sequence_gathered.h"
 #include "strategies/tp/sequence_grads.h"
 #include "strategies/tp/tp_comm.h"
@@ -136,10 +137,22 @@ class PlanApplier {
                                 .gelu = linear->options().gelu,
                                 .weight_init = linear->weight()->init(),
                                 .packed = e.packed};
+    // Fewer heads than ranks: each head on the tp / heads ranks whose query
+    // heads it serves (CheckHeads allowed it).
+    if (e.style == TpStyle::kColwise && e.replicate_heads && e.heads > 0 &&
+        e.heads < tp_.size()) {
+      o.replicas = tp_.size() / e.heads;
+      replicas_ = o.replicas;
+    }
     std::unique_ptr<Module> fresh;
     if (e.style == TpStyle::kColwise) {
-      WEFT_ASSIGN_OR_RETURN(fresh, tp::ColumnParallelLinear::Create(
-                                       linear->in_features(), linear->out_features(), o, tp_));
+      WEFT_ASSIGN_OR_RETURN(auto column, tp::ColumnParallelLinear::Create(
+                                             linear->in_features(), linear->out_features(), o, tp_));
+      if (o.replicas > 1) {
+        replicated_.push_back(column->weight());
+        if (column->bias() != nullptr) replicated_.push_back(column->bias());
+      }
+      fresh = std::move(column);
     } else {
       if (o.gelu) return WrongType(m, e.style, "Linear without GELU (GELU splits by column)");
       WEFT_ASSIGN_OR_RETURN(fresh, tp::RowParallelLinear::Create(
@@ -240,12 +253,28 @@ class PlanApplier {
   int64_t padded_vocab_ = 0;  // the table's rows (the model's padded vocabulary)
   int64_t vocab_ = 0;         // the loss's real classes
   std::vector<std::unique_ptr<Module>> replaced_;
+  std::vector<Parameter*> replicated_;  // held by replicas_ tp ranks each
+  int replicas_ = 1;
+
+ public:
+  const std::vector<Parameter*>& replicated() const { return replicated_; }
+  int replicas() const { return replicas_; }
 };
 
 // Each rank holds whole heads: the plan says which outputs are heads.
 absl::Status CheckHeads(const TensorParallelPlan& plan, int tp) {
   for (const TpPlanEntry& e : plan) {
     if (e.heads <= 0 || e.heads % tp == 0) continue;
+    if (e.replicate_heads && tp % e.heads == 0) continue;  // each head on tp / heads ranks
+    if (e.replicate_heads) {
+      return InvalidArgument(
+          absl::StrCat("'", e.pattern, "' has ", e.heads, " heads for tp=", tp),
+          absl::StrCat("tp dividing ", e.heads_field, " (each rank holds whole heads), or a "
+                       "multiple of it (each head replicated on tp / ", e.heads_field,
+                       " ranks)"),
+          absl::StrCat("use a --tp that divides or is a multiple of ", e.heads_field, "=",
+                       e.heads));
+    }
     return InvalidArgument(
         absl::StrCat("'", e.pattern, "' has ", e.heads, " heads, not divisible by tp=", tp),
         "a head count divisible by tp (each rank holds whole heads)",
@@ -307,6 +336,22 @@ absl::StatusOr<StrategyResult> TensorParallelStrategy::Apply(StrategyContext& ct
   PlanApplier applier(ctx, tp);
   WEFT_RETURN_IF_ERROR(applier.Apply(plan));
   if (std::string note = applier.PaddingNote(); !note.empty()) result.notes.push_back(note);
+  if (!applier.replicated().empty()) {
+    // The tp ranks holding my copy of the replicated heads: consecutive
+    // positions of my tp group. Every rank creates its own group.
+    WEFT_ASSIGN_OR_RETURN(std::vector<int> tp_ranks, ctx.mesh->GroupRanks("tp"));
+    const int r = applier.replicas(), first = tp.rank() / r * r;
+    const std::vector<int> holders(tp_ranks.begin() + first, tp_ranks.begin() + first + r);
+    WEFT_ASSIGN_OR_RETURN(std::shared_ptr<comm::ProcessGroup> group,
+                          ctx.mesh->NewGroup(holders, "tp_head_replicas"));
+    result.keep_alive.push_back(group);
+    result.participants.push_back(std::make_unique<tp::ReplicatedHeadGrads>(
+        applier.replicated(), group, ctx.run->stream));
+    result.notes.push_back(absl::StrCat(
+        "tp: ", applier.replicated().size(), " K/V projection parameter(s) with fewer heads than "
+        "tp=", tp.size(), ": each head is replicated on ", r,
+        " ranks (those whose query heads it serves), their gradients summed over them"));
+  }
   // What every tp rank holds whole is saved once (rank 0's copy).
   for (Parameter* p : model.Parameters()) {
     if (!p->placement().ShardedOver("tp")) p->set_mp_replica(tp.rank());

@@ -21,6 +21,7 @@
 #include "core/runtime/trainer.h"
 #include "models/gpt/gpt_config.pb.h"
 #include "models/gpt/gpt_job.h"
+#include "models/gpt/hf_gpt2.h"
 #include "models/gpt/moe_resume_note.h"
 #include "models/gpt/recorded_job.h"
 #include "models/gpt/train_sampler.h"
@@ -105,7 +106,13 @@ absl::Status RunGptTraining(const GptJob& given) {
     return InvalidArgument(absl::StrCat("--sample_every=", given.sample_every()), "a step count >= 0",
                            "0 samples no text while training");
   }
-  WEFT_ASSIGN_OR_RETURN(const GptJob job, ResolveAutoLayout(given));
+  GptJob with_model = given;
+  // A Hugging Face checkpoint brings the model's shape (config.json).
+  if (!given.init_from().empty() && IsHfCheckpoint(ResolveUserPath(given.init_from()))) {
+    WEFT_ASSIGN_OR_RETURN(*with_model.mutable_model(),
+                          ReadHfGpt2Config(ResolveUserPath(given.init_from()), given.model()));
+  }
+  WEFT_ASSIGN_OR_RETURN(const GptJob job, ResolveAutoLayout(with_model));
   WEFT_ASSIGN_OR_RETURN(std::string path, GptDataPath(job));
   Trainer::Options o;
   o.config = job.train();
@@ -148,7 +155,10 @@ absl::Status RunGptTraining(const GptJob& given) {
                                 "every parameter of the model in the file");
     }
     std::printf("initialized from %s %s\n",
-                IsSafetensorsFile(from) ? "safetensors weights" : "llm.c checkpoint", from.c_str());
+                IsHfCheckpoint(from)       ? "the Hugging Face checkpoint"
+                : IsSafetensorsFile(from) ? "safetensors weights"
+                                          : "llm.c checkpoint",
+                from.c_str());
   }
   WEFT_RETURN_IF_ERROR(trainer->Run());
   return report::FinishRunReport(trainer->config(), trainer->parallel().world_rank);

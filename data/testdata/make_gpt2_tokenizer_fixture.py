@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Writes the GPT-2-scheme tokenizer fixtures gpt2_tokenizer_test reads:
+a byte-level BPE of 1000 tokens that Hugging Face's tokenizers library
+trains on tinyshakespeare with GPT-2's pre-tokenizer, saved as
+tokenizer.json and as GPT-2's vocab.json + merges.txt, plus expected.json:
+texts (tricky ones, and the first 20000 characters of WikiText-2's test
+split, with its Unicode) and the ids tokenizers gives them.
+
+Run by hand, not by the build (tokenizers is not a weft dependency):
+    python3 -m pip install tokenizers
+    python3 data/testdata/make_gpt2_tokenizer_fixture.py ../shared/data data/testdata/gpt2_tok
+"""
+import json
+import os
+import sys
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+TEXTS = [
+    "Hello, world! It's a test: don't, we'll, I'd, they're, you've, I'm.",
+    "  leading spaces, double  spaces,   triple,\ttabs\t\tand trailing   ",
+    "line one\nline two\n\n\nthree blank\r\nwindows\n",
+    "numbers 12345 and 3.14159, 2nd 1st; mixed a1b2c3",
+    "Unicode: café naïve Ærøskøbing 東京 Москва ١٢٣ ½ — “quotes” 🙂 end",
+    "'s alone, 'S capital, ''double, 'll'd've",
+    "<|endoftext|> splits out, as a special token<|endoftext|>",
+    "",
+    " ",
+    "\n",
+]
+
+
+def main():
+    data, out = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    shakespeare = open(os.path.join(data, "tinyshakespeare", "input.txt"), encoding="utf-8").read()
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=1000, special_tokens=["<|endoftext|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tok.train_from_iterator([shakespeare], trainer=trainer)
+    tok.save(os.path.join(out, "tokenizer.json"))
+    tok.model.save(out)  # vocab.json, merges.txt
+    wiki = open(os.path.join(data, "wikitext-2", "test.txt"), encoding="utf-8").read()[:20000]
+    texts = TEXTS + [wiki]
+    expected = [{"text": t, "ids": tok.encode(t).ids} for t in texts]
+    with open(os.path.join(out, "expected.json"), "w", encoding="utf-8") as f:
+        json.dump({"vocab_size": tok.get_vocab_size(), "eot": tok.token_to_id("<|endoftext|>"),
+                   "cases": expected}, f, ensure_ascii=False)
+    print(out, tok.get_vocab_size(), "tokens;", sum(len(e["ids"]) for e in expected), "ids")
+
+
+if __name__ == "__main__":
+    main()
