@@ -323,6 +323,64 @@ absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::Parse(absl::string
   return Build(std::move(tokens), merges, eot, name);
 }
 
+namespace {
+
+// A token's name in GPT-2's byte table, as a JSON string literal.
+std::string JsonName(absl::string_view bytes, bool special) {
+  std::string name;
+  if (special) {
+    name = std::string(bytes);
+  } else {
+    for (const char b : bytes) {
+      const char32_t c = Names().name[static_cast<uint8_t>(b)];
+      if (c < 0x80) {
+        name.push_back(static_cast<char>(c));
+      } else {  // U+0080..U+07FF: two UTF-8 bytes
+        name.push_back(static_cast<char>(0xC0 | (c >> 6)));
+        name.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+      }
+    }
+  }
+  std::string out = "\"";
+  for (const char ch : name) {
+    if (ch == '"' || ch == '\\') out.push_back('\\');
+    out.push_back(ch);
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string Gpt2Tokenizer::ToTokenizerJson() const {
+  std::string out = "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n";
+  absl::StrAppend(&out, "  \"added_tokens\": [");
+  if (eot_ >= 0) {
+    absl::StrAppend(&out, "{\"id\": ", eot_, ", \"content\": \"", kEndOfText,
+                    "\", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, "
+                    "\"normalized\": false, \"special\": true}");
+  }
+  absl::StrAppend(
+      &out, "],\n  \"normalizer\": null,\n",
+      "  \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+      "\"trim_offsets\": true, \"use_regex\": true},\n  \"post_processor\": null,\n",
+      "  \"decoder\": {\"type\": \"ByteLevel\", \"add_prefix_space\": true, \"trim_offsets\": "
+      "true, \"use_regex\": true},\n",
+      "  \"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": null, "
+      "\"continuing_subword_prefix\": null, \"end_of_word_suffix\": null, \"fuse_unk\": false, "
+      "\"byte_fallback\": false, \"ignore_merges\": false,\n    \"vocab\": {");
+  for (size_t i = 0; i < tokens_.size(); ++i) {
+    absl::StrAppend(&out, i == 0 ? "" : ", ", JsonName(tokens_[i], static_cast<int32_t>(i) == eot_),
+                    ": ", i);
+  }
+  absl::StrAppend(&out, "},\n    \"merges\": [");
+  for (size_t r = 0; r < merges_.size(); ++r) {
+    absl::StrAppend(&out, r == 0 ? "" : ", ", "[", JsonName(tokens_[merges_[r].first], false), ", ",
+                    JsonName(tokens_[merges_[r].second], false), "]");
+  }
+  absl::StrAppend(&out, "]}\n}\n");
+  return out;
+}
+
 std::string Gpt2Tokenizer::Serialize() const {
   std::string out = absl::StrCat(kHeader, "\n", tokens_.size(), " tokens\n");
   for (const std::string& t : tokens_) {

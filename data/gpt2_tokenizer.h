@@ -51,6 +51,9 @@ class Gpt2Tokenizer : public Tokenizer {
   absl::Status EncodeAppend(absl::string_view text, std::vector<int32_t>* ids) const override;
   absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids) const override;
   std::string Serialize() const override;
+  // The vocabulary as a Hugging Face tokenizer.json (GPT-2's scheme), which
+  // FromTokenizerJson and HF's tokenizers read back to the same ids.
+  std::string ToTokenizerJson() const;
 
  private:
   // tokens: each id's bytes; merges: (left, right) ids in rank order, each

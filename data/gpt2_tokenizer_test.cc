@@ -86,6 +86,14 @@ TEST(Gpt2TokenizerTest, WeftsSerializationRoundTrips) {
   ExpectTokenizesLikeHf(**again);
 }
 
+TEST(Gpt2TokenizerTest, ItsTokenizerJsonReadsBackToTheSameIds) {
+  auto tok = *LoadTokenizer(Dir() + "/tokenizer.json");
+  const std::string json = dynamic_cast<const Gpt2Tokenizer&>(*tok).ToTokenizerJson();
+  absl::StatusOr<std::unique_ptr<Tokenizer>> again = ParseTokenizer(json, "exported.json");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ((*again)->Serialize(), tok->Serialize());
+}
+
 TEST(Gpt2TokenizerTest, OtherSchemesAreRefusedByName) {
   std::string json = Read(Dir() + "/tokenizer.json");
   // The pre-tokenizer comes before the decoder in the file.

@@ -1,6 +1,7 @@
 #include "models/gpt/hf_gpt2.h"
 
 #include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -191,6 +192,65 @@ absl::StatusOr<GptWeights> ReadHfGpt2Weights(const std::string& dir, const GptCo
                                         absl::StrJoin(extra, ", ")),
                            "exactly GPT2LMHeadModel's tensors", "a config.json that matches the weights");
   }
+  return out;
+}
+
+absl::StatusOr<HfExport> ToHfGpt2(const GptConfig& config, const GptWeights& weights,
+                                  const std::string& dtype) {
+  if (config.moe_every() > 0 || !config.tie_weights()) {
+    return FailedPrecondition(
+        absl::StrCat("a GPT with ", config.moe_every() > 0 ? "mixture-of-experts blocks" : "an untied head"),
+        "a dense GPT-2 with its head tied to the embedding (what GPT2LMHeadModel holds)",
+        "export it with --format=safetensors instead");
+  }
+  const int64_t c = config.d_model(), v = config.vocab_size();
+  HfExport out;
+  auto get = [&](const std::string& name) -> absl::StatusOr<const ckpt::HostTensor*> {
+    const auto it = weights.find(name);
+    if (it == weights.end()) {
+      return NotFound(absl::StrCat("the checkpoint has no ", name), "every GPT parameter");
+    }
+    return &it->second;
+  };
+  WEFT_ASSIGN_OR_RETURN(const ckpt::HostTensor* wte, get("embed.wte"));
+  ckpt::HostTensor vocab_rows{.shape = {v, c},
+                              .values = std::vector<float>(wte->values.begin(),
+                                                           wte->values.begin() + v * c)};
+  out.tensors["transformer.wte.weight"] = std::move(vocab_rows);  // padding rows dropped
+  WEFT_ASSIGN_OR_RETURN(const ckpt::HostTensor* wpe, get("embed.wpe"));
+  out.tensors["transformer.wpe.weight"] = *wpe;
+  for (int l = 0; l < config.n_layer(); ++l) {
+    const std::string h = absl::StrCat("transformer.h.", l, "."), b = absl::StrCat("blocks.", l, ".");
+    for (const auto& [from, to, transpose] :
+         std::vector<std::tuple<const char*, const char*, bool>>{
+             {"ln1.weight", "ln_1.weight", false}, {"ln1.bias", "ln_1.bias", false},
+             {"attn.qkv.weight", "attn.c_attn.weight", true},
+             {"attn.qkv.bias", "attn.c_attn.bias", false},
+             {"attn.proj.weight", "attn.c_proj.weight", true},
+             {"attn.proj.bias", "attn.c_proj.bias", false},
+             {"ln2.weight", "ln_2.weight", false}, {"ln2.bias", "ln_2.bias", false},
+             {"mlp.fc.weight", "mlp.c_fc.weight", true}, {"mlp.fc.bias", "mlp.c_fc.bias", false},
+             {"mlp.proj.weight", "mlp.c_proj.weight", true},
+             {"mlp.proj.bias", "mlp.c_proj.bias", false}}) {
+      WEFT_ASSIGN_OR_RETURN(const ckpt::HostTensor* t, get(b + from));
+      out.tensors[h + to] = transpose ? Transposed(*t) : *t;
+    }
+  }
+  WEFT_ASSIGN_OR_RETURN(const ckpt::HostTensor* lnw, get("ln_f.weight"));
+  WEFT_ASSIGN_OR_RETURN(const ckpt::HostTensor* lnb, get("ln_f.bias"));
+  out.tensors["transformer.ln_f.weight"] = *lnw;
+  out.tensors["transformer.ln_f.bias"] = *lnb;
+  out.config_json = absl::StrCat(
+      "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n",
+      "  \"activation_function\": \"gelu_new\",\n  \"n_layer\": ", config.n_layer(),
+      ",\n  \"n_head\": ", config.n_head(), ",\n  \"n_embd\": ", c,
+      ",\n  \"n_inner\": ", int64_t{config.mlp_ratio()} * c, ",\n  \"n_positions\": ",
+      config.max_seq_len(), ",\n  \"n_ctx\": ", config.max_seq_len(), ",\n  \"vocab_size\": ", v,
+      ",\n  \"layer_norm_epsilon\": 1e-05,\n  \"initializer_range\": ", config.init_std(),
+      ",\n  \"resid_pdrop\": ", config.dropout(), ",\n  \"embd_pdrop\": ", config.dropout(),
+      ",\n  \"attn_pdrop\": ", config.dropout(),
+      ",\n  \"scale_attn_weights\": true,\n  \"tie_word_embeddings\": true,\n",
+      "  \"torch_dtype\": \"", HfTorchDtype(dtype), "\"\n}\n");
   return out;
 }
 

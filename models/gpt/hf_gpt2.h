@@ -28,6 +28,13 @@ absl::StatusOr<GptConfig> ReadHfGpt2Config(const std::string& dir, const GptConf
 // `config` (ReadHfGpt2Config's).
 absl::StatusOr<GptWeights> ReadHfGpt2Weights(const std::string& dir, const GptConfig& config);
 
+// The other way: a GPT's weights (weft's names, the model's shapes) as a
+// GPT2LMHeadModel directory's config.json and tensors, stored as `dtype`
+// ("F32", "BF16", "F16"). A model GPT-2 has no form for (experts, an
+// untied head) is refused.
+absl::StatusOr<HfExport> ToHfGpt2(const GptConfig& config, const GptWeights& weights,
+                                  const std::string& dtype);
+
 }  // namespace weft
 
 #endif  // WEFT_MODELS_GPT_HF_GPT2_H_

@@ -79,6 +79,28 @@ TEST(HfGpt2Test, FlagsThatContradictConfigJsonAreErrors) {
             (std::vector<int64_t>{16, 32}));
 }
 
+TEST(HfGpt2Test, ExportReadsBackAndMatchesTransformersFile) {
+  const std::string dir = Fixture(kGpt2);
+  const GptConfig config = *ReadHfGpt2Config(dir, GptConfig());
+  const GptWeights weights = *ReadHfGpt2Weights(dir, config);
+  absl::StatusOr<HfExport> hf = ToHfGpt2(config, weights, "F32");
+  ASSERT_TRUE(hf.ok()) << hf.status();
+  const std::string out = std::string(std::getenv("TEST_TMPDIR")) + "/gpt2_export";
+  ASSERT_TRUE(WriteHfDirectory(out, hf->config_json, hf->tensors).ok());
+  absl::StatusOr<GptConfig> again = ReadHfGpt2Config(out, GptConfig());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->DebugString(), config.DebugString());
+  const GptWeights back = *ReadHfGpt2Weights(out, *again);
+  for (const auto& [name, t] : weights) EXPECT_EQ(back.at(name).values, t.values) << name;
+  // The names and values transformers wrote (less the old causal-mask buffers).
+  const auto theirs = *ReadHfTensors(dir);
+  for (const auto& [name, t] : theirs) {
+    if (name == "lm_head.weight") continue;
+    ASSERT_EQ(hf->tensors.count(name), 1u) << name;
+    EXPECT_EQ(hf->tensors.at(name).values, t.values) << name;
+  }
+}
+
 TEST(HfGpt2Test, OtherArchitecturesAreNamed) {
   const absl::Status s =
       ReadHfGpt2Config(Fixture("models/llama/testdata/hf_llama_tiny"), GptConfig()).status();

@@ -135,6 +135,10 @@ absl::StatusOr<WeightsFile> ReadWeightsFile(const std::string& path) {
     WEFT_ASSIGN_OR_RETURN(out.model, ReadHfGpt2Config(path, GptConfig()));
     WEFT_ASSIGN_OR_RETURN(out.weights, ReadHfGpt2Weights(path, out.model));
     out.seq_len = out.model.max_seq_len();
+    // Its tokenizer.json when weft reads its scheme (GPT-2's).
+    absl::StatusOr<std::string> tok = ReadHfTokenizer(path);
+    if (!tok.ok()) return Annotate(tok.status(), "pass --tokenizer=FILE instead");
+    out.tokenizer = *std::move(tok);
     return out;
   }
   WEFT_RETURN_IF_ERROR(CheckNotDirectory(path));

@@ -331,3 +331,137 @@ absl::StatusOr<std::map<std::string, ckpt::HostTensor>> ReadHfLlamaWeights(
 }
 
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// Rows [begin, end) of a row-major tensor of `cols` columns, as (rows, cols).
+ckpt::HostTensor Rows(const ckpt::HostTensor& t, int64_t begin, int64_t end, int64_t cols) {
+  return {.shape = {end - begin, cols},
+          .values = std::vector<float>(t.values.begin() + begin * cols,
+                                       t.values.begin() + end * cols)};
+}
+
+std::string Num(double v) { return absl::StrCat(v); }
+
+}  // namespace
+
+absl::StatusOr<HfExport> ToHfLlama(const LlamaConfig& config,
+                                   const std::map<std::string, ckpt::HostTensor>& weights,
+                                   const std::string& dtype) {
+  const bool moe = LlamaIsMoe(config);
+  const MoeConfig m = moe ? LlamaMoeConfig(config) : MoeConfig();
+  if (moe && (config.router_score() != "softmax" || config.shared_expert_hidden() > 0)) {
+    return FailedPrecondition(
+        absl::StrCat("a Llama mixture of experts with ",
+                     config.shared_expert_hidden() > 0 ? "a shared expert" : "sigmoid routing"),
+        "softmax routing without shared experts (Mixtral's and Qwen3-MoE's, the MoE "
+        "architectures exported)",
+        "export it with --format=safetensors instead");
+  }
+  if (moe && !config.qk_norm() && !config.norm_topk_prob()) {
+    return FailedPrecondition("a Llama mixture of experts with raw gates and no QK-norm",
+                              "Mixtral renormalises its gates (Qwen3-MoE, with QK-norm, may not)",
+                              "export it with --format=safetensors instead");
+  }
+  const std::string arch = moe ? (config.qk_norm() ? "Qwen3MoeForCausalLM" : "MixtralForCausalLM")
+                               : (config.qk_norm() ? "Qwen3ForCausalLM" : "LlamaForCausalLM");
+  const bool mixtral = arch == "MixtralForCausalLM";
+  const int64_t c = config.d_model(), v = config.vocab_size(), f = LlamaFfnHidden(config);
+  HfExport out;
+  auto get = [&](const std::string& name) -> absl::StatusOr<const ckpt::HostTensor*> {
+    const auto it = weights.find(name);
+    if (it == weights.end()) {
+      return NotFound(absl::StrCat("the checkpoint has no ", name), "every Llama parameter");
+    }
+    return &it->second;
+  };
+  WEFT_ASSIGN_OR_RETURN(const ckpt::HostTensor* wte, get("embed.wte"));
+  out.tensors["model.embed_tokens.weight"] = Rows(*wte, 0, v, c);  // padding rows dropped
+  for (int l = 0; l < config.n_layer(); ++l) {
+    const std::string h = absl::StrCat("model.layers.", l, "."), b = absl::StrCat("blocks.", l, ".");
+    std::vector<std::pair<std::string, std::string>> same = {
+        {"ln1.weight", "input_layernorm.weight"},
+        {"ln2.weight", "post_attention_layernorm.weight"},
+        {"attn.q.weight", "self_attn.q_proj.weight"},
+        {"attn.k.weight", "self_attn.k_proj.weight"},
+        {"attn.v.weight", "self_attn.v_proj.weight"},
+        {"attn.proj.weight", "self_attn.o_proj.weight"}};
+    if (config.qk_norm()) {
+      same.push_back({"attn.q_norm.weight", "self_attn.q_norm.weight"});
+      same.push_back({"attn.k_norm.weight", "self_attn.k_norm.weight"});
+    }
+    for (const auto& [from, to] : same) {
+      WEFT_ASSIGN_OR_RETURN(const ckpt::HostTensor* t, get(b + from));
+      out.tensors[h + to] = *t;
+    }
+    if (!moe) {
+      WEFT_ASSIGN_OR_RETURN(const ckpt::HostTensor* gu, get(b + "mlp.gate_up.weight"));
+      WEFT_ASSIGN_OR_RETURN(const ckpt::HostTensor* down, get(b + "mlp.down.weight"));
+      out.tensors[h + "mlp.gate_proj.weight"] = Rows(*gu, 0, f, c);
+      out.tensors[h + "mlp.up_proj.weight"] = Rows(*gu, f, 2 * f, c);
+      out.tensors[h + "mlp.down_proj.weight"] = *down;
+      continue;
+    }
+    const std::string moe_pre = h + (mixtral ? "block_sparse_moe." : "mlp.");
+    WEFT_ASSIGN_OR_RETURN(const ckpt::HostTensor* router, get(b + "mlp.router.weight"));
+    out.tensors[moe_pre + "gate.weight"] = *router;
+    WEFT_ASSIGN_OR_RETURN(const ckpt::HostTensor* gu, get(b + "mlp.experts.gate_up_weight"));
+    WEFT_ASSIGN_OR_RETURN(const ckpt::HostTensor* down, get(b + "mlp.experts.down_weight"));
+    const int64_t hid = m.hidden;
+    for (int64_t j = 0; j < m.num_experts; ++j) {
+      const std::string x = absl::StrCat(moe_pre, "experts.", j, ".");
+      // gate_up (E, 2, H, C): expert j's gate rows, then its up rows.
+      out.tensors[x + (mixtral ? "w1.weight" : "gate_proj.weight")] =
+          Rows(*gu, 2 * j * hid, (2 * j + 1) * hid, c);
+      out.tensors[x + (mixtral ? "w3.weight" : "up_proj.weight")] =
+          Rows(*gu, (2 * j + 1) * hid, (2 * j + 2) * hid, c);
+      out.tensors[x + (mixtral ? "w2.weight" : "down_proj.weight")] = Rows(*down, j * c, (j + 1) * c, hid);
+    }
+  }
+  WEFT_ASSIGN_OR_RETURN(const ckpt::HostTensor* norm, get("ln_f.weight"));
+  out.tensors["model.norm.weight"] = *norm;
+  if (!config.tie_weights()) {
+    WEFT_ASSIGN_OR_RETURN(const ckpt::HostTensor* head, get("lm_head.weight"));
+    out.tensors["lm_head.weight"] = Rows(*head, 0, v, c);
+  }
+  const std::string model_type = arch == "LlamaForCausalLM"   ? "llama"
+                                 : arch == "Qwen3ForCausalLM" ? "qwen3"
+                                 : mixtral                    ? "mixtral"
+                                                              : "qwen3_moe";
+  std::string j = absl::StrCat(
+      "{\n  \"architectures\": [\"", arch, "\"],\n  \"model_type\": \"", model_type, "\",\n",
+      "  \"hidden_act\": \"silu\",\n  \"hidden_size\": ", c, ",\n  \"intermediate_size\": ",
+      mixtral ? m.hidden : f, ",\n  \"num_hidden_layers\": ", config.n_layer(),
+      ",\n  \"num_attention_heads\": ", config.n_head(), ",\n  \"num_key_value_heads\": ",
+      LlamaKvHeads(config), ",\n  \"head_dim\": ", LlamaHeadDim(config), ",\n  \"vocab_size\": ", v,
+      ",\n  \"max_position_embeddings\": ", config.max_seq_len(), ",\n  \"rms_norm_eps\": ",
+      Num(config.norm_eps()), ",\n  \"rope_theta\": ", Num(config.rope_theta()),
+      ",\n  \"tie_word_embeddings\": ", config.tie_weights() ? "true" : "false",
+      ",\n  \"attention_bias\": false,\n  \"mlp_bias\": false,\n  \"initializer_range\": ",
+      Num(config.init_std()), ",\n  \"sliding_window\": null,\n  \"use_sliding_window\": false");
+  if (config.has_rope_scaling()) {
+    const RopeScalingConfig& s = config.rope_scaling();
+    absl::StrAppend(&j, ",\n  \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": ",
+                    Num(s.factor()), ", \"low_freq_factor\": ", Num(s.low_freq_factor()),
+                    ", \"high_freq_factor\": ", Num(s.high_freq_factor()),
+                    ", \"original_max_position_embeddings\": ",
+                    s.original_max_position_embeddings(), "}");
+  }
+  if (moe) {
+    absl::StrAppend(&j, ",\n  \"", mixtral ? "num_local_experts" : "num_experts", "\": ",
+                    m.num_experts, ",\n  \"num_experts_per_tok\": ", m.top_k,
+                    ",\n  \"router_aux_loss_coef\": ", Num(m.aux_loss_coef),
+                    ",\n  \"router_jitter_noise\": 0.0");
+    if (!mixtral) {
+      absl::StrAppend(&j, ",\n  \"moe_intermediate_size\": ", m.hidden,
+                      ",\n  \"norm_topk_prob\": ", config.norm_topk_prob() ? "true" : "false",
+                      ",\n  \"decoder_sparse_step\": 1,\n  \"mlp_only_layers\": []");
+    }
+  }
+  absl::StrAppend(&j, ",\n  \"torch_dtype\": \"", HfTorchDtype(dtype), "\"\n}\n");
+  out.config_json = std::move(j);
+  return out;
+}
+
+}  // namespace weft

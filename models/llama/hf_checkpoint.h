@@ -36,6 +36,16 @@ absl::StatusOr<LlamaConfig> ReadHfLlamaConfig(const std::string& dir, const Llam
 absl::StatusOr<std::map<std::string, ckpt::HostTensor>> ReadHfLlamaWeights(
     const std::string& dir, const LlamaConfig& config);
 
+// The other way: a Llama's weights (weft's names, the model's shapes) as
+// the Hugging Face architecture of its shape: LlamaForCausalLM,
+// Qwen3ForCausalLM (QK-norm), MixtralForCausalLM (experts) or
+// Qwen3MoeForCausalLM (experts and QK-norm), stored as `dtype`. A model no
+// architecture holds (sigmoid routing, a shared expert, capacity drops are
+// training-only and dropped) is refused.
+absl::StatusOr<HfExport> ToHfLlama(const LlamaConfig& config,
+                                   const std::map<std::string, ckpt::HostTensor>& weights,
+                                   const std::string& dtype);
+
 }  // namespace weft
 
 #endif  // WEFT_MODELS_LLAMA_HF_CHECKPOINT_H_

@@ -67,6 +67,12 @@ absl::StatusOr<Source> OpenSource(const SampleJob& job) {
     s.job.mutable_train()->set_seq_len(s.job.model().max_seq_len());
     WEFT_ASSIGN_OR_RETURN(s.weights, ReadHfLlamaWeights(path, s.job.model()));
     s.what = path;
+    // Its tokenizer.json when weft reads its scheme; --tokenizer overrides.
+    if (job.tokenizer().empty()) {
+      absl::StatusOr<std::string> tok = ReadHfTokenizer(path);
+      if (!tok.ok()) return Annotate(tok.status(), "pass --tokenizer=FILE instead");
+      s.tokenizer = *std::move(tok);
+    }
     return s;
   }
   WEFT_ASSIGN_OR_RETURN(ckpt::SafetensorsFile f, ckpt::ReadSafetensors(path));

@@ -49,6 +49,13 @@ grep -q "the quick brown fox" <<<"$on" || { echo "FAIL: the sample does not cont
 "$ckpt" export "$tmp/ck" --format=safetensors --out="$tmp/llama.safetensors" >/dev/null
 exported=$("$sample" --init_from="$tmp/llama.safetensors" "${greedy[@]}" 2>/dev/null)
 [ "$exported" = "$on" ] || { echo "FAIL: the export samples other text: $exported"; exit 1; }
+# As a Hugging Face directory (LlamaForCausalLM): the same text from it,
+# with weft's char tokenizer (it has no Hugging Face form).
+"$ckpt" export "$tmp/ck" --format=tokenizer --out="$tmp/tok.txt" >/dev/null
+"$ckpt" export "$tmp/ck" --format=hf --out="$tmp/hf_out" >/dev/null
+grep -q '"LlamaForCausalLM"' "$tmp/hf_out/config.json" || { echo "FAIL: config.json:"; cat "$tmp/hf_out/config.json"; exit 1; }
+from_hf=$("$sample" --init_from="$tmp/hf_out" --tokenizer="$tmp/tok.txt" "${greedy[@]}" 2>/dev/null)
+[ "$from_hf" = "$on" ] || { echo "FAIL: the HF export samples other text: $from_hf"; exit 1; }
 echo "sample: $on"
 
 # A Hugging Face checkpoint (transformers' save_pretrained; testdata/): the
@@ -86,6 +93,11 @@ grep -q '"moe_aux_loss":' "$tmp/moe.jsonl" || { echo "FAIL: no moe_aux_loss metr
 on=$("$sample" --checkpoint="$tmp/moe_ck" "${greedy[@]}" 2>/dev/null)
 off=$("$sample" --checkpoint="$tmp/moe_ck" "${greedy[@]}" --kv_cache=false 2>/dev/null)
 [ "$on" = "$off" ] || { echo "FAIL: MoE greedy text differs with the cache:"; echo "$on"; echo "$off"; exit 1; }
+"$ckpt" export "$tmp/moe_ck" --format=hf --out="$tmp/moe_hf" >/dev/null
+grep -q '"MixtralForCausalLM"' "$tmp/moe_hf/config.json" || { echo "FAIL: MoE config.json"; exit 1; }
+"$ckpt" export "$tmp/moe_ck" --format=tokenizer --out="$tmp/moe_tok.txt" >/dev/null
+from_hf=$("$sample" --init_from="$tmp/moe_hf" --tokenizer="$tmp/moe_tok.txt" "${greedy[@]}" 2>/dev/null)
+[ "$from_hf" = "$on" ] || { echo "FAIL: the Mixtral export samples other text: $from_hf"; exit 1; }
 echo "moe sample: $on"
 
 expect_error() {  # expect_error WANT ARGS...: the run fails and prints WANT

@@ -6,8 +6,11 @@
 #include <sstream>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "checkpoint/safetensors.h"
+#include "core/base/atomic_file.h"
 #include "core/base/status_macros.h"
+#include "data/tokenizer_factory.h"
 
 namespace weft {
 namespace {
@@ -58,6 +61,91 @@ absl::StatusOr<double> HfNumber(const HfConfig& c, const char* key,
     return InvalidArgument(absl::StrCat(c.path, ": \"", key, "\" is not a number"), "a number");
   }
   return v->number;
+}
+
+absl::StatusOr<std::string> ReadHfTokenizer(const std::string& dir) {
+  const std::string path = (fs::path(dir) / "tokenizer.json").string();
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return std::string();
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<data::Tokenizer> tok, data::LoadTokenizer(path));
+  return tok->Serialize();
+}
+
+std::string HfTorchDtype(const std::string& dtype) {
+  if (dtype == "BF16") return "bfloat16";
+  if (dtype == "F16") return "float16";
+  return "float32";
+}
+
+std::string JsonQuote(absl::string_view s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      out.push_back('\\');
+      out.push_back(ch);
+    } else if (c < 0x20) {
+      absl::StrAppend(&out, "\\u00", absl::Hex(c, absl::kZeroPad2));
+    } else {
+      out.push_back(ch);
+    }
+  }
+  return out + "\"";
+}
+
+absl::Status WriteHfDirectory(const std::string& dir, const std::string& config_json,
+                              const std::map<std::string, ckpt::HostTensor>& tensors,
+                              const HfWriteOptions& options) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    return FailedPrecondition(absl::StrCat("cannot create ", dir, ": ", ec.message()),
+                              "a writable output directory");
+  }
+  const auto write = [&](const std::string& name, absl::string_view text) -> absl::Status {
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> f,
+                          AtomicFileWriter::Open((fs::path(dir) / name).string()));
+    WEFT_RETURN_IF_ERROR(f->Write(text));
+    return f->Commit();
+  };
+  // Shards in name order, each up to shard_bytes (a larger tensor alone).
+  const int64_t element = options.dtype == "F32" ? 4 : 2;
+  std::vector<std::map<std::string, ckpt::HostTensor>> shards(1);
+  int64_t in_shard = 0, total = 0;
+  for (const auto& [name, t] : tensors) {
+    const int64_t bytes = static_cast<int64_t>(t.values.size()) * element;
+    if (in_shard > 0 && in_shard + bytes > options.shard_bytes) {
+      shards.emplace_back();
+      in_shard = 0;
+    }
+    shards.back().emplace(name, t);
+    in_shard += bytes;
+    total += bytes;
+  }
+  const ckpt::SafetensorsWriteOptions st{.dtype = options.dtype, .metadata = {{"format", "pt"}}};
+  if (shards.size() == 1) {
+    WEFT_RETURN_IF_ERROR(
+        ckpt::WriteSafetensors((fs::path(dir) / "model.safetensors").string(), shards[0], st));
+  } else {
+    std::string index = absl::StrCat("{\n  \"metadata\": {\"total_size\": ", total,
+                                     "},\n  \"weight_map\": {");
+    bool first = true;
+    for (size_t i = 0; i < shards.size(); ++i) {
+      const std::string file = absl::StrFormat("model-%05d-of-%05d.safetensors", i + 1,
+                                               shards.size());
+      WEFT_RETURN_IF_ERROR(
+          ckpt::WriteSafetensors((fs::path(dir) / file).string(), shards[i], st));
+      for (const auto& [name, t] : shards[i]) {
+        absl::StrAppend(&index, first ? "\n    " : ",\n    ", JsonQuote(name), ": ",
+                        JsonQuote(file));
+        first = false;
+      }
+    }
+    absl::StrAppend(&index, "\n  }\n}\n");
+    WEFT_RETURN_IF_ERROR(write("model.safetensors.index.json", index));
+  }
+  for (const auto& [name, text] : options.files) WEFT_RETURN_IF_ERROR(write(name, text));
+  return write("config.json", config_json);
 }
 
 absl::StatusOr<std::map<std::string, ckpt::HostTensor>> ReadHfTensors(const std::string& dir) {

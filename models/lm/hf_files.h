@@ -36,8 +36,41 @@ absl::StatusOr<double> HfNumber(const HfConfig& c, const char* key,
 // A field that is present and not null, or nullptr.
 const JsonValue* HfField(const HfConfig& c, const char* key);
 
+// DIR/tokenizer.json in weft's serialized form, "" when there is none; an
+// error when it is there but not of a scheme weft reads (the caller may
+// then take --tokenizer instead).
+absl::StatusOr<std::string> ReadHfTokenizer(const std::string& dir);
+
 // Every tensor of the checkpoint's safetensors file(s), by its HF name.
 absl::StatusOr<std::map<std::string, ckpt::HostTensor>> ReadHfTensors(const std::string& dir);
+
+// A model in Hugging Face's form: its config.json and its tensors by HF name.
+struct HfExport {
+  std::string config_json;
+  std::map<std::string, ckpt::HostTensor> tensors;
+};
+
+struct HfWriteOptions {
+  std::string dtype = "F32";  // "F32", "BF16" or "F16"
+  // Tensors per file up to this many bytes: model.safetensors when all fit
+  // in one, else model-0000N-of-0000M.safetensors and their index.
+  int64_t shard_bytes = int64_t{5} << 30;
+  // Other files of the directory (tokenizer.json), by name.
+  std::map<std::string, std::string> files;
+};
+
+// Writes DIR (created when missing) as save_pretrained would: config.json,
+// the safetensors file(s) with {"format": "pt"} metadata, and
+// `options.files`; each file through a temporary and a rename.
+absl::Status WriteHfDirectory(const std::string& dir, const std::string& config_json,
+                              const std::map<std::string, ckpt::HostTensor>& tensors,
+                              const HfWriteOptions& options = {});
+
+// config.json's "torch_dtype" for a safetensors dtype ("float32", ...).
+std::string HfTorchDtype(const std::string& dtype);
+
+// A JSON string literal of `s` (quotes and escapes).
+std::string JsonQuote(absl::string_view s);
 
 // A field the job set itself (`set`) must agree with config.json's `key`.
 template <typename T>

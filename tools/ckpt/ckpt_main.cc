@@ -6,9 +6,12 @@
 //   consolidate  --out=FILE: one safetensors file with the full state
 //                (parameters and optimizer state, unsharded) and the run's
 //                metadata
-//   export       --format=safetensors|llmc|tokenizer --out=FILE [--dtype=f32|bf16|f16]:
+//   export       --format=safetensors|llmc|hf|tokenizer --out=FILE [--dtype=f32|bf16|f16]:
 //                model weights only, for the safetensors Python package or
-//                for llm.c (GPT checkpoints); or a text job's tokenizer file
+//                for llm.c (GPT checkpoints); a Hugging Face directory
+//                (--format=hf --out=DIR: config.json, safetensors shards, a
+//                GPT-2-scheme tokenizer.json) that transformers'
+//                from_pretrained loads; or a text job's tokenizer file
 //
 // CHECKPOINT is a step directory, or a --checkpoint_dir (its newest one).
 #include <algorithm>
@@ -31,11 +34,18 @@
 #include "core/base/atomic_file.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
+#include "data/gpt2_tokenizer.h"
+#include "data/tokenizer_factory.h"
+#include "google/protobuf/text_format.h"
 #include "models/gpt/gpt.h"
 #include "models/gpt/gpt_config.pb.h"
 #include "models/gpt/gpt_weights.h"
+#include "models/gpt/hf_gpt2.h"
 #include "models/gpt/llmc_format.h"
 #include "models/gpt/recorded_job.h"
+#include "models/llama/hf_checkpoint.h"
+#include "models/llama/llama_config.pb.h"
+#include "models/lm/hf_files.h"
 #include "tools/train_main/train_main.h"
 
 namespace weft::ckpt {
@@ -44,7 +54,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: ckpt inspect|verify CHECKPOINT\n"
     "       ckpt consolidate CHECKPOINT --out=FILE.safetensors\n"
-    "       ckpt export CHECKPOINT --format=safetensors|llmc|tokenizer --out=FILE "
+    "       ckpt export CHECKPOINT --format=safetensors|llmc|hf|tokenizer --out=FILE|DIR "
     "[--dtype=f32|bf16|f16]\n"
     "CHECKPOINT: a step_<N> directory, or a checkpoint directory (its newest step)";
 
@@ -53,7 +63,8 @@ constexpr char kCommands[] =
     "  inspect      entries, shapes, placements, checksums, and the run it came from\n"
     "  verify       reads every byte and checks every CRC-32C\n"
     "  consolidate  one safetensors file with the full, unsharded state\n"
-    "  export       model weights (safetensors, or llm.c for GPTs), or the tokenizer\n";
+    "  export       model weights (safetensors, llm.c for GPTs, a Hugging Face directory),\n"
+    "               or the tokenizer\n";
 
 struct Args {
   std::string command, path, out, format = "safetensors", dtype = "F32";
@@ -90,8 +101,10 @@ absl::StatusOr<Args> Parse(int argc, char** argv) {
   if (writes && a.out.empty()) {
     return InvalidArgument(absl::StrCat(a.command, " without --out"), "--out=FILE", kUsage);
   }
-  if (a.format != "safetensors" && a.format != "llmc" && a.format != "tokenizer") {
-    return InvalidArgument(absl::StrCat("--format=", a.format), "safetensors, llmc or tokenizer");
+  if (a.format != "safetensors" && a.format != "llmc" && a.format != "hf" &&
+      a.format != "tokenizer") {
+    return InvalidArgument(absl::StrCat("--format=", a.format),
+                           "safetensors, llmc, hf or tokenizer");
   }
   // Either case: the trainer's --dtype is lowercase, safetensors' uppercase.
   const std::string dtype = absl::AsciiStrToUpper(a.dtype);
@@ -204,6 +217,44 @@ std::map<std::string, std::string> RunMetadata(const Checkpoint& c, const std::s
   return md;
 }
 
+// --format=hf: the model's Hugging Face architecture, and its tokenizer
+// when it has a Hugging Face form (GPT-2's scheme).
+absl::Status ExportHf(const Args& a, const Checkpoint& c,
+                      std::map<std::string, HostTensor> weights) {
+  HfExport hf;
+  if (absl::StartsWith(c.meta.model_summary(), "Llama")) {
+    LlamaJob job;
+    if (!google::protobuf::TextFormat::ParseFromString(c.meta.job_config(), &job)) {
+      return FailedPrecondition(absl::StrCat(c.dir, " records no Llama job"),
+                                "a checkpoint of //models/llama:train");
+    }
+    WEFT_ASSIGN_OR_RETURN(hf, ToHfLlama(job.model(), weights, a.dtype));
+  } else {
+    WEFT_ASSIGN_OR_RETURN(GptJob job, ParseRecordedGptJob(c.meta.job_config(), c.dir));
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Gpt> model,
+                          Gpt::Create(job.model(), job.train().seq_len()));
+    ToModelShapes(*model, &weights);
+    WEFT_ASSIGN_OR_RETURN(hf, ToHfGpt2(job.model(), weights, a.dtype));
+  }
+  HfWriteOptions o{.dtype = a.dtype};
+  std::string tokenizer_note = "no tokenizer in the checkpoint";
+  if (!c.meta.tokenizer().empty()) {
+    WEFT_ASSIGN_OR_RETURN(auto tok, data::ParseTokenizer(c.meta.tokenizer(), c.dir));
+    if (const auto* gpt2 = dynamic_cast<const data::Gpt2Tokenizer*>(tok.get())) {
+      o.files["tokenizer.json"] = gpt2->ToTokenizerJson();
+      tokenizer_note = "tokenizer.json";
+    } else {
+      tokenizer_note = absl::StrCat(
+          "no tokenizer.json: weft's ", tok->kind(),
+          " tokenizer has no Hugging Face form (--format=tokenizer writes weft's file)");
+    }
+  }
+  WEFT_RETURN_IF_ERROR(WriteHfDirectory(a.out, hf.config_json, hf.tensors, o));
+  std::printf("wrote %s (Hugging Face): %zu tensors at step %lld; %s\n", a.out.c_str(),
+              hf.tensors.size(), static_cast<long long>(c.meta.step()), tokenizer_note.c_str());
+  return absl::OkStatus();
+}
+
 absl::Status Run(const Args& a) {
   WEFT_ASSIGN_OR_RETURN(Checkpoint c, Open(a.path));
   if (a.command == "inspect") {
@@ -241,6 +292,7 @@ absl::Status Run(const Args& a) {
   WEFT_ASSIGN_OR_RETURN(auto weights, ReadFullTensors(c, [](const std::string& name) {
                           return name.find(':') == std::string::npos;
                         }));
+  if (a.format == "hf") return ExportHf(a, c, std::move(weights));
   // A GPT's weights leave in the model's own shapes, whatever the layout
   // they were saved under (tp saves a fused qkv as (3, C, C)).
   absl::StatusOr<GptJob> job = ParseRecordedGptJob(c.meta.job_config(), c.dir);

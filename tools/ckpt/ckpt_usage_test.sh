@@ -27,7 +27,7 @@ expect_error() {
 expect_error "bogus $tmp" "unknown command 'bogus'" "inspect, verify, consolidate or export"
 expect_error "verify /nonexistent" "no checkpoint at /nonexistent" "--checkpoint_every"
 expect_error "export /nonexistent" "export without --out"
-expect_error "export /nonexistent --out=x --format=onnx" "--format=onnx; expected safetensors, llmc or tokenizer"
+expect_error "export /nonexistent --out=x --format=onnx" "--format=onnx; expected safetensors, llmc, hf or tokenizer"
 expect_error "export /nonexistent --out=x --dtype=fp8" "--dtype=fp8; expected f32, bf16 or f16"
 # Flags a command does not read are refused (consolidate --dtype wrote f32).
 expect_error "consolidate /nonexistent --out=x --dtype=bf16" "--dtype with consolidate"
