@@ -17,6 +17,11 @@ namespace weft::data {
 // End (exclusive) of the chunk that starts at `pos` (< text.size()).
 size_t Gpt2ChunkEnd(absl::string_view text, size_t pos);
 
+// Llama 3's rule (tiktoken's cl100k pattern, as its tokenizer.json splits):
+//   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+//    ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+size_t Llama3ChunkEnd(absl::string_view text, size_t pos);
+
 template <typename F>
 void ForEachGpt2Chunk(absl::string_view text, F&& f) {
   size_t pos = 0;

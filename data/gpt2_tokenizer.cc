@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstring>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -21,6 +22,11 @@ namespace {
 
 constexpr char kHeader[] = "weft-tokenizer gpt2 v1";
 constexpr char kEndOfText[] = "<|endoftext|>";
+constexpr char kLlama3EndOfText[] = "<|end_of_text|>";
+// Llama 3's split pattern in its tokenizer.json (tiktoken's cl100k).
+constexpr char kLlama3Pattern[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 constexpr size_t kMaxCacheEntries = 1 << 20;
 
 // GPT-2's byte-to-unicode table: printable Latin-1 bytes stand for
@@ -76,6 +82,7 @@ struct Vocabulary {
 
 absl::StatusOr<Vocabulary> FromNames(const JsonValue& vocab,
                                      const std::vector<std::pair<std::string, std::string>>& merges,
+                                     const absl::flat_hash_set<std::string>& specials,
                                      absl::string_view file) {
   if (!vocab.is_object() || vocab.object.empty()) return Bad(file, "no vocabulary object");
   Vocabulary v;
@@ -91,9 +98,11 @@ absl::StatusOr<Vocabulary> FromNames(const JsonValue& vocab,
     }
     seen[n] = true;
     id_of[name] = static_cast<int32_t>(n);
-    if (name == kEndOfText) {
-      v.tokens[n] = kEndOfText;
-      v.eot = static_cast<int32_t>(n);
+    if (specials.contains(name)) {  // text, not byte names
+      v.tokens[n] = name;
+      if (name == kEndOfText || (name == kLlama3EndOfText && v.eot < 0)) {
+        v.eot = static_cast<int32_t>(n);
+      }
       continue;
     }
     WEFT_ASSIGN_OR_RETURN(v.tokens[n], NameToBytes(name, file));
@@ -136,30 +145,76 @@ const JsonValue* Member(const JsonValue& j, const char* key) {
 
 bool IsTrue(const JsonValue* v) { return v != nullptr && v->kind == JsonValue::Kind::kBool && v->boolean; }
 
-// The pre-tokenizer must be GPT-2's ByteLevel (with the regex, no prefix space).
-absl::Status CheckByteLevel(const JsonValue* p, const char* what, absl::string_view file) {
-  if (p == nullptr) return Bad(file, absl::StrCat("no ", what, " (GPT-2's is ByteLevel)"));
-  const JsonValue* type = Member(*p, "type");
-  const std::string t = type != nullptr && type->is_string() ? type->string : "?";
-  if (t == "Sequence") {
-    const JsonValue* items = Member(*p, strcmp(what, "decoder") == 0 ? "decoders" : "pretokenizers");
-    if (items != nullptr && items->is_array() && items->array.size() == 1) {
-      return CheckByteLevel(&items->array[0], what, file);
+std::string TypeOf(const JsonValue& p) {
+  const JsonValue* type = Member(p, "type");
+  return type != nullptr && type->is_string() ? type->string : "?";
+}
+
+// A ByteLevel step: no prefix space (GPT-2's and Llama 3's add none), and
+// the GPT-2 regex on (`regex`) or off (after Llama 3's split).
+absl::Status CheckByteLevel(const JsonValue& p, bool regex, absl::string_view file) {
+  if (TypeOf(p) != "ByteLevel") return Bad(file, absl::StrCat("a ", TypeOf(p), " pre-tokenizer step"));
+  if (IsTrue(Member(p, "add_prefix_space"))) {
+    return Bad(file, "the ByteLevel pre-tokenizer adds a prefix space (GPT-2's and Llama 3's do not)");
+  }
+  const JsonValue* use = Member(p, "use_regex");
+  const bool uses = use == nullptr || use->kind != JsonValue::Kind::kBool || use->boolean;
+  if (uses != regex) {
+    return Bad(file, regex ? "the ByteLevel pre-tokenizer runs without GPT-2's regex"
+                           : "the ByteLevel step after the split runs GPT-2's regex too");
+  }
+  return absl::OkStatus();
+}
+
+// GPT-2's scheme (ByteLevel with its regex) or Llama 3's (a Split by its
+// pattern, isolated, then ByteLevel without the regex); anything else is
+// named.
+absl::StatusOr<Gpt2Tokenizer::Split> SplitOf(const JsonValue* p, absl::string_view file) {
+  if (p == nullptr) return Bad(file, "no pre_tokenizer (GPT-2's is ByteLevel)");
+  std::vector<const JsonValue*> steps = {p};
+  if (TypeOf(*p) == "Sequence") {
+    steps.clear();
+    const JsonValue* items = Member(*p, "pretokenizers");
+    if (items != nullptr && items->is_array()) {
+      for (const JsonValue& i : items->array) steps.push_back(&i);
     }
   }
-  if (t != "ByteLevel") {
-    return Bad(file, absl::StrCat("the ", what, " is ", t,
-                                  " (Llama 3's and Qwen's split by another regex first), not "
-                                  "GPT-2's ByteLevel; only GPT-2's scheme is read"));
+  if (steps.size() == 1) {
+    if (TypeOf(*steps[0]) != "ByteLevel") {
+      return Bad(file, absl::StrCat("the pre_tokenizer is ", TypeOf(*steps[0]),
+                                    ", not GPT-2's ByteLevel or Llama 3's split then ByteLevel"));
+    }
+    WEFT_RETURN_IF_ERROR(CheckByteLevel(*steps[0], /*regex=*/true, file));
+    return Gpt2Tokenizer::Split::kGpt2;
   }
-  // (The ByteLevel decoder's add_prefix_space does nothing on decode.)
-  if (strcmp(what, "pre_tokenizer") == 0 && IsTrue(Member(*p, "add_prefix_space"))) {
-    return Bad(file, absl::StrCat("the ", what, " adds a prefix space (GPT-2's does not)"));
+  if (steps.size() == 2 && TypeOf(*steps[0]) == "Split") {
+    const JsonValue* pattern = Member(*steps[0], "pattern");
+    const JsonValue* regex = pattern != nullptr ? Member(*pattern, "Regex") : nullptr;
+    const JsonValue* behavior = Member(*steps[0], "behavior");
+    if (regex == nullptr || !regex->is_string() || regex->string != kLlama3Pattern) {
+      return Bad(file, absl::StrCat("the pre_tokenizer splits by the pattern ",
+                                    regex != nullptr && regex->is_string()
+                                        ? absl::StrCat("\"", absl::CHexEscape(regex->string), "\"")
+                                        : std::string("?"),
+                                    "; the patterns read are GPT-2's and Llama 3's (Qwen's "
+                                    "differs in its digits)"));
+    }
+    if (behavior == nullptr || !behavior->is_string() || behavior->string != "Isolated" ||
+        IsTrue(Member(*steps[0], "invert"))) {
+      return Bad(file, "the split is not Llama 3's (behavior Isolated, not inverted)");
+    }
+    WEFT_RETURN_IF_ERROR(CheckByteLevel(*steps[1], /*regex=*/false, file));
+    return Gpt2Tokenizer::Split::kLlama3;
   }
-  const JsonValue* regex = Member(*p, "use_regex");
-  if (strcmp(what, "pre_tokenizer") == 0 && regex != nullptr && regex->kind == JsonValue::Kind::kBool &&
-      !regex->boolean) {
-    return Bad(file, "the ByteLevel pre-tokenizer runs without GPT-2's regex");
+  return Bad(file, absl::StrCat("the pre_tokenizer is ", TypeOf(*p), " of ", steps.size(),
+                                " steps; the schemes read are GPT-2's ByteLevel and Llama 3's "
+                                "split then ByteLevel"));
+}
+
+absl::Status CheckDecoder(const JsonValue* d, absl::string_view file) {
+  if (d == nullptr || TypeOf(*d) != "ByteLevel") {
+    return Bad(file, absl::StrCat("the decoder is ", d == nullptr ? "missing" : TypeOf(*d),
+                                  ", not ByteLevel"));
   }
   return absl::OkStatus();
 }
@@ -183,11 +238,24 @@ bool FromHex(absl::string_view hex, std::string* out) {
 
 absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::Build(
     std::vector<std::string> tokens, const std::vector<std::pair<int32_t, int32_t>>& merges,
-    int32_t eot, absl::string_view name) {
+    int32_t eot, Scheme scheme, absl::string_view name) {
   std::unique_ptr<Gpt2Tokenizer> t(new Gpt2Tokenizer());
-  absl::flat_hash_map<std::string, int32_t> by_bytes;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    if (static_cast<int32_t>(i) != eot) by_bytes.emplace(tokens[i], static_cast<int32_t>(i));
+  const int32_t n = static_cast<int32_t>(tokens.size());
+  std::vector<bool> special(tokens.size(), false);
+  for (const auto& [text, id] : scheme.specials) {
+    if (id < 0 || id >= n || tokens[id] != text) {
+      return Bad(name, absl::StrCat("special token \"", absl::CHexEscape(text), "\" has id ", id,
+                                    ", which the vocabulary gives another token"));
+    }
+    special[id] = true;
+  }
+  if (eot >= 0 && (eot >= n || !special[eot])) {
+    return Bad(name, absl::StrCat("end-of-text id ", eot, " is not a special token"));
+  }
+  // Ordinary tokens by their bytes (the lower id when two spell the same).
+  absl::flat_hash_map<std::string, int32_t>& by_bytes = t->by_bytes_;
+  for (int32_t i = 0; i < n; ++i) {
+    if (!special[i]) by_bytes.emplace(tokens[i], i);
   }
   for (int b = 0; b < 256; ++b) {
     const auto it = by_bytes.find(std::string(1, static_cast<char>(b)));
@@ -197,10 +265,9 @@ absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::Build(
     }
     t->byte_id_[b] = it->second;
   }
-  const int32_t n = static_cast<int32_t>(tokens.size());
   for (size_t r = 0; r < merges.size(); ++r) {
     const auto [l, rt] = merges[r];
-    if (l < 0 || l >= n || rt < 0 || rt >= n || l == eot || rt == eot) {
+    if (l < 0 || l >= n || rt < 0 || rt >= n || special[l] || special[rt]) {
       return Bad(name, absl::StrCat("merge ", r, " has ids ", l, " ", rt, " outside the vocabulary"));
     }
     const auto m = by_bytes.find(tokens[l] + tokens[rt]);
@@ -213,6 +280,10 @@ absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::Build(
   t->tokens_ = std::move(tokens);
   t->merges_ = merges;
   t->eot_ = eot;
+  // Longest first: where two specials start at one position, the longer wins.
+  std::sort(scheme.specials.begin(), scheme.specials.end(),
+            [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  t->scheme_ = std::move(scheme);
   return t;
 }
 
@@ -220,8 +291,10 @@ absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::FromVocabAndMerges
     absl::string_view vocab_json, absl::string_view merges_txt, absl::string_view name) {
   WEFT_ASSIGN_OR_RETURN(JsonValue vocab, ParseJson(vocab_json, {.what = name}));
   WEFT_ASSIGN_OR_RETURN(auto merges, ParseMergesTxt(merges_txt, name));
-  WEFT_ASSIGN_OR_RETURN(Vocabulary v, FromNames(vocab, merges, name));
-  return Build(std::move(v.tokens), v.merges, v.eot, name);
+  WEFT_ASSIGN_OR_RETURN(Vocabulary v, FromNames(vocab, merges, {kEndOfText}, name));
+  Scheme scheme;  // GPT-2's: <|endoftext|> its one special token
+  if (v.eot >= 0) scheme.specials.emplace_back(kEndOfText, v.eot);
+  return Build(std::move(v.tokens), v.merges, v.eot, std::move(scheme), name);
 }
 
 absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::FromTokenizerJson(
@@ -237,8 +310,10 @@ absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::FromTokenizerJson(
                                   ", not BPE"));
   }
   if (Member(j, "normalizer") != nullptr) return Bad(name, "it has a normalizer (GPT-2's has none)");
-  WEFT_RETURN_IF_ERROR(CheckByteLevel(Member(j, "pre_tokenizer"), "pre_tokenizer", name));
-  WEFT_RETURN_IF_ERROR(CheckByteLevel(Member(j, "decoder"), "decoder", name));
+  Scheme scheme;
+  WEFT_ASSIGN_OR_RETURN(scheme.split, SplitOf(Member(j, "pre_tokenizer"), name));
+  WEFT_RETURN_IF_ERROR(CheckDecoder(Member(j, "decoder"), name));
+  scheme.ignore_merges = IsTrue(Member(*model, "ignore_merges"));
   if (IsTrue(Member(*model, "byte_fallback"))) return Bad(name, "the BPE model falls back to bytes");
   for (const char* affix : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     const JsonValue* a = Member(*model, affix);
@@ -262,23 +337,30 @@ absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::FromTokenizerJson(
       }
     }
   }
-  // Added tokens beyond the model's vocabulary (e.g. <|endoftext|>).
+  // Added tokens: the special ones split out of the text (GPT-2's
+  // <|endoftext|>, Llama 3's <|begin_of_text|> and reserved ones).
   JsonValue vocab = *Member(*model, "vocab");
+  absl::flat_hash_set<std::string> special_names = {kEndOfText};
   if (const JsonValue* added = Member(j, "added_tokens"); added != nullptr && added->is_array()) {
     for (const JsonValue& a : added->array) {
       const JsonValue* content = Member(a, "content");
       const JsonValue* id = Member(a, "id");
-      if (content == nullptr || id == nullptr || !content->is_string()) continue;
-      if (vocab.Find(content->string) != nullptr) continue;
-      if (content->string != kEndOfText) {
-        return Bad(name, absl::StrCat("added token \"", content->string,
-                                      "\": only <|endoftext|> is read beside the vocabulary"));
+      if (content == nullptr || id == nullptr || !content->is_string() || !id->is_number()) continue;
+      if (!IsTrue(Member(a, "special"))) {
+        return Bad(name, absl::StrCat("added token \"", absl::CHexEscape(content->string),
+                                      "\" is not special (only special added tokens are read)"));
       }
-      vocab.object.emplace_back(content->string, *id);
+      special_names.insert(content->string);
+      scheme.specials.emplace_back(content->string, static_cast<int32_t>(id->number));
+      if (vocab.Find(content->string) == nullptr) vocab.object.emplace_back(content->string, *id);
     }
   }
-  WEFT_ASSIGN_OR_RETURN(Vocabulary v, FromNames(vocab, merges, name));
-  return Build(std::move(v.tokens), v.merges, v.eot, name);
+  WEFT_ASSIGN_OR_RETURN(Vocabulary v, FromNames(vocab, merges, special_names, name));
+  if (v.eot >= 0 && std::none_of(scheme.specials.begin(), scheme.specials.end(),
+                                 [&](const auto& s) { return s.second == v.eot; })) {
+    scheme.specials.emplace_back(v.tokens[v.eot], v.eot);  // in the vocabulary only
+  }
+  return Build(std::move(v.tokens), v.merges, v.eot, std::move(scheme), name);
 }
 
 absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::Parse(absl::string_view contents,
@@ -320,7 +402,24 @@ absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::Parse(absl::string
   int32_t eot = -1;
   const std::vector<absl::string_view> e = absl::StrSplit(at < lines.size() ? lines[at] : "", ' ');
   if (e.size() != 2 || e[0] != "eot" || !absl::SimpleAtoi(e[1], &eot)) return bad("no 'eot <id>' line");
-  return Build(std::move(tokens), merges, eot, name);
+  ++at;
+  // Then optionally: "split llama3", "ignore_merges", "<S> specials" and S ids.
+  Scheme scheme;
+  if (at < lines.size() && lines[at] == "split llama3") scheme.split = Split::kLlama3, ++at;
+  if (at < lines.size() && lines[at] == "ignore_merges") scheme.ignore_merges = true, ++at;
+  if (at < lines.size()) {
+    WEFT_ASSIGN_OR_RETURN(int64_t s, count("specials"));
+    for (int64_t i = 0; i < s; ++i, ++at) {
+      int32_t id = -1;
+      if (!absl::SimpleAtoi(lines[at], &id) || id < 0 || id >= v) {
+        return bad(absl::StrCat("bad special id line ", at + 1));
+      }
+      scheme.specials.emplace_back(tokens[id], id);
+    }
+  } else if (eot >= 0) {
+    scheme.specials.emplace_back(tokens[eot], eot);  // GPT-2's one special
+  }
+  return Build(std::move(tokens), merges, eot, std::move(scheme), name);
 }
 
 namespace {
@@ -354,23 +453,42 @@ std::string JsonName(absl::string_view bytes, bool special) {
 std::string Gpt2Tokenizer::ToTokenizerJson() const {
   std::string out = "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n";
   absl::StrAppend(&out, "  \"added_tokens\": [");
-  if (eot_ >= 0) {
-    absl::StrAppend(&out, "{\"id\": ", eot_, ", \"content\": \"", kEndOfText,
-                    "\", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, "
+  std::vector<std::pair<int32_t, std::string>> specials;
+  for (const auto& [text, id] : scheme_.specials) specials.emplace_back(id, text);
+  std::sort(specials.begin(), specials.end());
+  std::vector<bool> special(tokens_.size(), false);
+  for (size_t i = 0; i < specials.size(); ++i) {
+    special[specials[i].first] = true;
+    absl::StrAppend(&out, i == 0 ? "" : ", ", "{\"id\": ", specials[i].first, ", \"content\": ",
+                    JsonName(specials[i].second, true),
+                    ", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, "
                     "\"normalized\": false, \"special\": true}");
   }
+  const std::string byte_level = absl::StrCat(
+      "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": true, "
+      "\"use_regex\": ", scheme_.split == Split::kGpt2 ? "true" : "false", "}");
+  std::string pattern;
+  for (const char ch : absl::string_view(kLlama3Pattern)) {
+    if (ch == '\\' || ch == '"') pattern.push_back('\\');
+    pattern.push_back(ch);
+  }
+  const std::string pre =
+      scheme_.split == Split::kGpt2
+          ? byte_level
+          : absl::StrCat("{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", "
+                         "\"pattern\": {\"Regex\": \"", pattern,
+                         "\"}, \"behavior\": \"Isolated\", \"invert\": false}, ", byte_level, "]}");
   absl::StrAppend(
-      &out, "],\n  \"normalizer\": null,\n",
-      "  \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
-      "\"trim_offsets\": true, \"use_regex\": true},\n  \"post_processor\": null,\n",
+      &out, "],\n  \"normalizer\": null,\n", "  \"pre_tokenizer\": ", pre,
+      ",\n  \"post_processor\": null,\n",
       "  \"decoder\": {\"type\": \"ByteLevel\", \"add_prefix_space\": true, \"trim_offsets\": "
       "true, \"use_regex\": true},\n",
       "  \"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": null, "
       "\"continuing_subword_prefix\": null, \"end_of_word_suffix\": null, \"fuse_unk\": false, "
-      "\"byte_fallback\": false, \"ignore_merges\": false,\n    \"vocab\": {");
+      "\"byte_fallback\": false, \"ignore_merges\": ", scheme_.ignore_merges ? "true" : "false",
+      ",\n    \"vocab\": {");
   for (size_t i = 0; i < tokens_.size(); ++i) {
-    absl::StrAppend(&out, i == 0 ? "" : ", ", JsonName(tokens_[i], static_cast<int32_t>(i) == eot_),
-                    ": ", i);
+    absl::StrAppend(&out, i == 0 ? "" : ", ", JsonName(tokens_[i], special[i]), ": ", i);
   }
   absl::StrAppend(&out, "},\n    \"merges\": [");
   for (size_t r = 0; r < merges_.size(); ++r) {
@@ -389,10 +507,24 @@ std::string Gpt2Tokenizer::Serialize() const {
   absl::StrAppend(&out, merges_.size(), " merges\n");
   for (const auto& [l, r] : merges_) absl::StrAppend(&out, l, " ", r, "\n");
   absl::StrAppend(&out, "eot ", eot_, "\n");
+  if (scheme_.split == Split::kLlama3) absl::StrAppend(&out, "split llama3\n");
+  if (scheme_.ignore_merges) absl::StrAppend(&out, "ignore_merges\n");
+  std::vector<int32_t> ids;
+  for (const auto& [text, id] : scheme_.specials) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  absl::StrAppend(&out, ids.size(), " specials\n");
+  for (int32_t id : ids) absl::StrAppend(&out, id, "\n");
   return out;
 }
 
 void Gpt2Tokenizer::EncodeChunk(absl::string_view chunk, std::vector<int32_t>* ids) const {
+  if (scheme_.ignore_merges) {
+    const auto it = by_bytes_.find(chunk);
+    if (it != by_bytes_.end()) {
+      ids->push_back(it->second);
+      return;
+    }
+  }
   std::vector<int32_t> syms(chunk.size());
   for (size_t i = 0; i < chunk.size(); ++i) syms[i] = byte_id_[static_cast<uint8_t>(chunk[i])];
   // Lowest rank first, all its occurrences left to right.
@@ -422,33 +554,50 @@ void Gpt2Tokenizer::EncodeChunk(absl::string_view chunk, std::vector<int32_t>* i
 }
 
 absl::Status Gpt2Tokenizer::EncodeAppend(absl::string_view text, std::vector<int32_t>* ids) const {
-  // "<|endoftext|>" in the text is the end-of-text token, as Hugging Face
-  // splits its special tokens out before pre-tokenizing.
-  if (eot_ >= 0) {
-    for (size_t at = text.find(kEndOfText); at != absl::string_view::npos;
-         at = text.find(kEndOfText)) {
-      WEFT_RETURN_IF_ERROR(EncodeAppend(text.substr(0, at), ids));
-      ids->push_back(eot_);
-      text.remove_prefix(at + sizeof(kEndOfText) - 1);
+  // Special tokens split out first, as Hugging Face does with its added
+  // tokens: the earliest occurrence, the longest at one position.
+  // Each special's next occurrence at or after `pos`, found again only once
+  // passed, so many specials over a long text stay one scan each.
+  const auto& specials = scheme_.specials;
+  std::vector<size_t> next(specials.size());
+  for (size_t i = 0; i < specials.size(); ++i) next[i] = text.find(specials[i].first);
+  size_t pos = 0;
+  while (true) {
+    size_t best = absl::string_view::npos, which = 0;
+    for (size_t i = 0; i < specials.size(); ++i) {
+      if (next[i] < pos) next[i] = text.find(specials[i].first, pos);
+      if (next[i] < best) best = next[i], which = i;  // sorted longest first: ties keep the longer
     }
+    if (best == absl::string_view::npos) break;
+    EncodeText(text.substr(pos, best - pos), ids);
+    ids->push_back(specials[which].second);
+    pos = best + specials[which].first.size();
   }
+  EncodeText(text.substr(pos), ids);
+  return absl::OkStatus();
+}
+
+void Gpt2Tokenizer::EncodeText(absl::string_view text, std::vector<int32_t>* ids) const {
   // chunk -> (offset, length) of its ids earlier in *ids.
   absl::flat_hash_map<absl::string_view, std::pair<size_t, uint32_t>> cache;
-  ForEachGpt2Chunk(text, [&](absl::string_view chunk) {
+  const auto chunk_end = scheme_.split == Split::kLlama3 ? Llama3ChunkEnd : Gpt2ChunkEnd;
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t end = chunk_end(text, pos);
+    const absl::string_view chunk = text.substr(pos, end - pos);
+    pos = end;
     const auto it = cache.find(chunk);
     if (it != cache.end()) {
       const auto [offset, length] = it->second;
       const size_t old = ids->size();
       ids->resize(old + length);
       std::copy_n(ids->data() + offset, length, ids->data() + old);
-      return;
+      continue;
     }
     const size_t offset = ids->size();
     EncodeChunk(chunk, ids);
     if (cache.size() >= kMaxCacheEntries) cache.clear();
     cache.emplace(chunk, std::make_pair(offset, static_cast<uint32_t>(ids->size() - offset)));
-  });
-  return absl::OkStatus();
+  }
 }
 
 absl::StatusOr<std::string> Gpt2Tokenizer::Decode(absl::Span<const int32_t> ids) const {

@@ -1,13 +1,16 @@
-// Gpt2Tokenizer: a GPT-2-style byte-level BPE vocabulary as OpenAI and
-// Hugging Face ship it (GPT-2's vocab.json + merges.txt, or a tokenizer.json
-// of the same scheme: BPE model, ByteLevel pre-tokenizer and decoder), giving
-// the same ids they give: text is cut by GPT-2's rule (gpt2_pretokenizer.h),
+// Gpt2Tokenizer: a byte-level BPE vocabulary as OpenAI and Hugging Face ship
+// it (GPT-2's vocab.json + merges.txt, or a tokenizer.json of a BPE model
+// with the ByteLevel decoder and either GPT-2's ByteLevel pre-tokenizer or
+// Llama 3's split regex before it), giving the same ids they give: special
+// tokens are split out of the text first, the rest is cut by the scheme's
+// rule (gpt2_pretokenizer.h),
 // each chunk's bytes start as the vocabulary's byte tokens (bytes named by
 // GPT-2's printable byte-to-unicode table) and merges apply lowest rank
 // first. Unlike weft's own BpeTokenizer, ids follow the vocabulary's order.
-// The end-of-text token is the added token "<|endoftext|>" when present;
-// that text in the input encodes to it, as Hugging Face splits its special
-// tokens out (the data pipeline also joins documents with eot_id()).
+// The end-of-text token is "<|endoftext|>" (GPT-2) or "<|end_of_text|>"
+// (Llama 3) when the vocabulary has it; the data pipeline joins documents
+// with it. No BOS is added (Llama 3's post-processor adds one; weft's
+// prompts and data do not).
 //
 // Serialize() writes weft's form of it ("weft-tokenizer gpt2 v1"), which
 // checkpoints keep: the token bytes in id order, the merges as id pairs,
@@ -32,6 +35,15 @@ namespace weft::data {
 class Gpt2Tokenizer : public Tokenizer {
  public:
   static constexpr char kKind[] = "gpt2";
+
+  enum class Split { kGpt2, kLlama3 };
+  struct Scheme {
+    Split split = Split::kGpt2;
+    // A chunk that is one token is that token, merges or not (Llama 3).
+    bool ignore_merges = false;
+    // Special tokens' text and ids, split out of the text before BPE.
+    std::vector<std::pair<std::string, int32_t>> specials;
+  };
 
   // vocab.json's text and merges.txt's (`name`s for messages).
   static absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> FromVocabAndMerges(
@@ -60,7 +72,9 @@ class Gpt2Tokenizer : public Tokenizer {
   // making the token of their concatenated bytes.
   static absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> Build(
       std::vector<std::string> tokens, const std::vector<std::pair<int32_t, int32_t>>& merges,
-      int32_t eot, absl::string_view name);
+      int32_t eot, Scheme scheme, absl::string_view name);
+  // Ordinary text (no special tokens) to ids.
+  void EncodeText(absl::string_view text, std::vector<int32_t>* ids) const;
   Gpt2Tokenizer() = default;
   void EncodeChunk(absl::string_view chunk, std::vector<int32_t>* ids) const;
 
@@ -69,7 +83,9 @@ class Gpt2Tokenizer : public Tokenizer {
   // (left << 32 | right) -> (rank, merged id)
   absl::flat_hash_map<uint64_t, std::pair<int32_t, int32_t>> rank_;
   std::array<int32_t, 256> byte_id_{};
+  absl::flat_hash_map<std::string, int32_t> by_bytes_;  // ordinary tokens
   int32_t eot_ = -1;
+  Scheme scheme_;
 };
 
 }  // namespace weft::data

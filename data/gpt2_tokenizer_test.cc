@@ -32,8 +32,8 @@ struct Case {
   std::vector<int32_t> ids;
 };
 
-std::vector<Case> Expected(int64_t* vocab, int32_t* eot) {
-  absl::StatusOr<JsonValue> j = ParseJson(Read(Dir() + "/expected.json"));
+std::vector<Case> Expected(const std::string& dir, int64_t* vocab, int32_t* eot) {
+  absl::StatusOr<JsonValue> j = ParseJson(Read(dir + "/expected.json"));
   EXPECT_TRUE(j.ok()) << j.status();
   *vocab = static_cast<int64_t>(j->Find("vocab_size")->number);
   *eot = static_cast<int32_t>(j->Find("eot")->number);
@@ -46,11 +46,11 @@ std::vector<Case> Expected(int64_t* vocab, int32_t* eot) {
   return out;
 }
 
-void ExpectTokenizesLikeHf(const Tokenizer& tok) {
+void ExpectTokenizesLikeHf(const Tokenizer& tok, const std::string& dir = Dir()) {
   int64_t vocab = 0;
   int32_t eot = 0;
-  const std::vector<Case> cases = Expected(&vocab, &eot);
-  ASSERT_EQ(cases.size(), 11u);
+  const std::vector<Case> cases = Expected(dir, &vocab, &eot);
+  ASSERT_EQ(cases.size(), 13u);
   EXPECT_EQ(tok.vocab_size(), vocab);
   EXPECT_EQ(tok.eot_id(), eot);
   for (const Case& c : cases) {
@@ -92,6 +92,23 @@ TEST(Gpt2TokenizerTest, ItsTokenizerJsonReadsBackToTheSameIds) {
   absl::StatusOr<std::unique_ptr<Tokenizer>> again = ParseTokenizer(json, "exported.json");
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ((*again)->Serialize(), tok->Serialize());
+}
+
+// Llama 3's scheme: its split pattern, ignore_merges, and special tokens
+// after the vocabulary (<|begin_of_text|>, <|end_of_text|> as end-of-text).
+TEST(Gpt2TokenizerTest, Llama3SchemeGivesHuggingFacesIds) {
+  const std::string dir = Dir() + "/llama3";
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tok = LoadTokenizer(dir + "/tokenizer.json");
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  ExpectTokenizesLikeHf(**tok, dir);
+  // weft's serialization and the tokenizer.json it writes keep the scheme.
+  absl::StatusOr<std::unique_ptr<Tokenizer>> again = ParseTokenizer((*tok)->Serialize(), "saved");
+  ASSERT_TRUE(again.ok()) << again.status();
+  ExpectTokenizesLikeHf(**again, dir);
+  const std::string json = dynamic_cast<const Gpt2Tokenizer&>(**tok).ToTokenizerJson();
+  absl::StatusOr<std::unique_ptr<Tokenizer>> from_json = ParseTokenizer(json, "exported.json");
+  ASSERT_TRUE(from_json.ok()) << from_json.status();
+  ExpectTokenizesLikeHf(**from_json, dir);
 }
 
 TEST(Gpt2TokenizerTest, OtherSchemesAreRefusedByName) {

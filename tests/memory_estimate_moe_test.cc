@@ -5,7 +5,8 @@
 // the real router's choices depend on the data, so an expert's buffers, and
 // an ep rank's share of the rows, differ from the estimate's by the
 // imbalance. At initialisation the router is near uniform: every rank's
-// peak must be within 10% of its estimate. The table is printed.
+// peak must be within 10% of its estimate. The table is printed. The Llama
+// mixture of experts (SwiGLU experts) is checked the same way.
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -26,7 +27,18 @@ struct Case {
   int world;
   int ep;
   double capacity_factor;
+  bool llama = false;
 };
+
+// The Llama MoE variant in place of the job's GPT (tests/tiny_llama.h).
+testing::RunOptions Options(const Case& c, const GptJob& job) {
+  testing::RunOptions o;
+  if (!c.llama) return o;
+  LlamaConfig l = testing::TinyLlamaMoeConfig();
+  l.set_capacity_factor(static_cast<float>(c.capacity_factor));
+  o.make_model = testing::LlamaModelFactory(l, job.train().seq_len());
+  return o;
+}
 
 GptJob MoeJob(const Case& c) {
   GptJob job = testing::TinyGptJob(testing::WriteCorpus(std::getenv("TEST_TMPDIR")));
@@ -49,13 +61,16 @@ class MemoryEstimateMoeTest : public ::testing::TestWithParam<Case> {};
 TEST_P(MemoryEstimateMoeTest, EveryRankWithinTolerance) {
   const Case& c = GetParam();
   const GptJob job = MoeJob(c);
-  absl::StatusOr<testing::ParityRun> run =
-      c.world == 1 ? testing::RunSingleProcess(job) : testing::RunMultiProcess(job, c.world);
+  const testing::RunOptions options = Options(c, job);
+  absl::StatusOr<testing::ParityRun> run = c.world == 1
+                                               ? testing::RunSingleProcess(job, options)
+                                               : testing::RunMultiProcess(job, c.world, options);
   ASSERT_TRUE(run.ok()) << c.label << ": " << run.status();
   std::printf("%-12s %4s %10s %10s %8s | %9s %9s (estimate / measured - 1)\n", "layout", "rank",
               "estimate", "measured", "error", "step", "acts");
   for (int rank = 0; rank < c.world; ++rank) {
-    absl::StatusOr<MemoryEstimate> e = testing::EstimateRank(job, c.world, rank);
+    absl::StatusOr<MemoryEstimate> e =
+        testing::EstimateRank(job, c.world, rank, false, options.make_model);
     ASSERT_TRUE(e.ok()) << c.label << " rank " << rank << ": " << e.status();
     std::map<std::string, double>& m = c.world == 1 ? run->memory : run->rank_memory[rank];
     const double err = Error(static_cast<double>(e->peak()), m["peak"]);
@@ -71,7 +86,8 @@ TEST_P(MemoryEstimateMoeTest, EveryRankWithinTolerance) {
     // The planner's figure, MoE layers at their routing bound: never below
     // what the run measured, and in one process (nothing to exchange) the
     // balanced estimate itself.
-    absl::StatusOr<MemoryEstimate> bound = testing::EstimateRank(job, c.world, rank, true);
+    absl::StatusOr<MemoryEstimate> bound =
+        testing::EstimateRank(job, c.world, rank, true, options.make_model);
     ASSERT_TRUE(bound.ok()) << where << ": " << bound.status();
     std::printf("%-12s %4d %10lld bound (%+.2f%%)\n", c.label.c_str(), rank,
                 static_cast<long long>(bound->peak()),
@@ -86,7 +102,10 @@ TEST_P(MemoryEstimateMoeTest, EveryRankWithinTolerance) {
 
 INSTANTIATE_TEST_SUITE_P(Layouts, MemoryEstimateMoeTest,
                          ::testing::Values(Case{"moe", 1, 1, 0}, Case{"ep2", 2, 2, 0},
-                                           Case{"ep2_cap1.25", 2, 2, 1.25}),
+                                           Case{"ep2_cap1.25", 2, 2, 1.25},
+                                           Case{"llama_moe", 1, 1, 0, true},
+                                           Case{"llama_ep2", 2, 2, 0, true},
+                                           Case{"llama_ep2_cap1.25", 2, 2, 1.25, true}),
                          [](const ::testing::TestParamInfo<Case>& i) {
                            std::string s = i.param.label;
                            for (char& ch : s) {

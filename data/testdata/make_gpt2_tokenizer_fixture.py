@@ -14,7 +14,11 @@ import json
 import os
 import sys
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+
+# Llama 3's split pattern, as its tokenizer.json holds it.
+LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+"
+          r"[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 
 TEXTS = [
     "Hello, world! It's a test: don't, we'll, I'd, they're, you've, I'm.",
@@ -24,10 +28,22 @@ TEXTS = [
     "Unicode: café naïve Ærøskøbing 東京 Москва ١٢٣ ½ — “quotes” 🙂 end",
     "'s alone, 'S capital, ''double, 'll'd've",
     "<|endoftext|> splits out, as a special token<|endoftext|>",
+    "<|begin_of_text|>Llama's<|eot_id|> specials<|end_of_text|>",
+    "DON'T SHOUT, 'Tis 12345678 digits\r\n\r\nand  (parens) \"quotes\"!\n  \n",
     "",
     " ",
     "\n",
 ]
+
+
+def write(out, tok, eot, data):
+    wiki = open(os.path.join(data, "wikitext-2", "test.txt"), encoding="utf-8").read()[:20000]
+    texts = TEXTS + [wiki]
+    expected = [{"text": t, "ids": tok.encode(t, add_special_tokens=False).ids} for t in texts]
+    with open(os.path.join(out, "expected.json"), "w", encoding="utf-8") as f:
+        json.dump({"vocab_size": tok.get_vocab_size(), "eot": tok.token_to_id(eot),
+                   "cases": expected}, f, ensure_ascii=False)
+    print(out, tok.get_vocab_size(), "tokens;", sum(len(e["ids"]) for e in expected), "ids")
 
 
 def main():
@@ -43,13 +59,23 @@ def main():
     tok.train_from_iterator([shakespeare], trainer=trainer)
     tok.save(os.path.join(out, "tokenizer.json"))
     tok.model.save(out)  # vocab.json, merges.txt
-    wiki = open(os.path.join(data, "wikitext-2", "test.txt"), encoding="utf-8").read()[:20000]
-    texts = TEXTS + [wiki]
-    expected = [{"text": t, "ids": tok.encode(t).ids} for t in texts]
-    with open(os.path.join(out, "expected.json"), "w", encoding="utf-8") as f:
-        json.dump({"vocab_size": tok.get_vocab_size(), "eot": tok.token_to_id("<|endoftext|>"),
-                   "cases": expected}, f, ensure_ascii=False)
-    print(out, tok.get_vocab_size(), "tokens;", sum(len(e["ids"]) for e in expected), "ids")
+    write(out, tok, "<|endoftext|>", data)
+    # Llama 3's scheme: its split, ByteLevel without the regex, ignore_merges,
+    # and its special tokens after the vocabulary.
+    llama = os.path.join(out, "llama3")
+    os.makedirs(llama, exist_ok=True)
+    tok = Tokenizer(models.BPE(ignore_merges=True))
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(LLAMA3), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=1000, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tok.train_from_iterator([shakespeare], trainer=trainer)
+    tok.add_special_tokens(["<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>",
+                            "<|eot_id|>"])
+    tok.save(os.path.join(llama, "tokenizer.json"))
+    write(llama, tok, "<|end_of_text|>", data)
 
 
 if __name__ == "__main__":

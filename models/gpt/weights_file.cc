@@ -116,8 +116,9 @@ absl::Status CheckSameArchitecture(const GptConfig& recorded, const GptConfig& m
 }
 
 absl::StatusOr<GptWeights> ReadInitWeights(const std::string& path, const GptConfig& model,
-                                           std::string* tokenizer) {
+                                           std::string* tokenizer, bool* records_model) {
   if (tokenizer != nullptr) tokenizer->clear();
+  if (records_model != nullptr) *records_model = true;
   // The caller built `model` from the directory's config.json.
   if (IsHfCheckpoint(path)) return ReadHfGpt2Weights(path, model);
   WEFT_RETURN_IF_ERROR(CheckNotDirectory(path));
@@ -125,6 +126,7 @@ absl::StatusOr<GptWeights> ReadInitWeights(const std::string& path, const GptCon
   WEFT_ASSIGN_OR_RETURN(SafetensorsWeights file, ReadSafetensorsWeights(path));
   WEFT_RETURN_IF_ERROR(CheckNotBareHfFile(path, file));
   if (file.job) WEFT_RETURN_IF_ERROR(CheckSameArchitecture(file.job->model(), model, path));
+  if (records_model != nullptr) *records_model = file.job.has_value();
   if (tokenizer != nullptr) *tokenizer = std::move(file.tokenizer);
   return std::move(file.weights);
 }

@@ -35,9 +35,13 @@ absl::Status CheckSameArchitecture(const GptConfig& recorded, const GptConfig& m
 // trained in (weft's exports do), that model must pass
 // CheckSameArchitecture. Names and shapes are checked when the trainer
 // loads them. `tokenizer`, when given, gets the tokenizer the file carries
-// ("" if none): the caller compares it with its data's.
+// ("" if none): the caller compares it with its data's. `records_model`,
+// when given, says whether the file fixes what shapes do not show (false
+// for a safetensors file without weft's record: n_head then comes from the
+// flags unchecked, which the caller should say).
 absl::StatusOr<GptWeights> ReadInitWeights(const std::string& path, const GptConfig& model,
-                                           std::string* tokenizer = nullptr);
+                                           std::string* tokenizer = nullptr,
+                                           bool* records_model = nullptr);
 
 // A weights file with the model it holds, for sampling: llm.c's header, a
 // Hugging Face directory's config.json, or the job a safetensors export

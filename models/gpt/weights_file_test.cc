@@ -104,9 +104,11 @@ TEST(WeightsFileTest, RecordedModelMustAgreeOnWhatShapesHide) {
   EXPECT_NE(got.status().message().find("--model.n_head=4"), std::string::npos) << got.status();
   // Without a record (a file from another program) the names and shapes are
   // all there is, checked when the trainer loads them.
+  bool recorded = true;
   EXPECT_TRUE(ReadInitWeights(WriteExport("bare.safetensors", WeightsOf(Tiny(), 5), nullptr),
-                              Tiny())
+                              Tiny(), nullptr, &recorded)
                   .ok());
+  EXPECT_FALSE(recorded);  // the trainer says n_head is the flags' then
 }
 
 // The vocabulary hides inside the padded rows: 107 and 54 tokens both pad

@@ -137,8 +137,18 @@ absl::Status RunGptTraining(const GptJob& given) {
   if (!job.init_from().empty() && !resumed) {
     const std::string from = ResolveUserPath(job.init_from());
     std::string file_tokenizer;
-    WEFT_ASSIGN_OR_RETURN(GptWeights weights,
-                          ReadInitWeights(from, resolved.job().model(), &file_tokenizer));
+    bool records_model = true;
+    WEFT_ASSIGN_OR_RETURN(GptWeights weights, ReadInitWeights(from, resolved.job().model(),
+                                                              &file_tokenizer, &records_model));
+    if (!records_model) {
+      // Shapes do not show n_head: a wrong one trains on, with a wrong loss.
+      trainer->logger().Print(absl::StrCat(
+          "note: ", from, " records no model (no weft job_config): n_head=",
+          resolved.job().model().n_head(), " and tie_weights=",
+          resolved.job().model().tie_weights() ? "true" : "false",
+          " come from the flags, unchecked; weft's exports and Hugging Face directories record "
+          "them"));
+    }
     // Token ids index the embedding: another tokenizer of the same size
     // would train on rows that mean other tokens.
     if (!file_tokenizer.empty() && !trainer->tokenizer().empty() &&
