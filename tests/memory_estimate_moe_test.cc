@@ -16,6 +16,7 @@
 #include "tests/estimate_rank.h"
 #include "tests/parity.h"
 #include "tests/tiny_gpt.h"
+#include "tests/tiny_llama.h"
 
 namespace weft {
 namespace {

@@ -2,10 +2,13 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
 #include "comm/process_group/registry.h"
 #include "comm/store/hash_store.h"
 #include "comm/store/tcp_store.h"
+#include "comm/store/tcp_store_wire.h"
 #include "comm/util/socket.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
@@ -52,6 +55,10 @@ absl::StatusOr<DistributedContext> InitDistributed(const DistributedEnv& env,
     store_options.rank = env.rank;
     store_options.timeout = options.timeout;
     store_options.connect_timeout = options.timeout;
+    // The job's secret, when its launcher (or the user) set one.
+    if (const char* token = std::getenv(wire::kTokenEnv); token != nullptr) {
+      store_options.token = token;
+    }
     auto store = TcpStore::Create(store_options);
     if (!store.ok()) return Annotate(store.status(), "initializing from " + env.ToString());
     ctx.store = *store;

@@ -60,6 +60,7 @@ absl::StatusOr<std::shared_ptr<TcpStore>> TcpStore::Create(const TcpStoreOptions
                                                       : "";
     server_options.port = opts.port;
     server_options.world_size = opts.world_size;
+    server_options.token = opts.token;
     auto started = TcpStoreServer::Start(server_options);
     if (!started.ok()) {
       return Annotate(started.status(), absl::StrCat("rank ", opts.rank, " hosting the TCPStore"));
@@ -89,6 +90,7 @@ absl::StatusOr<ScopedFd> TcpStore::Connect(const Deadline& deadline) const {
       hello.I64(wire::kVersion);
       hello.I64(options_.world_size);
       hello.I64(options_.rank);
+      hello.Str(options_.token);
       const std::string frame = hello.Frame();
       const Deadline reply_by = Deadline::After(std::max(deadline.Remaining(), kReplyGrace));
       last = SendAll(fd->get(), frame.data(), frame.size(), reply_by);

@@ -46,6 +46,9 @@ struct TcpStoreOptions {
   absl::Duration timeout = kDefaultStoreTimeout;
   // How long to keep retrying the first connection.
   absl::Duration connect_timeout = absl::Seconds(60);
+  // The job's secret (wire::kTokenEnv): sent in the hello, and required of
+  // every client by a server hosted here. Empty: none.
+  std::string token;
 };
 
 class TcpStore : public Store {

@@ -45,7 +45,8 @@ struct Waiter {
 // Everything the loop thread owns. Not thread-safe by design: one thread.
 class ServerState {
  public:
-  explicit ServerState(int world_size) : world_size_(world_size) {}
+  ServerState(int world_size, std::string token)
+      : world_size_(world_size), token_(std::move(token)) {}
 
   void Accept(int listen_fd);
   void OnReadable(uint64_t id);
@@ -66,6 +67,7 @@ class ServerState {
   void Flush(Client& c);
 
   const int world_size_;
+  const std::string token_;
   uint64_t next_id_ = 1;
   std::map<uint64_t, Client> clients_;
   std::list<Waiter> waiters_;
@@ -100,7 +102,7 @@ void ServerState::OnReadable(uint64_t id) {
   size_t pos = 0;
   while (!c.dead && c.in.size() - pos >= 4) {
     const uint32_t len = wire::DecodeLength(c.in.data() + pos);
-    if (len > wire::kMaxFrameBytes) {
+    if (len > (c.said_hello ? wire::kMaxFrameBytes : wire::kMaxHelloBytes)) {
       c.dead = true;
       break;
     }
@@ -109,6 +111,8 @@ void ServerState::OnReadable(uint64_t id) {
     pos += 4 + len;
   }
   c.in.erase(0, pos);
+  // Nothing past a hello's size is buffered for a client that has not said it.
+  if (!c.said_hello && c.in.size() > 4 + wire::kMaxHelloBytes) c.dead = true;
   Flush(c);
 }
 
@@ -199,6 +203,23 @@ void ServerState::HandleHello(uint64_t id, wire::Reader& r) {
   if (!r.I64(&magic) || !r.I64(&version) || !r.I64(&world_size) || !r.I64(&rank) ||
       magic != wire::kMagic) {
     ReplyError(id, "not a weft TCPStore client (bad hello)");
+    clients_.at(id).close_after_flush = true;
+    return;
+  }
+  std::string token;
+  if (version == wire::kVersion && !r.Str(&token)) {
+    ReplyError(id, "not a weft TCPStore client (a hello without its token field)");
+    clients_.at(id).close_after_flush = true;
+    return;
+  }
+  // Compared in constant time: how long a reply takes says nothing of the secret.
+  uint8_t diff = token.size() == token_.size() ? 0 : 1;
+  for (size_t i = 0; i < token.size() && i < token_.size(); ++i) diff |= token[i] ^ token_[i];
+  if (version == wire::kVersion && !token_.empty() && diff != 0) {
+    ReplyError(id, absl::StrCat("rank ", rank, " gave ", token.empty() ? "no" : "a wrong",
+                                " store token: this job's store requires its own (", wire::kTokenEnv,
+                                ", which weft's launcher sets for every worker; set the same value "
+                                "on every node)"));
     clients_.at(id).close_after_flush = true;
     return;
   }
@@ -377,7 +398,7 @@ void TcpStoreServer::Stop() {
 TcpStoreServer::~TcpStoreServer() { Stop(); }
 
 void TcpStoreServer::Loop() {
-  ServerState state(options_.world_size);
+  ServerState state(options_.world_size, options_.token);
   std::vector<pollfd> fds;
   std::vector<uint64_t> ids;
   while (!stop_.load()) {

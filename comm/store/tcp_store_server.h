@@ -32,6 +32,9 @@ struct TcpStoreServerOptions {
   int port = 0;
   // World size clients must report in their hello; 0 accepts any.
   int world_size = 0;
+  // The secret every hello must carry; empty accepts any client that speaks
+  // the protocol (the store is then open to whoever reaches its port).
+  std::string token;
 };
 
 class TcpStoreServer {

@@ -58,6 +58,56 @@ TEST(TcpStoreTest, RejectsWorldSizeMismatch) {
   EXPECT_TRUE(absl::StrContains(client.status().message(), "world size 3")) << client.status();
 }
 
+// A store with a token serves only clients that carry it: a local program
+// that knows the public magic number cannot read or write the job's keys.
+TEST(TcpStoreTest, TokenIsRequiredWhenTheServerHasOne) {
+  auto server = TcpStore::Create(
+      {.port = 0, .is_server = true, .world_size = 2, .rank = 0, .token = "s3cret"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->Set("weft_ckpt/1/done", "1").ok());
+  for (const char* wrong : {"", "s3creT", "s3cret-and-more"}) {
+    auto stranger = TcpStore::Create({.port = (*server)->port(), .world_size = 2, .rank = 1,
+                                      .connect_timeout = absl::Seconds(5), .token = wrong});
+    ASSERT_EQ(stranger.status().code(), absl::StatusCode::kFailedPrecondition)
+        << "token '" << wrong << "': " << stranger.status();
+    EXPECT_TRUE(absl::StrContains(stranger.status().message(), "store token"))
+        << stranger.status();
+    EXPECT_TRUE(absl::StrContains(stranger.status().message(), "WEFT_STORE_TOKEN"));
+  }
+  auto member = TcpStore::Create({.port = (*server)->port(), .world_size = 2, .rank = 1,
+                                  .connect_timeout = absl::Seconds(5), .token = "s3cret"});
+  ASSERT_TRUE(member.ok()) << member.status();
+  EXPECT_EQ(*(*member)->Get("weft_ckpt/1/done"), "1");
+}
+
+// Before its hello a connection may not make the server buffer a large
+// frame: the header of a 1 GiB frame closes it at once.
+TEST(TcpStoreTest, LargeFramesBeforeTheHelloCloseTheConnection) {
+  auto server = TcpStore::Create({.port = 0, .is_server = true, .rank = 0});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto fd = ConnectTcp("127.0.0.1", (*server)->port(), Deadline::After(absl::Seconds(5)));
+  ASSERT_TRUE(fd.ok()) << fd.status();
+  const uint32_t len = 1u << 30;
+  const char header[4] = {static_cast<char>(len & 0xff), static_cast<char>((len >> 8) & 0xff),
+                          static_cast<char>((len >> 16) & 0xff), static_cast<char>(len >> 24)};
+  ASSERT_TRUE(SendAll(fd->get(), header, 4, Deadline::After(absl::Seconds(5))).ok());
+  const std::string filler(1 << 16, 'x');
+  // The server hangs up: a send fails or the read sees the end, within seconds.
+  const auto start = Clock::now();
+  bool closed = false;
+  for (int i = 0; i < 64 && !closed; ++i) {
+    closed = !SendAll(fd->get(), filler.data(), filler.size(), Deadline::After(absl::Seconds(5))).ok();
+  }
+  if (!closed) {
+    char byte;
+    closed = !RecvAll(fd->get(), &byte, 1, Deadline::After(absl::Seconds(5))).ok();
+  }
+  EXPECT_TRUE(closed);
+  EXPECT_LT(SecondsSince(start), 5.0);
+  // And it still serves its own clients.
+  EXPECT_TRUE((*server)->Set("k", "v").ok());
+}
+
 TEST(TcpStoreTest, ConnectGivesUpAtTheDeadline) {
   const int port = FreePort();
   const auto start = Clock::now();

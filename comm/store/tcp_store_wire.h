@@ -5,7 +5,7 @@
 // reply payload is a ReplyCode byte followed by its fields. Strings are a
 // uint32 length plus bytes; integers are little-endian int64.
 //
-//   kHello       magic, version, world_size, rank      -> kOk | kError(msg)
+//   kHello       magic, version, world_size, rank, token -> kOk | kError(msg)
 //   kSet         key, value                            -> kOk
 //   kGet         key, timeout_ms                       -> kOk(value) | kTimeout(missing)
 //   kAdd         key, delta                            -> kOk(int) | kError(msg)
@@ -28,9 +28,15 @@
 namespace weft::comm::wire {
 
 inline constexpr int64_t kMagic = 0x77656674'73746f72;  // "weftstor"
-inline constexpr int64_t kVersion = 1;
+inline constexpr int64_t kVersion = 2;
 // Frames larger than this are a protocol error (a stray client, not a value).
 inline constexpr uint32_t kMaxFrameBytes = 1u << 30;
+// Before its hello a connection may send no more than this: a stranger
+// cannot make the server buffer large frames.
+inline constexpr uint32_t kMaxHelloBytes = 4096;
+// The environment variable holding the job's store token (the launcher
+// makes one per job; every rank's hello must carry it).
+inline constexpr char kTokenEnv[] = "WEFT_STORE_TOKEN";
 
 enum class Command : uint8_t {
   kHello = 1,

@@ -22,6 +22,7 @@
 #include "absl/time/time.h"
 #include "comm/env/outer_launcher.h"
 #include "comm/store/tcp_store_server.h"
+#include "comm/store/tcp_store_wire.h"
 #include "comm/util/deadline.h"
 #include "comm/util/socket.h"
 #include "core/base/errors.h"
@@ -123,6 +124,21 @@ std::string DescribeExit(int wstatus) {
                         strsignal(WTERMSIG(wstatus)), ")");
   }
   return absl::StrCat("exited with code ", WEXITSTATUS(wstatus));
+}
+
+// 128 random bits as hex, from the kernel.
+absl::StatusOr<std::string> RandomToken() {
+  unsigned char bytes[16];
+  const int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return FailedPrecondition("cannot open /dev/urandom", "a readable /dev/urandom");
+  const ssize_t n = ::read(fd, bytes, sizeof(bytes));
+  ::close(fd);
+  if (n != static_cast<ssize_t>(sizeof(bytes))) {
+    return FailedPrecondition("a short read from /dev/urandom", "16 random bytes");
+  }
+  std::string out;
+  for (unsigned char b : bytes) absl::StrAppend(&out, absl::Hex(b, absl::kZeroPad2));
+  return out;
 }
 
 // The environment every worker shares; RANK and LOCAL_RANK are added per worker.
@@ -416,6 +432,21 @@ absl::StatusOr<int> Launch(const LaunchOptions& options, const std::vector<std::
       !s.ok()) {
     return s;
   }
+  // One secret per job: the store answers only hellos that carry it, so a
+  // local process that knows the protocol cannot read or write its keys.
+  // One node makes its own; several must share one the user sets.
+  std::string token;
+  if (const char* t = std::getenv(comm::wire::kTokenEnv); t != nullptr) token = t;
+  if (token.empty() && options.nnodes == 1) {
+    auto made = RandomToken();
+    if (!made.ok()) return Annotate(made.status(), "making the job's store token");
+    token = *made;
+  }
+  if (token.empty()) {
+    Note(absl::StrCat("--nnodes > 1 without ", comm::wire::kTokenEnv,
+                      ": the job's store accepts any client that reaches its port; set the same ",
+                      comm::wire::kTokenEnv, " (e.g. openssl rand -hex 16) on every node"));
+  }
   // Node 0 hosts the store so workers can start in any order, and so a free
   // port can be picked here and handed to everyone.
   std::unique_ptr<comm::TcpStoreServer> store;
@@ -424,7 +455,8 @@ absl::StatusOr<int> Launch(const LaunchOptions& options, const std::vector<std::
     auto server = comm::TcpStoreServer::Start(
         {.host = comm::IsLoopbackHost(options.master_addr) ? options.master_addr : "",
          .port = port,
-         .world_size = options.world_size()});
+         .world_size = options.world_size(),
+         .token = token});
     if (!server.ok()) return Annotate(server.status(), "the launcher hosting the job's store");
     store = std::move(*server);
     port = store->port();
@@ -442,6 +474,7 @@ absl::StatusOr<int> Launch(const LaunchOptions& options, const std::vector<std::
   }
   SignalRelay relay;
   std::map<std::string, std::string> env = BaseEnvironment(options, port);
+  if (!token.empty()) env[comm::wire::kTokenEnv] = token;
   if (options.nproc_per_node > 1 && env.find("OMP_NUM_THREADS") == env.end()) {
     env["OMP_NUM_THREADS"] = "1";
     Note("setting OMP_NUM_THREADS=1 for each worker (as torchrun does); set it to override");
