@@ -5,6 +5,7 @@
 // exactly; and survives weft's own serialization (what checkpoints keep).
 #include "data/gpt2_tokenizer.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -58,6 +59,45 @@ void ExpectTokenizesLikeHf(const Tokenizer& tok, const std::string& dir = Dir())
     ASSERT_TRUE(ids.ok()) << ids.status();
     EXPECT_EQ(*ids, c.ids) << "text: " << c.text.substr(0, 80);
     EXPECT_EQ(*tok.Decode(*ids), c.text);
+  }
+}
+
+uint64_t Fnv1a(const std::vector<int32_t>& ids) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (int32_t id : ids) {
+    for (int b = 0; b < 4; ++b) {
+      h = (h ^ ((static_cast<uint32_t>(id) >> (8 * b)) & 0xff)) * 0x100000001b3ull;
+    }
+  }
+  return h;
+}
+
+// Every UTF-8 file of Debian's fortunes corpus gives the ids HF gave, token
+// for token (their count and hash: the corpus is too big to keep its ids).
+void ExpectFortunesLikeHf(const Tokenizer& tok, const std::string& dir) {
+  const absl::StatusOr<JsonValue> j = ParseJson(Read(dir + "/expected.json"));
+  ASSERT_TRUE(j.ok());
+  const JsonValue& f = *j->Find("fortunes");
+  std::vector<int32_t> ids;
+  for (const JsonValue& name : f.Find("files")->array) {
+    const std::string path = f.Find("dir")->string + "/" + name.string;
+    const std::string text = Read(path);
+    ASSERT_FALSE(text.empty()) << path << " (Debian's fortunes-min; tools/setup.sh installs it)";
+    ASSERT_TRUE(tok.EncodeAppend(text, &ids).ok());
+  }
+  EXPECT_GT(f.Find("files")->array.size(), 1u);
+  EXPECT_EQ(static_cast<double>(ids.size()), f.Find("count")->number);
+  char hash[17];
+  std::snprintf(hash, sizeof(hash), "%016llx", static_cast<unsigned long long>(Fnv1a(ids)));
+  EXPECT_EQ(hash, f.Find("fnv")->string);
+}
+
+TEST(Gpt2TokenizerTest, FortunesCorpusGivesHuggingFacesIds) {
+  for (const std::string& dir : {Dir(), Dir() + "/llama3"}) {
+    SCOPED_TRACE(dir);
+    auto tok = LoadTokenizer(dir + "/tokenizer.json");
+    ASSERT_TRUE(tok.ok()) << tok.status();
+    ExpectFortunesLikeHf(**tok, dir);
   }
 }
 

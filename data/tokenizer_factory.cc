@@ -79,7 +79,9 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> ParseTokenizer(absl::string_view cont
       "tokenizer files are written by //tools:prepare_data (tokenizer.txt in its output)");
 }
 
-absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path) {
+absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& spec) {
+  // "hf:PATH" names a Hugging Face file or model directory explicitly.
+  const std::string path = absl::StartsWith(spec, "hf:") ? spec.substr(3) : spec;
   // A Hugging Face directory, or GPT-2's vocab.json with its merges.txt.
   std::error_code ec;
   const std::filesystem::path p(path);

@@ -22,7 +22,8 @@ inline constexpr int64_t kDefaultBpeVocab = 4096;
 
 // Reads a file written by Tokenizer::Save (the first line picks the kind),
 // a Hugging Face tokenizer.json of GPT-2's scheme, GPT-2's vocab.json (with
-// the merges.txt beside it), or a directory holding either (gpt2_tokenizer.h).
+// the merges.txt beside it), or a directory holding either (gpt2_tokenizer.h);
+// "hf:PATH" says the last kinds explicitly (prepare_data --tokenizer=hf:DIR).
 absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path);
 absl::StatusOr<std::unique_ptr<Tokenizer>> ParseTokenizer(absl::string_view contents,
                                                            absl::string_view name);

@@ -36,13 +36,41 @@ TEXTS = [
 ]
 
 
+FORTUNES = "/usr/share/games/fortunes"  # Debian's fortunes-min, which CI installs
+
+
+def fnv(ids, h=0xcbf29ce484222325):
+    """FNV-1a over the ids as little-endian int32 (the test computes the same)."""
+    for i in ids:
+        for b in int(i).to_bytes(4, "little", signed=True):
+            h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def fortunes(tok):
+    """Every UTF-8 text file of the fortunes corpus, each encoded alone: the
+    file names, and the count and hash of all their ids in order."""
+    names, ids = [], []
+    for name in sorted(os.listdir(FORTUNES)):
+        path = os.path.join(FORTUNES, name)
+        if "." in name or not os.path.isfile(path):
+            continue
+        try:
+            text = open(path, encoding="utf-8").read()
+        except UnicodeDecodeError:
+            continue
+        names.append(name)
+        ids += tok.encode(text, add_special_tokens=False).ids
+    return {"dir": FORTUNES, "files": names, "count": len(ids), "fnv": f"{fnv(ids):016x}"}
+
+
 def write(out, tok, eot, data):
     wiki = open(os.path.join(data, "wikitext-2", "test.txt"), encoding="utf-8").read()[:20000]
     texts = TEXTS + [wiki]
     expected = [{"text": t, "ids": tok.encode(t, add_special_tokens=False).ids} for t in texts]
     with open(os.path.join(out, "expected.json"), "w", encoding="utf-8") as f:
         json.dump({"vocab_size": tok.get_vocab_size(), "eot": tok.token_to_id(eot),
-                   "cases": expected}, f, ensure_ascii=False)
+                   "cases": expected, "fortunes": fortunes(tok)}, f, ensure_ascii=False)
     print(out, tok.get_vocab_size(), "tokens;", sum(len(e["ids"]) for e in expected), "ids")
 
 

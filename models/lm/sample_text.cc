@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "checkpoint/layout.h"
 #include "checkpoint/loader.h"
@@ -78,7 +79,10 @@ absl::StatusOr<std::string> SampleTokenizer(const SampleJob& job, const std::str
                                             const std::string& what) {
   if (!job.tokenizer().empty()) {
     WEFT_ASSIGN_OR_RETURN(std::unique_ptr<data::Tokenizer> t,
-                          data::LoadTokenizer(ResolveUserPath(job.tokenizer())));
+                          data::LoadTokenizer(
+                              absl::StartsWith(job.tokenizer(), "hf:")
+                                  ? absl::StrCat("hf:", ResolveUserPath(job.tokenizer().substr(3)))
+                                  : ResolveUserPath(job.tokenizer())));
     return t->Serialize();
   }
   if (carried.empty()) {

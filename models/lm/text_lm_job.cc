@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -49,7 +50,13 @@ absl::StatusOr<DataLoaders> TextLmJob::OpenData(const data::DataLoader::Options&
   // A tokenizer file is a user path like --data (bazel run starts in the
   // runfiles tree); a spec (char, bpe:N) is not a path.
   const std::string& tokenizer = train_.data().tokenizer();
-  t.tokenizer = data::IsTokenizerSpec(tokenizer) ? tokenizer : ResolveUserPath(tokenizer);
+  if (data::IsTokenizerSpec(tokenizer)) {
+    t.tokenizer = tokenizer;
+  } else if (absl::StartsWith(tokenizer, "hf:")) {  // a Hugging Face file or directory
+    t.tokenizer = absl::StrCat("hf:", ResolveUserPath(tokenizer.substr(3)));
+  } else {
+    t.tokenizer = ResolveUserPath(tokenizer);
+  }
   t.val_fraction = train_.data().val_fraction();
   t.seq_len = train_.seq_len();
   t.vocab_size = vocab_size_;

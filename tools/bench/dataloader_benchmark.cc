@@ -23,6 +23,7 @@
 #include "core/tensor/stream.h"
 #include "data/bpe_trainer.h"
 #include "data/char_tokenizer.h"
+#include "data/tokenizer_factory.h"
 #include "data/data_loader.h"
 #include "data/file_util.h"
 #include "data/image_dataset.h"
@@ -38,6 +39,12 @@ ABSL_FLAG(std::string, fmnist_dir, weft::data::kFashionMnistDir, "Fashion-MNIST 
 ABSL_FLAG(std::string, text,
           "/work/shared/data/tinyshakespeare/input.txt,/usr/share/games/fortunes/computers",
           "Comma-separated candidates for the tokenizer corpus (first that exists).");
+ABSL_FLAG(std::string, tokenizer_files, "",
+          "Comma-separated tokenizer files (e.g. a Hugging Face tokenizer.json) to time on "
+          "--encode_texts, each text's ids hashed (FNV-1a over little-endian int32) to compare "
+          "with another implementation's.");
+ABSL_FLAG(std::string, encode_texts, "", "Comma-separated text files for --tokenizer_files.");
+ABSL_FLAG(bool, only_tokenizers, false, "Run the tokenizer benchmarks only.");
 ABSL_FLAG(double, step_ms, 20.0,
           "Simulated compute per step for the data-wait measurement (about a GPT-2 124M "
           "step at B=8, T=1024 on one H100).");
@@ -224,6 +231,51 @@ void ImageBenchmarks(const Device& device, double seconds) {
   }
 }
 
+uint64_t Fnv1a(const std::vector<int32_t>& ids) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (int32_t id : ids) {
+    const uint32_t u = static_cast<uint32_t>(id);
+    for (int b = 0; b < 4; ++b) {
+      h ^= (u >> (8 * b)) & 0xff;
+      h *= 0x100000001b3ull;
+    }
+  }
+  return h;
+}
+
+// Loaded tokenizer files on given texts: encode speed and the ids' hash.
+void TokenizerFileBenchmarks() {
+  const std::string files = absl::GetFlag(FLAGS_tokenizer_files);
+  if (files.empty()) return;
+  std::printf("\n## Tokenizer files, one thread\n\n");
+  std::printf("| tokenizer | text | MB | ids | FNV-1a of the ids | encode MB/s | decode MB/s |\n");
+  std::printf("|---|---|---:|---:|---|---:|---:|\n");
+  for (absl::string_view f : absl::StrSplit(files, ',', absl::SkipEmpty())) {
+    auto tok = CheckOk(LoadTokenizer(std::string(f)));
+    for (absl::string_view p : absl::StrSplit(absl::GetFlag(FLAGS_encode_texts), ',',
+                                              absl::SkipEmpty())) {
+      const std::string text = CheckOk(ReadFileToString(std::string(p)));
+      const double mb = text.size() / 1e6;
+      Clock::time_point t0 = Clock::now();
+      std::vector<int32_t> ids;
+      int reps = 0;
+      do {
+        ids = CheckOk(tok->Encode(text));
+        ++reps;
+      } while (Seconds(t0, Clock::now()) < 1.0);
+      const double encode_s = Seconds(t0, Clock::now()) / reps;
+      t0 = Clock::now();
+      const std::string back = CheckOk(tok->Decode(ids));
+      const double decode_s = Seconds(t0, Clock::now());
+      if (back != text) std::printf("ROUND TRIP FAILED\n");
+      std::printf("| %s | %s | %.2f | %zu | %016llx | %.1f | %.0f |\n", std::string(f).c_str(),
+                  std::string(p).c_str(), mb, ids.size(),
+                  static_cast<unsigned long long>(Fnv1a(ids)), mb / encode_s, mb / decode_s);
+      std::fflush(stdout);
+    }
+  }
+}
+
 void TokenizerBenchmarks() {
   std::string path;
   for (absl::string_view p : absl::StrSplit(absl::GetFlag(FLAGS_text), ',', absl::SkipEmpty())) {
@@ -297,8 +349,11 @@ int main(int argc, char** argv) {
   const double seconds = absl::GetFlag(FLAGS_seconds);
   std::printf("# weft data loader benchmark (%u hardware threads)\n",
               std::thread::hardware_concurrency());
-  weft::data::TokenBenchmarks(device, seconds);
-  weft::data::ImageBenchmarks(device, seconds);
+  if (!absl::GetFlag(FLAGS_only_tokenizers)) {
+    weft::data::TokenBenchmarks(device, seconds);
+    weft::data::ImageBenchmarks(device, seconds);
+  }
   weft::data::TokenizerBenchmarks();
+  weft::data::TokenizerFileBenchmarks();
   return 0;
 }

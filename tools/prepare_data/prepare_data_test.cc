@@ -72,6 +72,28 @@ TEST(PrepareDataTest, BpeShardsStartWithEndOfTextAndRoundTrip) {
   EXPECT_EQ(*(*tok)->Decode(train), *data::ReadFileToString(kSample));
 }
 
+// --tokenizer=hf:DIR: a Hugging Face model directory's tokenizer.json (here
+// Llama 3's scheme); the shards hold its ids, and its form is kept beside them.
+TEST(PrepareDataTest, HuggingFaceTokenizerDirectory) {
+  PrepareOptions options;
+  options.inputs = {kSample};
+  options.out_dir = TempDir("hf");
+  options.tokenizer = "hf:data/testdata/gpt2_tok/llama3";
+  options.val_fraction = 0;
+  auto summary = PrepareData(options);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->vocab_size, 1004);
+  auto hf = data::LoadTokenizer("data/testdata/gpt2_tok/llama3/tokenizer.json");
+  ASSERT_TRUE(hf.ok()) << hf.status();
+  std::vector<int32_t> train = ReadShard(data::JoinPath(options.out_dir, "train_000000.bin"));
+  ASSERT_EQ(train[0], (*hf)->eot_id());  // <|end_of_text|> before the document
+  train.erase(train.begin());
+  EXPECT_EQ(train, *(*hf)->Encode(*data::ReadFileToString(kSample)));
+  auto saved = data::LoadTokenizer(data::JoinPath(options.out_dir, "tokenizer.txt"));
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_EQ((*saved)->Serialize(), (*hf)->Serialize());
+}
+
 TEST(PrepareDataTest, SplitsIntoShardsAndReplacesOldOnes) {
   PrepareOptions options;
   options.inputs = {kSample};
