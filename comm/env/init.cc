@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
@@ -63,6 +64,18 @@ absl::StatusOr<DistributedContext> InitDistributed(const DistributedEnv& env,
     if (!store.ok()) return Annotate(store.status(), "initializing from " + env.ToString());
     ctx.store = *store;
     WEFT_RETURN_IF_ERROR(ClaimRank(*ctx.store, env));
+    // A launcher's store outlives its workers; when it is gone, so is the
+    // launcher (WEFT_STORE_WATCHDOG_S: seconds between checks, 0: none).
+    double every_s = 5;
+    if (const char* s = std::getenv("WEFT_STORE_WATCHDOG_S"); s != nullptr) every_s = std::atof(s);
+    if (env.launcher_hosts_store && every_s > 0) {
+      TcpStoreOptions watch = store_options;
+      watch.connect_timeout = absl::Seconds(2);
+      watch.timeout = absl::Seconds(std::max(2.0, every_s));
+      auto dog = StoreWatchdog::Start({.store = watch, .interval = absl::Seconds(every_s)});
+      if (!dog.ok()) return Annotate(dog.status(), "starting the store watchdog");
+      ctx.watchdog = *std::move(dog);
+    }
   }
   ProcessGroupOptions group = options.group;
   if (group.timeout == ProcessGroupOptions().timeout) group.timeout = options.timeout;

@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "comm/env/bind_address.h"
+#include "comm/env/store_watchdog.h"
 #include "comm/env/dist_env.h"
 #include "comm/process_group/options.h"
 #include "comm/process_group/process_group.h"
@@ -43,6 +44,8 @@ struct DistributedContext {
   std::shared_ptr<ProcessGroup> world;
   // Where this rank's gloo groups listen; every later group must use it.
   BindAddress bind;
+  // Under a launcher that hosts the store: the check that it is still there.
+  std::shared_ptr<StoreWatchdog> watchdog;
 };
 
 absl::StatusOr<DistributedContext> InitDistributed(const DistributedEnv& env,

@@ -155,6 +155,7 @@ absl::StatusOr<std::unique_ptr<ParallelState>> InitParallel(
     topology.store = dist.store;
     bind_address = dist.bind.address;
     state->keep_alive.push_back(dist.world);
+    if (dist.watchdog != nullptr) state->keep_alive.push_back(dist.watchdog);
   } else if (!pc.gloo_iface().empty()) {
     WEFT_ASSIGN_OR_RETURN(bind_address, comm::InterfaceAddress(pc.gloo_iface()));
   }
