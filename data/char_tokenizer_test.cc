@@ -79,10 +79,16 @@ TEST(CharTokenizerTest, CorruptFilesAreRejected) {
 // Other formats are named, and a binary file's bytes are escaped (a NUL
 // cut the message short, and raw bytes reached the terminal).
 TEST(CharTokenizerTest, ForeignTokenizerFilesAreNamed) {
+  // A truncated llm.c tokenizer file is named as one (a whole one decodes:
+  // llmc_tokenizer_test).
   const std::string llmc("\xc8\xd7\x34\x01\x00\x00\x00\x00rest", 12);
   absl::Status s = ParseTokenizer(llmc, "gpt2_tokenizer.bin").status();
   EXPECT_NE(s.message().find("llm.c's gpt2_tokenizer.bin"), std::string::npos) << s;
-  EXPECT_NE(s.message().find("\\xc8\\xd7"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("under its header"), std::string::npos) << s;
+  // Another binary file: its bytes escaped, the message whole past the NUL.
+  const std::string binary("\x7f\x45\x4c\x46\x00\x01rest", 10);
+  s = ParseTokenizer(binary, "a.out").status();
+  EXPECT_NE(s.message().find("\\x7fELF\\x00"), std::string::npos) << s;
   EXPECT_NE(s.message().find("expected"), std::string::npos) << s;  // not cut at the NUL
   EXPECT_EQ(std::string(s.message()).find('\0'), std::string::npos);
   // A tokenizer.json is read when it is GPT-2's scheme, else named.

@@ -13,6 +13,7 @@
 #include "data/bpe_trainer.h"
 #include "data/char_tokenizer.h"
 #include "data/gpt2_tokenizer.h"
+#include "data/llmc_tokenizer.h"
 #include "data/file_util.h"
 
 namespace weft::data {
@@ -41,6 +42,16 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> ParseTokenizer(absl::string_view cont
     WEFT_ASSIGN_OR_RETURN(auto tok, BpeTokenizer::Parse(contents, name));
     return std::unique_ptr<Tokenizer>(std::move(tok));
   }
+  if (first_line == absl::StrCat(kTokenizerFileMagic, " ", LlmcTokenizer::kKind, " v1")) {
+    WEFT_ASSIGN_OR_RETURN(auto tok, LlmcTokenizer::Parse(contents, name));
+    return std::unique_ptr<Tokenizer>(std::move(tok));
+  }
+  // llm.c's gpt2_tokenizer.bin (magic 20240328 as a little-endian int32): decoding only.
+  if (contents.size() >= 4 && static_cast<unsigned char>(contents[0]) == 0xc8 &&
+      static_cast<unsigned char>(contents[1]) == 0xd7 && contents[2] == 0x34 && contents[3] == 0x01) {
+    WEFT_ASSIGN_OR_RETURN(auto tok, LlmcTokenizer::FromLlmcFile(contents, name));
+    return std::unique_ptr<Tokenizer>(std::move(tok));
+  }
   if (first_line == absl::StrCat(kTokenizerFileMagic, " ", Gpt2Tokenizer::kKind, " v1")) {
     WEFT_ASSIGN_OR_RETURN(auto tok, Gpt2Tokenizer::Parse(contents, name));
     return std::unique_ptr<Tokenizer>(std::move(tok));
@@ -52,12 +63,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> ParseTokenizer(absl::string_view cont
   }
   // Other tokenizers' files, named; they are not read (yet).
   std::string kind;
-  // llm.c's magic 20240328 as a little-endian int32.
-  if (contents.size() >= 4 && static_cast<unsigned char>(contents[0]) == 0xc8 &&
-      static_cast<unsigned char>(contents[1]) == 0xd7 && contents[2] == 0x34 && contents[3] == 0x01) {
-    kind = " (it is llm.c's gpt2_tokenizer.bin: token bytes for decoding only, no merges to "
-           "encode with; GPT-2's vocab.json + merges.txt or tokenizer.json encode the same ids)";
-  } else if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(contents), "{")) {
+  if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(contents), "{")) {
     kind = " (it is JSON without a tokenizer model: a GPT-2 vocab.json is read with the "
            "merges.txt beside it)";
   }
