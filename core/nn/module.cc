@@ -26,9 +26,8 @@ std::vector<Module*> Module::children() const {
 }
 
 void Module::AdoptChild(std::string local_name, std::unique_ptr<Module> child, bool swappable) {
-  for (const auto& [n, c] : children_) {
-    WEFT_CHECK(n != local_name || local_name.empty()) << "duplicate child name " << local_name;
-  }
+  WEFT_CHECK(local_name.empty() || child_names_.insert(local_name).second)
+      << "duplicate child name " << local_name;
   if (!swappable) pinned_children_.push_back(local_name);
   child->local_name_ = local_name;
   child->parent_ = this;

@@ -17,9 +17,9 @@ class Sequential : public Module {
   // the returned pointer is for construction only.
   template <typename M>
   M* Append(std::unique_ptr<M> module) {
-    return RegisterSwappableModule(std::to_string(children().size()), std::move(module));
+    return RegisterSwappableModule(std::to_string(num_children()), std::move(module));
   }
-  int size() const { return static_cast<int>(children().size()); }
+  int size() const { return static_cast<int>(num_children()); }
 
   absl::StatusOr<Tensor> Forward(RunContext& ctx, const Tensor& x) override;
   absl::StatusOr<Tensor> Backward(RunContext& ctx, const Tensor& dy) override;

@@ -1,6 +1,8 @@
 // Trainer::Init and its phases, in the order they run. Each phase builds
 // one thing from the config and what the phases before it built.
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -228,9 +230,49 @@ absl::Status Trainer::InitData() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// /proc/meminfo's MemAvailable in bytes, or -1 when it cannot be read.
+int64_t HostMemAvailable() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return -1;
+}
+
+// Every rank materializes the whole model before its strategies shard it:
+// one that cannot fit this host's memory is refused before it allocates
+// (--n_layer=100000 used to run out of memory minutes later, without a word).
+absl::Status CheckModelFitsHost(Module& model, DType param_dtype, DType grad_dtype) {
+  int64_t elements = 0;
+  for (Parameter* p : model.Parameters()) elements += NumElements(p->shape());
+  const int64_t bytes =
+      elements * static_cast<int64_t>(DTypeSize(param_dtype) + DTypeSize(grad_dtype));
+  int local = 1;
+  if (const char* l = std::getenv("LOCAL_WORLD_SIZE"); l != nullptr) local = std::max(1, std::atoi(l));
+  const int64_t available = HostMemAvailable();
+  if (available < 0 || bytes * local <= available) return absl::OkStatus();
+  return FailedPrecondition(
+      absl::StrFormat("the model's %.3g B parameters need %.1f GB (values and gradients, before "
+                      "any strategy shards them) on each of this host's %d rank(s), %.1f GB in "
+                      "all; the host has %.1f GB available",
+                      elements / 1e9, bytes / 1e9, local, bytes * local / 1e9, available / 1e9),
+      "a model whose whole parameters fit on each rank of the host",
+      "check --n_layer and --d_model; //tools:estimate --config=... says what a layout needs");
+}
+
+}  // namespace
+
 // The model, its parameters materialized, then the plan's strategies.
 absl::Status Trainer::InitModel() {
   WEFT_ASSIGN_OR_RETURN(model_, options_.job->MakeModel(loaders_));
+  if (ctx_.device.is_cpu()) {
+    WEFT_RETURN_IF_ERROR(CheckModelFitsHost(*model_, ctx_.compute_dtype, grad_dtype_));
+  }
   WEFT_RETURN_IF_ERROR(MaterializeParameters(
       *model_, {.device = ctx_.device,
                 .param_dtype = ctx_.compute_dtype,

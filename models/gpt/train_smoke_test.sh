@@ -116,6 +116,9 @@ expect_error "empty" --data="$tmp/empty.txt"
 expect_error "not divisible by micro_batch" --global_batch=24
 expect_error "unknown flag --stepz" --stepz=3
 expect_error "dtype=bf16 on CPU" --dtype=bf16
+# A model no host holds is refused before it allocates (it ran out of memory
+# minutes later): 161 B parameters.
+expect_error "B parameters need" --n_layer=200 --d_model=8192 --n_head=64
 
 # A strategy flag no applied strategy reads is noted, not silently dropped.
 "$train" "${common[@]}" --steps=1 --zero_stage=2 --metrics_out="$tmp/unread.jsonl"
