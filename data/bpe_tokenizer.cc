@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/base/errors.h"
+#include "data/chunk_id_cache.h"
 #include "data/pretokenizer.h"
 
 namespace weft::data {
@@ -14,7 +15,6 @@ namespace {
 
 constexpr char kHeader[] = "weft-tokenizer bpe v1";
 // Bounds the per-call chunk cache; natural text has far fewer distinct chunks.
-constexpr size_t kMaxCacheEntries = 1 << 20;
 
 }  // namespace
 
@@ -117,28 +117,17 @@ void BpeTokenizer::EncodeChunk(absl::string_view chunk, std::vector<int32_t>* id
 
 absl::Status BpeTokenizer::EncodeAppend(absl::string_view text,
                                         std::vector<int32_t>* ids) const {
-  // chunk -> (offset, length) of its ids earlier in *ids: the first
-  // occurrence doubles as the cache entry, so hits copy without allocating.
-  absl::flat_hash_map<absl::string_view, std::pair<size_t, uint32_t>> cache;
   ids->reserve(ids->size() + text.size() / 3);
-  ForEachChunk(text, [&](absl::string_view chunk) {
-    if (chunk.size() == 1) {
-      ids->push_back(static_cast<uint8_t>(chunk[0]));
-      return;
-    }
-    const auto it = cache.find(chunk);
-    if (it != cache.end()) {
-      const auto [offset, length] = it->second;
-      const size_t old = ids->size();
-      ids->resize(old + length);
-      std::copy_n(ids->data() + offset, length, ids->data() + old);
-      return;
-    }
-    const size_t offset = ids->size();
-    EncodeChunk(chunk, ids);
-    if (cache.size() >= kMaxCacheEntries) cache.clear();
-    cache.emplace(chunk, std::make_pair(offset, static_cast<uint32_t>(ids->size() - offset)));
-  });
+  EncodeChunksCached(
+      text, ChunkEnd,
+      [this](absl::string_view chunk, std::vector<int32_t>* out) {
+        if (chunk.size() == 1) {
+          out->push_back(static_cast<uint8_t>(chunk[0]));
+        } else {
+          EncodeChunk(chunk, out);
+        }
+      },
+      ids);
   return absl::OkStatus();
 }
 

@@ -28,6 +28,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "core/base/json.h"
 #include "data/tokenizer.h"
 
 namespace weft::data {
@@ -53,6 +54,9 @@ class Gpt2Tokenizer : public Tokenizer {
   // fallback, a prefix space) is refused, naming it.
   static absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> FromTokenizerJson(
       absl::string_view json, absl::string_view name);
+  // The same, already parsed.
+  static absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> FromTokenizerJson(const JsonValue& json,
+                                                                          absl::string_view name);
   // Serialize()'s format.
   static absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> Parse(absl::string_view contents,
                                                               absl::string_view name);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/base/errors.h"
+#include "data/hex_text.h"
 
 namespace weft::data {
 namespace {
@@ -17,8 +18,6 @@ int32_t Int32At(absl::string_view s, size_t i) {
   for (int b = 3; b >= 0; --b) v = (v << 8) | static_cast<uint8_t>(s[4 * i + b]);
   return static_cast<int32_t>(v);
 }
-
-int Hex(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; }
 
 }  // namespace
 
@@ -67,13 +66,7 @@ absl::StatusOr<std::unique_ptr<LlmcTokenizer>> LlmcTokenizer::Parse(absl::string
   std::vector<std::string> tokens(v);
   for (int64_t i = 0; i < v; ++i) {
     const absl::string_view hex = lines[2 + i];
-    if (hex == "-") continue;
-    if (hex.size() % 2 != 0) return bad(absl::StrCat("token line ", i));
-    for (size_t j = 0; j < hex.size(); j += 2) {
-      const int hi = Hex(hex[j]), lo = Hex(hex[j + 1]);
-      if (hi < 0 || lo < 0) return bad(absl::StrCat("token line ", i));
-      tokens[i].push_back(static_cast<char>(hi * 16 + lo));
-    }
+    if (hex != "-" && !FromHex(hex, &tokens[i])) return bad(absl::StrCat("token line ", i));
   }
   int32_t eot = -1;
   const std::vector<absl::string_view> e = absl::StrSplit(lines.back(), ' ');
@@ -106,16 +99,8 @@ absl::StatusOr<std::string> LlmcTokenizer::Decode(absl::Span<const int32_t> ids)
 }
 
 std::string LlmcTokenizer::Serialize() const {
-  static constexpr char kDigits[] = "0123456789abcdef";
   std::string out = absl::StrCat(kHeader, "\n", tokens_.size(), " tokens\n");
-  for (const std::string& t : tokens_) {
-    if (t.empty()) out += "-";
-    for (const char c : t) {
-      out.push_back(kDigits[static_cast<uint8_t>(c) >> 4]);
-      out.push_back(kDigits[static_cast<uint8_t>(c) & 15]);
-    }
-    out += "\n";
-  }
+  for (const std::string& t : tokens_) absl::StrAppend(&out, t.empty() ? "-" : ToHex(t), "\n");
   absl::StrAppend(&out, "eot ", eot_, "\n");
   return out;
 }

@@ -18,19 +18,6 @@
 
 namespace weft::data {
 
-namespace {
-
-// A JSON object with a "model" object: a Hugging Face tokenizer.json (a
-// GPT-2 vocab.json maps token names to ids, and may hold one named model).
-bool HasModel(absl::string_view contents) {
-  absl::StatusOr<JsonValue> j = ParseJson(contents);
-  if (!j.ok()) return false;
-  const JsonValue* model = j->Find("model");
-  return model != nullptr && model->is_object();
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<Tokenizer>> ParseTokenizer(absl::string_view contents,
                                                           absl::string_view name) {
   const absl::string_view first_line = contents.substr(0, contents.find('\n'));
@@ -57,9 +44,16 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> ParseTokenizer(absl::string_view cont
     return std::unique_ptr<Tokenizer>(std::move(tok));
   }
   // A Hugging Face tokenizer.json (an object with a "model").
-  if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(contents), "{") && HasModel(contents)) {
-    WEFT_ASSIGN_OR_RETURN(auto tok, Gpt2Tokenizer::FromTokenizerJson(contents, name));
-    return std::unique_ptr<Tokenizer>(std::move(tok));
+  // (A JSON object with a "model" object; a GPT-2 vocab.json maps token
+  // names to ids, and may hold one named model.) Parsed once.
+  if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(contents), "{")) {
+    if (absl::StatusOr<JsonValue> j = ParseJson(contents); j.ok()) {
+      const JsonValue* model = j->Find("model");
+      if (model != nullptr && model->is_object()) {
+        WEFT_ASSIGN_OR_RETURN(auto tok, Gpt2Tokenizer::FromTokenizerJson(*j, name));
+        return std::unique_ptr<Tokenizer>(std::move(tok));
+      }
+    }
   }
   // Other tokenizers' files, named; they are not read (yet).
   std::string kind;

@@ -11,9 +11,10 @@ namespace weft::comm {
 
 absl::StatusOr<std::unique_ptr<StoreWatchdog>> StoreWatchdog::Start(StoreWatchdogOptions o) {
   o.store.is_server = false;
+  // The caller's short connect timeout makes each check of a dead store fail
+  // within seconds (a reconnect is refused at once).
   auto store = TcpStore::Create(o.store);
   if (!store.ok()) return store.status();
-  // Later reconnects give up fast: a dead store refuses at once.
   if (!o.on_lost) {
     const int rank = o.store.rank;
     o.on_lost = [rank](const std::string& what) {

@@ -77,22 +77,6 @@ std::string HfTorchDtype(const std::string& dtype) {
   return "float32";
 }
 
-std::string JsonQuote(absl::string_view s) {
-  std::string out = "\"";
-  for (const char ch : s) {
-    const unsigned char c = static_cast<unsigned char>(ch);
-    if (ch == '"' || ch == '\\') {
-      out.push_back('\\');
-      out.push_back(ch);
-    } else if (c < 0x20) {
-      absl::StrAppend(&out, "\\u00", absl::Hex(c, absl::kZeroPad2));
-    } else {
-      out.push_back(ch);
-    }
-  }
-  return out + "\"";
-}
-
 absl::Status WriteHfDirectory(const std::string& dir, const std::string& config_json,
                               const std::map<std::string, ckpt::HostTensor>& tensors,
                               const HfWriteOptions& options) {
@@ -108,25 +92,30 @@ absl::Status WriteHfDirectory(const std::string& dir, const std::string& config_
     WEFT_RETURN_IF_ERROR(f->Write(text));
     return f->Commit();
   };
-  // Shards in name order, each up to shard_bytes (a larger tensor alone).
   const int64_t element = options.dtype == "F32" ? 4 : 2;
-  std::vector<std::map<std::string, ckpt::HostTensor>> shards(1);
-  int64_t in_shard = 0, total = 0;
-  for (const auto& [name, t] : tensors) {
-    const int64_t bytes = static_cast<int64_t>(t.values.size()) * element;
-    if (in_shard > 0 && in_shard + bytes > options.shard_bytes) {
-      shards.emplace_back();
-      in_shard = 0;
-    }
-    shards.back().emplace(name, t);
-    in_shard += bytes;
-    total += bytes;
-  }
+  int64_t total = 0;
+  for (const auto& [name, t] : tensors) total += static_cast<int64_t>(t.values.size()) * element;
   const ckpt::SafetensorsWriteOptions st{.dtype = options.dtype, .metadata = {{"format", "pt"}}};
-  if (shards.size() == 1) {
+  if (total <= options.shard_bytes) {  // one file, written from the tensors as they are
     WEFT_RETURN_IF_ERROR(
-        ckpt::WriteSafetensors((fs::path(dir) / "model.safetensors").string(), shards[0], st));
+        ckpt::WriteSafetensors((fs::path(dir) / "model.safetensors").string(), tensors, st));
   } else {
+    // Shards in name order, each up to shard_bytes (a larger tensor alone).
+    std::vector<std::map<std::string, ckpt::HostTensor>> shards(1);
+    int64_t in_shard = 0;
+    for (const auto& [name, t] : tensors) {
+      const int64_t bytes = static_cast<int64_t>(t.values.size()) * element;
+      if (in_shard > 0 && in_shard + bytes > options.shard_bytes) {
+        shards.emplace_back();
+        in_shard = 0;
+      }
+      shards.back().emplace(name, t);
+      in_shard += bytes;
+    }
+    if (shards.size() == 1) {  // one tensor over shard_bytes: still one file
+      return WriteHfDirectory(dir, config_json, tensors,
+                              {.dtype = options.dtype, .shard_bytes = total, .files = options.files});
+    }
     std::string index = absl::StrCat("{\n  \"metadata\": {\"total_size\": ", total,
                                      "},\n  \"weight_map\": {");
     bool first = true;
@@ -136,8 +125,8 @@ absl::Status WriteHfDirectory(const std::string& dir, const std::string& config_
       WEFT_RETURN_IF_ERROR(
           ckpt::WriteSafetensors((fs::path(dir) / file).string(), shards[i], st));
       for (const auto& [name, t] : shards[i]) {
-        absl::StrAppend(&index, first ? "\n    " : ",\n    ", JsonQuote(name), ": ",
-                        JsonQuote(file));
+        absl::StrAppend(&index, first ? "\n    " : ",\n    ", "\"", JsonEscape(name), "\": \"",
+                        JsonEscape(file), "\"");
         first = false;
       }
     }

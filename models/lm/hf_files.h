@@ -69,9 +69,6 @@ absl::Status WriteHfDirectory(const std::string& dir, const std::string& config_
 // config.json's "torch_dtype" for a safetensors dtype ("float32", ...).
 std::string HfTorchDtype(const std::string& dtype);
 
-// A JSON string literal of `s` (quotes and escapes).
-std::string JsonQuote(absl::string_view s);
-
 // A field the job set itself (`set`) must agree with config.json's `key`.
 template <typename T>
 absl::Status HfAgree(bool set, T mine, T theirs, const char* flag, const char* key,
