@@ -1,6 +1,7 @@
 #include <cmath>
 #include <memory>
 
+#include "core/optim/f16_rounding.h"
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
 #include "core/testing/grad_check.h"
@@ -89,6 +90,35 @@ TEST(OptimizerTest, StepScalarsInMemoryGiveTheSameUpdates) {
     }
     EXPECT_EQ(*w[0].ToFloats(), *w[1].ToFloats());
     EXPECT_NE(w[0].ToFloats()->at(0), 1.f);
+  }
+}
+
+// --dtype=fp16 on CPU: the f32 value holds only fp16 numbers, the master
+// keeps what fp16 cannot (updates far below the value's fp16 spacing).
+TEST(OptimizerTest, F16EmulationKeepsAnF32MasterAndRoundsTheValue) {
+  for (const char* name : {"adamw", "sgd"}) {
+    SCOPED_TRACE(name);
+    Tensor w = FilledTensor({3}, 0.1f), g = FilledTensor({3}, 1.f);
+    auto opt = *Optimizer::Create(
+        {.name = name, .weight_decay = 0.f, .momentum = 0.f, .emulate_f16_params = true},
+        {{"w", w, g, false}}, Device::Cpu(), nullptr, nullptr);
+    EXPECT_EQ(w.ToFloats()->at(0), RoundToF16(0.1f));  // rounded at creation
+    const auto state = opt->TargetState(0);
+    ASSERT_EQ(state.front().first, "master");
+    EXPECT_EQ(state.front().second.ToFloats()->at(0), 0.1f);  // the exact value
+    // fp16's spacing near 0.1 is 2^-14 (6.1e-5): ten 1e-6 steps would each
+    // round away on the value itself; the master adds them up.
+    for (int i = 1; i <= 10; ++i) {
+      ASSERT_TRUE(opt->Step({Device::Cpu()}, {.lr = 1e-6f, .step = i}).ok());
+    }
+    const float master = opt->TargetState(0).front().second.ToFloats()->at(0);
+    EXPECT_NEAR(master, 0.1f - 1e-5f, 1e-7);  // f32 sums of ten steps
+    EXPECT_EQ(w.ToFloats()->at(0), RoundToF16(master));
+    // A checkpoint's masters loaded: the values follow them, rounded.
+    Tensor m = opt->TargetState(0).front().second;
+    ASSERT_TRUE(m.CopyFrom(FilledTensor({3}, 0.3f), nullptr).ok());
+    ASSERT_TRUE(opt->RefreshParamsFromMasters(nullptr).ok());
+    EXPECT_EQ(w.ToFloats()->at(2), RoundToF16(0.3f));
   }
 }
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/errors.h"
 #include "core/base/status_macros.h"
+#include "core/optim/f16_rounding.h"
 
 namespace weft {
 
@@ -18,6 +19,10 @@ absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerConf
   if (!adam && config.name != "sgd") {
     return InvalidArgument(absl::StrCat("optimizer '", config.name, "'"), "adamw or sgd");
   }
+  if (config.emulate_f16_params && device.is_cuda()) {
+    return InvalidArgument("fp16 parameter emulation on CUDA", "a CPU (or meta) device",
+                           "the emulation is for CPU kernels, which compute in f32 only");
+  }
   WEFT_ASSIGN_OR_RETURN(KernelOps * ops, GetKernelOps(device.type));
   auto opt = std::unique_ptr<Optimizer>(new Optimizer(config, std::move(targets), ops));
   for (OptimTarget& t : opt->targets_) {
@@ -29,7 +34,7 @@ absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerConf
     OptimSegment s;
     s.weight_decay = t.weight_decay;
     const Shape flat = {t.value.numel()};
-    if (t.value.dtype() == DType::kF32) {
+    if (t.value.dtype() == DType::kF32 && !config.emulate_f16_params) {
       s.master = t.value.View(flat);
     } else {
       // Mixed precision: the update runs on an fp32 master copy and refreshes
@@ -38,6 +43,7 @@ absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerConf
                             Tensor::Empty(flat, DType::kF32, device, state_allocator, stream));
       WEFT_RETURN_IF_ERROR(s.master.CopyFrom(t.value.View(flat), stream));
       s.param = t.value.View(flat);
+      if (config.emulate_f16_params) WEFT_RETURN_IF_ERROR(opt->RoundParamToF16(s));
     }
     s.grad = t.grad.View(flat);
     WEFT_ASSIGN_OR_RETURN(s.exp_avg,
@@ -93,7 +99,8 @@ absl::Status Optimizer::Step(const KernelContext& ctx, const StepArgs& a) {
                  .max_grad_norm = a.max_grad_norm,
                  .grad_norm_sq = a.grad_norm_sq,
                  .step_scalars = step_scalars_};
-    return ops_->AdamW(ctx, absl::MakeSpan(segments_), h);
+    WEFT_RETURN_IF_ERROR(ops_->AdamW(ctx, absl::MakeSpan(segments_), h));
+    return RoundParamsToF16();
   }
   SgdHyper h{.lr = a.lr,
              .momentum = config_.momentum,
@@ -103,13 +110,26 @@ absl::Status Optimizer::Step(const KernelContext& ctx, const StepArgs& a) {
              .max_grad_norm = a.max_grad_norm,
              .grad_norm_sq = a.grad_norm_sq,
              .step_scalars = step_scalars_};
-  return ops_->Sgd(ctx, absl::MakeSpan(segments_), h);
+  WEFT_RETURN_IF_ERROR(ops_->Sgd(ctx, absl::MakeSpan(segments_), h));
+  return RoundParamsToF16();
 }
 
 absl::Status Optimizer::RefreshParamsFromMasters(NativeStream stream) {
   for (OptimSegment& s : segments_) {
     if (s.param.defined()) WEFT_RETURN_IF_ERROR(s.param.CopyFrom(s.master, stream));
   }
+  return RoundParamsToF16();
+}
+
+absl::Status Optimizer::RoundParamToF16(OptimSegment& s) {
+  // A value in f16 itself would already be rounded; only f32 ones emulate.
+  if (!config_.emulate_f16_params || s.param.dtype() != DType::kF32) return absl::OkStatus();
+  return RoundToF16InPlace(s.param);
+}
+
+absl::Status Optimizer::RoundParamsToF16() {
+  if (!config_.emulate_f16_params) return absl::OkStatus();
+  for (OptimSegment& s : segments_) WEFT_RETURN_IF_ERROR(RoundParamToF16(s));
   return absl::OkStatus();
 }
 

@@ -46,6 +46,13 @@ struct OptimizerConfig {
   float weight_decay = 0.1f;
   float momentum = 0.9f;  // sgd
   bool nesterov = false;  // sgd
+  // fp16 storage emulated on CPU (--dtype=fp16, f16_rounding.h): f32
+  // targets get an f32 master of their own, like lower-precision ones, and
+  // after every update (and RefreshParamsFromMasters) the target's value
+  // holds its master rounded to the nearest fp16 value. Create rounds the
+  // values once, so the first forward already computes with fp16 weights.
+  // CPU (and meta, for dry runs) only.
+  bool emulate_f16_params = false;
 };
 
 struct StepArgs {
@@ -94,6 +101,9 @@ class Optimizer {
  private:
   Optimizer(OptimizerConfig config, std::vector<OptimTarget> targets, KernelOps* ops)
       : config_(std::move(config)), targets_(std::move(targets)), ops_(ops) {}
+  // emulate_f16_params: the compute copies to their nearest fp16 values.
+  absl::Status RoundParamToF16(OptimSegment& s);
+  absl::Status RoundParamsToF16();
 
   OptimizerConfig config_;
   std::vector<OptimTarget> targets_;
